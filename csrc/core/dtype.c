@@ -1,0 +1,341 @@
+/* dtype.c — dtype traits, torch's promotion lattice, casts between dtypes,
+ * scalars, and the Python `ember.dtype` objects (ember.float32, ...). */
+#include "../ember.h"
+#include <math.h>
+
+#define NPY_NONE (-1)
+/* NumPy type numbers (stable ABI values), so this file needs no NumPy header. */
+enum { NPY_BOOL_ = 0, NPY_BYTE_ = 1, NPY_UBYTE_ = 2, NPY_SHORT_ = 3, NPY_INT_ = 5,
+       NPY_LONG_ = 7, NPY_FLOAT_ = 11, NPY_DOUBLE_ = 12, NPY_HALF_ = 23 };
+
+const EmDTypeInfo em_dtype_info[EM_NUM_DTYPES] = {
+    [EM_BOOL] = {"bool", "Bool", 1, false, false, '?', NPY_BOOL_},
+    [EM_UINT8] = {"uint8", "Byte", 1, false, false, 'B', NPY_UBYTE_},
+    [EM_INT8] = {"int8", "Char", 1, false, true, 'b', NPY_BYTE_},
+    [EM_INT16] = {"int16", "Short", 2, false, true, 'h', NPY_SHORT_},
+    [EM_INT32] = {"int32", "Int", 4, false, true, 'i', NPY_INT_},
+    [EM_INT64] = {"int64", "Long", 8, false, true, 'q', NPY_LONG_},
+    [EM_FLOAT16] = {"float16", "Half", 2, true, true, 'e', NPY_HALF_},
+    [EM_BFLOAT16] = {"bfloat16", "BFloat16", 2, true, true, 0, NPY_NONE},
+    [EM_FLOAT32] = {"float32", "Float", 4, true, true, 'f', NPY_FLOAT_},
+    [EM_FLOAT64] = {"float64", "Double", 8, true, true, 'd', NPY_DOUBLE_},
+};
+
+EmDType em_default_float = EM_FLOAT32;
+
+/* ------------------------------------------------------------- promotion */
+
+EmDType em_promote_types(EmDType a, EmDType b) {
+    if (a == b) return a;
+    if (a == EM_BOOL) return b;
+    if (b == EM_BOOL) return a;
+    bool fa = em_is_float(a), fb = em_is_float(b);
+    if (fa != fb) return fa ? a : b; /* int with float: the float */
+    if (fa) {
+        /* float16 and bfloat16 have no common 16-bit type */
+        if ((a == EM_FLOAT16 && b == EM_BFLOAT16) || (a == EM_BFLOAT16 && b == EM_FLOAT16))
+            return EM_FLOAT32;
+        return a > b ? a : b;
+    }
+    /* integers: uint8 meets a signed type */
+    if (a == EM_UINT8 || b == EM_UINT8) {
+        EmDType s = a == EM_UINT8 ? b : a;
+        return s == EM_INT8 ? EM_INT16 : s;
+    }
+    return a > b ? a : b;
+}
+
+/* torch.can_cast: no cast that lowers the category (float -> int, int -> bool). */
+bool em_can_cast(EmDType from, EmDType to) {
+    if (em_is_float(from) && !em_is_float(to)) return false;
+    if (from != EM_BOOL && to == EM_BOOL) return false;
+    return true;
+}
+
+/* ------------------------------------------------------------------ casts */
+
+/* Reading any dtype as a C value of its compute type. */
+#define EM_LOAD_bool(p) (*(const bool *)(p))
+#define EM_LOAD_uint8_t(p) (*(const uint8_t *)(p))
+#define EM_LOAD_int8_t(p) (*(const int8_t *)(p))
+#define EM_LOAD_int16_t(p) (*(const int16_t *)(p))
+#define EM_LOAD_int32_t(p) (*(const int32_t *)(p))
+#define EM_LOAD_int64_t(p) (*(const int64_t *)(p))
+#define EM_LOAD_float(p) (*(const float *)(p))
+#define EM_LOAD_double(p) (*(const double *)(p))
+
+/* Converting a value v of source C type S to destination type D. Floats go to
+ * small integers through int64 so out-of-range values wrap like torch's. */
+#define TO_bool(v) ((v) != 0)
+#define TO_uint8_t(v) ((uint8_t)(int64_t)(v))
+#define TO_int8_t(v) ((int8_t)(int64_t)(v))
+#define TO_int16_t(v) ((int16_t)(int64_t)(v))
+#define TO_int32_t(v) ((int32_t)(int64_t)(v))
+#define TO_int64_t(v) ((int64_t)(v))
+#define TO_float(v) ((float)(v))
+#define TO_double(v) ((double)(v))
+
+#define CAST_FN(SN, S, DN, D)                                                  \
+    static void cast_##SN##_##DN(const char *src, int64_t ss, char *dst,      \
+                                 int64_t ds, int64_t n) {                      \
+        if (ss == sizeof(S) && ds == sizeof(D)) {                              \
+            const S *s = (const S *)src;                                       \
+            D *d = (D *)dst;                                                   \
+            for (int64_t i = 0; i < n; i++) d[i] = TO_##D(s[i]);               \
+        } else {                                                               \
+            for (int64_t i = 0; i < n; i++)                                    \
+                *(D *)(dst + i * ds) = TO_##D(*(const S *)(src + i * ss));     \
+        }                                                                      \
+    }
+
+/* Plain C types: every pair. */
+#define CAST_ROW(SN, S)                                                        \
+    CAST_FN(SN, S, b, bool) CAST_FN(SN, S, u8, uint8_t) CAST_FN(SN, S, i8, int8_t)  \
+    CAST_FN(SN, S, i16, int16_t) CAST_FN(SN, S, i32, int32_t)                  \
+    CAST_FN(SN, S, i64, int64_t) CAST_FN(SN, S, f32, float) CAST_FN(SN, S, f64, double)
+CAST_ROW(b, bool)
+CAST_ROW(u8, uint8_t)
+CAST_ROW(i8, int8_t)
+CAST_ROW(i16, int16_t)
+CAST_ROW(i32, int32_t)
+CAST_ROW(i64, int64_t)
+CAST_ROW(f32, float)
+CAST_ROW(f64, double)
+#undef CAST_ROW
+
+/* Half types: through float. */
+#define HALF_CASTS(HN, TO_F32, FROM_F32)                                       \
+    static void cast_##HN##_to(const char *src, int64_t ss, char *dst,         \
+                               int64_t ds, int64_t n, EmDType to) {            \
+        float buf[256];                                                        \
+        for (int64_t i0 = 0; i0 < n; i0 += 256) {                              \
+            int64_t m = n - i0 < 256 ? n - i0 : 256;                           \
+            for (int64_t i = 0; i < m; i++)                                    \
+                buf[i] = TO_F32(*(const uint16_t *)(src + (i0 + i) * ss));     \
+            em_cast_fns[EM_FLOAT32][to]((const char *)buf, 4, dst + i0 * ds,   \
+                                        ds, m);                                \
+        }                                                                      \
+    }                                                                          \
+    static void cast_##HN##_from(const char *src, int64_t ss, char *dst,       \
+                                 int64_t ds, int64_t n, EmDType from) {        \
+        float buf[256];                                                        \
+        for (int64_t i0 = 0; i0 < n; i0 += 256) {                              \
+            int64_t m = n - i0 < 256 ? n - i0 : 256;                           \
+            em_cast_fns[from][EM_FLOAT32](src + i0 * ss, ss, (char *)buf, 4, m); \
+            for (int64_t i = 0; i < m; i++)                                    \
+                *(uint16_t *)(dst + (i0 + i) * ds) = FROM_F32(buf[i]);         \
+        }                                                                      \
+    }
+HALF_CASTS(f16, em_f16_to_f32, em_f32_to_f16)
+HALF_CASTS(bf16, em_bf16_to_f32, em_f32_to_bf16)
+
+/* float64 -> half goes through float32 (two roundings), as torch's does. */
+
+#define HALF_WRAPPERS(HN, PN, PE)                                              \
+    static void cast_##HN##_##PN(const char *s, int64_t ss, char *d,           \
+                                 int64_t ds, int64_t n) {                      \
+        cast_##HN##_to(s, ss, d, ds, n, PE);                                   \
+    }                                                                          \
+    static void cast_##PN##_##HN(const char *s, int64_t ss, char *d,           \
+                                 int64_t ds, int64_t n) {                      \
+        cast_##HN##_from(s, ss, d, ds, n, PE);                                 \
+    }
+#define HALF_ALL(HN)                                                           \
+    HALF_WRAPPERS(HN, b, EM_BOOL) HALF_WRAPPERS(HN, u8, EM_UINT8)              \
+    HALF_WRAPPERS(HN, i8, EM_INT8) HALF_WRAPPERS(HN, i16, EM_INT16)            \
+    HALF_WRAPPERS(HN, i32, EM_INT32) HALF_WRAPPERS(HN, i64, EM_INT64)          \
+    HALF_WRAPPERS(HN, f32, EM_FLOAT32) HALF_WRAPPERS(HN, f64, EM_FLOAT64)
+HALF_ALL(f16)
+HALF_ALL(bf16)
+
+static void cast_f16_bf16(const char *s, int64_t ss, char *d, int64_t ds, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        *(uint16_t *)(d + i * ds) = em_f32_to_bf16(em_f16_to_f32(*(const uint16_t *)(s + i * ss)));
+}
+static void cast_bf16_f16(const char *s, int64_t ss, char *d, int64_t ds, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        *(uint16_t *)(d + i * ds) = em_f32_to_f16(em_bf16_to_f32(*(const uint16_t *)(s + i * ss)));
+}
+static void cast_same16(const char *s, int64_t ss, char *d, int64_t ds, int64_t n) {
+    for (int64_t i = 0; i < n; i++) *(uint16_t *)(d + i * ds) = *(const uint16_t *)(s + i * ss);
+}
+
+#define ROW(SN)                                                                \
+    {cast_##SN##_b, cast_##SN##_u8, cast_##SN##_i8, cast_##SN##_i16,           \
+     cast_##SN##_i32, cast_##SN##_i64, cast_##SN##_f16, cast_##SN##_bf16,      \
+     cast_##SN##_f32, cast_##SN##_f64}
+#define cast_f16_f16 cast_same16
+#define cast_bf16_bf16 cast_same16
+EmCastFn em_cast_fns[EM_NUM_DTYPES][EM_NUM_DTYPES] = {
+    ROW(b), ROW(u8), ROW(i8), ROW(i16), ROW(i32), ROW(i64), ROW(f16), ROW(bf16), ROW(f32), ROW(f64),
+};
+
+/* ---------------------------------------------------------------- scalars */
+
+void em_scalar_store(EmScalar s, EmDType d, void *dst) {
+    if (s.kind == 'f')
+        em_cast_fns[EM_FLOAT64][d]((const char *)&s.v.f, 0, dst, 0, 1);
+    else if (s.kind == 'b') {
+        bool b = s.v.i != 0;
+        em_cast_fns[EM_BOOL][d]((const char *)&b, 0, dst, 0, 1);
+    } else
+        em_cast_fns[EM_INT64][d]((const char *)&s.v.i, 0, dst, 0, 1);
+}
+
+EmScalar em_scalar_load(const void *src, EmDType d) {
+    EmScalar s;
+    if (em_is_float(d)) {
+        s.kind = 'f';
+        em_cast_fns[d][EM_FLOAT64](src, 0, (char *)&s.v.f, 0, 1);
+    } else {
+        s.kind = d == EM_BOOL ? 'b' : 'i';
+        em_cast_fns[d][EM_INT64](src, 0, (char *)&s.v.i, 0, 1);
+    }
+    return s;
+}
+
+int em_scalar_from_py(PyObject *o, EmScalar *out) {
+    if (PyBool_Check(o)) {
+        out->kind = 'b';
+        out->v.i = o == Py_True;
+        return 0;
+    }
+    if (PyLong_Check(o)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow) {
+            /* torch accepts up to uint64 max for Scalars, but no dtype here can
+             * hold more than int64 */
+            PyErr_Format(PyExc_RuntimeError, "Overflow when unpacking long");
+            return -1;
+        }
+        if (v == -1 && PyErr_Occurred()) return -1;
+        out->kind = 'i';
+        out->v.i = v;
+        return 0;
+    }
+    if (PyFloat_Check(o)) {
+        out->kind = 'f';
+        out->v.f = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
+    if (em_is_tensor(o)) {
+        EmTensor *t = (EmTensor *)o;
+        if (t->numel != 1) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "a Tensor with %lld elements cannot be converted to Scalar",
+                         (long long)t->numel);
+            return -1;
+        }
+        if (em_check_cpu(t, "item") < 0) return -1;
+        *out = em_scalar_load(em_data(t), (EmDType)t->dtype);
+        return 0;
+    }
+    /* NumPy scalars and other numbers: via __index__ or __float__ */
+    if (PyIndex_Check(o)) {
+        PyObject *i = PyNumber_Index(o);
+        if (!i) return -1;
+        int r = em_scalar_from_py(i, out);
+        Py_DECREF(i);
+        return r;
+    }
+    if (!PyComplex_Check(o) && Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float) {
+        double v = PyFloat_AsDouble(o);
+        if (v == -1.0 && PyErr_Occurred()) return -1;
+        out->kind = 'f';
+        out->v.f = v;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "expected a number, not %.100s", Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+PyObject *em_scalar_to_py(EmScalar s) {
+    if (s.kind == 'f') return PyFloat_FromDouble(s.v.f);
+    if (s.kind == 'b') return PyBool_FromLong((long)s.v.i);
+    return PyLong_FromLongLong(s.v.i);
+}
+
+/* -------------------------------------------------------- Python dtypes */
+
+static EmDTypeObject dtype_objects[EM_NUM_DTYPES];
+
+PyObject *em_dtype_object(EmDType d) { return (PyObject *)&dtype_objects[d]; }
+
+int em_dtype_from_py(PyObject *o, EmDType *out) {
+    if (Py_TYPE(o) == &EmDTypeType) {
+        *out = ((EmDTypeObject *)o)->dtype;
+        return 0;
+    }
+    /* torch accepts the Python types as dtypes */
+    if (o == (PyObject *)&PyFloat_Type) { *out = EM_FLOAT64; return 0; }
+    if (o == (PyObject *)&PyLong_Type) { *out = EM_INT64; return 0; }
+    if (o == (PyObject *)&PyBool_Type) { *out = EM_BOOL; return 0; }
+    PyErr_Format(PyExc_TypeError, "expected an ember.dtype, not %.100s", Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+static PyObject *dtype_repr(EmDTypeObject *self) {
+    return PyUnicode_FromFormat("ember.%s", em_dtype_info[self->dtype].name);
+}
+
+static PyObject *dtype_is_floating_point(EmDTypeObject *self, void *c) {
+    return PyBool_FromLong(em_is_float(self->dtype));
+}
+static PyObject *dtype_is_signed(EmDTypeObject *self, void *c) {
+    return PyBool_FromLong(em_dtype_info[self->dtype].is_signed);
+}
+static PyObject *dtype_false(EmDTypeObject *self, void *c) { Py_RETURN_FALSE; }
+static PyObject *dtype_itemsize(EmDTypeObject *self, void *c) {
+    return PyLong_FromLong(em_itemsize(self->dtype));
+}
+static PyObject *dtype_reduce(EmDTypeObject *self, PyObject *unused) {
+    /* pickled as the global ember.<name> */
+    return PyUnicode_FromString(em_dtype_info[self->dtype].name);
+}
+static PyObject *dtype_to_real(EmDTypeObject *self, PyObject *unused) {
+    return Py_NewRef(self);
+}
+
+static PyGetSetDef dtype_getset[] = {
+    {"is_floating_point", (getter)dtype_is_floating_point, NULL, NULL, NULL},
+    {"is_signed", (getter)dtype_is_signed, NULL, NULL, NULL},
+    {"is_complex", (getter)dtype_false, NULL, NULL, NULL},
+    {"itemsize", (getter)dtype_itemsize, NULL, NULL, NULL},
+    {NULL},
+};
+static PyMethodDef dtype_methods[] = {
+    {"__reduce__", (PyCFunction)dtype_reduce, METH_NOARGS, NULL},
+    {"to_real", (PyCFunction)dtype_to_real, METH_NOARGS, NULL},
+    {NULL},
+};
+
+PyTypeObject EmDTypeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember.dtype",
+    .tp_basicsize = sizeof(EmDTypeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_repr = (reprfunc)dtype_repr,
+    .tp_getset = dtype_getset,
+    .tp_methods = dtype_methods,
+    .tp_doc = "The data type of a tensor's elements (ember.float32, ...).",
+};
+
+int em_init_dtypes(PyObject *m) {
+    if (PyType_Ready(&EmDTypeType) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "dtype", (PyObject *)&EmDTypeType) < 0) return -1;
+    PyObject *all = PyDict_New();
+    if (!all) return -1;
+    for (int d = 0; d < EM_NUM_DTYPES; d++) {
+        PyObject_Init((PyObject *)&dtype_objects[d], &EmDTypeType);
+        dtype_objects[d].dtype = (EmDType)d;
+        if (PyDict_SetItemString(all, em_dtype_info[d].name, (PyObject *)&dtype_objects[d]) < 0)
+            goto fail;
+    }
+    if (PyModule_AddObjectRef(m, "_dtypes", all) < 0) goto fail;
+    Py_DECREF(all);
+    return 0;
+fail:
+    Py_DECREF(all);
+    return -1;
+}

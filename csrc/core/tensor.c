@@ -1,0 +1,265 @@
+/* tensor.c — EmTensor objects: allocation (with a free list so small ops
+ * don't pay malloc + GC setup per result), geometry, views, contiguity, and
+ * the lifetime slots (dealloc / traverse / clear) the Python type uses. */
+#include "../ember.h"
+
+#define TENSOR_FREELIST_MAX 256
+static EmTensor *tensor_freelist[TENSOR_FREELIST_MAX];
+static int tensor_freelist_n;
+
+/* Point sizes/strides at the inline array or a heap block big enough for ndim. */
+static int set_ndim(EmTensor *t, int ndim) {
+    if (ndim > EM_MAX_DIMS) {
+        PyErr_Format(PyExc_RuntimeError, "number of dimensions %d exceeds the maximum of %d", ndim,
+                     EM_MAX_DIMS);
+        return -1;
+    }
+    bool heap = t->sizes != t->small;
+    if (ndim <= EM_SMALL_DIMS) {
+        if (heap) PyMem_Free(t->sizes);
+        t->sizes = t->small;
+        t->strides = t->small + EM_SMALL_DIMS;
+    } else if (!heap || ndim > t->ndim) {
+        int64_t *p = PyMem_Malloc(2 * sizeof(int64_t) * ndim);
+        if (!p) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (heap) PyMem_Free(t->sizes);
+        t->sizes = p;
+        t->strides = p + ndim;
+    } else {
+        /* reuse the heap block but keep strides right after the sizes */
+        t->strides = t->sizes + ndim;
+    }
+    t->ndim = ndim;
+    return 0;
+}
+
+int em_tensor_set_geometry(EmTensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
+                           int64_t offset) {
+    int64_t tmp[2 * EM_MAX_DIMS]; /* sizes/strides may alias t's own arrays */
+    memcpy(tmp, sizes, ndim * sizeof(int64_t));
+    if (strides)
+        memcpy(tmp + ndim, strides, ndim * sizeof(int64_t));
+    else
+        em_contiguous_strides(ndim, sizes, tmp + ndim);
+    if (set_ndim(t, ndim) < 0) return -1;
+    memcpy(t->sizes, tmp, ndim * sizeof(int64_t));
+    memcpy(t->strides, tmp + ndim, ndim * sizeof(int64_t));
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= tmp[d];
+    t->numel = n;
+    t->offset = offset;
+    return 0;
+}
+
+EmTensor *em_tensor_alloc(PyTypeObject *type, EmStorage *storage, int64_t offset, int ndim,
+                          const int64_t *sizes, const int64_t *strides, EmDType dtype) {
+    EmTensor *t;
+    bool from_freelist = type == &EmTensorType && tensor_freelist_n > 0;
+    if (from_freelist) {
+        t = tensor_freelist[--tensor_freelist_n];
+        PyObject_Init((PyObject *)t, &EmTensorType);
+    } else { /* tp_alloc zero-fills and starts GC tracking */
+        t = (EmTensor *)type->tp_alloc(type, 0);
+        if (!t) return NULL;
+        t->sizes = t->small;
+    }
+    t->storage = (EmStorage *)Py_NewRef(storage);
+    t->ndim = 0;
+    t->dtype = (int8_t)dtype;
+    t->requires_grad = false;
+    t->is_view = false;
+    t->output_nr = 0;
+    t->view_base = NULL;
+    t->grad = NULL;
+    t->grad_fn = NULL;
+    t->dict = NULL;
+    t->weakrefs = NULL;
+    if (em_tensor_set_geometry(t, ndim, sizes, strides, offset) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    if (from_freelist) PyObject_GC_Track(t);
+    return t;
+}
+
+void em_tensor_dealloc(EmTensor *t) {
+    PyObject_GC_UnTrack(t);
+    if (t->weakrefs) PyObject_ClearWeakRefs((PyObject *)t);
+    Py_CLEAR(t->storage);
+    Py_CLEAR(t->view_base);
+    Py_CLEAR(t->grad);
+    Py_CLEAR(t->grad_fn);
+    Py_CLEAR(t->dict);
+    if (t->sizes != t->small) {
+        PyMem_Free(t->sizes);
+        t->sizes = t->small;
+    }
+    PyTypeObject *type = Py_TYPE(t);
+    if (type == &EmTensorType && tensor_freelist_n < TENSOR_FREELIST_MAX) {
+        tensor_freelist[tensor_freelist_n++] = t;
+        return;
+    }
+    /* for Python subclasses, subtype_dealloc drops the type reference */
+    type->tp_free((PyObject *)t);
+}
+
+int em_tensor_traverse(EmTensor *t, visitproc visit, void *arg) {
+    Py_VISIT(t->view_base);
+    Py_VISIT(t->grad);
+    Py_VISIT(t->grad_fn);
+    Py_VISIT(t->dict);
+    return 0;
+}
+
+int em_tensor_clear(EmTensor *t) {
+    Py_CLEAR(t->grad);
+    Py_CLEAR(t->grad_fn);
+    Py_CLEAR(t->dict);
+    return 0;
+}
+
+/* Resize to `shape` with contiguous strides, as torch's resize_ does for an
+ * out= tensor of the wrong shape; new storage only when the old is too small.
+ * Warns when a tensor that held elements is resized (torch deprecates it). */
+int em_tensor_resize(EmTensor *t, int ndim, const int64_t *shape, bool warn) {
+    char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
+    if (warn && t->numel != 0 &&
+        PyErr_WarnFormat(PyExc_UserWarning, 1,
+                         "An output with one or more elements was resized since it had shape %s, "
+                         "which does not match the required output shape %s. This behavior is "
+                         "deprecated; resize the output to 0 elements first to silence this.",
+                         em_shape_str(t->ndim, t->sizes, a, sizeof a),
+                         em_shape_str(ndim, shape, b, sizeof b)) < 0)
+        return -1;
+    int64_t numel;
+    if (em_numel_checked(ndim, shape, &numel) < 0) return -1;
+    int isz = em_itemsize(t->dtype);
+    if ((t->offset + numel) * isz > t->storage->nbytes) {
+        EmStorage *s = em_storage_new(numel * isz, em_device(t));
+        if (!s) return -1;
+        Py_SETREF(t->storage, s);
+        t->offset = 0;
+    }
+    return em_tensor_set_geometry(t, ndim, shape, NULL, t->offset);
+}
+
+/* ------------------------------------------------------------ creation */
+
+EmTensor *em_empty(int ndim, const int64_t *sizes, EmDType dtype, EmDevice device) {
+    int64_t numel, nbytes;
+    if (em_numel_checked(ndim, sizes, &numel) < 0) return NULL;
+    if (__builtin_mul_overflow(numel, (int64_t)em_itemsize(dtype), &nbytes)) {
+        char buf[EM_SHAPE_BUF];
+        PyErr_Format(PyExc_RuntimeError, "Storage size calculation overflowed with sizes=%s",
+                     em_shape_str(ndim, sizes, buf, sizeof buf));
+        return NULL;
+    }
+    EmStorage *s = em_storage_new(nbytes, device);
+    if (!s) return NULL;
+    EmTensor *t = em_tensor_alloc(&EmTensorType, s, 0, ndim, sizes, NULL, dtype);
+    Py_DECREF(s);
+    return t;
+}
+
+EmTensor *em_zeros(int ndim, const int64_t *sizes, EmDType dtype, EmDevice device) {
+    EmTensor *t = em_empty(ndim, sizes, dtype, device);
+    if (t) memset(t->storage->data, 0, (size_t)t->storage->nbytes);
+    return t;
+}
+
+EmTensor *em_empty_like(const EmTensor *src, EmDType dtype) {
+    if (em_is_contiguous(src) || !em_is_non_overlapping_and_dense(src))
+        return em_empty(src->ndim, src->sizes, dtype, em_device(src));
+    /* keep the source's dim order: sort dims by stride, outermost first */
+    int nd = src->ndim, perm[EM_MAX_DIMS];
+    for (int i = 0; i < nd; i++) perm[i] = i;
+    for (int i = 1; i < nd; i++) { /* insertion sort: stable, nd is small */
+        int p = perm[i], j = i;
+        while (j > 0 && src->strides[perm[j - 1]] < src->strides[p]) {
+            perm[j] = perm[j - 1];
+            j--;
+        }
+        perm[j] = p;
+    }
+    int64_t strides[EM_MAX_DIMS], s = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[perm[i]] = s;
+        s *= src->sizes[perm[i]];
+    }
+    EmStorage *st = em_storage_new(src->numel * em_itemsize(dtype), em_device(src));
+    if (!st) return NULL;
+    EmTensor *t = em_tensor_alloc(&EmTensorType, st, 0, nd, src->sizes, strides, dtype);
+    Py_DECREF(st);
+    return t;
+}
+
+EmTensor *em_scalar_tensor(EmScalar s, EmDType dtype, EmDevice device) {
+    EmTensor *t = em_empty(0, NULL, dtype, device);
+    if (t) em_scalar_store(s, dtype, em_data(t));
+    return t;
+}
+
+EmTensor *em_view_of(EmTensor *base, int ndim, const int64_t *sizes, const int64_t *strides,
+                     int64_t offset) {
+    EmTensor *t = em_tensor_alloc(&EmTensorType, base->storage, offset, ndim, sizes, strides,
+                                  (EmDType)base->dtype);
+    if (!t) return NULL;
+    t->is_view = true;
+    /* views of views point at the root, as torch's ._base does */
+    PyObject *root = base->is_view && base->view_base ? base->view_base : (PyObject *)base;
+    t->view_base = Py_NewRef(root);
+    return t;
+}
+
+/* -------------------------------------------------------------- layout */
+
+bool em_is_contiguous(const EmTensor *t) {
+    if (t->numel < 2) return true;
+    int64_t expected = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->sizes[d] == 1) continue;
+        if (t->strides[d] != expected) return false;
+        expected *= t->sizes[d];
+    }
+    return true;
+}
+
+bool em_is_non_overlapping_and_dense(const EmTensor *t) {
+    if (t->numel < 2) return true;
+    int nd = t->ndim, perm[EM_MAX_DIMS], k = 0;
+    for (int d = 0; d < nd; d++)
+        if (t->sizes[d] != 1) perm[k++] = d;
+    for (int i = 1; i < k; i++) {
+        int p = perm[i], j = i;
+        while (j > 0 && t->strides[perm[j - 1]] > t->strides[p]) {
+            perm[j] = perm[j - 1];
+            j--;
+        }
+        perm[j] = p;
+    }
+    int64_t expected = 1;
+    for (int i = 0; i < k; i++) {
+        if (t->strides[perm[i]] != expected) return false;
+        expected *= t->sizes[perm[i]];
+    }
+    return true;
+}
+
+EmTensor *em_contiguous(EmTensor *t) {
+    if (em_is_contiguous(t)) return (EmTensor *)Py_NewRef(t);
+    EmTensor *c = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t));
+    if (!c) return NULL;
+    if (em_copy_(c, (PyObject *)t) < 0) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return c;
+}
+
+int em_check_cpu(const EmTensor *t, const char *opname) {
+    if (EM_LIKELY(em_is_cpu(t))) return 0;
+    return em_device_unavailable(em_device(t));
+}

@@ -1,0 +1,75 @@
+/* unary.c — kernels of the unary elementwise ops. Ops that turn integers
+ * into floats (exp, sqrt, ...) only have float kernels: the front-end
+ * promotes their inputs. Rounding ops are the identity on integers. */
+#include "loops.h"
+
+EM_KERNELS(UNARY, neg, EM_TYPES_NUM, -x)
+EM_TYPES_INT(EM_INST_UNARY, abs, x < 0 ? -x : x)
+EM_TYPES_FLOAT(EM_INST_UNARY, abs, fabs(x))
+EM_TABLE(abs, EM_TYPES_INT(EM_ENTRY, abs) EM_TYPES_FLOAT(EM_ENTRY, abs))
+EM_TYPES_INT(EM_INST_UNARY, sign, (x > 0) - (x < 0))
+EM_INST_UNARY(sign, x, BOOL, bool)
+EM_TYPES_FLOAT(EM_INST_UNARY, sign, em_sign_float(x))
+EM_TABLE(sign, EM_TYPES_INTB(EM_ENTRY, sign) EM_TYPES_FLOAT(EM_ENTRY, sign))
+EM_KERNELS(UNARY, square, EM_TYPES_NUM, x * x)
+EM_TYPES_INT(EM_INST_UNARY, relu, x > 0 ? x : 0)
+EM_TYPES_FLOAT(EM_INST_UNARY, relu, x > 0 ? x : (x != x ? x : 0))
+EM_TABLE(relu, EM_TYPES_INT(EM_ENTRY, relu) EM_TYPES_FLOAT(EM_ENTRY, relu))
+
+/* rounding: identity on integers */
+#define ROUNDING(name, fn)                                                     \
+    EM_TYPES_INT(EM_INST_UNARY, name, x)                                       \
+    EM_TYPES_FLOAT(EM_INST_UNARY, name, fn(x))                                 \
+    EM_TABLE(name, EM_TYPES_INT(EM_ENTRY, name) EM_TYPES_FLOAT(EM_ENTRY, name))
+ROUNDING(floor, floor)
+ROUNDING(ceil, ceil)
+ROUNDING(trunc, trunc)
+ROUNDING(round, nearbyint) /* half to even, like torch */
+EM_KERNELS(UNARY, frac, EM_TYPES_FLOAT, x - trunc(x))
+
+/* float-valued math */
+EM_KERNELS(UNARY, exp, EM_TYPES_FLOAT, exp(x))
+EM_KERNELS(UNARY, exp2, EM_TYPES_FLOAT, exp2(x))
+EM_KERNELS(UNARY, expm1, EM_TYPES_FLOAT, expm1(x))
+EM_KERNELS(UNARY, log, EM_TYPES_FLOAT, log(x))
+EM_KERNELS(UNARY, log2, EM_TYPES_FLOAT, log2(x))
+EM_KERNELS(UNARY, log10, EM_TYPES_FLOAT, log10(x))
+EM_KERNELS(UNARY, log1p, EM_TYPES_FLOAT, log1p(x))
+EM_KERNELS(UNARY, sqrt, EM_TYPES_FLOAT, sqrt(x))
+EM_KERNELS(UNARY, rsqrt, EM_TYPES_FLOAT, 1 / sqrt(x))
+EM_KERNELS(UNARY, sin, EM_TYPES_FLOAT, sin(x))
+EM_KERNELS(UNARY, cos, EM_TYPES_FLOAT, cos(x))
+EM_KERNELS(UNARY, tan, EM_TYPES_FLOAT, tan(x))
+EM_KERNELS(UNARY, asin, EM_TYPES_FLOAT, asin(x))
+EM_KERNELS(UNARY, acos, EM_TYPES_FLOAT, acos(x))
+EM_KERNELS(UNARY, atan, EM_TYPES_FLOAT, atan(x))
+EM_KERNELS(UNARY, sinh, EM_TYPES_FLOAT, sinh(x))
+EM_KERNELS(UNARY, cosh, EM_TYPES_FLOAT, cosh(x))
+EM_KERNELS(UNARY, tanh, EM_TYPES_FLOAT, tanh(x))
+EM_KERNELS(UNARY, asinh, EM_TYPES_FLOAT, asinh(x))
+EM_KERNELS(UNARY, acosh, EM_TYPES_FLOAT, acosh(x))
+EM_KERNELS(UNARY, atanh, EM_TYPES_FLOAT, atanh(x))
+EM_KERNELS(UNARY, sigmoid, EM_TYPES_FLOAT, em_sigmoid(x))
+EM_KERNELS(UNARY, erf, EM_TYPES_FLOAT, erf(x))
+EM_KERNELS(UNARY, erfc, EM_TYPES_FLOAT, erfc(x))
+EM_KERNELS(UNARY, erfinv, EM_TYPES_FLOAT, em_erfinv(x))
+EM_KERNELS(UNARY, reciprocal, EM_TYPES_FLOAT, 1 / x)
+
+/* predicates write bool; integers are always finite */
+#define PREDICATE(name, int_expr, float_expr)                                  \
+    EM_TYPES_INTB(EM_INST_UNARY_BOOL, name, int_expr)                          \
+    EM_TYPES_FLOAT(EM_INST_UNARY_BOOL, name, float_expr)                       \
+    EM_TABLE(name, EM_TYPES_INTB(EM_ENTRY, name) EM_TYPES_FLOAT(EM_ENTRY, name))
+PREDICATE(isnan, ((void)x, false), x != x)
+PREDICATE(isinf, ((void)x, false), isinf(x))
+PREDICATE(isfinite, ((void)x, true), isfinite(x))
+PREDICATE(isposinf, ((void)x, false), isinf(x) && x > 0)
+PREDICATE(isneginf, ((void)x, false), isinf(x) && x < 0)
+EM_TYPES_INT(EM_INST_UNARY_BOOL, signbit, x < 0)
+EM_INST_UNARY_BOOL(signbit, ((void)x, false), BOOL, bool)
+EM_TYPES_FLOAT(EM_INST_UNARY_BOOL, signbit, signbit(x))
+EM_TABLE(signbit, EM_TYPES_INTB(EM_ENTRY, signbit) EM_TYPES_FLOAT(EM_ENTRY, signbit))
+
+EM_TYPES_INT(EM_INST_UNARY, bitwise_not, ~x)
+EM_INST_UNARY(bitwise_not, !x, BOOL, bool)
+EM_TABLE(bitwise_not, EM_TYPES_INTB(EM_ENTRY, bitwise_not))

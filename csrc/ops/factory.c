@@ -1,0 +1,401 @@
+/* factory.c — functions that create tensors: zeros/ones/full/empty and their
+ * _like and new_ forms, arange, linspace, logspace, eye, tensor, as_tensor,
+ * from_numpy, from_dlpack. They bind arguments with the op table's
+ * signature binder (em_register_functions) but are not ops: nothing flows
+ * into them, so they have no kernels and no backward. */
+#include "../ember.h"
+#include <math.h>
+
+/* --------------------------------------------------------- shared parts */
+
+int em_factory_opts(EmCall *c, EmFactoryOpts *o) {
+    o->dtype = EM_AUTO;
+    o->requires_grad = false;
+    PyObject *d = em_arg_named(c, "dtype");
+    if (d && d != Py_None) {
+        EmDType x;
+        if (em_dtype_from_py(d, &x) < 0) return -1;
+        o->dtype = x;
+    }
+    PyObject *dev = em_arg_named(c, "device");
+    if (dev && dev != Py_None) {
+        EmDevice dv;
+        if (em_device_from_py(dev, &dv) < 0) return -1;
+        if (dv.type != EM_CPU) return em_device_unavailable(dv);
+    }
+    PyObject *rg = em_arg_named(c, "requires_grad");
+    o->requires_grad = rg == Py_True;
+    return 0;
+}
+
+EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtype) {
+    if (!c->out) return em_empty(ndim, shape, dtype, em_cpu());
+    if (c->out->dtype != dtype) {
+        PyErr_Format(PyExc_RuntimeError, "dtype %s does not match dtype of out parameter (%s)",
+                     em_dtype_name(dtype), em_dtype_name((EmDType)c->out->dtype));
+        return NULL;
+    }
+    if (em_check_cpu(c->out, c->def->name) < 0) return NULL;
+    bool same = c->out->ndim == ndim && !memcmp(c->out->sizes, shape, ndim * sizeof(int64_t));
+    if (!same && em_tensor_resize(c->out, ndim, shape, true) < 0) return NULL;
+    em_bump_version(c->out);
+    return (EmTensor *)Py_NewRef(c->out);
+}
+
+PyObject *em_factory_finish(EmTensor *t, const EmFactoryOpts *o) {
+    if (t && o->requires_grad) {
+        if (!em_is_float(t->dtype)) {
+            Py_DECREF(t);
+            PyErr_SetString(PyExc_RuntimeError,
+                            "Only Tensors of floating point and complex dtype can require gradients");
+            return NULL;
+        }
+        t->requires_grad = true;
+    }
+    return (PyObject *)t;
+}
+
+/* dtype of full()/new_full() from the fill value when not given */
+static EmDType scalar_default_dtype(EmScalar s) {
+    return s.kind == 'b' ? EM_BOOL : s.kind == 'i' ? EM_INT64 : em_default_float;
+}
+
+/* A filled tensor of `shape`: the body of zeros/ones/full and their forms. */
+static PyObject *filled(EmCall *c, int ndim, const int64_t *shape, EmScalar value, EmDType dflt) {
+    EmFactoryOpts o;
+    if (em_factory_opts(c, &o) < 0) return NULL;
+    if (o.dtype == EM_AUTO) o.dtype = (int)dflt;
+    EmTensor *t = em_factory_out(c, ndim, shape, (EmDType)o.dtype);
+    if (!t) return NULL;
+    if (em_fill_(t, value) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return em_factory_finish(t, &o);
+}
+
+static const EmScalar ZERO = {'i', {0}}, ONE = {'i', {1}};
+
+/* ------------------------------------------------ zeros / ones / full */
+
+static int size_arg(EmCall *c, int i, int *n, int64_t *shape) {
+    return em_parse_shape(c->args[i], c->def->name, n, shape, false);
+}
+
+static PyObject *f_zeros(EmCall *c) {
+    int n;
+    int64_t shape[EM_MAX_DIMS];
+    if (size_arg(c, 0, &n, shape) < 0) return NULL;
+    return filled(c, n, shape, ZERO, em_default_float);
+}
+
+static PyObject *f_ones(EmCall *c) {
+    int n;
+    int64_t shape[EM_MAX_DIMS];
+    if (size_arg(c, 0, &n, shape) < 0) return NULL;
+    return filled(c, n, shape, ONE, em_default_float);
+}
+
+static PyObject *f_full(EmCall *c) {
+    int n;
+    int64_t shape[EM_MAX_DIMS];
+    EmScalar v;
+    if (size_arg(c, 0, &n, shape) < 0 || em_arg_scalar(c, 1, &v) < 0) return NULL;
+    return filled(c, n, shape, v, scalar_default_dtype(v));
+}
+
+static PyObject *f_empty(EmCall *c) {
+    int n;
+    int64_t shape[EM_MAX_DIMS];
+    EmFactoryOpts o;
+    if (size_arg(c, 0, &n, shape) < 0 || em_factory_opts(c, &o) < 0) return NULL;
+    EmDType d = o.dtype == EM_AUTO ? em_default_float : (EmDType)o.dtype;
+    return em_factory_finish(em_factory_out(c, n, shape, d), &o);
+}
+
+/* _like: shape, dtype (and layout) of the input unless told otherwise */
+static PyObject *like(EmCall *c, bool fill, EmScalar v) {
+    EmTensor *src = em_arg_tensor(c, 0);
+    EmFactoryOpts o;
+    if (em_factory_opts(c, &o) < 0) return NULL;
+    EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)src->dtype;
+    EmTensor *t = em_empty_like(src, d);
+    if (t && fill && em_fill_(t, v) < 0) Py_CLEAR(t);
+    return em_factory_finish(t, &o);
+}
+static PyObject *f_zeros_like(EmCall *c) { return like(c, true, ZERO); }
+static PyObject *f_ones_like(EmCall *c) { return like(c, true, ONE); }
+static PyObject *f_empty_like(EmCall *c) { return like(c, false, ZERO); }
+static PyObject *f_full_like(EmCall *c) {
+    EmScalar v;
+    if (em_arg_scalar(c, 1, &v) < 0) return NULL;
+    return like(c, true, v);
+}
+
+/* new_*: dtype of self unless told otherwise (ops.def rows, methods only) */
+static PyObject *new_filled(EmCall *c, bool fill, EmScalar v) {
+    EmTensor *self = em_arg_tensor(c, 0);
+    int n;
+    int64_t shape[EM_MAX_DIMS];
+    EmFactoryOpts o;
+    if (size_arg(c, 1, &n, shape) < 0 || em_factory_opts(c, &o) < 0) return NULL;
+    EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)self->dtype;
+    EmTensor *t = em_empty(n, shape, d, em_device(self));
+    if (t && fill && em_fill_(t, v) < 0) Py_CLEAR(t);
+    return em_factory_finish(t, &o);
+}
+PyObject *em_impl_new_zeros(EmCall *c) { return new_filled(c, true, ZERO); }
+PyObject *em_impl_new_ones(EmCall *c) { return new_filled(c, true, ONE); }
+PyObject *em_impl_new_empty(EmCall *c) { return new_filled(c, false, ZERO); }
+PyObject *em_impl_new_full(EmCall *c) {
+    EmScalar v;
+    if (em_arg_scalar(c, 2, &v) < 0) return NULL;
+    return new_filled(c, true, v);
+}
+PyObject *em_impl_new_tensor(EmCall *c) {
+    EmTensor *self = em_arg_tensor(c, 0);
+    EmFactoryOpts o;
+    if (em_factory_opts(c, &o) < 0) return NULL;
+    EmTensor *t = em_tensor_from_data(c->args[1], o.dtype != EM_AUTO ? o.dtype : self->dtype);
+    return em_factory_finish(t, &o);
+}
+
+/* ------------------------------------------------------------ ranges */
+
+static bool scalar_is_float(EmScalar s) { return s.kind == 'f'; }
+
+static PyObject *f_arange(EmCall *c) {
+    EmScalar start, end, step = ONE;
+    EmFactoryOpts o;
+    if (em_arg_scalar(c, 0, &start) < 0 || em_factory_opts(c, &o) < 0) return NULL;
+    if (em_arg_is_none(c, 1)) {
+        end = start;
+        start = ZERO;
+    } else if (em_arg_scalar(c, 1, &end) < 0) {
+        return NULL;
+    }
+    if (!em_arg_is_none(c, 2) && em_arg_scalar(c, 2, &step) < 0) return NULL;
+    bool any_float = scalar_is_float(start) || scalar_is_float(end) || scalar_is_float(step);
+    EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : any_float ? em_default_float : EM_INT64;
+    double xs = em_scalar_to_double(start), xe = em_scalar_to_double(end),
+           xt = em_scalar_to_double(step);
+    if (xt == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "step must be nonzero");
+        return NULL;
+    }
+    if (!isfinite(xs) || !isfinite(xe)) {
+        PyErr_Format(PyExc_RuntimeError, "unsupported range: %R -> %R", c->args[0], c->args[1]);
+        return NULL;
+    }
+    if (!((xt > 0 && xe >= xs) || (xt < 0 && xe <= xs))) {
+        PyErr_SetString(PyExc_RuntimeError, "upper bound and larger bound inconsistent with step sign");
+        return NULL;
+    }
+    int64_t n;
+    bool int_math = !any_float && !em_is_float(d);
+    if (int_math) {
+        int64_t s = start.v.i, e = end.v.i, st = step.v.i, sgn = st > 0 ? 1 : -1;
+        n = (e - s + st - sgn) / st;
+    } else {
+        double nd = ceil((xe - xs) / xt);
+        if (!(nd >= 0 && nd < 9.2e18)) {
+            PyErr_Format(PyExc_RuntimeError, "invalid size, possible overflow?");
+            return NULL;
+        }
+        n = (int64_t)nd;
+    }
+    EmTensor *t = em_factory_out(c, 1, &n, d);
+    if (!t) return NULL;
+    char *p = em_data(t);
+    int isz = em_itemsize(d);
+    int64_t es = t->strides[0] * isz;
+    for (int64_t i = 0; i < n; i++) {
+        EmScalar v;
+        if (int_math) {
+            v.kind = 'i';
+            v.v.i = start.v.i + i * step.v.i;
+        } else {
+            v.kind = 'f';
+            v.v.f = xs + (double)i * xt;
+        }
+        em_scalar_store(v, d, p + i * es);
+    }
+    return em_factory_finish(t, &o);
+}
+
+/* torch's symmetric linspace: the first half counts up from start, the
+ * second half down from end, so both endpoints are exact. */
+static PyObject *linspace_impl(EmCall *c, bool log, double base) {
+    double xs, xe;
+    int64_t steps;
+    EmFactoryOpts o;
+    if (em_arg_float(c, 0, &xs) < 0 || em_arg_float(c, 1, &xe) < 0 || em_arg_int(c, 2, &steps) < 0 ||
+        em_factory_opts(c, &o) < 0)
+        return NULL;
+    if (steps < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "number of steps must be non-negative");
+        return NULL;
+    }
+    EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : em_default_float;
+    EmTensor *t = em_factory_out(c, 1, &steps, d);
+    if (!t) return NULL;
+    char *p = em_data(t);
+    int64_t es = t->strides[0] * em_itemsize(d), half = steps / 2;
+    bool single = d == EM_FLOAT32 || d == EM_FLOAT16 || d == EM_BFLOAT16;
+    for (int64_t i = 0; i < steps; i++) {
+        EmScalar v = {'f', {0}};
+        if (steps == 1) {
+            v.v.f = xs;
+        } else if (single) { /* float arithmetic, as torch does for float32 */
+            float fs = (float)xs, fe = (float)xe, st = (fe - fs) / (float)(steps - 1);
+            v.v.f = i < half ? fs + st * (float)i : fe - st * (float)(steps - i - 1);
+        } else {
+            double st = (xe - xs) / (double)(steps - 1);
+            v.v.f = i < half ? xs + st * (double)i : xe - st * (double)(steps - i - 1);
+        }
+        if (log) v.v.f = pow(base, v.v.f);
+        em_scalar_store(v, d, p + i * es);
+    }
+    return em_factory_finish(t, &o);
+}
+static PyObject *f_linspace(EmCall *c) { return linspace_impl(c, false, 0); }
+static PyObject *f_logspace(EmCall *c) {
+    double base;
+    if (em_arg_float(c, 3, &base) < 0) return NULL;
+    return linspace_impl(c, true, base);
+}
+
+static PyObject *f_eye(EmCall *c) {
+    int64_t n, m;
+    EmFactoryOpts o;
+    if (em_arg_int(c, 0, &n) < 0 || em_factory_opts(c, &o) < 0) return NULL;
+    m = n;
+    if (!em_arg_is_none(c, 1) && em_arg_int(c, 1, &m) < 0) return NULL;
+    if (n < 0 || m < 0) {
+        PyErr_Format(PyExc_RuntimeError, "%s must be greater or equal to 0, got %lld", n < 0 ? "n" : "m",
+                     (long long)(n < 0 ? n : m));
+        return NULL;
+    }
+    EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : em_default_float;
+    int64_t shape[2] = {n, m};
+    EmTensor *t = em_factory_out(c, 2, shape, d);
+    if (!t) return NULL;
+    if (em_fill_(t, ZERO) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    int isz = em_itemsize(d);
+    for (int64_t i = 0; i < (n < m ? n : m); i++)
+        em_scalar_store(ONE, d, em_data(t) + (i * t->strides[0] + i * t->strides[1]) * isz);
+    return em_factory_finish(t, &o);
+}
+
+/* ------------------------------------------------------ from data */
+
+static PyObject *f_tensor(EmCall *c) {
+    EmFactoryOpts o;
+    if (em_factory_opts(c, &o) < 0) return NULL;
+    PyObject *data = c->args[0];
+    if (em_is_tensor(data) &&
+        PyErr_WarnEx(PyExc_UserWarning,
+                     "To copy construct from a tensor, it is recommended to use "
+                     "sourceTensor.detach().clone() rather than ember.tensor(sourceTensor).", 1) < 0)
+        return NULL;
+    return em_factory_finish(em_tensor_from_data(data, o.dtype), &o);
+}
+
+static PyObject *f_as_tensor(EmCall *c) {
+    EmFactoryOpts o;
+    if (em_factory_opts(c, &o) < 0) return NULL;
+    PyObject *data = c->args[0];
+    if (em_is_tensor(data))
+        return (PyObject *)em_to_dtype((EmTensor *)data,
+                                       o.dtype == EM_AUTO ? ((EmTensor *)data)->dtype : o.dtype, false);
+    int isarr = em_is_ndarray(data);
+    if (isarr < 0) return NULL;
+    if (isarr) {
+        EmTensor *t = em_from_numpy(data, false);
+        if (!t || o.dtype == EM_AUTO || o.dtype == t->dtype) return (PyObject *)t;
+        EmTensor *r = em_to_dtype(t, (EmDType)o.dtype, false);
+        Py_DECREF(t);
+        return (PyObject *)r;
+    }
+    return (PyObject *)em_tensor_from_data(data, o.dtype);
+}
+
+static PyObject *f_scalar_tensor(EmCall *c) {
+    EmFactoryOpts o;
+    EmScalar s;
+    if (em_arg_scalar(c, 0, &s) < 0 || em_factory_opts(c, &o) < 0) return NULL;
+    EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : em_default_float;
+    return em_factory_finish(em_scalar_tensor(s, d, em_cpu()), &o);
+}
+
+static PyObject *f_from_numpy(EmCall *c) {
+    int isarr = em_is_ndarray(c->args[0]);
+    if (isarr < 0) return NULL;
+    if (!isarr) {
+        PyErr_Format(PyExc_TypeError, "expected np.ndarray (got %.100s)", Py_TYPE(c->args[0])->tp_name);
+        return NULL;
+    }
+    return (PyObject *)em_from_numpy(c->args[0], true);
+}
+
+static PyObject *f_from_dlpack(EmCall *c) {
+    PyObject *ext = c->args[0];
+    if (PyCapsule_CheckExact(ext)) return (PyObject *)em_from_dlpack_capsule(ext);
+    if (em_is_tensor(ext)) return Py_NewRef(ext);
+    PyObject *dev = PyObject_CallMethod(ext, "__dlpack_device__", NULL);
+    if (!dev) return NULL;
+    long dtype_code = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) >= 1
+                          ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0)) : -1;
+    Py_DECREF(dev);
+    if (dtype_code != 1 && dtype_code != 3) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError,
+                         "from_dlpack: the producer's device type %ld is not the CPU, the only "
+                         "device of this ember build", dtype_code);
+        return NULL;
+    }
+    /* ask for a versioned capsule; older producers don't take max_version */
+    PyObject *kw = Py_BuildValue("{s(ii)}", "max_version", 1, 0);
+    PyObject *meth = kw ? PyObject_GetAttrString(ext, "__dlpack__") : NULL;
+    PyObject *args = PyTuple_New(0);
+    PyObject *cap = meth && args ? PyObject_Call(meth, args, kw) : NULL;
+    if (!cap && meth && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        cap = PyObject_CallNoArgs(meth);
+    }
+    Py_XDECREF(kw);
+    Py_XDECREF(meth);
+    Py_XDECREF(args);
+    if (!cap) return NULL;
+    EmTensor *t = em_from_dlpack_capsule(cap);
+    Py_DECREF(cap);
+    return (PyObject *)t;
+}
+
+#define OPTS "dtype? dtype=None, object layout=None, device? device=None, bool pin_memory=False, bool requires_grad=False"
+static EmOpDef factories[] = {
+    {"zeros", "zeros(IntList size, *, Tensor out=None, " OPTS ")", f_zeros},
+    {"ones", "ones(IntList size, *, Tensor out=None, " OPTS ")", f_ones},
+    {"empty", "empty(IntList size, *, Tensor out=None, object memory_format=None, " OPTS ")", f_empty},
+    {"full", "full(IntList size, Number fill_value, *, Tensor out=None, " OPTS ")", f_full},
+    {"zeros_like", "zeros_like(Tensor input, *, object memory_format=None, " OPTS ")", f_zeros_like},
+    {"ones_like", "ones_like(Tensor input, *, object memory_format=None, " OPTS ")", f_ones_like},
+    {"empty_like", "empty_like(Tensor input, *, object memory_format=None, " OPTS ")", f_empty_like},
+    {"full_like", "full_like(Tensor input, Number fill_value, *, object memory_format=None, " OPTS ")", f_full_like},
+    {"arange", "arange(Number start, Number? end=None, Number? step=None, *, Tensor out=None, " OPTS ")", f_arange},
+    {"linspace", "linspace(float start, float end, int steps, *, Tensor out=None, " OPTS ")", f_linspace},
+    {"logspace", "logspace(float start, float end, int steps, float base=10.0, *, Tensor out=None, " OPTS ")", f_logspace},
+    {"eye", "eye(int n, int? m=None, *, Tensor out=None, " OPTS ")", f_eye},
+    {"tensor", "tensor(object data, *, " OPTS ")", f_tensor},
+    {"as_tensor", "as_tensor(object data, dtype? dtype=None, device? device=None)", f_as_tensor},
+    {"scalar_tensor", "scalar_tensor(Number s, *, " OPTS ")", f_scalar_tensor},
+    {"from_numpy", "from_numpy(object ndarray)", f_from_numpy},
+    {"from_dlpack", "from_dlpack(object ext_tensor)", f_from_dlpack},
+};
+
+int em_init_factories(PyObject *m) {
+    return em_register_functions(m, factories, sizeof factories / sizeof factories[0]);
+}

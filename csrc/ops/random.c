@@ -1,0 +1,642 @@
+/* random.c — random sampling: the in-place fills (uniform_, normal_,
+ * bernoulli_, random_, exponential_), bernoulli/multinomial, and the random
+ * factories (rand, randn, randint, randperm, normal, *_like). Values are
+ * drawn in the order torch draws them (element by element in logical order,
+ * torch's 16-wide Box-Muller for large contiguous normals) so seeded
+ * programs see torch's numbers. */
+#include "../ember.h"
+#include <math.h>
+
+/* Mantissa bits torch's uniform uses per dtype. */
+static int uniform_digits(EmDType d) {
+    switch (d) {
+    case EM_FLOAT64: return 53;
+    case EM_FLOAT16: return 11;
+    case EM_BFLOAT16: return 8;
+    default: return 24;
+    }
+}
+
+/* Run fill(buf, n) on t's elements in logical order: directly when t is
+ * contiguous, else through a contiguous temporary and copy_. */
+typedef int (*FillFn)(EmTensor *dst, void *ctx);
+static int fill_logical(EmTensor *t, FillFn fn, void *ctx) {
+    if (em_check_cpu(t, "random") < 0) return -1;
+    if (em_is_contiguous(t)) {
+        int r = fn(t, ctx);
+        em_bump_version(t);
+        return r;
+    }
+    EmTensor *tmp = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_cpu());
+    if (!tmp) return -1;
+    int r = fn(tmp, ctx);
+    if (r == 0) r = em_copy_(t, (PyObject *)tmp);
+    Py_DECREF(tmp);
+    return r;
+}
+
+/* Store a double into element i of a contiguous tensor. */
+static inline void store_f(EmTensor *t, int64_t i, double v) {
+    EmScalar s = {'f', {0}};
+    s.v.f = v;
+    em_scalar_store(s, (EmDType)t->dtype, em_data(t) + i * em_itemsize(t->dtype));
+}
+
+/* ------------------------------------------------------------ uniform */
+
+typedef struct {
+    EmGenerator *g;
+    double a, b;
+} Range;
+
+static int do_uniform(EmTensor *t, void *vctx) {
+    Range *r = vctx;
+    EmDType d = (EmDType)t->dtype;
+    if (d == EM_FLOAT32) {
+        float f = (float)r->a, to = (float)r->b, *p = (float *)em_data(t);
+        for (int64_t i = 0; i < t->numel; i++) p[i] = em_rng_uniform_f(r->g) * (to - f) + f;
+    } else if (d == EM_FLOAT64) {
+        double *p = (double *)em_data(t);
+        for (int64_t i = 0; i < t->numel; i++) p[i] = em_rng_uniform_d(r->g) * (r->b - r->a) + r->a;
+    } else { /* half types: fewer random bits, float arithmetic */
+        int digits = uniform_digits(d);
+        float f = (float)r->a, to = (float)r->b;
+        for (int64_t i = 0; i < t->numel; i++) {
+            float x = (float)((em_rng_u32(r->g) & ((1u << digits) - 1)) * ldexp(1.0, -digits));
+            store_f(t, i, x * (to - f) + f);
+        }
+    }
+    return 0;
+}
+
+int em_uniform_(EmTensor *t, double from, double to, EmGenerator *g) {
+    if (!em_is_float(t->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "\"check_uniform_bounds\" not implemented for '%s'",
+                     em_dtype_name((EmDType)t->dtype));
+        return -1;
+    }
+    if (!(from <= to)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to);
+        return -1;
+    }
+    if (!isfinite(to - from)) {
+        PyErr_Format(PyExc_RuntimeError, "uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found to=%g and from=%g which result in to-from to exceed the limit",
+                     em_dtype_info[t->dtype].name, to, from);
+        return -1;
+    }
+    Range r = {g, from, to};
+    return fill_logical(t, do_uniform, &r);
+}
+
+/* ------------------------------------------------------------- normal */
+
+/* torch's normal_fill: 16 uniforms become 8 Box-Muller pairs */
+static void box_muller16_f(float *d, float mean, float std) {
+    for (int j = 0; j < 8; j++) {
+        float u1 = 1 - d[j], u2 = d[j + 8];
+        float radius = sqrtf(-2 * logf(u1));
+        float theta = (float)(2.0 * M_PI * u2);
+        d[j] = radius * cosf(theta) * std + mean;
+        d[j + 8] = radius * sinf(theta) * std + mean;
+    }
+}
+static void box_muller16_d(double *d, double mean, double std) {
+    for (int j = 0; j < 8; j++) {
+        double u1 = 1 - d[j], u2 = d[j + 8];
+        double radius = sqrt(-2 * log(u1));
+        double theta = 2.0 * M_PI * u2;
+        d[j] = radius * cos(theta) * std + mean;
+        d[j + 8] = radius * sin(theta) * std + mean;
+    }
+}
+
+static int do_normal(EmTensor *t, void *vctx) {
+    Range *r = vctx; /* a = mean, b = std */
+    EmDType d = (EmDType)t->dtype;
+    int64_t n = t->numel;
+    if (n < 16) {
+        for (int64_t i = 0; i < n; i++) store_f(t, i, em_rng_normal_d(r->g) * r->b + r->a);
+        return 0;
+    }
+    if (d == EM_FLOAT64) {
+        double *p = (double *)em_data(t);
+        for (int64_t i = 0; i < n; i++) p[i] = em_rng_uniform_d(r->g);
+        for (int64_t i = 0; i + 16 <= n; i += 16) box_muller16_d(p + i, r->a, r->b);
+        if (n % 16) {
+            p += n - 16;
+            for (int i = 0; i < 16; i++) p[i] = em_rng_uniform_d(r->g);
+            box_muller16_d(p, r->a, r->b);
+        }
+        return 0;
+    }
+    /* float32 in place; half types through a float buffer */
+    float *p = d == EM_FLOAT32 ? (float *)em_data(t) : PyMem_Malloc(n * sizeof(float));
+    if (!p) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int digits = uniform_digits(d);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)((em_rng_u32(r->g) & ((1u << digits) - 1)) * ldexp(1.0, -digits));
+    for (int64_t i = 0; i + 16 <= n; i += 16) box_muller16_f(p + i, (float)r->a, (float)r->b);
+    if (n % 16) {
+        float *q = p + n - 16;
+        for (int i = 0; i < 16; i++)
+            q[i] = (float)((em_rng_u32(r->g) & ((1u << digits) - 1)) * ldexp(1.0, -digits));
+        box_muller16_f(q, (float)r->a, (float)r->b);
+    }
+    if (d != EM_FLOAT32) {
+        em_cast_fns[EM_FLOAT32][d]((const char *)p, 4, em_data(t), em_itemsize(d), n);
+        PyMem_Free(p);
+    }
+    return 0;
+}
+
+int em_normal_(EmTensor *t, double mean, double std, EmGenerator *g) {
+    if (!em_is_float(t->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "\"normal_kernel_cpu\" not implemented for '%s'",
+                     em_dtype_name((EmDType)t->dtype));
+        return -1;
+    }
+    if (!(std >= 0.0)) {
+        PyErr_Format(PyExc_RuntimeError, "normal expects std >= 0.0, but found std %g", std);
+        return -1;
+    }
+    Range r = {g, mean, std};
+    return fill_logical(t, do_normal, &r);
+}
+
+/* ---------------------------------------------------------- bernoulli */
+
+typedef struct {
+    EmGenerator *g;
+    double p;
+    const double *probs; /* per element, or NULL */
+} Bern;
+
+static int do_bernoulli(EmTensor *t, void *vctx) {
+    Bern *b = vctx;
+    EmScalar one = {'i', {1}}, zero = {'i', {0}};
+    int isz = em_itemsize(t->dtype);
+    for (int64_t i = 0; i < t->numel; i++) {
+        double p = b->probs ? b->probs[i] : b->p;
+        em_scalar_store(em_rng_uniform_f(b->g) < p ? one : zero, (EmDType)t->dtype,
+                        em_data(t) + i * isz);
+    }
+    return 0;
+}
+
+/* probabilities broadcast to t's shape, as a contiguous float64 tensor */
+static EmTensor *probs_like(EmTensor *t, EmTensor *p) {
+    EmTensor *e = em_expand(p, t->ndim, t->sizes);
+    if (!e) return NULL;
+    EmTensor *d = em_empty(t->ndim, t->sizes, EM_FLOAT64, em_cpu());
+    if (d && em_copy_(d, (PyObject *)e) < 0) Py_CLEAR(d);
+    Py_DECREF(e);
+    return d;
+}
+
+static int check_probs(const double *p, int64_t n, const char *what) {
+    for (int64_t i = 0; i < n; i++)
+        if (!(p[i] >= 0 && p[i] <= 1)) {
+            PyErr_Format(PyExc_RuntimeError, "%s expects all elements of p to be in [0, 1], got %g", what, p[i]);
+            return -1;
+        }
+    return 0;
+}
+
+int em_bernoulli_(EmTensor *t, PyObject *p, EmGenerator *g) {
+    Bern b = {g, 0, NULL};
+    EmTensor *pt = NULL;
+    int r = -1;
+    if (em_is_tensor(p)) {
+        pt = probs_like(t, (EmTensor *)p);
+        if (!pt) return -1;
+        b.probs = (const double *)em_data(pt);
+        if (check_probs(b.probs, pt->numel, "bernoulli_") < 0) goto done;
+    } else {
+        b.p = PyFloat_AsDouble(p);
+        if (b.p == -1 && PyErr_Occurred()) return -1;
+        if (!(b.p >= 0 && b.p <= 1)) {
+            PyErr_Format(PyExc_RuntimeError, "bernoulli_ expects p to be in [0, 1], but got p=%g", b.p);
+            return -1;
+        }
+    }
+    r = fill_logical(t, do_bernoulli, &b);
+done:
+    Py_XDECREF(pt);
+    return r;
+}
+
+/* ------------------------------------------------- random_ / exponential_ */
+
+typedef struct {
+    EmGenerator *g;
+    int64_t from;
+    uint64_t range; /* 0: the full 64-bit range */
+} IntRange;
+
+static int do_random(EmTensor *t, void *vctx) {
+    IntRange *r = vctx;
+    int isz = em_itemsize(t->dtype);
+    for (int64_t i = 0; i < t->numel; i++) {
+        uint64_t x = r->range >= (1ULL << 32) || r->range == 0 ? em_rng_u64(r->g) : em_rng_u32(r->g);
+        EmScalar s = {'i', {0}};
+        s.v.i = r->range ? (int64_t)(x % r->range) + r->from : (int64_t)x;
+        em_scalar_store(s, (EmDType)t->dtype, em_data(t) + i * isz);
+    }
+    return 0;
+}
+
+/* [from, to), or the dtype's natural range when to is None */
+int em_random_(EmTensor *t, int64_t from, PyObject *to_obj, EmGenerator *g) {
+    EmDType d = (EmDType)t->dtype;
+    uint64_t range;
+    if (to_obj && to_obj != Py_None) {
+        int64_t to = PyLong_AsLongLong(to_obj);
+        if (to == -1 && PyErr_Occurred()) return -1;
+        if (from >= to) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
+                         (long long)from, (long long)to);
+            return -1;
+        }
+        range = (uint64_t)to - (uint64_t)from;
+    } else if (em_is_float(d)) {
+        range = (1ULL << uniform_digits(d)) + 1 - (uint64_t)from;
+    } else if (d == EM_BOOL) {
+        range = 2 - (uint64_t)from;
+    } else {
+        int bits = 8 * em_itemsize(d) - (em_dtype_info[d].is_signed ? 1 : 0);
+        range = (bits == 64 ? 0 : (1ULL << bits)) - (uint64_t)from;
+        if (bits == 63) range = (1ULL << 63) - (uint64_t)from;
+    }
+    IntRange r = {g, from, range};
+    return fill_logical(t, do_random, &r);
+}
+
+static int do_exponential(EmTensor *t, void *vctx) {
+    Range *r = vctx;
+    for (int64_t i = 0; i < t->numel; i++) store_f(t, i, -log1p(-em_rng_uniform_d(r->g)) / r->a);
+    return 0;
+}
+
+/* --------------------------------------------------------- op impls */
+
+static EmGenerator *gen_arg(EmCall *c) {
+    PyObject *g = em_arg_named(c, "generator");
+    return em_generator_arg(g);
+}
+
+PyObject *em_impl_uniform_(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    double a, b;
+    if (em_arg_float(c, 1, &a) < 0 || em_arg_float(c, 2, &b) < 0 || em_uniform_(t, a, b, gen_arg(c)) < 0)
+        return NULL;
+    return Py_NewRef(t);
+}
+
+PyObject *em_impl_normal_(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    double m, s;
+    if (em_arg_float(c, 1, &m) < 0 || em_arg_float(c, 2, &s) < 0 || em_normal_(t, m, s, gen_arg(c)) < 0)
+        return NULL;
+    return Py_NewRef(t);
+}
+
+PyObject *em_impl_bernoulli_(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    if (em_bernoulli_(t, c->args[1], gen_arg(c)) < 0) return NULL;
+    return Py_NewRef(t);
+}
+
+PyObject *em_impl_random_(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    int64_t from;
+    if (em_arg_int(c, 1, &from) < 0) return NULL;
+    /* random_(to) means [0, to) */
+    PyObject *to = c->args[2];
+    if (to == Py_None && c->args[1] != c->def->sig.params[1].default_value) {
+        to = c->args[1];
+        from = 0;
+    }
+    if (em_random_(t, from, to, gen_arg(c)) < 0) return NULL;
+    return Py_NewRef(t);
+}
+
+PyObject *em_impl_exponential_(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    double lambd;
+    if (em_arg_float(c, 1, &lambd) < 0) return NULL;
+    if (!(lambd > 0)) {
+        PyErr_Format(PyExc_RuntimeError, "exponential_ expects lambda > 0.0, but found lambda=%g", lambd);
+        return NULL;
+    }
+    if (!em_is_float(t->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "\"exponential_cpu\" not implemented for '%s'",
+                     em_dtype_name((EmDType)t->dtype));
+        return NULL;
+    }
+    Range r = {gen_arg(c), lambd, 0};
+    if (fill_logical(t, do_exponential, &r) < 0) return NULL;
+    return Py_NewRef(t);
+}
+
+PyObject *em_impl_bernoulli(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    if (!em_is_float(t->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "\"bernoulli_tensor_cpu_p_\" not implemented for '%s'",
+                     em_dtype_name((EmDType)t->dtype));
+        return NULL;
+    }
+    EmTensor *r = c->out ? (EmTensor *)Py_NewRef(c->out) : em_empty_like(t, (EmDType)t->dtype);
+    if (!r) return NULL;
+    if (c->out && em_tensor_resize(r, t->ndim, t->sizes, false) < 0) goto fail;
+    if (em_bernoulli_(r, em_arg_is_none(c, 1) ? (PyObject *)t : c->args[1], gen_arg(c)) < 0) goto fail;
+    return (PyObject *)r;
+fail:
+    Py_DECREF(r);
+    return NULL;
+}
+
+PyObject *em_impl_multinomial(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0), *p = NULL, *r = NULL;
+    int64_t n;
+    bool repl;
+    EmGenerator *g = gen_arg(c);
+    double *keys = NULL, *cdf = NULL;
+    if (em_arg_int(c, 1, &n) < 0 || em_arg_bool(c, 2, &repl) < 0) return NULL;
+    EM_CHECK(t->ndim == 1 || t->ndim == 2, PyExc_RuntimeError, "prob_dist must be 1 or 2 dim");
+    EM_CHECK(em_is_float(t->dtype), PyExc_RuntimeError,
+             "multinomial only supports floating-point dtypes for input, got: %s",
+             em_dtype_name((EmDType)t->dtype));
+    int64_t ncat = t->sizes[t->ndim - 1], rows = t->ndim == 2 ? t->sizes[0] : 1;
+    EM_CHECK(n > 0, PyExc_RuntimeError, "cannot sample n_sample <= 0 samples");
+    EM_CHECK(repl || n <= ncat, PyExc_RuntimeError,
+             "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+    p = em_to_dtype(t, EM_FLOAT64, true);
+    EM_TRY(p);
+    {
+        EmTensor *pc = em_contiguous(p);
+        EM_TRY(pc);
+        Py_SETREF(p, pc);
+    }
+    int64_t shape[2] = {rows, n};
+    r = c->out ? (EmTensor *)Py_NewRef(c->out) : em_empty(t->ndim, t->ndim == 2 ? shape : shape + 1, EM_INT64, em_cpu());
+    EM_TRY(r);
+    if (c->out) EM_TRY(em_tensor_resize(r, t->ndim, t->ndim == 2 ? shape : shape + 1, false) == 0);
+    EM_CHECK(r->dtype == EM_INT64 && em_is_contiguous(r), PyExc_RuntimeError,
+             "multinomial expects a contiguous int64 out tensor");
+    keys = PyMem_Malloc(ncat * sizeof(double));
+    cdf = PyMem_Malloc(ncat * sizeof(double));
+    if (!keys || !cdf) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    const double *pd = (const double *)em_data(p);
+    int64_t *out = (int64_t *)em_data(r);
+    for (int64_t row = 0; row < rows; row++) {
+        const double *pr = pd + row * ncat;
+        double total = 0;
+        int64_t nonzero = 0;
+        for (int64_t k = 0; k < ncat; k++) {
+            EM_CHECK(isfinite(pr[k]) && pr[k] >= 0, PyExc_RuntimeError,
+                     "probability tensor contains either `inf`, `nan` or element < 0");
+            total += pr[k];
+            cdf[k] = total;
+            nonzero += pr[k] > 0;
+        }
+        EM_CHECK(total > 0, PyExc_RuntimeError, "invalid multinomial distribution (sum of probabilities <= 0)");
+        EM_CHECK(repl || nonzero >= n, PyExc_RuntimeError,
+                 "invalid multinomial distribution (with replacement=False, not enough non-negative "
+                 "category to sample)");
+        int64_t *o = out + row * n;
+        if (repl) { /* inverse CDF by binary search */
+            for (int64_t s = 0; s < n; s++) {
+                double u = em_rng_uniform_d(g) * total;
+                int64_t lo = 0, hi = ncat - 1;
+                while (lo < hi) {
+                    int64_t mid = (lo + hi) / 2;
+                    if (cdf[mid] > u) hi = mid; else lo = mid + 1;
+                }
+                while (lo > 0 && pr[lo] == 0) lo--; /* never land on a zero-probability bin */
+                while (pr[lo] == 0 && lo < ncat - 1) lo++;
+                o[s] = lo;
+            }
+        } else { /* exponential race: the n smallest E_k / p_k win, in order */
+            for (int64_t k = 0; k < ncat; k++)
+                keys[k] = pr[k] > 0 ? -log1p(-em_rng_uniform_d(g)) / pr[k] : INFINITY;
+            for (int64_t s = 0; s < n; s++) {
+                int64_t best = 0;
+                for (int64_t k = 1; k < ncat; k++)
+                    if (keys[k] < keys[best]) best = k;
+                o[s] = best;
+                keys[best] = INFINITY;
+            }
+        }
+    }
+    PyMem_Free(keys);
+    PyMem_Free(cdf);
+    Py_DECREF(p);
+    em_bump_version(r);
+    return (PyObject *)r;
+fail:
+    PyMem_Free(keys);
+    PyMem_Free(cdf);
+    Py_XDECREF(p);
+    Py_XDECREF(r);
+    return NULL;
+}
+
+/* -------------------------------------------------------- factories */
+
+static PyObject *random_factory(EmCall *c, int kind) {
+    int n;
+    int64_t shape[EM_MAX_DIMS];
+    EmFactoryOpts o;
+    if (em_parse_shape(c->args[0], c->def->name, &n, shape, false) < 0 || em_factory_opts(c, &o) < 0)
+        return NULL;
+    EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : em_default_float;
+    EmTensor *t = em_factory_out(c, n, shape, d);
+    if (!t) return NULL;
+    int r = kind == 0 ? em_uniform_(t, 0, 1, gen_arg(c)) : em_normal_(t, 0, 1, gen_arg(c));
+    if (r < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return em_factory_finish(t, &o);
+}
+static PyObject *f_rand(EmCall *c) { return random_factory(c, 0); }
+static PyObject *f_randn(EmCall *c) { return random_factory(c, 1); }
+
+static PyObject *random_like(EmCall *c, int kind) {
+    EmTensor *src = em_arg_tensor(c, 0);
+    EmFactoryOpts o;
+    if (em_factory_opts(c, &o) < 0) return NULL;
+    EmTensor *t = em_empty_like(src, o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)src->dtype);
+    if (!t) return NULL;
+    int r = kind == 0 ? em_uniform_(t, 0, 1, gen_arg(c)) : em_normal_(t, 0, 1, gen_arg(c));
+    if (r < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return em_factory_finish(t, &o);
+}
+static PyObject *f_rand_like(EmCall *c) { return random_like(c, 0); }
+static PyObject *f_randn_like(EmCall *c) { return random_like(c, 1); }
+
+/* randint(high, size) or randint(low, high, size) */
+static PyObject *f_randint(EmCall *c) {
+    PyObject *a = c->args[0], *b = c->args[1], *size = c->args[2];
+    PyObject *low = NULL, *high;
+    if (size == Py_None) {
+        size = b;
+        high = a;
+    } else {
+        low = a;
+        high = b;
+    }
+    if (size == Py_None || high == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "randint() missing required arguments: 'high' and 'size'");
+        return NULL;
+    }
+    int64_t lo = 0;
+    if (low && (lo = PyLong_AsLongLong(low)) == -1 && PyErr_Occurred()) return NULL;
+    int n;
+    int64_t shape[EM_MAX_DIMS];
+    EmFactoryOpts o;
+    if (em_parse_shape(size, "randint", &n, shape, false) < 0 || em_factory_opts(c, &o) < 0) return NULL;
+    EmTensor *t = em_factory_out(c, n, shape, o.dtype != EM_AUTO ? (EmDType)o.dtype : EM_INT64);
+    if (!t) return NULL;
+    if (em_random_(t, lo, high, gen_arg(c)) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return em_factory_finish(t, &o);
+}
+
+static PyObject *f_randint_like(EmCall *c) {
+    EmTensor *src = em_arg_tensor(c, 0);
+    PyObject *low = c->args[1], *high = c->args[2];
+    if (high == Py_None) {
+        high = low;
+        low = NULL;
+    }
+    int64_t lo = 0;
+    if (low && (lo = PyLong_AsLongLong(low)) == -1 && PyErr_Occurred()) return NULL;
+    EmFactoryOpts o;
+    if (em_factory_opts(c, &o) < 0) return NULL;
+    EmTensor *t = em_empty_like(src, o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)src->dtype);
+    if (!t) return NULL;
+    if (em_random_(t, lo, high, gen_arg(c)) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return em_factory_finish(t, &o);
+}
+
+/* Fisher-Yates over arange(n), drawing as torch's CPU randperm does. */
+static PyObject *f_randperm(EmCall *c) {
+    int64_t n;
+    EmFactoryOpts o;
+    if (em_arg_int(c, 0, &n) < 0 || em_factory_opts(c, &o) < 0) return NULL;
+    if (n < 0) {
+        PyErr_Format(PyExc_RuntimeError, "n must be non-negative, got %lld", (long long)n);
+        return NULL;
+    }
+    EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : EM_INT64;
+    int64_t *perm = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
+    if (!perm) return PyErr_NoMemory();
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    EmGenerator *g = gen_arg(c);
+    for (int64_t i = 0; i + 1 < n; i++) {
+        uint64_t x = n < (int64_t)(UINT32_MAX / 20) ? em_rng_u32(g) : em_rng_u64(g);
+        int64_t z = (int64_t)(x % (uint64_t)(n - i));
+        int64_t s = perm[i];
+        perm[i] = perm[z + i];
+        perm[z + i] = s;
+    }
+    EmTensor *t = em_factory_out(c, 1, &n, d);
+    if (t) em_cast_fns[EM_INT64][d]((const char *)perm, 8, em_data(t), t->strides[0] * em_itemsize(d), n);
+    PyMem_Free(perm);
+    return em_factory_finish(t, &o);
+}
+
+/* normal(mean, std[, size]): tensors broadcast; numbers need size */
+static PyObject *f_normal(EmCall *c) {
+    PyObject *mean = c->args[0], *std = c->args[1];
+    EmGenerator *g = gen_arg(c);
+    EmFactoryOpts o;
+    if (em_factory_opts(c, &o) < 0) return NULL;
+    bool mt = em_is_tensor(mean), st = em_is_tensor(std);
+    if (!mt && !st) {
+        if (c->args[2] == Py_None) {
+            PyErr_SetString(PyExc_TypeError, "normal(): a size is required when mean and std are numbers");
+            return NULL;
+        }
+        int n;
+        int64_t shape[EM_MAX_DIMS];
+        double m = PyFloat_AsDouble(mean), s = PyFloat_AsDouble(std);
+        if (PyErr_Occurred() || em_parse_shape(c->args[2], "normal", &n, shape, false) < 0) return NULL;
+        EmTensor *t = em_factory_out(c, n, shape, o.dtype != EM_AUTO ? (EmDType)o.dtype : em_default_float);
+        if (t && em_normal_(t, m, s, g) < 0) Py_CLEAR(t);
+        return em_factory_finish(t, &o);
+    }
+    if (st) {
+        EmTensor *sd = em_to_dtype((EmTensor *)std, EM_FLOAT64, true); /* dense copy */
+        if (!sd) return NULL;
+        const double *v = (const double *)em_data(sd);
+        int64_t bad = -1;
+        for (int64_t i = 0; i < sd->numel && bad < 0; i++)
+            if (!(v[i] >= 0)) bad = i;
+        Py_DECREF(sd);
+        if (bad >= 0) {
+            PyErr_SetString(PyExc_RuntimeError, "normal expects all elements of std >= 0.0");
+            return NULL;
+        }
+    }
+    /* shape and dtype from the tensor arguments */
+    EmOperand ops[2];
+    int k = 0;
+    if (mt) ops[k++] = em_opnd((EmTensor *)mean);
+    if (st) ops[k++] = em_opnd((EmTensor *)std);
+    int nd = 0;
+    int64_t shape[EM_MAX_DIMS];
+    for (int i = 0; i < k; i++)
+        if (em_broadcast_shapes(nd, shape, ops[i].t->ndim, ops[i].t->sizes, &nd, shape) < 0) return NULL;
+    EmDType d = em_result_type(k, ops);
+    if (!em_is_float(d)) d = em_default_float;
+    EmTensor *t = em_factory_out(c, nd, shape, d);
+    if (!t) return NULL;
+    double s0 = st ? 1.0 : PyFloat_AsDouble(std);
+    if (PyErr_Occurred() || em_normal_(t, 0, s0, g) < 0) goto fail;
+    if (st) {
+        PyObject *r = em_binary_op(EM_OP_mul, (PyObject *)t, std, t);
+        if (!r) goto fail;
+        Py_DECREF(r);
+    }
+    PyObject *r = em_binary_op(EM_OP_add, (PyObject *)t, mean, t);
+    if (!r) goto fail;
+    Py_DECREF(r);
+    return em_factory_finish(t, &o);
+fail:
+    Py_DECREF(t);
+    return NULL;
+}
+
+#define OPTS "dtype? dtype=None, object layout=None, device? device=None, bool pin_memory=False, bool requires_grad=False"
+static EmOpDef random_factories[] = {
+    {"rand", "rand(IntList size, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_rand},
+    {"randn", "randn(IntList size, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randn},
+    {"rand_like", "rand_like(Tensor input, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_rand_like},
+    {"randn_like", "randn_like(Tensor input, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_randn_like},
+    {"randint", "randint(int low, object high=None, object size=None, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randint},
+    {"randint_like", "randint_like(Tensor input, int low, int? high=None, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_randint_like},
+    {"randperm", "randperm(int n, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randperm},
+    {"normal", "normal(TensorOrNumber mean, TensorOrNumber std=1.0, IntList? size=None, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_normal},
+};
+
+int em_init_random(PyObject *m) {
+    return em_register_functions(m, random_factories, sizeof random_factories / sizeof random_factories[0]);
+}

@@ -1,0 +1,132 @@
+/* module.c — PyInit__C: readies every type, registers the op table's
+ * functions and methods and the factories, and adds the module-level
+ * helpers that are not ops (dtype promotion queries, default dtype,
+ * threads). */
+#include "../ember.h"
+#include "../cpu/blas.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+PyObject *em_op_names(PyObject *self, PyObject *unused);
+PyObject *em_set_helpers(PyObject *mod, PyObject *d);
+PyObject *em_add_tensor_attrs(PyObject *mod, PyObject *d);
+PyObject *em_from_bytes(PyObject *m, PyObject *args);
+int em_init_factories(PyObject *m);
+int em_init_random(PyObject *m);
+
+static PyObject *get_default_dtype(PyObject *m, PyObject *u) {
+    return Py_NewRef(em_dtype_object(em_default_float));
+}
+
+static PyObject *set_default_dtype(PyObject *m, PyObject *arg) {
+    EmDType d;
+    if (em_dtype_from_py(arg, &d) < 0) return NULL;
+    if (!em_is_float(d)) {
+        PyErr_SetString(PyExc_TypeError, "only floating-point types are supported as the default type");
+        return NULL;
+    }
+    em_default_float = d;
+    Py_RETURN_NONE;
+}
+
+static PyObject *promote_types(PyObject *m, PyObject *args) {
+    PyObject *a, *b;
+    EmDType x, y;
+    if (!PyArg_ParseTuple(args, "OO:promote_types", &a, &b) || em_dtype_from_py(a, &x) < 0 ||
+        em_dtype_from_py(b, &y) < 0)
+        return NULL;
+    return Py_NewRef(em_dtype_object(em_promote_types(x, y)));
+}
+
+static PyObject *can_cast(PyObject *m, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"from_", "to", NULL};
+    PyObject *a, *b;
+    EmDType x, y;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:can_cast", kwlist, &a, &b) ||
+        em_dtype_from_py(a, &x) < 0 || em_dtype_from_py(b, &y) < 0)
+        return NULL;
+    return PyBool_FromLong(em_can_cast(x, y));
+}
+
+static PyObject *result_type(PyObject *m, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"tensor1", "tensor2", NULL};
+    PyObject *a, *b;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:result_type", kwlist, &a, &b)) return NULL;
+    EmOperand ops[2];
+    PyObject *in[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        int r = em_to_operand(in[i], &ops[i]);
+        if (r < 0) return NULL;
+        if (r > 0) {
+            PyErr_Format(PyExc_TypeError, "result_type(): argument %d must be a Tensor or Number, not %.100s",
+                         i + 1, Py_TYPE(in[i])->tp_name);
+            return NULL;
+        }
+    }
+    return Py_NewRef(em_dtype_object(em_result_type(2, ops)));
+}
+
+static PyObject *set_num_threads(PyObject *m, PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_RuntimeError, "set_num_threads expects a positive integer");
+        return NULL;
+    }
+    em_num_threads = (int)n;
+#ifdef _OPENMP
+    omp_set_num_threads((int)n);
+#endif
+    em_blas_set_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *get_num_threads(PyObject *m, PyObject *u) { return PyLong_FromLong(em_num_threads); }
+
+static PyObject *build_info(PyObject *m, PyObject *u) {
+#ifdef _OPENMP
+    int omp = 1;
+#else
+    int omp = 0;
+#endif
+    return Py_BuildValue("{s:s,s:O}", "blas", em_blas_name, "openmp", omp ? Py_True : Py_False);
+}
+
+static PyMethodDef module_methods[] = {
+    {"_op_names", em_op_names, METH_NOARGS, "Names of every op in the op table."},
+    {"_set_helpers", em_set_helpers, METH_O, "Register Python helpers (repr, ...)."},
+    {"_from_bytes", em_from_bytes, METH_VARARGS, "A tensor from raw bytes (unpickling)."},
+    {"_add_tensor_attrs", em_add_tensor_attrs, METH_O, "Add Python-defined attributes to Tensor."},
+    {"get_default_dtype", get_default_dtype, METH_NOARGS, "The default floating point dtype."},
+    {"set_default_dtype", set_default_dtype, METH_O, "Set the default floating point dtype."},
+    {"promote_types", promote_types, METH_VARARGS, "The smallest dtype both dtypes cast to."},
+    {"can_cast", (PyCFunction)(void (*)(void))can_cast, METH_VARARGS | METH_KEYWORDS,
+     "Whether a cast is allowed under torch's casting rules."},
+    {"result_type", (PyCFunction)(void (*)(void))result_type, METH_VARARGS | METH_KEYWORDS,
+     "The dtype an elementwise op on the two arguments produces."},
+    {"set_num_threads", set_num_threads, METH_O, "Threads used for intra-op parallelism."},
+    {"get_num_threads", get_num_threads, METH_NOARGS, "Threads used for intra-op parallelism."},
+    {"_build_info", build_info, METH_NOARGS, "What the extension was built with."},
+    {NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "ember._C", "ember's C core: tensors, the op table, kernels.", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC PyInit__C(void) {
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+#ifdef _OPENMP
+    em_num_threads = omp_get_max_threads();
+#endif
+    if (em_init_dtypes(m) < 0 || em_init_devices(m) < 0 || em_init_storage(m) < 0 ||
+        em_init_size(m) < 0 || em_init_generator(m) < 0 || em_init_tensor_type(m) < 0 ||
+        em_init_factories(m) < 0 || em_init_random(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

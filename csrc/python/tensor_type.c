@@ -1,0 +1,710 @@
+/* tensor_type.c — the `ember.Tensor` Python type: its slots (operators,
+ * comparisons, indexing, len/iter/bool/int/float/index), attributes (shape,
+ * dtype, device, T, data, requires_grad, ...) and the methods that are not
+ * ops of the table (size, stride, to, numpy, item, ...). The op table adds
+ * its methods (t.add, t.add_, ...) at import (bindings.c). repr/format and
+ * pickling live in Python (ember/_tensor.py). */
+#include "../ember.h"
+#include <stddef.h>
+
+void em_tensor_dealloc(EmTensor *t);
+int em_tensor_traverse(EmTensor *t, visitproc visit, void *arg);
+int em_tensor_clear(EmTensor *t);
+EmTensor *em_getitem(EmTensor *t, PyObject *key);
+int em_setitem(EmTensor *t, PyObject *key, PyObject *value);
+EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out);
+
+#define SELF ((EmTensor *)self)
+
+/* ------------------------------------------------------- Python helpers */
+
+static PyObject *helpers; /* dict set by ember/__init__.py: repr, ... */
+
+PyObject *em_py_helper(const char *name) {
+    PyObject *f = helpers ? PyDict_GetItemString(helpers, name) : NULL;
+    if (!f) PyErr_Format(PyExc_RuntimeError, "ember: Python helper '%s' is not registered", name);
+    return f;
+}
+
+/* _C._add_tensor_attrs(dict): methods and properties written in Python
+ * (repr, __format__, pickling) become attributes of the C type. */
+PyObject *em_add_tensor_attrs(PyObject *mod, PyObject *d) {
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "expected a dict");
+        return NULL;
+    }
+    if (PyDict_Update(EmTensorType.tp_dict, d) < 0) return NULL;
+    PyType_Modified(&EmTensorType);
+    Py_RETURN_NONE;
+}
+
+PyObject *em_set_helpers(PyObject *mod, PyObject *d) {
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "expected a dict");
+        return NULL;
+    }
+    Py_XSETREF(helpers, Py_NewRef(d));
+    Py_RETURN_NONE;
+}
+
+/* ----------------------------------------------------------- creation */
+
+/* Tensor(*sizes) / Tensor(data) / Tensor(): torch's legacy constructor,
+ * always float32 (the default dtype). */
+static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    if (kw && PyDict_GET_SIZE(kw)) {
+        PyErr_SetString(PyExc_TypeError, "Tensor() takes no keyword arguments; use ember.tensor()");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    EmTensor *src;
+    int64_t zero = 0;
+    if (n == 0) {
+        src = em_empty(1, &zero, em_default_float, em_cpu());
+    } else if (n == 1 && em_is_tensor(PyTuple_GET_ITEM(args, 0))) {
+        src = (EmTensor *)Py_NewRef(PyTuple_GET_ITEM(args, 0));
+    } else if (PyLong_Check(PyTuple_GET_ITEM(args, 0)) || (n == 1 && Py_TYPE(PyTuple_GET_ITEM(args, 0)) == EmSizeType)) {
+        int nd;
+        int64_t shape[EM_MAX_DIMS];
+        if (em_parse_shape(n == 1 ? PyTuple_GET_ITEM(args, 0) : args, "Tensor", &nd, shape, false) < 0)
+            return NULL;
+        src = em_empty(nd, shape, em_default_float, em_cpu());
+    } else if (n == 1) {
+        src = em_tensor_from_data(PyTuple_GET_ITEM(args, 0), em_default_float);
+    } else {
+        PyErr_SetString(PyExc_TypeError, "Tensor(): expected sizes or a single data argument");
+        return NULL;
+    }
+    if (!src || type == &EmTensorType) return (PyObject *)src;
+    EmTensor *t = em_tensor_alloc(type, src->storage, src->offset, src->ndim, src->sizes, src->strides,
+                                  (EmDType)src->dtype);
+    Py_DECREF(src);
+    return (PyObject *)t;
+}
+
+/* Tensor._make_subclass(cls, data, require_grad=False): an instance of cls
+ * aliasing data (how nn.Parameter is built). */
+static PyObject *make_subclass(PyObject *unused, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"cls", "data", "require_grad", NULL};
+    PyObject *cls;
+    EmTensor *data;
+    int rg = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO!|p:_make_subclass", kwlist, &cls, &EmTensorType,
+                                     &data, &rg))
+        return NULL;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &EmTensorType)) {
+        PyErr_SetString(PyExc_TypeError, "_make_subclass: cls must be a subclass of Tensor");
+        return NULL;
+    }
+    if (rg && !em_is_float(data->dtype)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Only Tensors of floating point and complex dtype can require gradients");
+        return NULL;
+    }
+    EmTensor *t = em_tensor_alloc((PyTypeObject *)cls, data->storage, data->offset, data->ndim,
+                                  data->sizes, data->strides, (EmDType)data->dtype);
+    if (t) t->requires_grad = rg;
+    return (PyObject *)t;
+}
+
+/* ------------------------------------------------------------ numbers */
+
+#define BINARY(slot, op)                                                      \
+    static PyObject *slot(PyObject *a, PyObject *b) { return em_binary_op(EM_OP_##op, a, b, NULL); } \
+    static PyObject *slot##_inplace(PyObject *a, PyObject *b) {               \
+        return em_binary_op(EM_OP_##op, a, b, (EmTensor *)a);                 \
+    }
+BINARY(nb_add, add)
+BINARY(nb_sub, sub)
+BINARY(nb_mul, mul)
+BINARY(nb_truediv, div)
+BINARY(nb_floordiv, floor_divide)
+BINARY(nb_mod, remainder)
+BINARY(nb_and, bitwise_and)
+BINARY(nb_or, bitwise_or)
+BINARY(nb_xor, bitwise_xor)
+BINARY(nb_lshift, bitwise_left_shift)
+BINARY(nb_rshift, bitwise_right_shift)
+
+static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
+    if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    return em_binary_op(EM_OP_pow, a, b, NULL);
+}
+static PyObject *nb_pow_inplace(PyObject *a, PyObject *b, PyObject *mod) {
+    if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    return em_binary_op(EM_OP_pow, a, b, (EmTensor *)a);
+}
+static PyObject *nb_neg(PyObject *a) { return em_unary_op(EM_OP_neg, (EmTensor *)a, NULL); }
+static PyObject *nb_pos(PyObject *a) { return em_unary_op(EM_OP_positive, (EmTensor *)a, NULL); }
+static PyObject *nb_abs(PyObject *a) { return em_unary_op(EM_OP_abs, (EmTensor *)a, NULL); }
+static PyObject *nb_invert(PyObject *a) {
+    if (em_is_float(((EmTensor *)a)->dtype)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
+        return NULL;
+    }
+    return em_unary_op(EM_OP_bitwise_not, (EmTensor *)a, NULL);
+}
+
+static PyObject *nb_matmul(PyObject *a, PyObject *b) {
+    if (!em_is_tensor(a) || !em_is_tensor(b)) Py_RETURN_NOTIMPLEMENTED;
+    return (PyObject *)em_mm((EmTensor *)a, (EmTensor *)b, NULL);
+}
+
+static int single_value(EmTensor *t, const char *what) {
+    if (t->numel == 1) return 0;
+    if (t->numel == 0)
+        PyErr_Format(PyExc_RuntimeError, "%s value of Tensor with no values is ambiguous", what);
+    else
+        PyErr_Format(PyExc_RuntimeError, "%s value of Tensor with more than one value is ambiguous", what);
+    return -1;
+}
+
+static int nb_bool(PyObject *self) {
+    if (single_value(SELF, "Boolean") < 0) return -1;
+    if (em_check_cpu(SELF, "bool") < 0) return -1;
+    EmScalar s = em_scalar_load(em_data(SELF), (EmDType)SELF->dtype);
+    return s.kind == 'f' ? s.v.f != 0 : s.v.i != 0;
+}
+
+static PyObject *nb_int(PyObject *self) {
+    if (SELF->numel != 1) {
+        PyErr_SetString(PyExc_TypeError, "only one element tensors can be converted to Python scalars");
+        return NULL;
+    }
+    PyObject *v = em_tensor_item(SELF);
+    if (!v || PyLong_Check(v)) return v;
+    PyObject *i = PyNumber_Long(v);
+    Py_DECREF(v);
+    return i;
+}
+
+static PyObject *nb_float(PyObject *self) {
+    if (SELF->numel != 1) {
+        PyErr_SetString(PyExc_TypeError, "only one element tensors can be converted to Python scalars");
+        return NULL;
+    }
+    PyObject *v = em_tensor_item(SELF);
+    if (!v || PyFloat_Check(v)) return v;
+    PyObject *f = PyNumber_Float(v);
+    Py_DECREF(v);
+    return f;
+}
+
+static PyObject *nb_index(PyObject *self) {
+    if (SELF->numel != 1 || em_is_float(SELF->dtype)) {
+        PyErr_SetString(PyExc_TypeError, "only integer tensors of a single element can be converted to an index");
+        return NULL;
+    }
+    PyObject *v = em_tensor_item(SELF);
+    if (!v || !PyBool_Check(v)) return v;
+    PyObject *i = PyLong_FromLong(v == Py_True);
+    Py_DECREF(v);
+    return i;
+}
+
+static PyNumberMethods tensor_as_number = {
+    .nb_add = nb_add, .nb_subtract = nb_sub, .nb_multiply = nb_mul, .nb_true_divide = nb_truediv,
+    .nb_floor_divide = nb_floordiv, .nb_remainder = nb_mod, .nb_power = nb_pow,
+    .nb_negative = nb_neg, .nb_positive = nb_pos, .nb_absolute = nb_abs, .nb_invert = nb_invert,
+    .nb_and = nb_and, .nb_or = nb_or, .nb_xor = nb_xor, .nb_lshift = nb_lshift,
+    .nb_rshift = nb_rshift, .nb_matrix_multiply = nb_matmul, .nb_bool = nb_bool,
+    .nb_int = nb_int, .nb_float = nb_float, .nb_index = nb_index,
+    .nb_inplace_add = nb_add_inplace, .nb_inplace_subtract = nb_sub_inplace,
+    .nb_inplace_multiply = nb_mul_inplace, .nb_inplace_true_divide = nb_truediv_inplace,
+    .nb_inplace_floor_divide = nb_floordiv_inplace, .nb_inplace_remainder = nb_mod_inplace,
+    .nb_inplace_power = nb_pow_inplace, .nb_inplace_and = nb_and_inplace,
+    .nb_inplace_or = nb_or_inplace, .nb_inplace_xor = nb_xor_inplace,
+    .nb_inplace_lshift = nb_lshift_inplace, .nb_inplace_rshift = nb_rshift_inplace,
+};
+
+static PyObject *richcompare(PyObject *a, PyObject *b, int op) {
+    static const EmOpId ops[] = {[Py_LT] = EM_OP_lt, [Py_LE] = EM_OP_le, [Py_EQ] = EM_OP_eq,
+                                 [Py_NE] = EM_OP_ne, [Py_GT] = EM_OP_gt, [Py_GE] = EM_OP_ge};
+    return em_binary_op(ops[op], a, b, NULL);
+}
+
+/* ------------------------------------------------- sequence / mapping */
+
+static Py_ssize_t tensor_len(PyObject *self) {
+    if (SELF->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d tensor");
+        return -1;
+    }
+    return (Py_ssize_t)SELF->sizes[0];
+}
+
+static PyObject *tensor_getitem(PyObject *self, PyObject *key) {
+    return (PyObject *)em_getitem(SELF, key);
+}
+static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
+    return em_setitem(SELF, key, value);
+}
+
+static PyObject *tensor_iter(PyObject *self) {
+    if (SELF->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
+        return NULL;
+    }
+    PyObject *tup = PyTuple_New(SELF->sizes[0]);
+    if (!tup) return NULL;
+    for (int64_t i = 0; i < SELF->sizes[0]; i++) {
+        EmTensor *s = em_select(SELF, 0, i);
+        if (!s) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, i, (PyObject *)s);
+    }
+    PyObject *it = PyObject_GetIter(tup);
+    Py_DECREF(tup);
+    return it;
+}
+
+static int tensor_contains(PyObject *self, PyObject *el) {
+    if (!em_is_tensor(el) && !PyNumber_Check(el)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "Tensor.__contains__ only supports Tensor or scalar, but you passed in a %.100s.",
+                     Py_TYPE(el)->tp_name);
+        return -1;
+    }
+    PyObject *eq = em_binary_op(EM_OP_eq, self, el, NULL);
+    if (!eq || eq == Py_NotImplemented) {
+        Py_XDECREF(eq);
+        return -1;
+    }
+    EmTensor *c = em_contiguous((EmTensor *)eq);
+    Py_DECREF(eq);
+    if (!c) return -1;
+    int found = memchr(em_data(c), 1, (size_t)c->numel) != NULL;
+    Py_DECREF(c);
+    return found;
+}
+
+static PyMappingMethods tensor_as_mapping = {
+    .mp_length = tensor_len, .mp_subscript = tensor_getitem, .mp_ass_subscript = tensor_setitem,
+};
+static PySequenceMethods tensor_as_sequence = {
+    .sq_length = tensor_len, .sq_contains = tensor_contains,
+};
+
+/* --------------------------------------------------------- attributes */
+
+static PyObject *get_shape(PyObject *self, void *c) { return em_size_new(SELF->ndim, SELF->sizes); }
+static PyObject *get_dtype(PyObject *self, void *c) { return Py_NewRef(em_dtype_object((EmDType)SELF->dtype)); }
+static PyObject *get_device(PyObject *self, void *c) {
+    EmDevice d = em_device(SELF);
+    if (d.type == EM_CPU) d.index = -1;
+    return em_device_object(d);
+}
+static PyObject *get_ndim(PyObject *self, void *c) { return PyLong_FromLong(SELF->ndim); }
+static PyObject *get_is_cpu(PyObject *self, void *c) { return PyBool_FromLong(em_is_cpu(SELF)); }
+static PyObject *get_is_cuda(PyObject *self, void *c) { return PyBool_FromLong(!em_is_cpu(SELF)); }
+static PyObject *get_false(PyObject *self, void *c) { Py_RETURN_FALSE; }
+static PyObject *get_itemsize(PyObject *self, void *c) { return PyLong_FromLong(em_itemsize(SELF->dtype)); }
+static PyObject *get_nbytes(PyObject *self, void *c) {
+    return PyLong_FromLongLong(SELF->numel * em_itemsize(SELF->dtype));
+}
+static PyObject *get_version(PyObject *self, void *c) { return PyLong_FromLongLong(SELF->storage->version); }
+static PyObject *get_base(PyObject *self, void *c) {
+    return Py_NewRef(SELF->is_view && SELF->view_base ? SELF->view_base : Py_None);
+}
+
+static PyObject *get_T(PyObject *self, void *c) {
+    int64_t dims[EM_MAX_DIMS];
+    for (int i = 0; i < SELF->ndim; i++) dims[i] = SELF->ndim - 1 - i;
+    return (PyObject *)em_permute(SELF, SELF->ndim, dims);
+}
+static PyObject *get_mT(PyObject *self, void *c) {
+    if (SELF->ndim < 2) {
+        PyErr_SetString(PyExc_RuntimeError, "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.");
+        return NULL;
+    }
+    return (PyObject *)em_transpose(SELF, SELF->ndim - 2, SELF->ndim - 1);
+}
+
+static PyObject *get_data(PyObject *self, void *c) { return (PyObject *)em_detach(SELF); }
+static int set_data(PyObject *self, PyObject *v, void *c) {
+    if (!v || !em_is_tensor(v)) {
+        PyErr_SetString(PyExc_TypeError, "Tensor.data must be set to a Tensor");
+        return -1;
+    }
+    EmTensor *o = (EmTensor *)v;
+    if (em_tensor_set_geometry(SELF, o->ndim, o->sizes, o->strides, o->offset) < 0) return -1;
+    Py_SETREF(SELF->storage, (EmStorage *)Py_NewRef(o->storage));
+    SELF->dtype = o->dtype;
+    return 0;
+}
+
+static PyObject *get_requires_grad(PyObject *self, void *c) {
+    return PyBool_FromLong(SELF->requires_grad || SELF->grad_fn);
+}
+static int set_requires_grad(PyObject *self, PyObject *v, void *c) {
+    int b = v ? PyObject_IsTrue(v) : -1;
+    if (b < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "requires_grad must be a bool");
+        return -1;
+    }
+    if (SELF->grad_fn) {
+        if (!b) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "you can only change requires_grad flags of leaf variables. If you want "
+                            "to use a computed variable in a subgraph that doesn't require "
+                            "differentiation use var_no_grad = var.detach().");
+            return -1;
+        }
+        return 0;
+    }
+    if (b && !em_is_float(SELF->dtype)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "only Tensors of floating point and complex dtype can require gradients");
+        return -1;
+    }
+    SELF->requires_grad = b;
+    return 0;
+}
+
+static PyObject *get_grad(PyObject *self, void *c) { return Py_NewRef(SELF->grad ? SELF->grad : Py_None); }
+static int set_grad(PyObject *self, PyObject *v, void *c) {
+    if (v && v != Py_None) {
+        if (!em_is_tensor(v)) {
+            PyErr_Format(PyExc_TypeError, "assigned grad expected to be a Tensor or None but got grad of type %.100s",
+                         Py_TYPE(v)->tp_name);
+            return -1;
+        }
+        EmTensor *g = (EmTensor *)v;
+        if (g->dtype != SELF->dtype) {
+            PyErr_SetString(PyExc_RuntimeError, "assigned grad has data of a different type");
+            return -1;
+        }
+        if (g->ndim != SELF->ndim || memcmp(g->sizes, SELF->sizes, g->ndim * sizeof(int64_t))) {
+            PyErr_SetString(PyExc_RuntimeError, "assigned grad has data of a different size");
+            return -1;
+        }
+    }
+    Py_XSETREF(SELF->grad, v && v != Py_None ? Py_NewRef(v) : NULL);
+    return 0;
+}
+static PyObject *get_grad_fn(PyObject *self, void *c) { return Py_NewRef(SELF->grad_fn ? SELF->grad_fn : Py_None); }
+static PyObject *get_is_leaf(PyObject *self, void *c) { return PyBool_FromLong(SELF->grad_fn == NULL); }
+static PyObject *get_output_nr(PyObject *self, void *c) { return PyLong_FromLong(SELF->output_nr); }
+
+static PyGetSetDef tensor_getset[] = {
+    {"shape", get_shape, NULL, "The size of each dimension (an ember.Size).", NULL},
+    {"dtype", get_dtype, NULL, NULL, NULL},
+    {"device", get_device, NULL, NULL, NULL},
+    {"ndim", get_ndim, NULL, NULL, NULL},
+    {"T", get_T, NULL, "All dimensions reversed.", NULL},
+    {"mT", get_mT, NULL, "The last two dimensions swapped.", NULL},
+    {"data", get_data, set_data, NULL, NULL},
+    {"requires_grad", get_requires_grad, set_requires_grad, NULL, NULL},
+    {"grad", get_grad, set_grad, NULL, NULL},
+    {"grad_fn", get_grad_fn, NULL, NULL, NULL},
+    {"is_leaf", get_is_leaf, NULL, NULL, NULL},
+    {"output_nr", get_output_nr, NULL, NULL, NULL},
+    {"is_cpu", get_is_cpu, NULL, NULL, NULL},
+    {"is_cuda", get_is_cuda, NULL, NULL, NULL},
+    {"is_sparse", get_false, NULL, NULL, NULL},
+    {"is_quantized", get_false, NULL, NULL, NULL},
+    {"is_meta", get_false, NULL, NULL, NULL},
+    {"is_mps", get_false, NULL, NULL, NULL},
+    {"is_nested", get_false, NULL, NULL, NULL},
+    {"itemsize", get_itemsize, NULL, NULL, NULL},
+    {"nbytes", get_nbytes, NULL, NULL, NULL},
+    {"_version", get_version, NULL, NULL, NULL},
+    {"_base", get_base, NULL, NULL, NULL},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL},
+};
+
+/* ------------------------------------------------------------ methods */
+
+static PyObject *m_size(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    PyObject *dim = n > 0 ? args[0] : (kw && PyTuple_GET_SIZE(kw) ? args[n] : Py_None);
+    if (n + (kw ? PyTuple_GET_SIZE(kw) : 0) > 1) {
+        PyErr_SetString(PyExc_TypeError, "size() takes at most one argument (dim)");
+        return NULL;
+    }
+    if (dim == Py_None) return em_size_new(SELF->ndim, SELF->sizes);
+    long long d = PyLong_AsLongLong(dim);
+    int w;
+    if ((d == -1 && PyErr_Occurred()) || em_wrap_dim(d, SELF->ndim, &w) < 0) return NULL;
+    if (SELF->ndim == 0) {
+        PyErr_SetString(PyExc_IndexError, "Dimension specified as 0 but tensor has no dimensions");
+        return NULL;
+    }
+    return PyLong_FromLongLong(SELF->sizes[w]);
+}
+
+static PyObject *m_stride(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    PyObject *dim = n > 0 ? args[0] : (kw && PyTuple_GET_SIZE(kw) ? args[n] : Py_None);
+    if (dim == Py_None) {
+        PyObject *t = PyTuple_New(SELF->ndim);
+        for (int i = 0; t && i < SELF->ndim; i++) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(SELF->strides[i]));
+        return t;
+    }
+    long long d = PyLong_AsLongLong(dim);
+    int w;
+    if ((d == -1 && PyErr_Occurred()) || em_wrap_dim(d, SELF->ndim, &w) < 0) return NULL;
+    if (SELF->ndim == 0) {
+        PyErr_SetString(PyExc_IndexError, "Dimension specified as 0 but tensor has no dimensions");
+        return NULL;
+    }
+    return PyLong_FromLongLong(SELF->strides[w]);
+}
+
+static PyObject *m_dim(PyObject *self, PyObject *u) { return PyLong_FromLong(SELF->ndim); }
+static PyObject *m_numel(PyObject *self, PyObject *u) { return PyLong_FromLongLong(SELF->numel); }
+static PyObject *m_element_size(PyObject *self, PyObject *u) { return PyLong_FromLong(em_itemsize(SELF->dtype)); }
+static PyObject *m_storage_offset(PyObject *self, PyObject *u) { return PyLong_FromLongLong(SELF->offset); }
+static PyObject *m_data_ptr(PyObject *self, PyObject *u) { return PyLong_FromVoidPtr(em_data(SELF)); }
+static PyObject *m_is_contiguous(PyObject *self, PyObject *args, PyObject *kw) {
+    return PyBool_FromLong(em_is_contiguous(SELF));
+}
+static PyObject *m_is_floating_point(PyObject *self, PyObject *u) { return PyBool_FromLong(em_is_float(SELF->dtype)); }
+static PyObject *m_is_signed(PyObject *self, PyObject *u) {
+    return PyBool_FromLong(em_dtype_info[SELF->dtype].is_signed);
+}
+static PyObject *m_false(PyObject *self, PyObject *u) { Py_RETURN_FALSE; }
+static PyObject *m_get_device(PyObject *self, PyObject *u) {
+    return PyLong_FromLong(em_is_cpu(SELF) ? -1 : em_device(SELF).index);
+}
+static PyObject *m_item(PyObject *self, PyObject *u) { return em_tensor_item(SELF); }
+static PyObject *m_tolist(PyObject *self, PyObject *u) { return em_tensor_tolist(SELF); }
+static PyObject *m_untyped_storage(PyObject *self, PyObject *u) { return Py_NewRef(SELF->storage); }
+
+static PyObject *m_numpy(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"force", NULL};
+    int force = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p:numpy", kwlist, &force)) return NULL;
+    if ((SELF->requires_grad || SELF->grad_fn) && !force) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
+        return NULL;
+    }
+    return em_to_numpy(SELF);
+}
+
+static PyObject *m_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
+    PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$OOO:__dlpack__", kwlist, &stream, &max_version,
+                                     &dl_device, &copy))
+        return NULL;
+    if (SELF->requires_grad || SELF->grad_fn) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Can't export tensors that require gradient, use tensor.detach()");
+        return NULL;
+    }
+    if (copy == Py_True) {
+        EmTensor *c = em_clone(SELF);
+        if (!c) return NULL;
+        PyObject *r = em_to_dlpack(c, max_version != Py_None);
+        Py_DECREF(c);
+        return r;
+    }
+    bool versioned = false;
+    if (max_version != Py_None) {
+        PyObject *major = PySequence_GetItem(max_version, 0);
+        if (!major) return NULL;
+        versioned = PyLong_AsLong(major) >= 1;
+        Py_DECREF(major);
+    }
+    return em_to_dlpack(SELF, versioned);
+}
+
+static PyObject *m_dlpack_device(PyObject *self, PyObject *u) {
+    if (em_is_cpu(SELF)) return Py_BuildValue("(ii)", 1, 0);
+    return Py_BuildValue("(ii)", 2, em_device(SELF).index);
+}
+
+/* to(dtype) / to(device, dtype=None) / to(other) with non_blocking, copy */
+static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kw) {
+    PyObject *dtype_o = NULL, *device_o = NULL, *copy_o = NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        if (Py_TYPE(a) == &EmDTypeType || a == (PyObject *)&PyFloat_Type ||
+            a == (PyObject *)&PyLong_Type || a == (PyObject *)&PyBool_Type)
+            dtype_o = a;
+        else if (em_is_tensor(a)) {
+            dtype_o = em_dtype_object((EmDType)((EmTensor *)a)->dtype);
+        } else if (Py_TYPE(a) == &EmDeviceType || PyUnicode_Check(a))
+            device_o = a;
+        else if (PyBool_Check(a) && i > 0)
+            continue; /* non_blocking / copy given positionally */
+        else if (a != Py_None) {
+            PyErr_Format(PyExc_TypeError, "to() received an invalid argument of type %.100s",
+                         Py_TYPE(a)->tp_name);
+            return NULL;
+        }
+    }
+    if (kw) {
+        PyObject *v;
+        if ((v = PyDict_GetItemString(kw, "dtype")) && v != Py_None) dtype_o = v;
+        if ((v = PyDict_GetItemString(kw, "device")) && v != Py_None) device_o = v;
+        copy_o = PyDict_GetItemString(kw, "copy");
+    }
+    EmDType d = (EmDType)SELF->dtype;
+    if (dtype_o && em_dtype_from_py(dtype_o, &d) < 0) return NULL;
+    if (device_o) {
+        EmDevice dev;
+        if (em_device_from_py(device_o, &dev) < 0) return NULL;
+        if (dev.type != EM_CPU) return em_device_unavailable(dev), NULL;
+    }
+    bool copy = copy_o && PyObject_IsTrue(copy_o);
+    EmTensor *r = em_to_dtype(SELF, d, copy);
+    if (r && r != SELF) r->requires_grad = false;
+    return (PyObject *)r;
+}
+
+static PyObject *convert_to(PyObject *self, EmDType d) { return (PyObject *)em_to_dtype(SELF, d, false); }
+#define CONVERT(name, dt) \
+    static PyObject *m_##name(PyObject *self, PyObject *a, PyObject *k) { return convert_to(self, dt); }
+CONVERT(float, EM_FLOAT32)
+CONVERT(double, EM_FLOAT64)
+CONVERT(half, EM_FLOAT16)
+CONVERT(bfloat16, EM_BFLOAT16)
+CONVERT(int, EM_INT32)
+CONVERT(long, EM_INT64)
+CONVERT(short, EM_INT16)
+CONVERT(char, EM_INT8)
+CONVERT(byte, EM_UINT8)
+CONVERT(bool, EM_BOOL)
+
+static PyObject *m_type(PyObject *self, PyObject *args, PyObject *kw) {
+    static const char *names[EM_NUM_DTYPES] = {
+        "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
+        "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor"};
+    PyObject *d = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : kw ? PyDict_GetItemString(kw, "dtype") : NULL;
+    if (!d || d == Py_None) return PyUnicode_FromFormat("ember.%s", names[SELF->dtype]);
+    EmDType dt;
+    if (PyUnicode_Check(d)) {
+        const char *s = PyUnicode_AsUTF8(d);
+        const char *dot = s ? strrchr(s, '.') : NULL;
+        for (int i = 0; dot && i < EM_NUM_DTYPES; i++)
+            if (!strcmp(dot + 1, names[i])) return convert_to(self, (EmDType)i);
+        PyErr_Format(PyExc_ValueError, "invalid type: '%U'", d);
+        return NULL;
+    }
+    if (em_dtype_from_py(d, &dt) < 0) return NULL;
+    return convert_to(self, dt);
+}
+
+static PyObject *m_cpu(PyObject *self, PyObject *a, PyObject *k) { return Py_NewRef(self); }
+static PyObject *m_cuda(PyObject *self, PyObject *a, PyObject *k) {
+    return em_device_unavailable((EmDevice){EM_CUDA, 0}), NULL;
+}
+
+static PyObject *m_requires_grad_(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"requires_grad", NULL};
+    PyObject *v = Py_True;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:requires_grad_", kwlist, &v)) return NULL;
+    if (set_requires_grad(self, v, NULL) < 0) return NULL;
+    return Py_NewRef(self);
+}
+
+/* Raw bytes of the elements in logical order (for pickling). */
+static PyObject *m_raw_bytes(PyObject *self, PyObject *u) {
+    EmTensor *c = em_contiguous(SELF);
+    if (!c) return NULL;
+    PyObject *b = PyBytes_FromStringAndSize(em_data(c), c->numel * em_itemsize(c->dtype));
+    Py_DECREF(c);
+    return b;
+}
+
+static PyObject *m_repr(PyObject *self) {
+    PyObject *f = em_py_helper("repr");
+    return f ? PyObject_CallOneArg(f, self) : NULL;
+}
+
+static PyMethodDef hand_methods[] = {
+    {"size", (PyCFunction)(void (*)(void))m_size, METH_FASTCALL | METH_KEYWORDS, "size(dim=None)"},
+    {"stride", (PyCFunction)(void (*)(void))m_stride, METH_FASTCALL | METH_KEYWORDS, "stride(dim=None)"},
+    {"dim", m_dim, METH_NOARGS, NULL},
+    {"ndimension", m_dim, METH_NOARGS, NULL},
+    {"numel", m_numel, METH_NOARGS, NULL},
+    {"nelement", m_numel, METH_NOARGS, NULL},
+    {"element_size", m_element_size, METH_NOARGS, NULL},
+    {"storage_offset", m_storage_offset, METH_NOARGS, NULL},
+    {"data_ptr", m_data_ptr, METH_NOARGS, NULL},
+    {"is_contiguous", (PyCFunction)(void (*)(void))m_is_contiguous, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"is_floating_point", m_is_floating_point, METH_NOARGS, NULL},
+    {"is_signed", m_is_signed, METH_NOARGS, NULL},
+    {"is_complex", m_false, METH_NOARGS, NULL},
+    {"is_pinned", m_false, METH_NOARGS, NULL},
+    {"get_device", m_get_device, METH_NOARGS, NULL},
+    {"item", m_item, METH_NOARGS, NULL},
+    {"tolist", m_tolist, METH_NOARGS, NULL},
+    {"untyped_storage", m_untyped_storage, METH_NOARGS, NULL},
+    {"numpy", (PyCFunction)(void (*)(void))m_numpy, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__dlpack__", (PyCFunction)(void (*)(void))m_dlpack, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"__dlpack_device__", m_dlpack_device, METH_NOARGS, NULL},
+    {"to", (PyCFunction)(void (*)(void))m_to, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"type", (PyCFunction)(void (*)(void))m_type, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"float", (PyCFunction)(void (*)(void))m_float, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"double", (PyCFunction)(void (*)(void))m_double, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"half", (PyCFunction)(void (*)(void))m_half, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"bfloat16", (PyCFunction)(void (*)(void))m_bfloat16, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"int", (PyCFunction)(void (*)(void))m_int, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"long", (PyCFunction)(void (*)(void))m_long, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"short", (PyCFunction)(void (*)(void))m_short, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"char", (PyCFunction)(void (*)(void))m_char, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"byte", (PyCFunction)(void (*)(void))m_byte, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"bool", (PyCFunction)(void (*)(void))m_bool, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"cpu", (PyCFunction)(void (*)(void))m_cpu, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"cuda", (PyCFunction)(void (*)(void))m_cuda, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"requires_grad_", (PyCFunction)(void (*)(void))m_requires_grad_, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"_raw_bytes", m_raw_bytes, METH_NOARGS, NULL},
+    {"_make_subclass", (PyCFunction)(void (*)(void))make_subclass,
+     METH_VARARGS | METH_KEYWORDS | METH_STATIC, NULL},
+    {NULL},
+};
+
+PyTypeObject EmTensorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember.Tensor",
+    .tp_basicsize = sizeof(EmTensor),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = tensor_new,
+    .tp_dealloc = (destructor)em_tensor_dealloc,
+    .tp_traverse = (traverseproc)em_tensor_traverse,
+    .tp_clear = (inquiry)em_tensor_clear,
+    .tp_repr = m_repr,
+    .tp_as_number = &tensor_as_number,
+    .tp_as_sequence = &tensor_as_sequence,
+    .tp_as_mapping = &tensor_as_mapping,
+    .tp_richcompare = richcompare,
+    .tp_iter = tensor_iter,
+    .tp_getset = tensor_getset,
+    .tp_dictoffset = offsetof(EmTensor, dict),
+    .tp_weaklistoffset = offsetof(EmTensor, weakrefs),
+    .tp_doc = "A multi-dimensional array of one dtype, on one device.",
+};
+
+/* Joins the hand-written methods with the op table's and readies the type. */
+int em_init_tensor_type(PyObject *m) {
+    PyMethodDef *op_methods;
+    if (em_init_ops(m, &op_methods) < 0) return -1;
+    size_t nh = sizeof hand_methods / sizeof hand_methods[0] - 1, no = 0;
+    while (op_methods[no].ml_name) no++;
+    PyMethodDef *all = PyMem_Calloc(nh + no + 1, sizeof(PyMethodDef)); /* lives with the type */
+    if (!all) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(all, hand_methods, nh * sizeof(PyMethodDef));
+    memcpy(all + nh, op_methods, no * sizeof(PyMethodDef));
+    EmTensorType.tp_methods = all;
+    EmTensorType.tp_hash = PyBaseObject_Type.tp_hash; /* identity, like torch */
+    if (PyType_Ready(&EmTensorType) < 0) return -1;
+    /* NumPy defers binary operators to tensors */
+    PyObject *prio = PyFloat_FromDouble(1000.0);
+    if (!prio || PyDict_SetItemString(EmTensorType.tp_dict, "__array_priority__", prio) < 0) {
+        Py_XDECREF(prio);
+        return -1;
+    }
+    Py_DECREF(prio);
+    PyType_Modified(&EmTensorType);
+    return PyModule_AddObjectRef(m, "Tensor", (PyObject *)&EmTensorType);
+}

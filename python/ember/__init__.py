@@ -1,0 +1,54 @@
+"""ember: PyTorch's core written again in C.
+
+`import ember as torch` gives the tensor API PyTorch users know: the
+`Tensor` type, dtypes, devices, creation functions and every op of the op
+table as `ember.<op>` and `Tensor.<op>` (see csrc/ops/ops.def).
+"""
+try:
+    from . import _C
+except ImportError:  # OpenBLAS not found through the rpath (e.g. an in-place build)
+    import scipy_openblas32  # noqa: F401  (loads libscipy_openblas by soname)
+    from . import _C
+
+__version__ = "0.1.0"
+
+# -- core types and dtypes -------------------------------------------------
+Tensor = _C.Tensor
+Size = _C.Size
+device = _C.device
+dtype = _C.dtype
+Generator = _C.Generator
+UntypedStorage = _C.UntypedStorage
+default_generator = _C.default_generator
+
+bool = _C._dtypes["bool"]  # noqa: A001  (torch.bool shadows the builtin too)
+uint8 = _C._dtypes["uint8"]
+int8 = _C._dtypes["int8"]
+int16 = _C._dtypes["int16"]
+int32 = _C._dtypes["int32"]
+int64 = _C._dtypes["int64"]
+float16 = _C._dtypes["float16"]
+bfloat16 = _C._dtypes["bfloat16"]
+float32 = _C._dtypes["float32"]
+float64 = _C._dtypes["float64"]
+half = float16
+float = float32  # noqa: A001
+double = float64
+short = int16
+int = int32  # noqa: A001
+long = int64
+
+# -- every function of the C core: ops of the table, factories, queries ----
+_skip = {"Tensor", "Size", "device", "dtype", "Generator", "UntypedStorage", "default_generator"}
+for _name in dir(_C):
+    if not _name.startswith("_") and _name not in _skip:
+        globals()[_name] = getattr(_C, _name)
+del _name, _skip
+
+from ._dtype_info import finfo, iinfo  # noqa: E402
+from ._random import (manual_seed, seed, initial_seed, get_rng_state,  # noqa: E402
+                      set_rng_state)
+from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, pickling, ...)
+from . import cuda, testing  # noqa: E402,F401
+from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402
+from ._tensor_str import set_printoptions  # noqa: E402

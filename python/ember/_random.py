@@ -1,0 +1,27 @@
+"""Seeding and state of the default random generator (torch.manual_seed & co)."""
+from . import _C
+
+
+def manual_seed(seed):
+    """Seed the default generator; returns it."""
+    return _C.default_generator.manual_seed(seed)
+
+
+def seed():
+    """Seed the default generator non-deterministically; returns the seed."""
+    return _C.default_generator.seed()
+
+
+def initial_seed():
+    """The seed the default generator was last seeded with."""
+    return _C.default_generator.initial_seed()
+
+
+def get_rng_state():
+    """The default generator's state, as a uint8 tensor."""
+    return _C.default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    """Restore the default generator's state from get_rng_state()."""
+    _C.default_generator.set_state(new_state)

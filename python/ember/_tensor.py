@@ -1,0 +1,79 @@
+"""Tensor methods written in Python: printing, formatting, pickling, copying
+and the NumPy array protocols. They are attached to the C type at import."""
+from . import _C
+from ._tensor_str import _repr
+
+
+def _rebuild_tensor(data, dtype_name, shape, requires_grad):
+    """Unpickle: raw native-endian bytes -> tensor. Plain data; no code runs."""
+    t = _C._from_bytes(data, _C._dtypes[dtype_name], tuple(shape))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def __reduce_ex__(self, protocol):
+    t = self.detach()
+    return (_rebuild_tensor, (t._raw_bytes(), repr(t.dtype).split(".")[-1], tuple(t.shape),
+                              self.requires_grad))
+
+
+def __deepcopy__(self, memo):
+    if id(self) in memo:
+        return memo[id(self)]
+    new = self.detach().clone()
+    if type(self) is not _C.Tensor:
+        new = _C.Tensor._make_subclass(type(self), new, self.requires_grad)
+    else:
+        new.requires_grad_(self.requires_grad)
+    if self.grad is not None:
+        new.grad = self.grad.clone()
+    new.__dict__.update(__import__("copy").deepcopy(self.__dict__, memo))
+    memo[id(self)] = new
+    return new
+
+
+def __format__(self, spec):
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    return object.__format__(self, spec)
+
+
+def __array__(self, dtype=None, copy=None):
+    a = self.numpy()
+    if dtype is not None:
+        a = a.astype(dtype, copy=False)
+    return a.copy() if copy else a
+
+
+_TYPESTR = {"bool": "|b1", "uint8": "|u1", "int8": "|i1", "int16": "<i2", "int32": "<i4",
+            "int64": "<i8", "float16": "<f2", "float32": "<f4", "float64": "<f8"}
+
+
+@property
+def __array_interface__(self):
+    name = repr(self.dtype).split(".")[-1]
+    if name not in _TYPESTR:
+        raise TypeError(f"Got unsupported ScalarType {name}: NumPy has no such dtype")
+    if self.requires_grad:
+        raise RuntimeError("Can't export a tensor that requires grad. Use tensor.detach() first.")
+    isz = self.element_size()
+    return {"shape": tuple(self.shape), "typestr": _TYPESTR[name], "data": (self.data_ptr(), False),
+            "strides": tuple(s * isz for s in self.stride()), "version": 3}
+
+
+def where(self, condition, y):
+    """Tensor.where(condition, y) == ember.where(condition, self, y)."""
+    return _C.where(condition, self, y)
+
+
+def __reversed__(self):
+    return iter(list(self)[::-1]) if self.dim() else iter([self])
+
+
+_C._add_tensor_attrs({
+    "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__format__": __format__,
+    "__array__": __array__, "__array_interface__": __array_interface__, "where": where,
+    "__reversed__": __reversed__, "__module__": "ember",
+})
+_C._set_helpers({"repr": _repr})
