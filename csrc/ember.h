@@ -455,7 +455,7 @@ typedef struct {
 
 /* A signature string from ops.def, parsed once at import (python/args.c). */
 typedef struct {
-    const char *fname;
+    char fname[40];
     int nparams, npositional;
     int ninputs;   /* leading Tensor / TensorOrNumber params: an elementwise op's inputs */
     int out_index; /* index of `out`, or -1 */
@@ -482,6 +482,7 @@ struct EmCall {
     const EmOpDef *def;
     PyObject *args[EM_MAX_PARAMS];
     PyObject *owned; /* a varargs tuple the parser built, released after the call */
+    EmTensor *owned_tensor; /* a number an impl wrapped as a 0-d tensor, released after */
     EmTensor *out;   /* out= tensor, or self for in-place variants */
     bool inplace;
 };

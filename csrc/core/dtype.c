@@ -65,12 +65,13 @@ bool em_can_cast(EmDType from, EmDType to) {
 #define EM_LOAD_double(p) (*(const double *)(p))
 
 /* Converting a value v of source C type S to destination type D. Floats go to
- * small integers through int64 so out-of-range values wrap like torch's. */
+ * small integers through int32 (what x86 does for torch's static_cast), so
+ * out-of-range values wrap or saturate to INT_MIN the same way. */
 #define TO_bool(v) ((v) != 0)
-#define TO_uint8_t(v) ((uint8_t)(int64_t)(v))
-#define TO_int8_t(v) ((int8_t)(int64_t)(v))
-#define TO_int16_t(v) ((int16_t)(int64_t)(v))
-#define TO_int32_t(v) ((int32_t)(int64_t)(v))
+#define TO_uint8_t(v) ((uint8_t)(int32_t)(v))
+#define TO_int8_t(v) ((int8_t)(int32_t)(v))
+#define TO_int16_t(v) ((int16_t)(int32_t)(v))
+#define TO_int32_t(v) ((int32_t)(v))
 #define TO_int64_t(v) ((int64_t)(v))
 #define TO_float(v) ((float)(v))
 #define TO_double(v) ((double)(v))

@@ -244,7 +244,7 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
                                                     : em_compute_dtype(common);
     EmLoopFn fn = cfg->kernels->fn[compute];
     if (!fn) {
-        PyErr_Format(PyExc_RuntimeError, "\"%s\" not implemented for '%s'", cfg->name,
+        PyErr_Format(PyExc_NotImplementedError, "\"%s_cpu\" not implemented for '%s'", cfg->name,
                      em_dtype_name(common));
         return NULL;
     }

@@ -88,8 +88,8 @@ EM_DEFINE_FLOORDIV(double, d)
 #define em_max_int(a, b) ((a) > (b) ? (a) : (b))
 #define em_min_int(a, b) ((a) < (b) ? (a) : (b))
 
-/* sign: -1, 0, 1; NaN stays NaN */
-#define em_sign_float(x) ((x) > 0 ? 1 : (x) < 0 ? -1 : (x))
+/* sign: -1, 0, 1 (NaN gives 0, as torch's) */
+#define em_sign_float(x) (((x) > 0) - ((x) < 0))
 
 static inline float em_sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline double em_sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }

@@ -20,9 +20,11 @@ static int bind_inputs(EmCall *c, EmIterConfig *cfg, int n) {
         if (em_arg_operand(c, i, &cfg->inputs[i]) < 0) return -1;
         any_tensor |= cfg->inputs[i].t != NULL;
     }
-    if (!any_tensor) {
-        PyErr_Format(PyExc_TypeError, "%s(): expected at least one Tensor argument", c->def->name);
-        return -1;
+    if (!any_tensor) { /* torch.add(1, 2): the first number becomes a 0-d tensor */
+        EmTensor *t = em_scalar_tensor(cfg->inputs[0].s, em_scalar_dtype(cfg->inputs[0].s), em_cpu());
+        if (!t) return -1;
+        c->owned_tensor = t;
+        cfg->inputs[0] = em_opnd(t);
     }
     cfg->ninputs = n;
     cfg->out = c->out;
@@ -63,7 +65,7 @@ static PyObject *add_with_alpha(EmCall *c, EmIterConfig *cfg, EmScalar alpha, co
                         "For integral input tensors, argument alpha must not be a floating point number.");
         return NULL;
     }
-    if (common == EM_BOOL && alpha.kind != 'b') {
+    if (common != EM_BOOL && alpha.kind == 'b') {
         PyErr_SetString(PyExc_RuntimeError, "Boolean alpha only supported for Boolean results.");
         return NULL;
     }
@@ -88,13 +90,13 @@ PyObject *em_impl_add(EmCall *c) {
 
 static int check_sub_bool(const EmOperand *a, const EmOperand *b) {
     if (operand_is_bool(a) && operand_is_bool(b)) {
-        PyErr_SetString(PyExc_RuntimeError,
+        PyErr_SetString(PyExc_NotImplementedError,
                         "Subtraction, the `-` operator, with two bool tensors is not supported. "
                         "Use the `^` or `logical_xor()` operator instead.");
         return -1;
     }
     if (operand_is_bool(a) || operand_is_bool(b)) {
-        PyErr_SetString(PyExc_RuntimeError,
+        PyErr_SetString(PyExc_NotImplementedError,
                         "Subtraction, the `-` operator, with a bool tensor is not supported. "
                         "If you are trying to invert a mask, use the `~` or `logical_not()` "
                         "operator instead.");
@@ -226,7 +228,7 @@ PyObject *em_impl_float_power(EmCall *c) {
 PyObject *em_impl_neg(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0);
     if (t->dtype == EM_BOOL) {
-        PyErr_SetString(PyExc_RuntimeError,
+        PyErr_SetString(PyExc_NotImplementedError,
                         "Negation, the `-` operator, on a bool tensor is not supported. If you are "
                         "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
         return NULL;
@@ -237,13 +239,21 @@ PyObject *em_impl_neg(EmCall *c) {
 PyObject *em_impl_positive(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0);
     if (t->dtype == EM_BOOL) {
-        PyErr_SetString(PyExc_RuntimeError, "The `+` operator, on a bool tensor is not supported.");
+        PyErr_SetString(PyExc_NotImplementedError, "The `+` operator, on a bool tensor is not supported.");
         return NULL;
     }
     return Py_NewRef(t);
 }
 
 /* square(bool) is pow(bool, 2): an int64 result */
+PyObject *em_impl_relu(EmCall *c) {
+    if (em_arg_tensor(c, 0)->dtype == EM_BOOL) {
+        PyErr_SetString(PyExc_NotImplementedError, "Boolean inputs not supported for relu");
+        return NULL;
+    }
+    return run_generic(c, EM_PROMOTE_NONE, 0);
+}
+
 PyObject *em_impl_square(EmCall *c) {
     EmIterConfig cfg = em_iter_config("square", KERNELS(square), EM_PROMOTE_NONE);
     if (bind_inputs(c, &cfg, 1) < 0) return NULL;
@@ -310,10 +320,6 @@ static PyObject *clamp_impl(EmCall *c, PyObject *lo, PyObject *hi) {
     }
     EmIterConfig cfg = em_iter_config(c->def->name, NULL, EM_PROMOTE_NONE);
     if (bind_inputs(c, &cfg, 1) < 0) return NULL;
-    if (cfg.inputs[0].t->dtype == EM_BOOL) {
-        PyErr_SetString(PyExc_RuntimeError, "\"clamp\" not implemented for 'Bool'");
-        return NULL;
-    }
     int n = 1;
     PyObject *bounds[2] = {lo, hi};
     for (int i = 0; i < 2; i++) {
@@ -473,9 +479,12 @@ static PyObject *call_with(EmOpId id, PyObject *a, PyObject *b, EmTensor *out) {
     c.args[0] = a;
     if (b) c.args[1] = b;
     c.owned = NULL;
+    c.owned_tensor = NULL;
     c.out = out;
     c.inplace = out != NULL;
-    return c.def->impl(&c);
+    PyObject *r = c.def->impl(&c);
+    Py_XDECREF(c.owned_tensor);
+    return r;
 }
 
 PyObject *em_binary_op(EmOpId id, PyObject *a, PyObject *b, EmTensor *out) {

@@ -67,9 +67,10 @@ EmTensor *em_getitem(EmTensor *t, PyObject *key) {
             sizes[nd] = k == Py_False ? 0 : 1;
             strides[nd++] = d < t->ndim ? t->sizes[d] * t->strides[d] : 1;
         } else if (k == Py_Ellipsis) {
-            EM_CHECK(!seen_ellipsis, PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+            /* the first ellipsis takes the unindexed dims; later ones take none (as torch) */
+            int skip = seen_ellipsis ? 0 : t->ndim - consumed;
             seen_ellipsis = true;
-            for (int skip = t->ndim - consumed; skip > 0; skip--, d++) {
+            for (; skip > 0; skip--, d++) {
                 sizes[nd] = t->sizes[d];
                 strides[nd++] = t->strides[d];
             }

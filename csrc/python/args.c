@@ -55,7 +55,7 @@ int em_signature_parse(const char *text, EmSignature *sig) {
     sig->out_index = -1;
     const char *open = strchr(text, '('), *close = strrchr(text, ')');
     if (!open || !close) goto bad;
-    sig->fname = text; /* fname is printed with %.*s using the '(' position */
+    snprintf(sig->fname, sizeof sig->fname, "%.*s", (int)(open - text), text);
     const char *p = open + 1;
     bool kwonly = false, inputs_done = false;
     while (p < close) {
@@ -167,19 +167,15 @@ static bool type_ok(const EmParam *p, PyObject *v) {
     return false;
 }
 
-static int fname_len(const EmSignature *sig) {
-    return (int)(strchr(sig->fname, '(') - sig->fname);
-}
-
 static int type_error(const EmSignature *sig, int i, PyObject *v, bool positional) {
     const EmParam *p = &sig->params[i];
     if (positional)
-        PyErr_Format(PyExc_TypeError, "%.*s(): argument '%U' (position %d) must be %s, not %.100s",
-                     fname_len(sig), sig->fname, p->name, i + 1, type_desc(p->type),
+        PyErr_Format(PyExc_TypeError, "%s(): argument '%U' (position %d) must be %s, not %.100s",
+                     sig->fname, p->name, i + 1, type_desc(p->type),
                      Py_TYPE(v)->tp_name);
     else
-        PyErr_Format(PyExc_TypeError, "%.*s(): argument '%U' must be %s, not %.100s",
-                     fname_len(sig), sig->fname, p->name, type_desc(p->type), Py_TYPE(v)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s(): argument '%U' must be %s, not %.100s",
+                     sig->fname, p->name, type_desc(p->type), Py_TYPE(v)->tp_name);
     return -1;
 }
 
@@ -188,6 +184,7 @@ int em_bind_args(const EmSignature *sig, PyObject *self, PyObject *const *args, 
     const int np = sig->nparams;
     int next = 0;
     c->owned = NULL;
+    c->owned_tensor = NULL;
     for (int i = 0; i < np; i++) c->args[i] = NULL;
     if (self) c->args[next++] = self;
 
@@ -207,8 +204,8 @@ int em_bind_args(const EmSignature *sig, PyObject *self, PyObject *const *args, 
         }
     }
     if (nargs > sig->npositional - next) {
-        PyErr_Format(PyExc_TypeError, "%.*s() takes %d positional argument%s but %zd %s given",
-                     fname_len(sig), sig->fname, sig->npositional,
+        PyErr_Format(PyExc_TypeError, "%s() takes %d positional argument%s but %zd %s given",
+                     sig->fname, sig->npositional,
                      sig->npositional == 1 ? "" : "s", nargs + next,
                      nargs + next == 1 ? "was" : "were");
         goto fail;
@@ -230,13 +227,13 @@ int em_bind_args(const EmSignature *sig, PyObject *self, PyObject *const *args, 
             for (int i = 0; i < np && idx < 0; i++)
                 if (PyUnicode_Compare(sig->params[i].name, key) == 0) idx = i;
             if (idx < 0 || (self && idx == 0)) {
-                PyErr_Format(PyExc_TypeError, "%.*s() got an unexpected keyword argument '%U'",
-                             fname_len(sig), sig->fname, key);
+                PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
+                             sig->fname, key);
                 goto fail;
             }
             if (c->args[idx]) {
-                PyErr_Format(PyExc_TypeError, "%.*s() got multiple values for argument '%U'",
-                             fname_len(sig), sig->fname, key);
+                PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%U'",
+                             sig->fname, key);
                 goto fail;
             }
             if (!type_ok(&sig->params[idx], val)) {
@@ -249,8 +246,8 @@ int em_bind_args(const EmSignature *sig, PyObject *self, PyObject *const *args, 
     for (int i = 0; i < np; i++) {
         if (c->args[i]) continue;
         if (!sig->params[i].default_value) {
-            PyErr_Format(PyExc_TypeError, "%.*s() missing required argument '%U' (pos %d)",
-                         fname_len(sig), sig->fname, sig->params[i].name, i + 1);
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%U' (pos %d)",
+                         sig->fname, sig->params[i].name, i + 1);
             goto fail;
         }
         c->args[i] = sig->params[i].default_value;
@@ -335,6 +332,7 @@ static PyObject *function_trampoline(PyObject *capsule, PyObject *const *args, P
     c.out = oi >= 0 && c.args[oi] != Py_None ? (EmTensor *)c.args[oi] : NULL;
     PyObject *r = def->impl(&c);
     Py_XDECREF(c.owned);
+    Py_XDECREF(c.owned_tensor);
     return r;
 }
 

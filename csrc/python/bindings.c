@@ -57,6 +57,7 @@ static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const
     }
     PyObject *r = def->impl(&c);
     Py_XDECREF(c.owned);
+    Py_XDECREF(c.owned_tensor);
     return r;
 }
 

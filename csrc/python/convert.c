@@ -21,22 +21,25 @@ static void merge_dtype(Inferred *inf, EmDType d) {
 }
 
 static int leaf_dtype(PyObject *o, Inferred *inf) {
+    EmDType d;
+    int r;
     if (PyBool_Check(o)) merge_dtype(inf, EM_BOOL);
-    else if (PyLong_Check(o)) merge_dtype(inf, EM_INT64);
-    else if (PyFloat_Check(o)) merge_dtype(inf, em_default_float);
+    else if (PyLong_CheckExact(o)) merge_dtype(inf, EM_INT64);
+    else if (PyFloat_CheckExact(o)) merge_dtype(inf, em_default_float);
     else if (em_is_tensor(o)) {
         EmTensor *t = (EmTensor *)o;
         if (t->numel != 1) {
-            PyErr_SetString(PyExc_ValueError, "only one element tensors can be converted to Python scalars");
+            PyErr_SetString(PyExc_TypeError, "only integer tensors of a single element can be converted to an index");
             return -1;
         }
         merge_dtype(inf, (EmDType)t->dtype);
-    } else {
-        EmDType d;
-        int r = em_numpy_scalar_dtype(o, &d);
+    } else if ((r = em_numpy_scalar_dtype(o, &d)) != 0) { /* np.float64 is a float subclass */
         if (r < 0) return -1;
-        if (r) merge_dtype(inf, d);
-        else if (PyComplex_Check(o)) {
+        merge_dtype(inf, d);
+    } else if (PyLong_Check(o)) merge_dtype(inf, EM_INT64);
+    else if (PyFloat_Check(o)) merge_dtype(inf, em_default_float);
+    else {
+        if (PyComplex_Check(o)) {
             PyErr_SetString(PyExc_TypeError, "ember does not support complex numbers");
             return -1;
         } else if (PyIndex_Check(o)) merge_dtype(inf, EM_INT64);
@@ -71,7 +74,7 @@ static int infer(PyObject *o, int depth, Inferred *inf) {
         return leaf_dtype(o, inf);
     }
     if (!is_sequence(o)) {
-        PyErr_Format(PyExc_ValueError, "expected sequence of length %lld at dim %d (got a %.100s)",
+        PyErr_Format(PyExc_TypeError, "not a sequence: expected a sequence of length %lld at dim %d, got %.100s",
                      (long long)inf->shape[depth], depth, Py_TYPE(o)->tp_name);
         return -1;
     }
@@ -97,6 +100,10 @@ static int fill(PyObject *o, int depth, const Inferred *inf, EmDType dtype, char
             s.kind = 'f';
             s.v.f = PyFloat_AS_DOUBLE(o);
         } else if (em_scalar_from_py(o, &s) < 0) {
+            if (PyErr_ExceptionMatches(PyExc_RuntimeError) && PyLong_Check(o)) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ValueError, "Overflow when unpacking long long");
+            }
             return -1;
         }
         em_scalar_store(s, dtype, *ptr);
@@ -144,6 +151,11 @@ EmTensor *em_tensor_from_data(PyObject *data, int dtype) {
         Py_DECREF(cur);
         if (!first) return NULL;
         cur = first;
+        if (PyUnicode_Check(cur)) { /* torch reads a string here as one more dimension */
+            Py_DECREF(cur);
+            PyErr_SetString(PyExc_ValueError, "too many dimensions 'str'");
+            return NULL;
+        }
     }
     Py_DECREF(cur);
     if (infer(data, 0, &inf) < 0) return NULL;

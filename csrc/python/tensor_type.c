@@ -169,7 +169,7 @@ static int nb_bool(PyObject *self) {
 
 static PyObject *nb_int(PyObject *self) {
     if (SELF->numel != 1) {
-        PyErr_SetString(PyExc_TypeError, "only one element tensors can be converted to Python scalars");
+        PyErr_SetString(PyExc_ValueError, "only one element tensors can be converted to Python scalars");
         return NULL;
     }
     PyObject *v = em_tensor_item(SELF);
@@ -181,7 +181,7 @@ static PyObject *nb_int(PyObject *self) {
 
 static PyObject *nb_float(PyObject *self) {
     if (SELF->numel != 1) {
-        PyErr_SetString(PyExc_TypeError, "only one element tensors can be converted to Python scalars");
+        PyErr_SetString(PyExc_ValueError, "only one element tensors can be converted to Python scalars");
         return NULL;
     }
     PyObject *v = em_tensor_item(SELF);

@@ -62,6 +62,13 @@ def __array_interface__(self):
             "strides": tuple(s * isz for s in self.stride()), "version": 3}
 
 
+def __array_wrap__(self, array, context=None, return_scalar=False):
+    """NumPy ufuncs applied to tensors give tensors back."""
+    if return_scalar:
+        return array[()]
+    return _C.from_numpy(array.copy() if not array.flags.writeable else array)
+
+
 def where(self, condition, y):
     """Tensor.where(condition, y) == ember.where(condition, self, y)."""
     return _C.where(condition, self, y)
@@ -73,7 +80,7 @@ def __reversed__(self):
 
 _C._add_tensor_attrs({
     "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__format__": __format__,
-    "__array__": __array__, "__array_interface__": __array_interface__, "where": where,
+    "__array__": __array__, "__array_wrap__": __array_wrap__, "__array_interface__": __array_interface__, "where": where,
     "__reversed__": __reversed__, "__module__": "ember",
 })
 _C._set_helpers({"repr": _repr})
