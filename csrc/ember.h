@@ -29,6 +29,8 @@
             goto fail;                                                         \
         }                                                                      \
     } while (0)
+/* Set exc with a C printf-formatted message (supports %g, unlike PyErr_Format). */
+void em_error(PyObject *exc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Propagate an error already set by a callee. */
 #define EM_TRY(cond) do { if (!(cond)) goto fail; } while (0)
 
@@ -299,6 +301,9 @@ int em_wrap_dim(int64_t dim, int ndim, int *out);
 void em_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides);
 /* Product of sizes with overflow check (ValueError / RuntimeError). */
 int em_numel_checked(int ndim, const int64_t *sizes, int64_t *numel);
+/* Elements from the first to one past the last addressed by (sizes,
+ * strides): 0 for empty tensors; RuntimeError on overflow or negative strides. */
+int em_extent_checked(int ndim, const int64_t *sizes, const int64_t *strides, int64_t *extent);
 /* Broadcast two shapes; RuntimeError naming both on mismatch. */
 int em_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b,
                         int *nout, int64_t *out);

@@ -26,7 +26,7 @@ void em_contiguous_strides(int ndim, const int64_t *sizes, int64_t *strides) {
 
 int em_numel_checked(int ndim, const int64_t *sizes, int64_t *numel) {
     int64_t n = 1;
-    bool overflow = false;
+    bool overflow = false, has_zero = false;
     for (int d = 0; d < ndim; d++) {
         if (sizes[d] < 0) {
             char buf[EM_SHAPE_BUF];
@@ -34,21 +34,38 @@ int em_numel_checked(int ndim, const int64_t *sizes, int64_t *numel) {
                          (long long)sizes[d], em_shape_str(ndim, sizes, buf, sizeof buf));
             return -1;
         }
+        has_zero |= sizes[d] == 0;
         if (__builtin_mul_overflow(n, sizes[d], &n)) overflow = true;
     }
-    if (overflow && n != 0) {
-        /* a zero anywhere makes the product 0 even if a partial product overflowed */
-        bool has_zero = false;
-        for (int d = 0; d < ndim; d++) has_zero |= sizes[d] == 0;
-        if (!has_zero) {
-            char buf[EM_SHAPE_BUF];
-            PyErr_Format(PyExc_RuntimeError, "numel: integer multiplication overflow for shape %s",
-                         em_shape_str(ndim, sizes, buf, sizeof buf));
-            return -1;
-        }
-        n = 0;
+    if (has_zero) {
+        n = 0; /* a zero anywhere makes the product 0 even if a partial product overflowed */
+    } else if (overflow) {
+        char buf[EM_SHAPE_BUF];
+        PyErr_Format(PyExc_RuntimeError, "numel: integer multiplication overflow for shape %s",
+                     em_shape_str(ndim, sizes, buf, sizeof buf));
+        return -1;
     }
     *numel = n;
+    return 0;
+}
+
+int em_extent_checked(int ndim, const int64_t *sizes, const int64_t *strides, int64_t *extent) {
+    int64_t e = 1, term;
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] == 0) {
+            *extent = 0;
+            return 0;
+        }
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (strides[d] < 0 || __builtin_mul_overflow(sizes[d] - 1, strides[d], &term) ||
+            __builtin_add_overflow(e, term, &e)) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "the tensor's sizes and strides address more memory than can be indexed");
+            return -1;
+        }
+    }
+    *extent = e;
     return 0;
 }
 

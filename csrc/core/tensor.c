@@ -44,11 +44,10 @@ int em_tensor_set_geometry(EmTensor *t, int ndim, const int64_t *sizes, const in
         memcpy(tmp + ndim, strides, ndim * sizeof(int64_t));
     else
         em_contiguous_strides(ndim, sizes, tmp + ndim);
-    if (set_ndim(t, ndim) < 0) return -1;
+    int64_t n;
+    if (em_numel_checked(ndim, tmp, &n) < 0 || set_ndim(t, ndim) < 0) return -1;
     memcpy(t->sizes, tmp, ndim * sizeof(int64_t));
     memcpy(t->strides, tmp + ndim, ndim * sizeof(int64_t));
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= tmp[d];
     t->numel = n;
     t->offset = offset;
     return 0;
@@ -134,11 +133,16 @@ int em_tensor_resize(EmTensor *t, int ndim, const int64_t *shape, bool warn) {
                          em_shape_str(t->ndim, t->sizes, a, sizeof a),
                          em_shape_str(ndim, shape, b, sizeof b)) < 0)
         return -1;
-    int64_t numel;
+    int64_t numel, need, nbytes;
     if (em_numel_checked(ndim, shape, &numel) < 0) return -1;
     int isz = em_itemsize(t->dtype);
-    if ((t->offset + numel) * isz > t->storage->nbytes) {
-        EmStorage *s = em_storage_new(numel * isz, em_device(t));
+    if (__builtin_mul_overflow(numel, (int64_t)isz, &nbytes) ||
+        __builtin_add_overflow(nbytes, t->offset * isz, &need)) {
+        PyErr_SetString(PyExc_RuntimeError, "resize: storage size calculation overflowed");
+        return -1;
+    }
+    if (need > t->storage->nbytes) {
+        EmStorage *s = em_storage_new(nbytes, em_device(t));
         if (!s) return -1;
         Py_SETREF(t->storage, s);
         t->offset = 0;

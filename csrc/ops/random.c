@@ -6,6 +6,7 @@
  * programs see torch's numbers. */
 #include "../ember.h"
 #include <math.h>
+#include <stdlib.h>
 
 /* Mantissa bits torch's uniform uses per dtype. */
 static int uniform_digits(EmDType d) {
@@ -76,12 +77,13 @@ int em_uniform_(EmTensor *t, double from, double to, EmGenerator *g) {
         return -1;
     }
     if (!(from <= to)) {
-        PyErr_Format(PyExc_RuntimeError,
+        em_error(PyExc_RuntimeError,
                      "uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to);
         return -1;
     }
     if (!isfinite(to - from)) {
-        PyErr_Format(PyExc_RuntimeError, "uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found to=%g and from=%g which result in to-from to exceed the limit",
+        em_error(PyExc_RuntimeError, "uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found to=%g and "
+                 "from=%g which result in to-from to exceed the limit",
                      em_dtype_info[t->dtype].name, to, from);
         return -1;
     }
@@ -160,7 +162,7 @@ int em_normal_(EmTensor *t, double mean, double std, EmGenerator *g) {
         return -1;
     }
     if (!(std >= 0.0)) {
-        PyErr_Format(PyExc_RuntimeError, "normal expects std >= 0.0, but found std %g", std);
+        em_error(PyExc_RuntimeError, "normal expects std >= 0.0, but found std %g", std);
         return -1;
     }
     Range r = {g, mean, std};
@@ -200,7 +202,7 @@ static EmTensor *probs_like(EmTensor *t, EmTensor *p) {
 static int check_probs(const double *p, int64_t n, const char *what) {
     for (int64_t i = 0; i < n; i++)
         if (!(p[i] >= 0 && p[i] <= 1)) {
-            PyErr_Format(PyExc_RuntimeError, "%s expects all elements of p to be in [0, 1], got %g", what, p[i]);
+            em_error(PyExc_RuntimeError, "%s expects all elements of p to be in [0, 1], got %g", what, p[i]);
             return -1;
         }
     return 0;
@@ -219,7 +221,7 @@ int em_bernoulli_(EmTensor *t, PyObject *p, EmGenerator *g) {
         b.p = PyFloat_AsDouble(p);
         if (b.p == -1 && PyErr_Occurred()) return -1;
         if (!(b.p >= 0 && b.p <= 1)) {
-            PyErr_Format(PyExc_RuntimeError, "bernoulli_ expects p to be in [0, 1], but got p=%g", b.p);
+            em_error(PyExc_RuntimeError, "bernoulli_ expects p to be in [0, 1], but got p=%g", b.p);
             return -1;
         }
     }
@@ -263,6 +265,29 @@ int em_random_(EmTensor *t, int64_t from, PyObject *to_obj, EmGenerator *g) {
             return -1;
         }
         range = (uint64_t)to - (uint64_t)from;
+        /* both bounds must be representable: [min, max + 1] of the dtype */
+        double lo, hi;
+        if (em_is_float(d)) {
+            hi = ldexp(1.0, uniform_digits(d));
+            lo = -hi;
+        } else if (d == EM_BOOL) {
+            lo = 0, hi = 2;
+        } else {
+            int bits = 8 * em_itemsize(d);
+            bool sgn = em_dtype_info[d].is_signed;
+            lo = sgn ? -ldexp(1.0, bits - 1) : 0;
+            hi = sgn ? ldexp(1.0, bits - 1) : ldexp(1.0, bits);
+        }
+        if ((double)from < lo || (double)from >= hi) {
+            em_error(PyExc_RuntimeError, "random_ expects 'from' to be in [%.0f, %.0f), but got from=%lld",
+                     lo, hi, (long long)from);
+            return -1;
+        }
+        if ((double)to > hi) {
+            em_error(PyExc_RuntimeError, "random_ expects 'to' to be in [%.0f, %.0f], but got to=%lld",
+                     lo, hi, (long long)to);
+            return -1;
+        }
     } else if (em_is_float(d)) {
         range = (1ULL << uniform_digits(d)) + 1 - (uint64_t)from;
     } else if (d == EM_BOOL) {
@@ -330,7 +355,7 @@ PyObject *em_impl_exponential_(EmCall *c) {
     double lambd;
     if (em_arg_float(c, 1, &lambd) < 0) return NULL;
     if (!(lambd > 0)) {
-        PyErr_Format(PyExc_RuntimeError, "exponential_ expects lambda > 0.0, but found lambda=%g", lambd);
+        em_error(PyExc_RuntimeError, "exponential_ expects lambda > 0.0, but found lambda=%g", lambd);
         return NULL;
     }
     if (!em_is_float(t->dtype)) {
@@ -360,12 +385,21 @@ fail:
     return NULL;
 }
 
+/* qsort comparator over indices into sort_keys (ties keep index order) */
+static const double *sort_keys;
+static int by_key(const void *a, const void *b) {
+    int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    if (sort_keys[i] != sort_keys[j]) return sort_keys[i] < sort_keys[j] ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
 PyObject *em_impl_multinomial(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0), *p = NULL, *r = NULL;
     int64_t n;
     bool repl;
     EmGenerator *g = gen_arg(c);
     double *keys = NULL, *cdf = NULL;
+    int64_t *order = NULL;
     if (em_arg_int(c, 1, &n) < 0 || em_arg_bool(c, 2, &repl) < 0) return NULL;
     EM_CHECK(t->ndim == 1 || t->ndim == 2, PyExc_RuntimeError, "prob_dist must be 1 or 2 dim");
     EM_CHECK(em_is_float(t->dtype), PyExc_RuntimeError,
@@ -390,7 +424,8 @@ PyObject *em_impl_multinomial(EmCall *c) {
              "multinomial expects a contiguous int64 out tensor");
     keys = PyMem_Malloc(ncat * sizeof(double));
     cdf = PyMem_Malloc(ncat * sizeof(double));
-    if (!keys || !cdf) {
+    order = PyMem_Malloc(ncat * sizeof(int64_t));
+    if (!keys || !cdf || !order) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -425,25 +460,25 @@ PyObject *em_impl_multinomial(EmCall *c) {
                 o[s] = lo;
             }
         } else { /* exponential race: the n smallest E_k / p_k win, in order */
-            for (int64_t k = 0; k < ncat; k++)
+            for (int64_t k = 0; k < ncat; k++) {
                 keys[k] = pr[k] > 0 ? -log1p(-em_rng_uniform_d(g)) / pr[k] : INFINITY;
-            for (int64_t s = 0; s < n; s++) {
-                int64_t best = 0;
-                for (int64_t k = 1; k < ncat; k++)
-                    if (keys[k] < keys[best]) best = k;
-                o[s] = best;
-                keys[best] = INFINITY;
+                order[k] = k;
             }
+            sort_keys = keys;
+            qsort(order, (size_t)ncat, sizeof(int64_t), by_key);
+            memcpy(o, order, (size_t)n * sizeof(int64_t));
         }
     }
     PyMem_Free(keys);
     PyMem_Free(cdf);
+    PyMem_Free(order);
     Py_DECREF(p);
     em_bump_version(r);
     return (PyObject *)r;
 fail:
     PyMem_Free(keys);
     PyMem_Free(cdf);
+    PyMem_Free(order);
     Py_XDECREF(p);
     Py_XDECREF(r);
     return NULL;
@@ -546,8 +581,9 @@ static PyObject *f_randperm(EmCall *c) {
         return NULL;
     }
     EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : EM_INT64;
-    int64_t *perm = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
-    if (!perm) return PyErr_NoMemory();
+    EmTensor *pt = em_empty(1, &n, EM_INT64, em_cpu()); /* size-checked scratch */
+    if (!pt) return NULL;
+    int64_t *perm = (int64_t *)em_data(pt);
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     EmGenerator *g = gen_arg(c);
     for (int64_t i = 0; i + 1 < n; i++) {
@@ -558,8 +594,8 @@ static PyObject *f_randperm(EmCall *c) {
         perm[z + i] = s;
     }
     EmTensor *t = em_factory_out(c, 1, &n, d);
-    if (t) em_cast_fns[EM_INT64][d]((const char *)perm, 8, em_data(t), t->strides[0] * em_itemsize(d), n);
-    PyMem_Free(perm);
+    if (t && em_copy_(t, (PyObject *)pt) < 0) Py_CLEAR(t);
+    Py_DECREF(pt);
     return em_factory_finish(t, &o);
 }
 

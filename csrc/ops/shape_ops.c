@@ -245,6 +245,10 @@ PyObject *em_impl_squeeze(EmCall *c) {
 
 EmTensor *em_unsqueeze(EmTensor *t, int d) {
     int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+    if (t->ndim >= EM_MAX_DIMS) {
+        PyErr_Format(PyExc_RuntimeError, "unsqueeze: a tensor can have at most %d dimensions", EM_MAX_DIMS);
+        return NULL;
+    }
     for (int i = 0, k = 0; i <= t->ndim; i++) {
         if (i == d) {
             sizes[i] = 1;
@@ -296,6 +300,10 @@ PyObject *em_impl_unflatten(EmCall *c) {
     if (arg_dim(c, 1, t->ndim, &dim) < 0 || em_arg_intlist(c, 2, &n, sizes) < 0) return NULL;
     if (n == 0) {
         PyErr_SetString(PyExc_RuntimeError, "unflatten: sizes must be non-empty");
+        return NULL;
+    }
+    if (t->ndim - 1 + n > EM_MAX_DIMS) {
+        PyErr_Format(PyExc_RuntimeError, "unflatten: a tensor can have at most %d dimensions", EM_MAX_DIMS);
         return NULL;
     }
     int64_t dsize = t->ndim ? t->sizes[dim] : 1;
@@ -604,21 +612,19 @@ PyObject *em_impl_as_strided(EmCall *c) {
     if (!em_arg_is_none(c, 3) && em_arg_int(c, 3, &offset) < 0) return NULL;
     EM_CHECK(n == ns, PyExc_RuntimeError, "mismatch in length of strides and shape");
     EM_CHECK(offset >= 0, PyExc_RuntimeError, "Tensor: invalid storage offset %lld", (long long)offset);
-    int64_t need = offset + 1, numel = 1;
-    for (int d = 0; d < n; d++) {
+    for (int d = 0; d < n; d++)
         EM_CHECK(strides[d] >= 0, PyExc_RuntimeError,
                  "as_strided: Negative strides are not supported at the moment, got strides: %s",
                  em_shape_str(n, strides, a, sizeof a));
-        numel *= sizes[d];
-        need += (sizes[d] - 1) * strides[d];
-    }
+    int64_t extent, need, numel;
     int isz = em_itemsize(t->dtype);
-    if (numel == 0) need = 0;
-    EM_CHECK(need * isz <= t->storage->nbytes, PyExc_RuntimeError,
+    EM_TRY(em_numel_checked(n, sizes, &numel) == 0 && em_extent_checked(n, sizes, strides, &extent) == 0);
+    need = extent == 0 ? 0 : extent + offset;
+    EM_CHECK(need >= 0 && need <= t->storage->nbytes / isz, PyExc_RuntimeError,
              "setStorage: sizes %s, strides %s, storage offset %lld, and itemsize %d requiring a "
              "storage size of %lld are out of bounds for storage of size %lld",
              em_shape_str(n, sizes, a, sizeof a), em_shape_str(n, strides, b, sizeof b),
-             (long long)offset, isz, (long long)(need * isz), (long long)t->storage->nbytes);
+             (long long)offset, isz, (long long)need * isz, (long long)t->storage->nbytes);
     return finish_view(c, t, em_view_of(t, n, sizes, strides, offset));
 fail:
     return NULL;

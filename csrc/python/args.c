@@ -46,8 +46,9 @@ static PyObject *parse_default(const char *s, size_t n) {
     if (!strcmp(buf, "None")) return Py_NewRef(Py_None);
     if (!strcmp(buf, "True")) return Py_NewRef(Py_True);
     if (!strcmp(buf, "False")) return Py_NewRef(Py_False);
-    if (strpbrk(buf, ".eE")) return PyFloat_FromDouble(atof(buf));
-    return PyLong_FromString(buf, NULL, 10);
+    char *end;
+    if (strpbrk(buf, ".eE")) return PyFloat_FromDouble(strtod(buf, &end));
+    return PyLong_FromLongLong(strtoll(buf, &end, 10));
 }
 
 int em_signature_parse(const char *text, EmSignature *sig) {

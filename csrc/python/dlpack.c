@@ -158,7 +158,7 @@ EmTensor *em_from_dlpack_capsule(PyObject *cap) {
         PyErr_Format(PyExc_BufferError, "from_dlpack: bad number of dimensions %d", dl->ndim);
         return NULL;
     }
-    int64_t strides[EM_MAX_DIMS], span = 0, numel = 1;
+    int64_t strides[EM_MAX_DIMS], extent;
     if (dl->strides)
         memcpy(strides, dl->strides, dl->ndim * sizeof(int64_t));
     else
@@ -168,10 +168,12 @@ EmTensor *em_from_dlpack_capsule(PyObject *cap) {
             PyErr_SetString(PyExc_BufferError, "from_dlpack: negative sizes or strides are not supported");
             return NULL;
         }
-        numel *= dl->shape[d];
-        span += (dl->shape[d] - 1) * strides[d];
     }
-    int64_t nbytes = numel == 0 ? 0 : (span + 1) * em_itemsize(dtype);
+    int64_t numel;
+    if (em_numel_checked(dl->ndim, dl->shape, &numel) < 0 ||
+        em_extent_checked(dl->ndim, dl->shape, strides, &extent) < 0)
+        return NULL;
+    int64_t nbytes = extent * em_itemsize(dtype);
     EmStorage *s = em_storage_wrap((char *)dl->data + dl->byte_offset, nbytes, em_cpu(), NULL);
     if (!s) return NULL;
     EmTensor *t = em_tensor_alloc(&EmTensorType, s, 0, dl->ndim, dl->shape, strides, dtype);

@@ -89,11 +89,10 @@ EmTensor *em_from_numpy(PyObject *obj, bool warn_readonly) {
         PyErr_Format(PyExc_ValueError, "array has %d dimensions; ember supports at most %d", nd, EM_MAX_DIMS);
         return NULL;
     }
-    int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS], span = 0, numel = 1;
+    int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS], extent;
     for (int d = 0; d < nd; d++) {
         npy_intp st = PyArray_STRIDES(arr)[d];
         sizes[d] = PyArray_DIMS(arr)[d];
-        numel *= sizes[d];
         if (st < 0) {
             PyErr_SetString(PyExc_ValueError,
                             "At least one stride in the given numpy array is negative, and tensors "
@@ -108,8 +107,8 @@ EmTensor *em_from_numpy(PyObject *obj, bool warn_readonly) {
             return NULL;
         }
         strides[d] = st / isz;
-        span += (sizes[d] - 1) * strides[d];
     }
+    if (em_extent_checked(nd, sizes, strides, &extent) < 0) return NULL;
     if (warn_readonly && !PyArray_ISWRITEABLE(arr) &&
         PyErr_WarnEx(PyExc_UserWarning,
                      "The given NumPy array is not writable, and ember does not support "
@@ -117,7 +116,7 @@ EmTensor *em_from_numpy(PyObject *obj, bool warn_readonly) {
                      "undefined behavior. You may want to copy the array to protect its data or "
                      "make it writable before converting it to a tensor.", 1) < 0)
         return NULL;
-    int64_t nbytes = numel == 0 ? 0 : (span + 1) * isz;
+    int64_t nbytes = extent * isz;
     EmStorage *s = em_storage_wrap(PyArray_DATA(arr), nbytes, em_cpu(), obj);
     if (!s) return NULL;
     EmTensor *t = em_tensor_alloc(&EmTensorType, s, 0, nd, sizes, strides, dtype);

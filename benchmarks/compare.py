@@ -1,0 +1,194 @@
+"""ember next to NumPy and PyTorch, in one run, as ratios.
+
+    python -m benchmarks.compare [--quick] [--smoke] [--filter SUBSTR] [--threads N]
+
+Libraries are timed interleaved (each repeat runs every library once, in a
+rotating order) so that noise on a shared machine hits them alike; the table
+shows the median over repeats. Each sample runs the op enough times to last
+a few milliseconds, and the cost of an empty call in the same loop is
+subtracted. To add a benchmark, append a `Case` to `CASES`.
+"""
+import argparse
+import dataclasses
+import gc
+import math
+import os
+import statistics
+import sys
+import time
+from typing import Callable, Dict, Tuple
+
+import numpy as np
+
+import ember
+
+torch = None  # imported in main(), so that importing CASES stays cheap
+
+LIBS = ("ember", "numpy", "torch")
+
+
+@dataclasses.dataclass
+class Case:
+    """One benchmark. `builders[lib](n)` sets up inputs of n elements and
+    returns the zero-arg callable to time. `unit` is "time" (µs per call,
+    lower is better) or "GB/s" (`bytes_per_elem * n` / time, higher is
+    better). `targets` maps a library to (op, ratio), e.g. {"torch": ("<=", 0.4)}:
+    the ember ÷ that-library ratio the case should reach."""
+    name: str
+    n: int
+    builders: Dict[str, Callable[[int], Callable[[], object]]]
+    unit: str = "time"
+    bytes_per_elem: int = 0
+    targets: Dict[str, Tuple[str, float]] = dataclasses.field(default_factory=dict)
+
+
+def inputs(lib, n, k):
+    """k float32 vectors of n uniform numbers (the same numbers for every library)."""
+    rng = np.random.default_rng(0)
+    xs = [rng.random(n, dtype=np.float32) for _ in range(k)]
+    if lib == "ember":
+        return [ember.from_numpy(x).clone() for x in xs]
+    if lib == "torch":
+        return [torch.from_numpy(x).clone() for x in xs]
+    return xs
+
+
+def module(lib):
+    return {"ember": ember, "numpy": np, "torch": torch}[lib]
+
+
+def every_lib(make):
+    """Builders for all libraries from make(mod, *vectors) -> callable, where
+    mod is the library's module (ember, numpy or torch)."""
+    return {lib: (lambda n, lib=lib: make(module(lib), *inputs(lib, n, 3))) for lib in LIBS}
+
+
+M = 1 << 20
+CASES = [
+    Case("a + b, 100 f32", 100, every_lib(lambda m, a, b, c: lambda: a + b),
+         targets={"torch": ("<=", 0.4)}),
+    Case("a + b, 16M f32", 16 * M, every_lib(lambda m, a, b, c: lambda: a + b),
+         unit="GB/s", bytes_per_elem=12),
+    Case("exp(a), 16M f32", 16 * M, every_lib(lambda m, a, b, c: lambda: m.exp(a)),
+         unit="GB/s", bytes_per_elem=8),
+    Case("add(a, b, out=c), 16M f32", 16 * M,
+         every_lib(lambda m, a, b, c: lambda: m.add(a, b, out=c)),
+         unit="GB/s", bytes_per_elem=12, targets={"numpy": (">=", 0.9)}),
+]
+
+
+def loop_time(fn, inner):
+    """Seconds per call of fn, over inner back-to-back calls."""
+    t0 = time.perf_counter_ns()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter_ns() - t0) * 1e-9 / inner
+
+
+def call_overhead(repeats):
+    """Seconds the timing loop itself costs per call (an empty lambda)."""
+    def noop():
+        return None
+    return min(loop_time(noop, 200_000) for _ in range(repeats))
+
+
+def measure(fns, repeats, sample_s, overhead):
+    """Median seconds per call for each callable in fns, timed interleaved."""
+    inner = {}
+    for lib, fn in fns.items():
+        for _ in range(2):  # warm up: first-touch page faults, caches, lazy init
+            fn()
+        t = loop_time(fn, 1)
+        inner[lib] = max(1, math.ceil(sample_s / max(t, 1e-9)))
+    samples = {lib: [] for lib in fns}
+    order = list(fns)
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(repeats):
+            for lib in order[r % len(order):] + order[:r % len(order)]:
+                samples[lib].append(loop_time(fns[lib], inner[lib]))
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return {lib: max(statistics.median(s) - overhead, 1e-12) for lib, s in samples.items()}
+
+
+def fmt_value(case, t):
+    if t is None:
+        return "-"
+    if case.unit == "time":
+        return f"{t * 1e6:.3f} µs" if t < 1e-3 else f"{t * 1e3:.2f} ms"
+    return f"{case.bytes_per_elem * case.n / t / 1e9:.1f} GB/s"
+
+
+def ratio(case, t_ember, t_other):
+    """ember ÷ other: of times for "time" cases, of throughputs for "GB/s"."""
+    if t_ember is None or t_other is None:
+        return None
+    return t_ember / t_other if case.unit == "time" else t_other / t_ember
+
+
+def fmt_targets(case, times):
+    out = []
+    for lib, (op, want) in case.targets.items():
+        r = ratio(case, times.get("ember"), times.get(lib))
+        ok = "" if r is None else (" ok" if (r <= want if op == "<=" else r >= want) else " MISS")
+        out.append(f"{op}{want}x {lib}{ok}")
+    return ", ".join(out) or "-"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="fewer repeats, shorter samples")
+    p.add_argument("--smoke", action="store_true", help="tiny sizes, a few repeats (tests)")
+    p.add_argument("--filter", default="", help="run only cases whose name contains this")
+    p.add_argument("--threads", type=int, help="threads for ember and torch (default: theirs)")
+    args = p.parse_args(argv)
+    global torch
+    try:
+        import torch
+    except ImportError:
+        pass
+    repeats, sample_s = (3, 2e-4) if args.smoke else (7, 3e-3) if args.quick else (25, 1e-2)
+
+    if args.threads:
+        ember.set_num_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
+    print(f"ember {ember.__version__}  build {ember._C._build_info()}  "
+          f"threads {ember.get_num_threads()}")
+    print(f"numpy {np.__version__}  threads 1 (ufuncs are single-threaded)")
+    print(f"torch {torch.__version__}  threads {torch.get_num_threads()}"
+          if torch is not None else "torch not installed")
+    overhead = call_overhead(repeats)
+    print(f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} CPUs; {repeats} interleaved repeats, median; "
+          f"loop+call overhead {overhead * 1e9:.0f} ns subtracted")
+    if args.smoke:
+        print("smoke run: sizes capped at 4096 elements, numbers are not meaningful")
+    print("ratios are ember ÷ other: for times lower is better, for GB/s higher is better\n")
+
+    cases = [c for c in CASES if args.filter in c.name]
+    widths = (max([4] + [len(c.name) for c in cases]), 11, 11, 11, 8, 8)
+
+    def row(name, *cells):
+        cells = [c.rjust(w) for c, w in zip(cells, widths[1:])] + list(cells[len(widths) - 1:])
+        print("  ".join([name.ljust(widths[0])] + cells), flush=True)
+
+    row("case", *LIBS, "vs numpy", "vs torch", "target")
+    row(*("-" * w for w in widths), "------")
+    for case in cases:
+        if args.smoke:
+            case = dataclasses.replace(case, n=min(case.n, 4096))
+        fns = {lib: build(case.n) for lib, build in case.builders.items()
+               if module(lib) is not None}
+        times = measure(fns, repeats, sample_s, overhead)
+        del fns
+        ratios = (ratio(case, times["ember"], times.get(lib)) for lib in ("numpy", "torch"))
+        row(case.name, *(fmt_value(case, times.get(lib)) for lib in LIBS),
+            *("-" if r is None else f"{r:.2f}x" for r in ratios), fmt_targets(case, times))
+
+
+if __name__ == "__main__":
+    main()
