@@ -189,6 +189,10 @@ static inline double em_scalar_to_double(EmScalar s) {
 static inline EmDType em_scalar_dtype(EmScalar s) {
     return s.kind == 'b' ? EM_BOOL : s.kind == 'i' ? EM_INT64 : em_default_float;
 }
+/* RuntimeError when a Python number does not fit an integer dtype (torch's
+ * "value cannot be converted to type ... without overflow"); floats and bool
+ * take any value. */
+int em_scalar_check_range(EmScalar s, EmDType d);
 /* Store the scalar as one element of dtype d at dst. */
 void em_scalar_store(EmScalar s, EmDType d, void *dst);
 /* Read one element of dtype d as a scalar. */
@@ -288,6 +292,10 @@ bool em_is_non_overlapping_and_dense(const EmTensor *t);
 EmTensor *em_contiguous(EmTensor *t);
 /* Bump the version counter after an in-place write. */
 static inline void em_bump_version(EmTensor *t) { t->storage->version++; }
+/* Note [when versions change]: the op layer bumps the version of the tensor
+ * a call writes into (out=, in-place variants, methods named `op_`,
+ * __setitem__, in-place operators) once, after the op succeeded. Kernels and
+ * internal copies into fresh tensors never do, so new tensors start at 0. */
 /* Raise unless t is on the CPU (the only device of this build so far). */
 int em_check_cpu(const EmTensor *t, const char *opname);
 /* Error for a device ember cannot allocate on. */
@@ -370,6 +378,7 @@ typedef struct {
     EmOperand inputs[EM_ITER_MAX_OPS - 1];
     EmTensor *out; /* given output (out= or self for in-place), or NULL */
     bool inplace;  /* out is inputs[0]: its shape may not grow */
+    bool allow_self_overlap; /* fill_: writing one value through stride 0 is harmless */
 } EmIterConfig;
 #define EM_BOOL_OUT 1u
 #define EM_BOOL_IN(i) (2u << (i))
@@ -477,6 +486,7 @@ typedef struct {
     const EmKernels *kernels;
     unsigned variants;
     EmSignature sig;
+    bool writes_self; /* name ends in '_': the method writes into self */
 } EmOpDef;
 enum { EM_VARIANT_FN = 1, EM_VARIANT_METHOD = 2, EM_VARIANT_INPLACE = 4 };
 extern EmOpDef em_op_defs[EM_NUM_OPS];

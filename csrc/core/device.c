@@ -4,12 +4,11 @@
 #include "../ember.h"
 
 const char *em_device_str(EmDevice d, char *buf, size_t n) {
-    if (d.type == EM_CPU)
-        snprintf(buf, n, "cpu");
-    else if (d.index < 0)
-        snprintf(buf, n, "cuda");
+    const char *type = d.type == EM_CPU ? "cpu" : "cuda";
+    if (d.index < 0)
+        snprintf(buf, n, "%s", type);
     else
-        snprintf(buf, n, "cuda:%d", d.index);
+        snprintf(buf, n, "%s:%d", type, d.index);
     return buf;
 }
 
@@ -36,7 +35,7 @@ static int parse_device_string(PyObject *s, EmDevice *out) {
     out->index = -1;
     if (colon) {
         const char *p = colon + 1;
-        if (!*p || (p[0] == '0' && p[1])) goto bad;
+        if (!*p || (p[0] == '0' && p[1])) goto bad; /* no leading zeros */
         long idx = 0;
         for (; *p; p++) {
             if (*p < '0' || *p > '9') goto bad;

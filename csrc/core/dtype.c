@@ -251,6 +251,24 @@ int em_scalar_from_py(PyObject *o, EmScalar *out) {
     return -1;
 }
 
+int em_scalar_check_range(EmScalar s, EmDType d) {
+    static const char *ctype[EM_NUM_DTYPES] = {
+        [EM_UINT8] = "uint8_t", [EM_INT8] = "int8_t", [EM_INT16] = "int16_t",
+        [EM_INT32] = "int", [EM_INT64] = "int64_t"};
+    if (!em_is_int(d) || s.kind == 'b') return 0;
+    int bits = 8 * em_itemsize(d);
+    double max = ldexp(1.0, em_dtype_info[d].is_signed ? bits - 1 : bits) - 1;
+    double min = em_dtype_info[d].is_signed ? -max - 1 : -max; /* unsigned: -1 wraps, as torch */
+    bool ok;
+    if (s.kind == 'f')
+        ok = s.v.f >= min && (d == EM_INT64 ? s.v.f < 9223372036854775808.0 : s.v.f <= max);
+    else
+        ok = d == EM_INT64 || (s.v.i >= (int64_t)min && s.v.i <= (int64_t)max);
+    if (ok) return 0;
+    PyErr_Format(PyExc_RuntimeError, "value cannot be converted to type %s without overflow", ctype[d]);
+    return -1;
+}
+
 PyObject *em_scalar_to_py(EmScalar s) {
     if (s.kind == 'f') return PyFloat_FromDouble(s.v.f);
     if (s.kind == 'b') return PyBool_FromLong((long)s.v.i);

@@ -281,7 +281,7 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
             }
             if (em_tensor_resize(out, ndim, shape, true) < 0) return NULL;
         }
-        if (check_internal_overlap(out) < 0) return NULL;
+        if (!cfg->allow_self_overlap && check_internal_overlap(out) < 0) return NULL;
         for (int i = 0; i < nin; i++)
             if (cfg->inputs[i].t && check_overlap(out, cfg->inputs[i].t) < 0) return NULL;
         result = (EmTensor *)Py_NewRef(out);
@@ -371,6 +371,5 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
     } else {
         run_all(&it);
     }
-    if (out) em_bump_version(out);
     return result;
 }

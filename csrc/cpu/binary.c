@@ -82,9 +82,9 @@ EM_KERNELS(BINARY, logical_xor, EM_TYPES_BOOL, a != b)
 EM_KERNELS(UNARY, logical_not, EM_TYPES_BOOL, !x)
 
 /* clamp with one bound */
-EM_TYPES_INT(EM_INST_BINARY, clamp_min, em_max_int(a, b))
+EM_TYPES_INTB(EM_INST_BINARY, clamp_min, em_max_int(a, b))
 EM_TYPES_FLOAT(EM_INST_BINARY, clamp_min, em_max_nan(a, b))
-EM_TABLE(clamp_min, EM_TYPES_INT(EM_ENTRY, clamp_min) EM_TYPES_FLOAT(EM_ENTRY, clamp_min))
-EM_TYPES_INT(EM_INST_BINARY, clamp_max, em_min_int(a, b))
+EM_TABLE(clamp_min, EM_TYPES_INTB(EM_ENTRY, clamp_min) EM_TYPES_FLOAT(EM_ENTRY, clamp_min))
+EM_TYPES_INTB(EM_INST_BINARY, clamp_max, em_min_int(a, b))
 EM_TYPES_FLOAT(EM_INST_BINARY, clamp_max, em_min_nan(a, b))
-EM_TABLE(clamp_max, EM_TYPES_INT(EM_ENTRY, clamp_max) EM_TYPES_FLOAT(EM_ENTRY, clamp_max))
+EM_TABLE(clamp_max, EM_TYPES_INTB(EM_ENTRY, clamp_max) EM_TYPES_FLOAT(EM_ENTRY, clamp_max))

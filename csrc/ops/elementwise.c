@@ -333,6 +333,14 @@ static PyObject *clamp_impl(EmCall *c, PyObject *lo, PyObject *hi) {
     }
     cfg.ninputs = n;
     cfg.kernels = n == 3 ? KERNELS(clamp) : lo != Py_None ? KERNELS(clamp_min) : KERNELS(clamp_max);
+    /* torch clamps bool by tensor bounds only; number bounds have no bool kernel */
+    bool tensor_bound = false;
+    for (int i = 1; i < n; i++) tensor_bound |= cfg.inputs[i].t != NULL;
+    if (!tensor_bound && em_result_type(n, cfg.inputs) == EM_BOOL) {
+        PyErr_Format(PyExc_NotImplementedError, "\"%s_scalar_cpu\" not implemented for 'Bool'",
+                     n == 3 ? "clamp" : lo != Py_None ? "clamp_min" : "clamp_max");
+        return NULL;
+    }
     return (PyObject *)em_iter_run(&cfg);
 }
 PyObject *em_impl_clamp(EmCall *c) { return clamp_impl(c, c->args[1], c->args[2]); }
@@ -418,7 +426,9 @@ int em_copy_(EmTensor *dst, PyObject *src) {
 }
 
 int em_fill_(EmTensor *dst, EmScalar value) {
+    if (em_scalar_check_range(value, (EmDType)dst->dtype) < 0) return -1;
     EmIterConfig cfg = em_iter_config("fill_", &em_kernels_copy, EM_PROMOTE_NONE);
+    cfg.allow_self_overlap = true;
     cfg.inputs[0] = em_opnd_scalar(value);
     cfg.ninputs = 1;
     cfg.out = dst;
@@ -483,6 +493,7 @@ static PyObject *call_with(EmOpId id, PyObject *a, PyObject *b, EmTensor *out) {
     c.out = out;
     c.inplace = out != NULL;
     PyObject *r = c.def->impl(&c);
+    if (r && out && r != Py_NotImplemented) em_bump_version(out); /* Note [when versions change] */
     Py_XDECREF(c.owned_tensor);
     return r;
 }

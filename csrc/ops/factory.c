@@ -177,6 +177,10 @@ static PyObject *f_arange(EmCall *c) {
     if (!em_arg_is_none(c, 2) && em_arg_scalar(c, 2, &step) < 0) return NULL;
     bool any_float = scalar_is_float(start) || scalar_is_float(end) || scalar_is_float(step);
     EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : any_float ? em_default_float : EM_INT64;
+    if (d == EM_BOOL) {
+        PyErr_SetString(PyExc_NotImplementedError, "\"arange_cpu\" not implemented for 'Bool'");
+        return NULL;
+    }
     double xs = em_scalar_to_double(start), xe = em_scalar_to_double(end),
            xt = em_scalar_to_double(step);
     if (xt == 0) {
@@ -345,6 +349,12 @@ static PyObject *f_from_dlpack(EmCall *c) {
     PyObject *ext = c->args[0];
     if (PyCapsule_CheckExact(ext)) return (PyObject *)em_from_dlpack_capsule(ext);
     if (em_is_tensor(ext)) return Py_NewRef(ext);
+    if (!PyObject_HasAttrString(ext, "__dlpack__") || !PyObject_HasAttrString(ext, "__dlpack_device__")) {
+        PyErr_Format(PyExc_TypeError,
+                     "from_dlpack(): expected an object with __dlpack__ and __dlpack_device__ or a "
+                     "DLPack capsule, got %.100s", Py_TYPE(ext)->tp_name);
+        return NULL;
+    }
     PyObject *dev = PyObject_CallMethod(ext, "__dlpack_device__", NULL);
     if (!dev) return NULL;
     long dtype_code = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) >= 1

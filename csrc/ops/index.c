@@ -67,7 +67,9 @@ EmTensor *em_getitem(EmTensor *t, PyObject *key) {
             sizes[nd] = k == Py_False ? 0 : 1;
             strides[nd++] = d < t->ndim ? t->sizes[d] * t->strides[d] : 1;
         } else if (k == Py_Ellipsis) {
-            /* the first ellipsis takes the unindexed dims; later ones take none (as torch) */
+            /* torch accepts x[..., ...] (only ellipses) but nothing else with two */
+            EM_CHECK(!seen_ellipsis || consumed == 0, PyExc_IndexError,
+                     "an index can only have a single ellipsis ('...')");
             int skip = seen_ellipsis ? 0 : t->ndim - consumed;
             seen_ellipsis = true;
             for (; skip > 0; skip--, d++) {
@@ -120,6 +122,11 @@ int em_setitem(EmTensor *t, PyObject *key, PyObject *value) {
         r = em_fill_(view, o.s);
         goto done;
     }
+    if (kind > 0 && !PySequence_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "can't assign a %.100s to a tensor of dtype %s",
+                     Py_TYPE(value)->tp_name, em_dtype_info[view->dtype].name);
+        goto done;
+    }
     EmTensor *src = kind == 0 ? (EmTensor *)Py_NewRef(value) : em_tensor_from_data(value, view->dtype);
     if (!src) goto done;
     /* leading size-1 dims of the value beyond the target's rank are dropped */
@@ -133,6 +140,7 @@ int em_setitem(EmTensor *t, PyObject *key, PyObject *value) {
     r = em_copy_(view, (PyObject *)src);
     Py_DECREF(src);
 done:
+    if (r == 0) em_bump_version(t);
     Py_DECREF(view);
     return r;
 }

@@ -55,7 +55,7 @@ EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out) {
              (long long)b->sizes[1]);
     EM_TRY(em_check_cpu(a, "mm") == 0 && em_check_cpu(b, "mm") == 0);
     EmDType d = (EmDType)a->dtype;
-    EM_CHECK(d != EM_BOOL, PyExc_RuntimeError, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+    EM_CHECK(d != EM_BOOL, PyExc_NotImplementedError, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
     EmDType compute = em_is_float(d) ? em_compute_dtype(d) : EM_INT64;
     int64_t m = a->sizes[0], k = a->sizes[1], n = b->sizes[1], shape[2] = {m, n};
     if (out) {
@@ -84,7 +84,6 @@ EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out) {
         if (ts) PyEval_RestoreThread(ts);
     }
     if (c != res) EM_TRY(em_copy_(res, (PyObject *)c) == 0);
-    em_bump_version(res);
 done:
     Py_XDECREF(c);
     Py_XDECREF(ga.t);

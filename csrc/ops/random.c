@@ -23,11 +23,7 @@ static int uniform_digits(EmDType d) {
 typedef int (*FillFn)(EmTensor *dst, void *ctx);
 static int fill_logical(EmTensor *t, FillFn fn, void *ctx) {
     if (em_check_cpu(t, "random") < 0) return -1;
-    if (em_is_contiguous(t)) {
-        int r = fn(t, ctx);
-        em_bump_version(t);
-        return r;
-    }
+    if (em_is_contiguous(t)) return fn(t, ctx);
     EmTensor *tmp = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_cpu());
     if (!tmp) return -1;
     int r = fn(tmp, ctx);
@@ -50,21 +46,33 @@ typedef struct {
     double a, b;
 } Range;
 
+/* v rounded to dtype d (a half type), as a float */
+static float round_to(EmDType d, double v) {
+    EmScalar s = {'f', {0}};
+    s.v.f = v;
+    uint16_t h;
+    em_scalar_store(s, d, &h);
+    return (float)em_scalar_to_double(em_scalar_load(&h, d));
+}
+
 static int do_uniform(EmTensor *t, void *vctx) {
     Range *r = vctx;
     EmDType d = (EmDType)t->dtype;
+    /* bounds in the tensor's dtype; x * (to - from) + from evaluated in
+     * double, fused for float64 — the arithmetic torch's kernel compiles to */
     if (d == EM_FLOAT32) {
         float f = (float)r->a, to = (float)r->b, *p = (float *)em_data(t);
-        for (int64_t i = 0; i < t->numel; i++) p[i] = em_rng_uniform_f(r->g) * (to - f) + f;
+        for (int64_t i = 0; i < t->numel; i++)
+            p[i] = (float)((double)em_rng_uniform_f(r->g) * (double)(to - f) + (double)f);
     } else if (d == EM_FLOAT64) {
         double *p = (double *)em_data(t);
-        for (int64_t i = 0; i < t->numel; i++) p[i] = em_rng_uniform_d(r->g) * (r->b - r->a) + r->a;
-    } else { /* half types: fewer random bits, float arithmetic */
+        for (int64_t i = 0; i < t->numel; i++) p[i] = fma(em_rng_uniform_d(r->g), r->b - r->a, r->a);
+    } else { /* half types: fewer random bits; bounds and their difference in the dtype */
         int digits = uniform_digits(d);
-        float f = (float)r->a, to = (float)r->b;
+        float f = round_to(d, r->a), to = round_to(d, r->b), span = round_to(d, (double)to - f);
         for (int64_t i = 0; i < t->numel; i++) {
             float x = (float)((em_rng_u32(r->g) & ((1u << digits) - 1)) * ldexp(1.0, -digits));
-            store_f(t, i, x * (to - f) + f);
+            store_f(t, i, x * span + f);
         }
     }
     return 0;
@@ -72,7 +80,7 @@ static int do_uniform(EmTensor *t, void *vctx) {
 
 int em_uniform_(EmTensor *t, double from, double to, EmGenerator *g) {
     if (!em_is_float(t->dtype)) {
-        PyErr_Format(PyExc_RuntimeError, "\"check_uniform_bounds\" not implemented for '%s'",
+        PyErr_Format(PyExc_NotImplementedError, "\"check_uniform_bounds\" not implemented for '%s'",
                      em_dtype_name((EmDType)t->dtype));
         return -1;
     }
@@ -157,7 +165,7 @@ static int do_normal(EmTensor *t, void *vctx) {
 
 int em_normal_(EmTensor *t, double mean, double std, EmGenerator *g) {
     if (!em_is_float(t->dtype)) {
-        PyErr_Format(PyExc_RuntimeError, "\"normal_kernel_cpu\" not implemented for '%s'",
+        PyErr_Format(PyExc_NotImplementedError, "\"normal_kernel_cpu\" not implemented for '%s'",
                      em_dtype_name((EmDType)t->dtype));
         return -1;
     }
@@ -338,13 +346,13 @@ PyObject *em_impl_bernoulli_(EmCall *c) {
 
 PyObject *em_impl_random_(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0);
-    int64_t from;
-    if (em_arg_int(c, 1, &from) < 0) return NULL;
-    /* random_(to) means [0, to) */
+    int64_t from = 0;
     PyObject *to = c->args[2];
-    if (to == Py_None && c->args[1] != c->def->sig.params[1].default_value) {
-        to = c->args[1];
-        from = 0;
+    if (!em_arg_is_none(c, 1)) {
+        if (to == Py_None) /* random_(to) means [0, to) */
+            to = c->args[1];
+        else if (em_arg_int(c, 1, &from) < 0)
+            return NULL;
     }
     if (em_random_(t, from, to, gen_arg(c)) < 0) return NULL;
     return Py_NewRef(t);
@@ -359,7 +367,7 @@ PyObject *em_impl_exponential_(EmCall *c) {
         return NULL;
     }
     if (!em_is_float(t->dtype)) {
-        PyErr_Format(PyExc_RuntimeError, "\"exponential_cpu\" not implemented for '%s'",
+        PyErr_Format(PyExc_NotImplementedError, "\"exponential_cpu\" not implemented for '%s'",
                      em_dtype_name((EmDType)t->dtype));
         return NULL;
     }
@@ -371,7 +379,7 @@ PyObject *em_impl_exponential_(EmCall *c) {
 PyObject *em_impl_bernoulli(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0);
     if (!em_is_float(t->dtype)) {
-        PyErr_Format(PyExc_RuntimeError, "\"bernoulli_tensor_cpu_p_\" not implemented for '%s'",
+        PyErr_Format(PyExc_NotImplementedError, "\"bernoulli_tensor_cpu_p_\" not implemented for '%s'",
                      em_dtype_name((EmDType)t->dtype));
         return NULL;
     }
@@ -473,7 +481,6 @@ PyObject *em_impl_multinomial(EmCall *c) {
     PyMem_Free(cdf);
     PyMem_Free(order);
     Py_DECREF(p);
-    em_bump_version(r);
     return (PyObject *)r;
 fail:
     PyMem_Free(keys);
@@ -526,6 +533,11 @@ static PyObject *f_randint(EmCall *c) {
     PyObject *a = c->args[0], *b = c->args[1], *size = c->args[2];
     PyObject *low = NULL, *high;
     if (size == Py_None) {
+        if (b != Py_None && !PyTuple_Check(b) && !PyList_Check(b)) {
+            PyErr_Format(PyExc_TypeError, "randint(): argument 'size' must be tuple of ints, not %.100s",
+                         Py_TYPE(b)->tp_name);
+            return NULL;
+        }
         size = b;
         high = a;
     } else {
@@ -581,6 +593,22 @@ static PyObject *f_randperm(EmCall *c) {
         return NULL;
     }
     EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : EM_INT64;
+    if (d == EM_BOOL) {
+        PyErr_SetString(PyExc_NotImplementedError, "\"randperm_cpu\" not implemented for 'Bool'");
+        return NULL;
+    }
+    /* every value must be representable: n - 1 <= the dtype's exact max */
+    int64_t limit = d == EM_FLOAT16 ? 2049 : d == EM_BFLOAT16 ? 257 : d == EM_FLOAT32 ? (1LL << 24) + 1
+                    : d == EM_FLOAT64 ? (1LL << 53) + 1 : INT64_MAX;
+    if (n > limit) {
+        PyErr_Format(PyExc_RuntimeError, "n cannot be greater than %lld for %s type.", (long long)limit,
+                     em_dtype_name(d));
+        return NULL;
+    }
+    if (em_is_int(d) && n > 0) {
+        EmScalar last = {'i', {n - 1}};
+        if (em_scalar_check_range(last, d) < 0) return NULL;
+    }
     EmTensor *pt = em_empty(1, &n, EM_INT64, em_cpu()); /* size-checked scratch */
     if (!pt) return NULL;
     int64_t *perm = (int64_t *)em_data(pt);

@@ -490,7 +490,7 @@ static PyObject *split_even(EmTensor *t, int dim, int64_t step) {
                      (long long)size);
         return NULL;
     }
-    int64_t n = step == 0 ? 1 : (size + step - 1) / step;
+    int64_t n = step == 0 ? 1 : size / step + (size % step != 0);
     if (n == 0) n = 1;
     if (n > 1 << 24) {
         PyErr_Format(PyExc_RuntimeError, "split would create %lld pieces", (long long)n);
@@ -498,7 +498,7 @@ static PyObject *split_even(EmTensor *t, int dim, int64_t step) {
     }
     int64_t *sizes = PyMem_Malloc(n * sizeof(int64_t));
     if (!sizes) return PyErr_NoMemory();
-    for (int64_t i = 0; i < n; i++) sizes[i] = (i + 1) * step <= size ? step : size - i * step;
+    for (int64_t i = 0; i < n; i++) sizes[i] = size - i * step >= step ? step : size - i * step;
     PyObject *r = split_sizes(t, dim, (int)n, sizes);
     PyMem_Free(sizes);
     return r;
@@ -647,6 +647,10 @@ EmTensor *em_detach(EmTensor *t) {
 PyObject *em_impl_detach(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0);
     if (c->inplace) {
+        if (t->is_view) {
+            PyErr_SetString(PyExc_RuntimeError, "Can't detach views in-place. Use detach() instead.");
+            return NULL;
+        }
         t->requires_grad = false;
         Py_CLEAR(t->grad_fn);
         return Py_NewRef(t);
@@ -668,6 +672,8 @@ static PyObject *triangle(EmCall *c, bool lower) {
     if (c->inplace) {
         r = (EmTensor *)Py_NewRef(t);
     } else if (c->out) {
+        bool same = c->out->ndim == t->ndim && !memcmp(c->out->sizes, t->sizes, t->ndim * sizeof(int64_t));
+        if (!same && em_tensor_resize(c->out, t->ndim, t->sizes, true) < 0) return NULL;
         if (em_copy_(c->out, (PyObject *)t) < 0) return NULL;
         r = (EmTensor *)Py_NewRef(c->out);
     } else {
@@ -691,7 +697,6 @@ static PyObject *triangle(EmCall *c, bool lower) {
                 if (!keep) memset(base + i * rs + j * cs, 0, (size_t)isz);
             }
     }
-    em_bump_version(r);
     return (PyObject *)r;
 }
 PyObject *em_impl_tril(EmCall *c) { return triangle(c, true); }

@@ -144,7 +144,8 @@ static bool type_ok(const EmParam *p, PyObject *v) {
     case EM_ARG_NUMBER:
         return is_number(v) || (em_is_tensor(v) && ((EmTensor *)v)->numel == 1);
     case EM_ARG_INT: return is_int(v);
-    case EM_ARG_FLOAT: return is_number(v) && !PyBool_Check(v);
+    case EM_ARG_FLOAT:
+        return (is_number(v) && !PyBool_Check(v)) || (em_is_tensor(v) && ((EmTensor *)v)->numel == 1);
     case EM_ARG_BOOL: return PyBool_Check(v);
     case EM_ARG_STR: return PyUnicode_Check(v);
     case EM_ARG_SHAPE_OR_DTYPE:
@@ -276,6 +277,12 @@ int em_arg_int(EmCall *c, int i, int64_t *out) {
 }
 
 int em_arg_float(EmCall *c, int i, double *out) {
+    if (em_is_tensor(c->args[i])) {
+        EmScalar s;
+        if (em_scalar_from_py(c->args[i], &s) < 0) return -1;
+        *out = em_scalar_to_double(s);
+        return 0;
+    }
     double x = PyFloat_AsDouble(c->args[i]);
     if (x == -1.0 && PyErr_Occurred()) return -1;
     *out = x;

@@ -56,6 +56,9 @@ static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const
         c.out = (EmTensor *)c.args[oi];
     }
     PyObject *r = def->impl(&c);
+    /* Note [when versions change] */
+    EmTensor *written = c.out ? c.out : def->writes_self ? (EmTensor *)c.args[0] : NULL;
+    if (r && written) em_bump_version(written);
     Py_XDECREF(c.owned);
     Py_XDECREF(c.owned_tensor);
     return r;
@@ -95,6 +98,7 @@ int em_init_ops(PyObject *m, PyMethodDef **tensor_methods) {
     for (int id = 0; id < EM_NUM_OPS; id++) {
         EmOpDef *def = &em_op_defs[id];
         if (em_signature_parse(def->signature, &def->sig) < 0) return -1;
+        def->writes_self = def->name[strlen(def->name) - 1] == '_';
         int flags = METH_FASTCALL | METH_KEYWORDS;
         if (def->variants & EM_VARIANT_FN)
             module_defs[nf++] = (PyMethodDef){def->name, (PyCFunction)(void (*)(void))wrappers[id].fn,

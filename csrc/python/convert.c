@@ -46,7 +46,7 @@ static int leaf_dtype(PyObject *o, Inferred *inf) {
         else if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float)
             merge_dtype(inf, em_default_float);
         else {
-            PyErr_Format(PyExc_TypeError, "Could not infer dtype of %.100s", Py_TYPE(o)->tp_name);
+            PyErr_Format(PyExc_RuntimeError, "Could not infer dtype of %.100s", Py_TYPE(o)->tp_name);
             return -1;
         }
     }
@@ -106,6 +106,7 @@ static int fill(PyObject *o, int depth, const Inferred *inf, EmDType dtype, char
             }
             return -1;
         }
+        if (!em_is_tensor(o) && em_scalar_check_range(s, dtype) < 0) return -1;
         em_scalar_store(s, dtype, *ptr);
         *ptr += em_itemsize(dtype);
         return 0;

@@ -56,7 +56,10 @@ static void legacy_deleter(DLManagedTensor *m) { release_owner((Export *)m->mana
 static void versioned_deleter(DLManagedTensorVersioned *m) { release_owner((Export *)m->manager_ctx); }
 
 static void capsule_destructor(PyObject *cap) {
-    /* only a capsule nobody consumed still owns the tensor */
+    /* only a capsule nobody consumed still owns the tensor; keep any error
+     * the consumer is raising */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
     if (PyCapsule_IsValid(cap, "dltensor")) {
         DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
         if (m->deleter) m->deleter(m);
@@ -64,7 +67,7 @@ static void capsule_destructor(PyObject *cap) {
         DLManagedTensorVersioned *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
         if (m->deleter) m->deleter(m);
     }
-    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
 }
 
 static DLDataType dl_dtype(EmDType d) {

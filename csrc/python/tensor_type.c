@@ -173,8 +173,8 @@ static PyObject *nb_int(PyObject *self) {
         return NULL;
     }
     PyObject *v = em_tensor_item(SELF);
-    if (!v || PyLong_Check(v)) return v;
-    PyObject *i = PyNumber_Long(v);
+    if (!v || PyLong_CheckExact(v)) return v;
+    PyObject *i = PyBool_Check(v) ? PyLong_FromLong(v == Py_True) : PyNumber_Long(v);
     Py_DECREF(v);
     return i;
 }

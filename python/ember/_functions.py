@@ -2,6 +2,13 @@
 from . import _C
 
 
+def _tensor_arg(fname, input):
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, "
+                        f"not {type(input).__name__}")
+    return input
+
+
 def is_tensor(obj):
     """True if obj is an ember Tensor (or a subclass such as nn.Parameter)."""
     return isinstance(obj, _C.Tensor)
@@ -12,10 +19,11 @@ def is_storage(obj):
 
 
 def is_floating_point(input):
-    return input.is_floating_point()
+    return _tensor_arg("is_floating_point", input).is_floating_point()
 
 
 def is_nonzero(input):
+    _tensor_arg("is_nonzero", input)
     if input.numel() != 1:
         raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous"
                            if input.numel() else "Boolean value of Tensor with no values is ambiguous")
@@ -23,5 +31,4 @@ def is_nonzero(input):
 
 
 def numel(input):
-    return input.numel()
-
+    return _tensor_arg("numel", input).numel()

@@ -1,0 +1,1125 @@
+"""The op test table (DESIGN.md §9): one OpInfo per op of csrc/ops/ops.def.
+
+Each entry names the op, a reference written with NumPy/math (never ember),
+the dtypes torch supports for it (and what torch raises for the others), a
+sample-input generator, the variants torch has (F: torch.op, M: Tensor.op,
+I: Tensor.op_, O: out=) and, for the elementwise ops, the result-dtype rule.
+Error inputs with the exception torch raises are at the bottom (ERRORS).
+
+Inputs are described without ember: a sample holds `TS` (tensor spec: NumPy
+values already rounded to the dtype, plus the dtype name) and Python values.
+tests/test_ops.py turns them into ember tensors in a given memory layout
+(and into torch tensors, when torch is installed, to check this table).
+This file imports NumPy only.
+"""
+import math
+import operator
+import zlib
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+# ---------------------------------------------------------------------------
+# dtypes
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64",
+          "float16", "bfloat16", "float32", "float64")
+INTS = DTYPES[1:6]
+FLOATS = DTYPES[6:]
+NUMERIC = DTYPES[1:]
+INT_BOOL = DTYPES[:6]
+NP = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": np.int16,
+      "int32": np.int32, "int64": np.int64, "float16": np.float16, "float32": np.float32,
+      "float64": np.float64}  # bfloat16 values live in float64 arrays (see quantize)
+ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
+            "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+BF16_MAX = 3.3895313892515355e38
+LAYOUTS = ("contig", "T", "slice", "expand", "0d", "empty")
+
+
+def is_float(d):
+    return d in FLOATS
+
+
+def category(d):
+    return 0 if d == "bool" else 2 if is_float(d) else 1
+
+
+def finfo_max(d):
+    return BF16_MAX if d == "bfloat16" else float(np.finfo(NP[d]).max)
+
+
+# ---------------------------------------------------------------------------
+# torch's type promotion, written from its documented rules
+def promote_types(a, b):
+    if a == b:
+        return a
+    if a == "bool" or b == "bool":
+        return b if a == "bool" else a
+    ca, cb = category(a), category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    if ca == 2:  # float16 + bfloat16 -> float32; else the wider
+        if {a, b} == {"float16", "bfloat16"}:
+            return "float32"
+        return max(a, b, key=ITEMSIZE.get)
+    if "uint8" in (a, b):  # uint8 with a signed int: int16 at least
+        other = b if a == "uint8" else a
+        return "int16" if other == "int8" else other
+    return max(a, b, key=ITEMSIZE.get)
+
+
+def _scalar_dtype(x):
+    if isinstance(x, (bool, np.bool_)):
+        return "bool"
+    if isinstance(x, (int, np.integer)):
+        return "int64"
+    return "float64"
+
+
+def _combine(higher, lower):
+    """torch's combine_categories (None: no operand of that kind)."""
+    if higher is not None and is_float(higher):
+        return higher
+    if lower is not None and (higher == "bool" or is_float(lower)):
+        return lower if higher is None else promote_types(higher, lower)
+    return higher if higher is not None else lower
+
+
+def result_type(*operands):
+    """Operands: TS, (dtype, ndim) pairs or Python numbers (None is ignored).
+    Tensors with dims decide; 0-d tensors and Python scalars (weak: a float
+    scalar counts as the default float32) only matter when of a higher
+    category."""
+    dim = zero = wrapped = None
+    for o in operands:
+        if o is None:
+            continue
+        if isinstance(o, TS):
+            o = (o.dtype, o.values.ndim)
+        if isinstance(o, tuple):
+            if o[1] > 0:
+                dim = o[0] if dim is None else promote_types(dim, o[0])
+            else:
+                zero = o[0] if zero is None else promote_types(zero, o[0])
+        else:
+            d = _scalar_dtype(o)
+            d = "float32" if d == "float64" else d
+            wrapped = d if wrapped is None else promote_types(wrapped, d)
+    return _combine(dim, _combine(zero, wrapped))
+
+
+def can_cast(frm, to):
+    """torch.can_cast: no float -> integral, no non-bool -> bool."""
+    return not (category(frm) > category(to) or (frm != "bool" and to == "bool"))
+
+
+# ---------------------------------------------------------------------------
+# values
+def bf16_round(x):
+    """Round to the nearest bfloat16 (ties to even), returned as float64."""
+    f = np.asarray(x, np.float64).astype(np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    r = u.astype(np.uint32).view(np.float32).astype(np.float64)
+    return np.where(np.isnan(f), np.nan, r)
+
+
+def quantize(x, dtype):
+    """Values as `dtype` holds them: ints wrap and truncate, floats round.
+    Floats come back as float64 (exact), others in their NumPy dtype."""
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        if dtype == "bfloat16":
+            return bf16_round(x)
+        if is_float(dtype):
+            return x.astype(NP[dtype]).astype(np.float64)
+        if dtype == "bool":
+            return x.astype(bool)
+        if x.dtype.kind == "f":
+            x = np.trunc(x)
+            x = np.where(np.isfinite(x), x, 0).astype(np.int64)
+        return x.astype(NP[dtype])
+
+
+class TS:
+    """A tensor spec: values (rounded to dtype) and the dtype's name.
+    `lay`: the test may give it the layout under test."""
+
+    def __init__(self, values, dtype, lay=True, exact=False):
+        self.values = np.asarray(values) if exact else quantize(values, dtype)
+        self.dtype = dtype
+        self.lay = lay
+
+    @property
+    def shape(self):
+        return self.values.shape
+
+    def __repr__(self):
+        return f"TS({self.dtype}{list(self.shape)})"
+
+
+class DT(str):
+    """A dtype argument (becomes ember.<name> / torch.<name>)."""
+
+
+@dataclass
+class Sample:
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    desc: str = ""
+    tile: int = 1  # tensors repeat their values this many times (big inputs, cheap references)
+
+    def __repr__(self):
+        return f"Sample{self.args!r} {self.kwargs!r} {self.desc}"
+
+
+def rng_for(*key):
+    """A generator seeded by the key: every sample is the same in every run."""
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def int_range(dtype):
+    if dtype == "bool":
+        return 0, 1
+    i = np.iinfo(NP[dtype])
+    return int(i.min), int(i.max)
+
+
+def gen_values(rng, dtype, shape, dom=(-5, 5)):
+    """Random values in dom = (lo, hi[, 'nz']) ('nz': away from zero)."""
+    lo, hi = dom[0], dom[1]
+    nz = "nz" in dom
+    if dtype == "bool":
+        return np.ones(shape, bool) if (nz or lo > 0) else rng.random(shape) < 0.5
+    if not is_float(dtype):
+        tmin, tmax = int_range(dtype)
+        ilo, ihi = max(math.ceil(lo), tmin, -9), min(math.floor(hi), tmax, 9)
+        v = rng.integers(ilo, ihi + 1, shape)
+        if nz:
+            v = np.where(v == 0, 1 if ihi >= 1 else -1, v)
+        return quantize(v, dtype)
+    v = rng.uniform(lo, hi, shape)
+    if nz:
+        v = np.where(np.abs(v) < 0.5, np.copysign(0.5, v) + v, v)
+    return quantize(v, dtype)
+
+
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0, -1.0, 3.75, -7.25]
+SIGNED_SPECIALS = SPECIALS[1:]  # a NaN's sign bit is not portable (conversions may set it)
+
+
+def layout_shape(layout, base=(3, 4)):
+    return {"0d": (), "empty": (0,) + tuple(base[1:])}.get(layout, tuple(base))
+
+
+# ---------------------------------------------------------------------------
+# the OpInfo
+@dataclass
+class OpInfo:
+    name: str
+    ref: Callable                     # NumPy reference
+    dtypes: tuple = DTYPES            # dtypes torch supports
+    unsupported: type = NotImplementedError  # what torch raises for the others
+    variants: str = "FMIO"            # F torch.op, M Tensor.op, I Tensor.op_, O out=
+    kind: str = "ew"                  # ew | view | fill | new | mm | random
+    layouts: tuple = LAYOUTS
+    samples: Callable = None          # (op, dtype, layout) -> [Sample]
+    # elementwise
+    rule: Any = "same"                # same | float | bool | logical | f64 | callable(kwargs)
+    doms: Any = None                  # per tensor argument domains, or callable(dtype)
+    nargs: int = 1                    # tensor arguments of the main sample
+    scalars: tuple = ()               # Python scalars allowed as the last argument
+    rscalars: tuple = ()              # ... as the first argument
+    kwargs: Callable = None           # dtype -> [kwargs dicts]
+    promote: tuple = None             # argument positions taking part in promotion
+    extra: tuple = ()                 # implicit operands of the promotion (square: 2)
+    specials: Any = True              # add nan/inf/0 grids for float dtypes (or: the values to use)
+    edges: Callable = None            # dtype -> [Sample]
+    inplace_exact: bool = False       # in-place needs result dtype == self dtype
+    method_self: int = 0              # which argument is self in the method form
+    # views / others
+    view: Any = None                  # True: result aliases input; None: don't check
+    tol: dict = None                  # dtype -> (rtol, atol), overrides test_ops.TOL
+    scaled_atol: bool = False         # half types round operands on the way (a +- alpha*b): atol x |result|max
+    check_values: bool = True
+    expect: Callable = None           # (op, sample, values) -> (expected, dtype), replaces the default
+
+    def rule_for(self, kwargs):
+        return self.rule(kwargs) if callable(self.rule) else self.rule
+
+    def get_samples(self, dtype, layout):
+        return self.samples(self, dtype, layout)
+
+    def expected(self, sample, values):
+        """(expected values, expected dtype name) from the NumPy reference;
+        `values` are the NumPy values of the sample's arguments (TS already
+        replaced by their arrays)."""
+        if self.expect:
+            return self.expect(self, sample, values)
+        if self.kind == "ew":
+            return ew_expected(self, sample, values)
+        out = self.ref(*values, **{k: (str(v) if isinstance(v, DT) else v)
+                                   for k, v in sample.kwargs.items()})
+        first = next(a for a in sample.args if isinstance(a, TS))
+        dt = sample.kwargs.get("dtype") or first.dtype
+        if isinstance(out, (list, tuple)):
+            return tuple(quantize(o, dt) for o in out), dt
+        return quantize(out, dt), dt
+
+
+def ew_expected(op, sample, values):
+    kw = sample.kwargs
+    rule = op.rule_for(kw)
+    pos = op.promote if op.promote is not None else range(len(sample.args))
+    common = result_type(*[sample.args[i] for i in pos if i < len(sample.args)], *op.extra)
+    compute = {"float": "float32" if not is_float(common) else common,
+               "f64": "float64"}.get(rule, common)
+    args = [quantize(v, compute) if (i in pos and v is not None and rule != "logical") else v
+            for i, v in enumerate(values)]
+    with np.errstate(all="ignore"):
+        out = op.ref(*args, **kw)
+    out_dt = "bool" if rule in ("bool", "logical") else compute
+    return quantize(out, out_dt), out_dt
+
+
+# ---------------------------------------------------------------------------
+# sample generators
+def _doms(op, dtype):
+    d = op.doms(dtype) if callable(op.doms) else op.doms
+    return list(d) if d else [(-5, 5)] * op.nargs
+
+
+def ew_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    shape = layout_shape(layout)
+    doms = _doms(op, dtype)
+    kws = op.kwargs(dtype) if op.kwargs else [{}]
+    main = tuple(TS(gen_values(rng, dtype, shape, d), dtype) for d in doms)
+    out = [Sample(main, kw, "main") for kw in kws]
+    if layout in ("contig", "slice"):  # 70787 elements: the vectorized loops and the OpenMP split
+        big = tuple(TS(gen_values(rng, dtype, (997,), d), dtype) for d in doms)
+        out.append(Sample(big, kws[-1], "big", tile=71))
+    if layout != "contig":
+        return out
+    n = len(doms)
+    if n >= 2:  # broadcasting (3,1) op (4,)
+        shapes = [(3, 1), (4,)] + [(1, 4)] * (n - 2)
+        out.append(Sample(tuple(TS(gen_values(rng, dtype, s, d), dtype, False)
+                                for s, d in zip(shapes, doms)), kws[-1], "broadcast"))
+    t0 = TS(gen_values(rng, dtype, (5,), doms[0]), dtype, False)
+    for s in op.scalars:
+        rest = tuple(TS(gen_values(rng, dtype, (5,), d), dtype, False) for d in doms[1:-1])
+        out.append(Sample((t0,) + rest + (s,), kws[0], "scalar"))
+    for s in op.rscalars:
+        out.append(Sample((s, TS(gen_values(rng, dtype, (5,), doms[-1]), dtype, False)), kws[0], "rscalar"))
+    if op.specials is not False and is_float(dtype) and n <= 2:
+        sp = np.array(SPECIALS if op.specials is True else op.specials)
+        grid = (sp,) if n == 1 else (sp[:, None], sp[None, :])
+        out += [Sample(tuple(TS(g, dtype, False) for g in grid), kw, "specials") for kw in kws]
+    if op.edges:
+        out += [replace(s, desc=s.desc or "edge") for s in op.edges(dtype)]
+    return out
+
+
+def _T(v, dtype):
+    """A tensor that stays contiguous whatever the layout under test."""
+    return TS(np.array(v), dtype, False)
+
+
+def _fixed(ts):
+    return TS(ts.values, ts.dtype, False, exact=True)
+
+
+# ---------------------------------------------------------------------------
+# references where NumPy differs from torch
+def _sign(x):
+    return x if x.dtype == bool else np.where(np.isnan(x), 0, np.sign(x)).astype(x.dtype)
+
+
+def _floor_div(a, b):
+    if a.dtype.kind != "f":
+        return a // b
+    # c10's div_floor_floating
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    div = np.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+    fl = np.floor(div)
+    fl = np.where(div - fl > 0.5, fl + 1, fl)
+    res = np.where(div != 0, fl, np.copysign(0.0, a / b))
+    return np.where(b == 0, a / b, res)
+
+
+def _remainder(a, b):
+    if a.dtype.kind != "f":
+        return np.mod(a, b)
+    mod = np.fmod(a, b)
+    return np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
+
+
+def _trunc_div(a, b):
+    if a.dtype.kind != "f":
+        q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
+        return (np.sign(a.astype(np.int64)) * np.sign(b.astype(np.int64)) * q).astype(a.dtype)
+    return np.trunc(a / b)
+
+
+def _div(a, b, rounding_mode=None):
+    return {None: lambda: a / b, "trunc": lambda: _trunc_div(a, b),
+            "floor": lambda: _floor_div(a, b)}[rounding_mode]()
+
+
+def _pow(a, b):
+    if a.dtype.kind == "f":
+        return np.power(a, b)
+    b = np.asarray(b)
+    r = np.power(a, np.where(b < 0, 0, b).astype(a.dtype))
+    one = np.ones_like(r)
+    neg = np.where(a == 1, one, np.where(a == -1, np.where(b % 2 == 0, one, -one), 0 * one))
+    return np.where(b < 0, neg, r)
+
+
+def _shift(a, b, left):
+    bits = a.dtype.itemsize * 8
+    bad = (b < 0) | (b >= bits)
+    bb = np.where(bad, 0, b).astype(a.dtype)
+    r = np.left_shift(a, bb) if left else np.right_shift(a, bb)
+    return np.where(bad, 0 if left else np.where(a < 0, -1, 0), r).astype(a.dtype)
+
+
+_erf = np.vectorize(math.erf, otypes=[float])
+_erfc = np.vectorize(math.erfc, otypes=[float])
+
+
+def _erfinv(y):
+    """Newton on math.erf, from a good start (scipy-free)."""
+    y = np.asarray(y, float)
+    inside = np.abs(y) < 1
+    yy = np.where(inside, y, 0.0)
+    a = 0.147
+    ln = np.log(1 - yy * yy)
+    t = 2 / (np.pi * a) + ln / 2
+    x = np.sign(yy) * np.sqrt(np.sqrt(t * t - ln / a) - t)
+    for _ in range(6):
+        x = x - (_erf(x) - yy) / (2 / math.sqrt(math.pi) * np.exp(-x * x))
+    return np.where(inside, x, np.where(np.abs(y) == 1, np.sign(y) * np.inf, np.nan))
+
+
+def _nan_to_num(x, nan=0.0, posinf=None, neginf=None, *, _dt):
+    if x.dtype.kind != "f":
+        return x
+    big = finfo_max(_dt)
+    r = np.where(np.isnan(x), nan, x)
+    r = np.where(np.isposinf(x), big if posinf is None else posinf, r)
+    return np.where(np.isneginf(x), -big if neginf is None else neginf, r)
+
+
+def _clamp(x, lo=None, hi=None):
+    if lo is not None:
+        x = np.maximum(x, lo)
+    if hi is not None:
+        x = np.minimum(x, hi)
+    return x
+
+
+def _lerp(a, b, w):
+    return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+
+
+def _cast(v, like):
+    return np.asarray(v).astype(like.dtype)
+
+
+def _f(fn):  # float-valued predicate on any input
+    return lambda x: fn(np.asarray(x, np.float64))
+
+
+# ---------------------------------------------------------------------------
+# elementwise entries
+def EW(name, ref, **kw):
+    kw.setdefault("samples", ew_samples)
+    return OpInfo(name, ref, **kw)
+
+
+def _alpha(dtype):
+    return [{}] if dtype == "bool" else [{}, {"alpha": 2}] + ([{"alpha": -1.5}] if is_float(dtype) else [])
+
+
+NZ = (-5, 5, "nz")
+SCAL = (2, 2.5, True)
+
+
+def _pow_doms(dtype):
+    return [(-3, 3), (0, 4)] if not is_float(dtype) else [(0.1, 3), (-2, 2)]
+
+
+def _pow_edges(dtype):
+    if dtype in ("int8", "int16", "int32", "int64"):
+        return [Sample((_T([-2, 1, -1, 2, 3, -1, 5], dtype), _T([-1, -2, -3, -2, 0, -4, -1], dtype)))]
+    return []
+
+
+def _shift_edges(dtype):
+    bits = ITEMSIZE[dtype] * 8
+    a = [1, 3, 5, 7, 2]
+    b = [bits - 1, bits, bits + 3, 0, 1]
+    out = [Sample((_T(a, dtype), _T(b, dtype)))]
+    if dtype != "uint8":
+        out.append(Sample((_T([-1, -8, -5, 6], dtype), _T([1, bits, bits + 1, -1], dtype))))
+    return out
+
+
+def _div_kwargs(dtype):
+    return [{}] if dtype == "bool" else [{}, {"rounding_mode": "trunc"}, {"rounding_mode": "floor"}]
+
+
+def _round_kwargs(dtype):
+    return [{}, {"decimals": 1}, {"decimals": -1}] if is_float(dtype) else [{}]
+
+
+def _round_edges(dtype):
+    if not is_float(dtype):
+        return []
+    v = _T(np.arange(-24, 25) / 8.0, dtype)  # ties at 1 decimal are exact
+    return [Sample((v,), {"decimals": 1}), Sample((_T([15., 25., 35., -25., 5.], dtype),), {"decimals": -1})]
+
+
+def _clamp_edges(dtype):
+    out = [Sample((_T([0, 1, 3, 5, 7, 9], dtype), 1, 5)), Sample((_T([0, 1, 5, 9], dtype), 5, 1), desc="min>max"),
+           Sample((_T([0, 1, 5, 9], dtype), None, 5)), Sample((_T([0, 1, 5, 9], dtype), 3, None)),
+           Sample((_T([0, 1, 5, 9], dtype), _T(2, dtype), _T([3, 4, 4, 4], dtype)))]
+    if is_float(dtype):
+        sp = _T(SPECIALS, dtype)
+        out += [Sample((sp, -1.5, 2.5)), Sample((_T([0.5, 1, 5], dtype), float("nan"), 2.0)),
+                Sample((_T([0.5, 1, 5], dtype), 0.0, float("nan"))), Sample((_T([1, 2, 3], "int64"), 1.5, None))]
+    return out
+
+
+def _lerp_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout)
+    a, b, w = (TS(gen_values(rng, dtype, sh, d), dtype) for d in [(-5, 5), (-5, 5), (-0.5, 1.5)])
+    out = [Sample((a, b, 0.25)), Sample((a, b, 0.75)), Sample((a, b, w))]
+    if layout == "contig":
+        out.append(Sample((_fixed(a), _T(gen_values(rng, dtype, (4,)), dtype), 0.5), desc="broadcast"))
+    return out
+
+
+def _nan_to_num_expected(op, sample, values):  # the defaults depend on the dtype
+    dt = sample.args[0].dtype
+    return quantize(_nan_to_num(values[0], **sample.kwargs, _dt=dt), dt), dt
+
+
+def _nan_to_num_kwargs(dtype):
+    return [{}, {"nan": 1.5, "posinf": 100.0, "neginf": -100.0}, {"posinf": 1e10}]
+
+
+def _where_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout)
+    c = TS(rng.random(sh) < 0.5, "bool")
+    x, y = (TS(gen_values(rng, dtype, sh), dtype) for _ in range(2))
+    out = [Sample((c, x, y))]
+    if layout == "contig":
+        c, x, y = _fixed(c), _fixed(x), _fixed(y)
+        bcast = (_T(rng.random((3, 1)) < 0.5, "bool"), _T(gen_values(rng, dtype, (4,)), dtype), _T(y.values[:1], dtype))
+        out += [Sample(bcast, desc="broadcast"),
+                Sample((c, x, 2.5)), Sample((c, 2, y)), Sample((c, x, _T(3, "float64")), desc="0-d other")]
+    return out
+
+
+def _addc_kwargs(dtype):
+    return [{}, {"value": 2}] + ([{"value": -0.5}] if is_float(dtype) else [])
+
+
+UNARY_FLOAT = {  # name: (reference, domain)
+    "exp": (np.exp, (-5, 5)), "exp2": (np.exp2, (-5, 5)), "expm1": (np.expm1, (-5, 5)),
+    "log": (np.log, (0.1, 5)), "log2": (np.log2, (0.1, 5)), "log10": (np.log10, (0.1, 5)),
+    "log1p": (np.log1p, (-0.9, 5)), "sqrt": (np.sqrt, (0, 5)), "rsqrt": (lambda x: 1 / np.sqrt(x), (0.1, 5)),
+    "sin": (np.sin, (-5, 5)), "cos": (np.cos, (-5, 5)), "tan": (np.tan, (-1.4, 1.4)),
+    "asin": (np.arcsin, (-0.95, 0.95)), "acos": (np.arccos, (-0.95, 0.95)), "atan": (np.arctan, (-5, 5)),
+    "sinh": (np.sinh, (-5, 5)), "cosh": (np.cosh, (-5, 5)), "tanh": (np.tanh, (-5, 5)),
+    "asinh": (np.arcsinh, (-5, 5)), "acosh": (np.arccosh, (1.05, 5)), "atanh": (np.arctanh, (-0.95, 0.95)),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), (-5, 5)), "erf": (_erf, (-3, 3)), "erfc": (_erfc, (-3, 3)),
+    "erfinv": (_erfinv, (-0.95, 0.95)), "reciprocal": (lambda x: 1 / x, NZ),
+}
+
+UNARY_SAME = {  # name: (reference, dtypes)
+    "neg": (np.negative, NUMERIC), "negative": (np.negative, NUMERIC),
+    "abs": (np.abs, NUMERIC), "absolute": (np.abs, NUMERIC),
+    "sign": (_sign, DTYPES), "sgn": (_sign, DTYPES),
+    "floor": (np.floor, NUMERIC), "ceil": (np.ceil, NUMERIC), "trunc": (np.trunc, NUMERIC),
+    "fix": (np.trunc, NUMERIC), "frac": (lambda x: x - np.trunc(x), FLOATS),
+    "relu": (lambda x: np.maximum(x, _cast(0, x)), NUMERIC),
+    "bitwise_not": (np.invert, INT_BOOL), "logical_not": (np.logical_not, DTYPES),
+}
+
+UNARY_BOOL = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "isposinf": np.isposinf,
+              "isneginf": np.isneginf, "signbit": np.signbit}
+
+OPS = []
+OPS += [EW(n, r, dtypes=d, rule="logical" if n == "logical_not" else "same",
+           variants="FMI" if n == "relu" else "FMIO") for n, (r, d) in UNARY_SAME.items()]
+OPS += [
+    EW("square", lambda x: x * x, extra=(2,)),
+    EW("round", lambda x, decimals=0: np.round(x, decimals), dtypes=NUMERIC, kwargs=_round_kwargs,
+       edges=_round_edges),
+    EW("positive", lambda x: x, dtypes=NUMERIC, variants="FM"),
+]
+OPS += [EW(n, r, rule="float", doms=[d]) for n, (r, d) in UNARY_FLOAT.items()]
+OPS += [EW(n, _f(r), rule="bool", variants="FM" + ("O" if n in ("isposinf", "isneginf", "signbit") else ""),
+           specials=SIGNED_SPECIALS if n == "signbit" else True)
+        for n, r in UNARY_BOOL.items()]
+
+OPS += [
+    # (no True with sub/rsub: torch refuses bool operands to subtraction)
+    EW("add", lambda a, b, alpha=1: a + b * _cast(alpha, b), nargs=2, kwargs=_alpha, scaled_atol=True,
+       scalars=SCAL + (300,), rscalars=(2, 2.5)),
+    EW("sub", lambda a, b, alpha=1: a - b * _cast(alpha, b), nargs=2, dtypes=NUMERIC, kwargs=_alpha, scaled_atol=True,
+       scalars=(2, 2.5, 300), rscalars=(2, 2.5)),
+    EW("rsub", lambda a, b, alpha=1: b - a * _cast(alpha, a), nargs=2, dtypes=NUMERIC, kwargs=_alpha, scaled_atol=True,
+       scalars=(2, 2.5), variants="F"),
+    EW("mul", operator.mul, nargs=2, scalars=SCAL + (300,), rscalars=(2, 2.5)),
+    EW("div", _div, nargs=2, doms=[(-5, 5), NZ], rule=lambda kw: "same" if kw.get("rounding_mode") else "float",
+       kwargs=_div_kwargs, scalars=SCAL, rscalars=(2, 2.5)),
+    EW("true_divide", operator.truediv, nargs=2, doms=[(-5, 5), NZ], rule="float", scalars=SCAL, rscalars=(2, 2.5)),
+    EW("floor_divide", _floor_div, nargs=2, dtypes=NUMERIC, doms=[(-5, 5), NZ], scalars=(2, 2.5), rscalars=(7, 2.5)),
+    EW("remainder", _remainder, nargs=2, dtypes=NUMERIC, doms=[(-5, 5), NZ], scalars=(2, -2, 2.5),
+       rscalars=(7, -2.5)),
+    EW("fmod", np.fmod, nargs=2, dtypes=NUMERIC, doms=[(-5, 5), NZ], scalars=(2, -2, 2.5)),
+    EW("pow", _pow, nargs=2, dtypes=NUMERIC, doms=_pow_doms, scalars=(2, 0.5, 2.5), rscalars=(2, 2.5),
+       edges=_pow_edges),
+    EW("float_power", _pow, nargs=2, rule="f64", doms=_pow_doms, scalars=(2, 0.5), rscalars=(2, 1.5),
+       edges=_pow_edges, inplace_exact=True),
+    EW("atan2", np.arctan2, nargs=2, rule="float"),
+    EW("hypot", np.hypot, nargs=2, dtypes=FLOATS),
+    EW("copysign", np.copysign, nargs=2, rule="float", scalars=(2, -1.5), specials=SIGNED_SPECIALS),
+    EW("logaddexp", np.logaddexp, nargs=2, dtypes=FLOATS, variants="FMO"),
+    EW("maximum", np.maximum, nargs=2, variants="FMO"),
+    EW("minimum", np.minimum, nargs=2, variants="FMO"),
+    EW("fmax", np.fmax, nargs=2, variants="FMO"),
+    EW("fmin", np.fmin, nargs=2, variants="FMO"),
+]
+OPS += [EW(n, getattr(operator, n), nargs=2, rule="bool", scalars=SCAL)
+        for n in ("eq", "ne", "lt", "le", "gt", "ge")]
+OPS += [EW(f"bitwise_{n}", getattr(np, f"bitwise_{n}"), nargs=2, dtypes=INT_BOOL, scalars=(2, True), rscalars=(6,))
+        for n in ("and", "or", "xor")]
+OPS += [EW(f"bitwise_{d}_shift", (lambda a, b, _l=d == "left": _shift(a, b, _l)), nargs=2, dtypes=INTS,
+           doms=[(-9, 9), (0, 3)], scalars=(2,), rscalars=(3,), edges=_shift_edges) for d in ("left", "right")]
+OPS += [EW(f"logical_{n}", getattr(np, f"logical_{n}"), nargs=2, rule="logical") for n in ("and", "or", "xor")]
+OPS += [
+    EW("nan_to_num", _nan_to_num, kwargs=_nan_to_num_kwargs, expect=_nan_to_num_expected),
+    EW("clamp", _clamp, nargs=3, dtypes=NUMERIC, doms=[(-5, 5), (-3, 0), (0, 3)], edges=_clamp_edges, specials=False),
+    EW("clip", _clamp, nargs=3, dtypes=NUMERIC, doms=[(-5, 5), (-3, 0), (0, 3)], edges=_clamp_edges, specials=False),
+    EW("clamp_min", lambda x, lo: np.maximum(x, lo), nargs=2, scalars=(3, 1.5), variants="FMI"),
+    EW("clamp_max", lambda x, hi: np.minimum(x, hi), nargs=2, scalars=(3, 1.5), variants="FMI"),
+    EW("where", np.where, samples=_where_samples, promote=(1, 2), variants="FMO", method_self=1),
+    EW("lerp", _lerp, dtypes=FLOATS, samples=_lerp_samples, scaled_atol=True),
+    EW("addcmul", lambda a, b, c, value=1: a + _cast(value, a) * b * c, nargs=3, dtypes=NUMERIC, kwargs=_addc_kwargs,
+       specials=False, scaled_atol=True),
+    EW("addcdiv", lambda a, b, c, value=1: a + _cast(value, a) * (b / c), nargs=3, dtypes=FLOATS,
+       doms=[(-5, 5), (-5, 5), NZ], kwargs=_addc_kwargs, unsupported=RuntimeError, specials=False, scaled_atol=True),
+]
+
+
+# ---------------------------------------------------------------------------
+# copy_ / fill_ / zero_ (write into self, return self)
+def _fill_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    self_ = TS(gen_values(rng, dtype, layout_shape(layout)), dtype)
+    if op.name == "zero_":
+        return [Sample((self_,))]
+    if op.name == "fill_":
+        vals = [2, True, -1] + ([2.5, -1.5] if is_float(dtype) else [2.7])
+        return [Sample((self_, v)) for v in vals] + [Sample((self_, _T(3.5, "float64")), desc="0-d value")]
+    out = [Sample((self_, TS(gen_values(rng, d, self_.shape, (0, 9)), d, self_.lay)), desc=f"from {d}")
+           for d in DTYPES]
+    if layout == "contig":
+        out += [Sample((self_, _T(gen_values(rng, d, (4,), (0, 9)), d)), desc="broadcast") for d in ("float32", "int8")]
+        out.append(Sample((self_, _T(7, dtype)), desc="0-d src"))
+    return out
+
+
+def _fill_ref(self_, value=None):
+    return np.broadcast_to(np.zeros_like(self_) if value is None else value, self_.shape)
+
+
+OPS += [OpInfo(n, _fill_ref, kind="fill", variants="M", samples=_fill_samples,
+               layouts=("contig", "T", "slice", "0d", "empty")) for n in ("copy_", "fill_", "zero_")]
+
+
+# ---------------------------------------------------------------------------
+# views and shape ops
+def torch_view_strides(oldshape, oldstride, newshape):
+    """ATen's computeStride: strides for viewing (oldshape, oldstride) as
+    newshape, or None when no view is possible (then view() raises)."""
+    newshape = infer_size(newshape, int(np.prod(oldshape)))
+    if not oldshape:
+        return [1] * len(newshape)
+    numel = int(np.prod(oldshape))
+    if numel == 0 and tuple(oldshape) == tuple(newshape):
+        return list(oldstride)
+    newstride = [0] * len(newshape)
+    if numel == 0:
+        for d in range(len(newshape) - 1, -1, -1):
+            newstride[d] = 1 if d == len(newshape) - 1 else max(newshape[d + 1], 1) * newstride[d + 1]
+        return newstride
+    view_d = len(newshape) - 1
+    chunk_base_stride = oldstride[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(oldshape) - 1, -1, -1):
+        tensor_numel *= oldshape[tensor_d]
+        if tensor_d == 0 or (oldshape[tensor_d - 1] != 1 and
+                             oldstride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or newshape[view_d] == 1):
+                newstride[view_d] = view_numel * chunk_base_stride
+                view_numel *= newshape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = oldstride[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    return None if view_d != -1 else newstride
+
+
+def infer_size(shape, numel):
+    shape = list(shape)
+    if -1 in shape:
+        i = shape.index(-1)
+        rest = int(np.prod([s for j, s in enumerate(shape) if j != i]))
+        shape[i] = numel // rest if rest else 0
+    return shape
+
+
+def contiguous_strides(shape):
+    st, acc = [], 1
+    for s in reversed(shape):
+        st.insert(0, acc)
+        acc *= max(s, 1)
+    return st
+
+
+def layout_strides(shape, layout):
+    """The strides tests/test_ops.py's layouts give a tensor of this shape."""
+    nd = len(shape)
+    if layout == "T" and nd >= 2:
+        base = list(shape[:-2]) + [shape[-1], shape[-2]]
+        st = contiguous_strides(base)
+        return st[:-2] + [st[-1], st[-2]]
+    if layout == "slice" and nd >= 1:
+        st = contiguous_strides(list(shape[:-1]) + [2 * shape[-1]])
+        return st[:-1] + [2]
+    if layout == "expand" and nd >= 1 and shape[0] > 1:
+        return [0] + contiguous_strides([1] + list(shape[1:]))[1:]
+    return contiguous_strides(shape)
+
+
+def _split_ref(x, split_size_or_sections, dim=0):
+    n = x.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        s = split_size_or_sections
+        sizes = [min(s, n - i) for i in range(0, n, s)] if n else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise ValueError("sections must add up to the size")
+    return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=dim))
+
+
+def _chunk_ref(x, chunks, dim=0):
+    n = x.shape[dim]
+    return _split_ref(x, max(-(-n // chunks), 1) if n else 1, dim) if n else (x,) * chunks
+
+
+def _squeeze_ref(x, dim=None):
+    if dim is None:
+        return np.squeeze(x)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(d % max(x.ndim, 1) for d in dims)
+    return np.squeeze(x, tuple(d for d in dims if x.ndim and x.shape[d] == 1))
+
+
+def _unflatten_ref(x, dim, sizes):
+    dim %= x.ndim
+    return x.reshape(x.shape[:dim] + tuple(sizes) + x.shape[dim + 1:])
+
+
+def _flatten_ref(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return x.reshape(1)
+    s, e = start_dim % x.ndim, end_dim % x.ndim
+    return x.reshape(x.shape[:s] + (-1,) + x.shape[e + 1:]) if x.size else \
+        x.reshape(x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:])
+
+
+def _narrow_ref(x, dim, start, length):
+    start += x.shape[dim] if start < 0 else 0
+    return np.take(x, range(start, start + length), axis=dim)
+
+
+def _reshape_ref(x, *shape):
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return x.reshape(infer_size(shape, x.size))
+
+
+def _swap_ref(x, d0, d1):
+    return np.swapaxes(x, d0, d1) if x.ndim else x
+
+
+def _expand_ref(x, *size):
+    size = list(size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size)
+    old = (1,) * (len(size) - x.ndim) + x.shape
+    return np.broadcast_to(x, tuple(o if s == -1 else s for s, o in zip(size, old)))
+
+
+def _nonempty(sh, sets, empty_sets):
+    return empty_sets if 0 in sh else sets
+
+
+def A(*args, **kwargs):
+    return args, kwargs
+
+
+NO_0D = LAYOUTS[:4] + ("empty",)  # for ops where 0-d inputs are errors (see ERRORS)
+VIEW_ARGS = {  # name: (input shape, shape -> [A(args...)]): the 0-d and empty layouts change the shape
+    "transpose": ((3, 4), lambda sh: [A(0, 1), A(-1, 0), A(0, 0)] if sh else [A(0, 0), A(-1, -1)]),
+    "swapaxes": ((3, 4), lambda sh: [A(0, 1), A(1, -2)] if sh else [A(0, 0)]),
+    "swapdims": ((3, 4), lambda sh: [A(0, 1), A(-1, 0)] if sh else [A(0, 0)]),
+    "t": ((3, 4), lambda sh: [A()]),
+    "permute": ((2, 3, 4), lambda sh: [A((2, 0, 1)), A(1, 0, 2), A((-1, -3, 1))] if sh else [A(())]),
+    "squeeze": ((1, 3, 1, 4), lambda sh: [A(), A(0), A(1), A(-2), A((0, 2))] if sh else [A(), A(0)]),
+    "unsqueeze": ((3, 4), lambda sh: [A(0), A(len(sh)), A(-1)]),
+    "flatten": ((2, 3, 4), lambda sh: [A(), A(1), A(0, 1), A(-2, -1), A(1, 1)] if sh else [A()]),
+    "unflatten": ((3, 4), lambda sh: _nonempty(sh, [A(1, (2, 2)), A(0, (3, 1)), A(-1, (-1, 2))],
+                                               [A(1, (0, 5)), A(0, (1, 3))])),
+    "expand": ((3, 1), lambda sh: _nonempty(sh, [A(3, 4), A((2, 3, 5)), A(-1, 2)], [A(0, 4), A((2, 0, 3))])
+               if sh else [A(2, 3)]),
+    "narrow": ((3, 4), lambda sh: _nonempty(sh, [A(0, 1, 2), A(1, -3, 2), A(1, 0, 0)], [A(0, 1, 2)])),
+    "select": ((3, 4), lambda sh: _nonempty(sh, [A(1, 2), A(1, -1), A(-1, 0)], [A(0, 1)])),
+    "unbind": ((3, 4), lambda sh: [A(), A(1), A(-1)]),
+    "split": ((4, 6), lambda sh: _nonempty(sh, [A(2), A(4, 1), A([2, 4], 1), A(3, dim=1)],
+                                           [A(2), A(4, 1), A([1, 3])])),
+    "chunk": ((4, 6), lambda sh: [A(2), A(4, 1), A(5, 1), A(3, dim=1)]),
+    "diagonal": ((3, 4), lambda sh: [A(), A(1), A(-1), A(0, 1, 0), A(offset=2, dim1=-1, dim2=0)]),
+    "as_strided": ((3, 4), lambda sh: [A((2, 2), (1, 2)), A((3,), (2,), 1)] if sh else [A((1,), (1,))]),
+    "view": ((3, 4), lambda sh: _nonempty(sh, [A((3, 2, 2)), A(1, 3, 4), A((12,)), A(-1), A(4, 3)],
+                                          [A((0, 2, 2)), A(-1), A(4, 0)]) if sh else
+             [A((1,)), A(-1), A(()), A(1, 1)]),
+    "reshape": ((3, 4), lambda sh: _nonempty(sh, [A((3, 2, 2)), A((12,)), A((-1,)), A((4, -1)), A(2, 6)],
+                                             [A((0, 2, 2)), A((-1,)), A(4, 0)]) if sh else
+                [A((1,)), A(()), A(1, 1)]),
+    "clone": ((3, 4), lambda sh: [A()]),
+    "contiguous": ((3, 4), lambda sh: [A()]),
+    "detach": ((3, 4), lambda sh: [A()]),
+    "tril": ((3, 4), lambda sh: [A(), A(1), A(-1), A(diagonal=5)]),
+    "triu": ((3, 4), lambda sh: [A(), A(1), A(-1), A(diagonal=-5)]),
+}
+VIEW_REFS = {
+    "transpose": _swap_ref, "swapaxes": _swap_ref, "swapdims": _swap_ref,
+    "t": lambda x: x.T, "permute": lambda x, *d: np.transpose(x, d[0] if len(d) == 1 and isinstance(d[0], tuple)
+                                                              else d),
+    "squeeze": _squeeze_ref, "unsqueeze": lambda x, d: np.expand_dims(x, d),
+    "flatten": _flatten_ref, "unflatten": _unflatten_ref,
+    "expand": _expand_ref,
+    "narrow": _narrow_ref, "select": lambda x, d, i: np.take(x, i, axis=d),
+    "unbind": lambda x, dim=0: tuple(np.moveaxis(x, dim, 0)), "split": _split_ref, "chunk": _chunk_ref,
+    "diagonal": lambda x, offset=0, dim1=0, dim2=1: np.diagonal(x, offset, dim1, dim2),
+    "as_strided": None, "view": _reshape_ref, "reshape": _reshape_ref,
+    "clone": lambda x: x.copy(), "contiguous": lambda x: x, "detach": lambda x: x,
+    "tril": lambda x, diagonal=0: np.tril(x, diagonal), "triu": lambda x, diagonal=0: np.triu(x, diagonal),
+}
+VIEW_VARIANTS = {"transpose": "FMI", "swapaxes": "FM", "swapdims": "FM", "t": "FMI", "permute": "FM",
+                 "squeeze": "FMI", "unsqueeze": "FMI", "flatten": "FM", "unflatten": "FM", "expand": "M",
+                 "narrow": "FM", "select": "FM", "unbind": "FM", "split": "FM", "chunk": "FM",
+                 "diagonal": "FM", "as_strided": "FMI", "view": "M", "reshape": "FM", "clone": "FM",
+                 "contiguous": "M", "detach": "FMI", "tril": "FMIO", "triu": "FMIO"}
+# does the result alias the input? True / False / "maybe" (view/reshape: by torch_view_strides)
+VIEW_ALIAS = dict.fromkeys(VIEW_REFS, True) | {"clone": False, "tril": False, "triu": False, "view": "maybe",
+                                               "reshape": "maybe", "flatten": "maybe", "contiguous": "maybe"}
+VIEW_LAYOUTS = dict.fromkeys(("narrow", "select", "unbind", "split", "chunk", "diagonal", "unflatten", "tril", "triu"),
+                             NO_0D) | {"as_strided": ("contig", "0d")}  # as_strided: storage = the values
+
+
+def _as_strided_ref(x, size, stride, storage_offset=0):
+    """Only for contiguous inputs: their storage is x.ravel()."""
+    flat = np.ascontiguousarray(x).ravel()
+    return np.lib.stride_tricks.as_strided(flat[storage_offset:], size, [s * flat.itemsize for s in stride]).copy()
+
+
+VIEW_REFS["as_strided"] = _as_strided_ref
+
+
+def view_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    base = VIEW_ARGS[op.name][0]
+    shape = layout_shape(layout, base)
+    if layout == "empty" and op.name in ("split", "unflatten", "narrow", "select"):
+        shape = (base[0], 0) + tuple(base[2:])  # keep dim 0 for the dim-0 argsets
+    x = TS(gen_values(rng, dtype, shape), dtype)
+    out = [Sample((x,) + a, k, "varargs" if op.name in ("permute", "reshape") and len(a) > 1 and
+                  all(isinstance(i, int) for i in a) else "") for a, k in VIEW_ARGS[op.name][1](shape)]
+    if op.name in ("tril", "triu") and layout == "contig":
+        out += [Sample((TS(gen_values(rng, dtype, (2, 3, 4)), dtype, False), 1), desc="batched")]
+    if op.name == "view" and layout == "contig" and dtype != "bfloat16":
+        for other in DTYPES:
+            if other not in ("bfloat16", "bool") and (ITEMSIZE[other] == ITEMSIZE[dtype] or dtype == "float32"):
+                out.append(Sample((x, DT(other)), desc="view(dtype)"))
+    return out
+
+
+def view_expected(op, sample, values):
+    if op.name == "view" and isinstance(sample.args[1], DT):  # reinterpret the bytes
+        to = str(sample.args[1])
+        a = np.ascontiguousarray(values[0].astype(NP[sample.args[0].dtype]))
+        r = a.view(NP[to])
+        return (r.astype(np.float64) if is_float(to) else r), to
+    return OpInfo.expected(replace(op, kind="plain", expect=None), sample, values)
+
+
+OPS += [OpInfo(n, VIEW_REFS[n], kind="view", variants=VIEW_VARIANTS[n], samples=view_samples,
+               layouts=VIEW_LAYOUTS.get(n, LAYOUTS), view=VIEW_ALIAS[n], expect=view_expected) for n in VIEW_REFS]
+
+
+def _as_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    x = TS(gen_values(rng, dtype, layout_shape(layout)), dtype)
+    if layout == "0d":
+        return [Sample((x, TS(np.zeros((1, 1)), "float32", False)))]
+    if op.name == "expand_as":
+        x = TS(gen_values(rng, dtype, layout_shape(layout, (1, 4))), dtype)
+        shapes = [(3, 4), (2, 3, 4)] if layout != "empty" else [(0, 4), (2, 0, 4)]
+    else:
+        shapes = [(2, 6), (4, 3), (12,)] if layout != "empty" else [(4, 0), (0,), (2, 0, 1)]
+    return [Sample((x, TS(np.zeros(s), other, False))) for s, other in zip(shapes, ("float32", "int64", dtype))]
+
+
+OPS += [
+    OpInfo("view_as", lambda x, o: _reshape_ref(x, o.shape), kind="view", variants="M", samples=_as_samples,
+           view="maybe"),
+    OpInfo("reshape_as", lambda x, o: _reshape_ref(x, o.shape), kind="view", variants="M", samples=_as_samples,
+           view="maybe"),
+    OpInfo("expand_as", lambda x, o: np.broadcast_to(x, o.shape), kind="view", variants="M", samples=_as_samples,
+           view=True),
+]
+
+
+# ---------------------------------------------------------------------------
+# new_* (result: self's dtype unless dtype= is given)
+def _new_samples(op, dtype, layout):
+    x = TS(gen_values(rng_for(op.name, dtype, layout), dtype, layout_shape(layout)), dtype)
+    if op.name == "new_tensor":
+        return [Sample((x, [[1.5, 2], [3, 4]])), Sample((x, [[1, 0]]), {"dtype": DT("float64")}),
+                Sample((x, 7))]
+    fill = () if op.name != "new_full" else ((2.5 if is_float(dtype) else True if dtype == "bool" else 3),)
+    return [Sample((x, (2, 3)) + fill), Sample((x, (0, 2)) + fill), Sample((x, ()) + fill),
+            Sample((x, (2,)) + fill, {"dtype": DT("int16")}), Sample((x, [4, 1]) + fill, {"dtype": DT("float64")})]
+
+
+NEW_REFS = {"new_zeros": lambda x, s, **k: np.zeros(s), "new_ones": lambda x, s, **k: np.ones(s),
+            "new_empty": lambda x, s, **k: np.zeros(s), "new_full": lambda x, s, v, **k: np.full(s, v),
+            "new_tensor": lambda x, data, **k: np.array(data)}
+OPS += [OpInfo(n, r, kind="new", variants="M", samples=_new_samples, layouts=("contig", "0d"),
+               check_values=n != "new_empty") for n, r in NEW_REFS.items()]
+
+
+# ---------------------------------------------------------------------------
+# mm
+def _mm_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    g = (lambda s: gen_values(rng, dtype, s, (-3, 3)))
+    if layout == "empty":
+        return [Sample((TS(g((0, 4)), dtype), TS(g((4, 5)), dtype))),
+                Sample((TS(g((3, 0)), dtype), TS(g((0, 5)), dtype)), desc="k=0"),
+                Sample((TS(g((3, 4)), dtype), TS(g((4, 0)), dtype)))]
+    out = [Sample((TS(g((3, 4)), dtype), TS(g((4, 5)), dtype)))]
+    if layout == "contig":
+        out += [Sample((TS(g((1, 7)), dtype, False), TS(g((7, 1)), dtype, False))),
+                Sample((TS(g((17, 33)), dtype, False), TS(g((33, 9)), dtype, False)), desc="bigger")]
+    return out
+
+
+OPS.append(OpInfo("mm", lambda a, b: np.matmul(a.astype(np.float64) if a.dtype.kind == "f" else a.astype(np.int64),
+                                              b.astype(np.float64) if b.dtype.kind == "f" else b.astype(np.int64)),
+                  dtypes=NUMERIC, kind="mm", variants="FMO", samples=_mm_samples, layouts=NO_0D,
+                  tol={"float32": (1e-5, 1e-4), "float64": (1e-10, 1e-10)}, scaled_atol=True))  # sums of 33 products
+
+
+# ---------------------------------------------------------------------------
+# random ops: statistical checks on N draws. call(lib, t, generator) fills (or
+# reads) t, an N-element tensor of the dtype under test; the distribution's
+# mean, variance and range [lo, hi] (None: not checked; callables take the dtype).
+@dataclass
+class RandomCase:
+    desc: str
+    call: Callable
+    mean: Any
+    var: Any
+    lo: float
+    hi: Any
+    integral: bool = False
+    inplace: bool = True       # the result is t itself
+    dtypes: tuple = DTYPES     # dtypes this case applies to
+    out_dtype: str = None      # result dtype when not t's
+
+
+def _random_hi(d):  # random_() draws integers in [0, hi]
+    mantissa = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+    return 2 ** mantissa[d] if d in mantissa else int_range(d)[1]
+
+
+RANDOM = {
+    "uniform_": (FLOATS, NotImplementedError, [
+        RandomCase("(-2,3)", lambda L, t, g: t.uniform_(-2, 3, generator=g), 0.5, 25 / 12, -2, 3),
+        RandomCase("default", lambda L, t, g: t.uniform_(generator=g), 0.5, 1 / 12, 0, 1)]),
+    "normal_": (FLOATS, NotImplementedError, [
+        RandomCase("(1,2)", lambda L, t, g: t.normal_(1, 2, generator=g), 1, 4, -np.inf, np.inf),
+        RandomCase("default", lambda L, t, g: t.normal_(generator=g), 0, 1, -np.inf, np.inf)]),
+    "exponential_": (FLOATS, RuntimeError, [
+        RandomCase("lambd=2", lambda L, t, g: t.exponential_(2, generator=g), 0.5, 0.25, 0, np.inf),
+        RandomCase("default", lambda L, t, g: t.exponential_(generator=g), 1, 1, 0, np.inf)]),
+    "bernoulli_": (DTYPES, NotImplementedError, [
+        RandomCase("p=0.3", lambda L, t, g: t.bernoulli_(0.3, generator=g), 0.3, 0.21, 0, 1, True),
+        RandomCase("default", lambda L, t, g: t.bernoulli_(generator=g), 0.5, 0.25, 0, 1, True),
+        RandomCase("p tensor", lambda L, t, g: t.bernoulli_(L.full(tuple(t.shape), 0.8, dtype=t.dtype), generator=g),
+                   0.8, 0.16, 0, 1, True, dtypes=FLOATS)]),
+    "random_": (DTYPES, RuntimeError, [
+        RandomCase("(3,10)", lambda L, t, g: t.random_(3, 10, generator=g), 6, 4, 3, 9, True, dtypes=NUMERIC),
+        RandomCase("(0,2)", lambda L, t, g: t.random_(0, 2, generator=g), 0.5, 0.25, 0, 1, True),
+        RandomCase("to=10", lambda L, t, g: t.random_(10, generator=g), 4.5, 8.25, 0, 9, True, dtypes=NUMERIC),
+        RandomCase("default", lambda L, t, g: t.random_(generator=g), lambda d: _random_hi(d) / 2,
+                   lambda d: ((_random_hi(d) + 1) ** 2 - 1) / 12, 0, _random_hi, True)]),
+    "bernoulli": (FLOATS, NotImplementedError, [
+        RandomCase("p=input", lambda L, t, g: L.bernoulli(t.fill_(0.3), generator=g), 0.3, 0.21, 0, 1, True, False),
+        RandomCase("method p=0.7", lambda L, t, g: t.bernoulli(0.7, generator=g), 0.7, 0.21, 0, 1, True, False)]),
+    "multinomial": (FLOATS, RuntimeError, [  # more in tests/test_ops.py: test_multinomial
+        RandomCase("uniform, 1000 draws", lambda L, t, g: L.multinomial(t.fill_(1)[:10], 1000, True, generator=g),
+                   4.5, 8.25, 0, 9, True, False, out_dtype="int64")]),
+}
+for _n, (_d, _e, _cases) in RANDOM.items():
+    OPS.append(OpInfo(_n, None, dtypes=_d, unsupported=_e, kind="random", variants="M" if _n.endswith("_") else "FM",
+                      samples=lambda op, d, l, _c=_cases: [c for c in _c if d in c.dtypes]))
+
+OPS_BY_NAME = {op.name: op for op in OPS}
+
+
+# ---------------------------------------------------------------------------
+# error inputs: (id, call(lib), exception type torch raises, message regex or None).
+# `lib` is ember or torch; the parity test checks torch raises the same type.
+def _i(L, *v):
+    return L.tensor(list(v))
+
+
+ERRORS = [
+    # bad dims / indices
+    ("transpose-dim", lambda L: L.ones(3, 4).transpose(0, 2), IndexError, None),
+    ("select-index", lambda L: L.ones(3, 4).select(0, 3), IndexError, None),
+    ("select-dim", lambda L: L.ones(3, 4).select(2, 0), IndexError, None),
+    ("select-0d", lambda L: L.tensor(5.0).select(0, 0), IndexError, None),
+    ("unbind-0d", lambda L: L.tensor(5.0).unbind(), IndexError, None),
+    ("narrow-dim", lambda L: L.ones(3, 4).narrow(2, 0, 1), IndexError, None),
+    ("narrow-range", lambda L: L.ones(3, 4).narrow(1, 3, 2), RuntimeError, None),
+    ("narrow-0d", lambda L: L.tensor(5.0).narrow(0, 0, 1), RuntimeError, None),
+    ("permute-dim", lambda L: L.ones(3, 4).permute(0, 2), IndexError, None),
+    ("permute-len", lambda L: L.ones(3, 4).permute(0), RuntimeError, None),
+    ("permute-dup", lambda L: L.ones(3, 4).permute(0, 0), RuntimeError, None),
+    ("squeeze-dim", lambda L: L.ones(3, 4).squeeze(3), IndexError, None),
+    ("unsqueeze-dim", lambda L: L.ones(3, 4).unsqueeze(3), IndexError, None),
+    ("unsqueeze-negdim", lambda L: L.ones(3, 4).unsqueeze(-4), IndexError, None),
+    ("flatten-dim", lambda L: L.ones(3, 4).flatten(2), IndexError, None),
+    ("flatten-order", lambda L: L.ones(3, 4).flatten(1, 0), RuntimeError, None),
+    ("diagonal-dim", lambda L: L.ones(3, 4).diagonal(0, 0, 2), IndexError, None),
+    ("diagonal-same", lambda L: L.ones(3, 4).diagonal(0, 0, 0), RuntimeError, None),
+    ("diagonal-0d", lambda L: L.tensor(5.0).diagonal(), IndexError, None),
+    ("unflatten-prod", lambda L: L.ones(3, 4).unflatten(1, (3, 2)), RuntimeError, None),
+    ("split-0d", lambda L: L.tensor(5.0).split(1), RuntimeError, None),
+    ("split-zero", lambda L: L.ones(3, 4).split(0), RuntimeError, None),
+    ("split-sections", lambda L: L.ones(3, 4).split([1, 1]), RuntimeError, None),
+    ("chunk-zero", lambda L: L.ones(3, 4).chunk(0), RuntimeError, None),
+    ("chunk-0d", lambda L: L.tensor(5.0).chunk(1), RuntimeError, None),
+    ("tril-1d", lambda L: L.ones(3).tril(), RuntimeError, None),
+    ("triu-0d", lambda L: L.tensor(5.0).triu(), RuntimeError, None),
+    # view / reshape / expand / as_strided
+    ("view-strides", lambda L: L.ones(3, 4).t().view(12), RuntimeError, None),
+    ("view-sliced", lambda L: L.ones(3, 8)[:, :4].view(-1), RuntimeError, None),
+    ("view-numel", lambda L: L.ones(3, 4).view(5, -1), RuntimeError, None),
+    ("view-two-infer", lambda L: L.ones(3, 4).view(-1, -1), RuntimeError, None),
+    ("reshape-two-infer", lambda L: L.ones(3, 4).reshape(-1, -1), RuntimeError, None),
+    ("reshape-numel", lambda L: L.ones(3, 4).reshape(5, 3), RuntimeError, None),
+    ("expand-size", lambda L: L.ones(3, 4).expand(2, 4), RuntimeError, None),
+    ("expand-ndim", lambda L: L.ones(3, 4).expand(4), RuntimeError, None),
+    ("as_strided-oob", lambda L: L.ones(3, 4).as_strided((3, 4), (4, 2)), RuntimeError, None),
+    ("as_strided-negoffset", lambda L: L.ones(3, 4).as_strided((2,), (1,), -1), RuntimeError, None),
+    # shapes
+    ("add-shape", lambda L: L.add(L.ones(2, 3), L.ones(4)), RuntimeError, None),
+    ("eq-shape", lambda L: L.ones(2).eq(L.ones(3)), RuntimeError, None),
+    ("where-shape", lambda L: L.where(_i(L, True, False), L.ones(2), L.ones(3)), RuntimeError, None),
+    ("inplace-broadcast", lambda L: L.ones(2).add_(L.ones(2, 2)), RuntimeError, None),
+    ("inplace-expanded", lambda L: L.ones(1, 3).expand(2, 3).add_(1), RuntimeError, None),
+    ("copy-shape", lambda L: L.ones(2, 3).copy_(L.ones(3, 2)), RuntimeError, None),
+    ("mm-shape", lambda L: L.mm(L.ones(2, 3), L.ones(2, 3)), RuntimeError, None),
+    ("mm-1d", lambda L: L.mm(L.ones(3), L.ones(3, 2)), RuntimeError, None),
+    ("mm-dtype", lambda L: L.mm(L.ones(2, 3), L.ones(3, 2, dtype=L.float64)), RuntimeError, None),
+    ("fill-1d-value", lambda L: L.ones(2).fill_(L.ones(2)), RuntimeError, None),
+    # dtypes
+    ("out-cast", lambda L: L.add(L.ones(2), L.ones(2), out=L.empty(2, dtype=L.int64)), RuntimeError, "can't be cast"),
+    ("inplace-cast-div", lambda L: _i(L, 1, 2).div_(2), RuntimeError, "can't be cast"),
+    ("inplace-cast-sqrt", lambda L: _i(L, 1, 2).sqrt_(), RuntimeError, "can't be cast"),
+    ("inplace-cast-scalar", lambda L: _i(L, 1, 2).add_(1.5), RuntimeError, "can't be cast"),
+    ("inplace-cast-bool", lambda L: _i(L, True).square_(), RuntimeError, "can't be cast"),
+    ("float_power_-float32", lambda L: L.ones(2).float_power_(2), RuntimeError, None),
+    ("where-cond-dtype", lambda L: L.where(_i(L, 1, 0), L.ones(2), L.ones(2)), RuntimeError, None),
+    ("lerp-dtype", lambda L: L.lerp(L.ones(1), L.ones(1, dtype=L.float64), 0.5), RuntimeError, None),
+    ("lerp-weight-dtype", lambda L: L.lerp(L.ones(1), L.ones(1), L.ones(1, dtype=L.float64)), RuntimeError, None),
+    ("add-int-alpha-float", lambda L: L.add(_i(L, 1), _i(L, 1), alpha=2.5), RuntimeError, None),
+    ("pow-int-neg-scalar", lambda L: _i(L, 1, 2) ** -1, RuntimeError, None),
+    ("bitwise-float-scalar", lambda L: L.bitwise_and(_i(L, 3), 1.5), NotImplementedError, None),
+    ("round-int-decimals", lambda L: L.round(_i(L, 15, 25), decimals=1), NotImplementedError, None),
+    ("neg-bool", lambda L: -_i(L, True), NotImplementedError, None),
+    ("sub-bool", lambda L: _i(L, True) - _i(L, True), NotImplementedError, None),
+    ("sub-bool-scalar", lambda L: _i(L, True) - 1, NotImplementedError, None),
+    ("rsub-bool-scalar", lambda L: 1 - _i(L, True), NotImplementedError, None),
+    ("pow-bool", lambda L: L.pow(_i(L, True), _i(L, True)), NotImplementedError, None),
+    ("clamp-no-bounds", lambda L: L.clamp(_i(L, 1, 2)), RuntimeError, None),
+    ("fill-overflow", lambda L: L.ones(2, dtype=L.uint8).fill_(300), RuntimeError, None),
+    # integer division by zero
+    ("floordiv-int-zero", lambda L: _i(L, 1, 2) // 0, RuntimeError, "ZeroDivisionError"),
+    ("remainder-int-zero", lambda L: _i(L, 1, 2) % 0, RuntimeError, "ZeroDivisionError"),
+    ("fmod-int-zero", lambda L: L.fmod(_i(L, 1, 2), 0), RuntimeError, "ZeroDivisionError"),
+    ("div-floor-int-zero", lambda L: L.div(_i(L, 1, 2), 0, rounding_mode="floor"), RuntimeError, "ZeroDivisionError"),
+    ("div-trunc-int-tensor-zero", lambda L: L.div(_i(L, 1, 2), _i(L, 0, 1), rounding_mode="trunc"), RuntimeError,
+     "ZeroDivisionError"),
+    ("floordiv-int8-zero", lambda L: L.floor_divide(L.ones(3, dtype=L.int8), L.zeros(3, dtype=L.int8)), RuntimeError,
+     "ZeroDivisionError"),
+    ("div-rounding-mode", lambda L: L.div(L.ones(1), 2, rounding_mode="bad"), RuntimeError, None),
+    # argument types
+    ("add-str", lambda L: L.add(L.ones(2), "a"), TypeError, None),
+    ("add-None", lambda L: L.add(L.ones(2), None), TypeError, None),
+    ("add-alpha-str", lambda L: L.add(L.ones(2), L.ones(2), alpha="x"), TypeError, None),
+    ("exp-int", lambda L: L.exp(3), TypeError, None),
+    ("exp-extra-positional", lambda L: L.exp(L.ones(2), 3), TypeError, None),
+    ("exp-bad-kwarg", lambda L: L.exp(L.ones(2), foo=3), TypeError, None),
+    ("transpose-missing", lambda L: L.transpose(L.ones(2, 2), 0), TypeError, None),
+    ("transpose-float-dim", lambda L: L.ones(3, 4).transpose(0, 1.5), TypeError, None),
+    ("hypot-scalar", lambda L: L.hypot(L.ones(1), 4), TypeError, None),
+    ("maximum-scalar", lambda L: L.maximum(L.ones(1), 4), TypeError, None),
+    ("eq-rscalar", lambda L: L.eq(2, L.ones(1)), TypeError, None),
+    ("lerp-str", lambda L: L.lerp(L.ones(2), L.ones(2), "a"), TypeError, None),
+    ("new_zeros-float-size", lambda L: L.ones(3).new_zeros(2.5), TypeError, None),
+    ("new_zeros-negative", lambda L: L.ones(3).new_zeros((2, -1)), RuntimeError, None),
+    ("new_full-str", lambda L: L.ones(3).new_full((2,), "a"), TypeError, None),
+    # random
+    ("uniform-range", lambda L: L.ones(3).uniform_(2, 1), RuntimeError, None),
+    ("normal-std", lambda L: L.ones(3).normal_(0, -1), RuntimeError, None),
+    ("bernoulli-p", lambda L: L.ones(3).bernoulli_(1.5), RuntimeError, None),
+    ("bernoulli-negp", lambda L: L.ones(3).bernoulli_(-0.5), RuntimeError, None),
+    ("bernoulli-input-p", lambda L: L.tensor([1.5, 0.5]).bernoulli(), RuntimeError, None),
+    ("random-range", lambda L: L.ones(3).random_(5, 2), RuntimeError, None),
+    ("random-empty-range", lambda L: L.ones(3).random_(5, 5), RuntimeError, None),
+    ("exponential-lambda", lambda L: L.ones(3).exponential_(0), RuntimeError, None),
+    ("multinomial-too-many", lambda L: L.tensor([1.0, 2.0]).multinomial(3), RuntimeError, None),
+    ("multinomial-negative", lambda L: L.tensor([-1.0, 2.0]).multinomial(1), RuntimeError, None),
+    ("multinomial-zero-sum", lambda L: L.tensor([0.0, 0.0]).multinomial(1), RuntimeError, None),
+    ("multinomial-zero-samples", lambda L: L.tensor([1.0, 2.0]).multinomial(0), RuntimeError, None),
+    ("multinomial-3d", lambda L: L.ones(2, 2, 2).multinomial(1), RuntimeError, None),
+]
