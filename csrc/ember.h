@@ -521,8 +521,6 @@ typedef struct {
 int em_factory_opts(EmCall *c, EmFactoryOpts *o);
 EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtype);
 PyObject *em_factory_finish(EmTensor *t, const EmFactoryOpts *o);
-/* Run op `id` on an already bound call. */
-PyObject *em_op_run(EmOpId id, EmCall *c);
 
 /* Argument accessors for impls (values were type-checked by em_bind_args). */
 static inline EmTensor *em_arg_tensor(EmCall *c, int i) {

@@ -490,3 +490,16 @@ def test_linspace_accepts_0d_tensors():
     # torch.linspace(Tensor start, Tensor end, int steps) is a documented overload
     t = ember.linspace(ember.tensor(0.), ember.tensor(1.), 3)
     assert t.tolist() == [0.0, 0.5, 1.0]
+
+
+def test_empty_strided():
+    t = ember.empty_strided((2, 3), (1, 2))
+    assert t.shape == (2, 3) and t.stride() == (1, 2) and not t.is_contiguous()
+    assert t.untyped_storage().nbytes() == 6 * 4  # exactly the addressed extent
+    t.copy_(ember.from_numpy(np.arange(6.0, dtype=np.float32).reshape(2, 3)))
+    np.testing.assert_array_equal(t.numpy(), np.arange(6.0).reshape(2, 3))
+    assert ember.empty_strided((0, 3), (3, 1)).numel() == 0
+    with pytest.raises(RuntimeError):
+        ember.empty_strided((2, 3), (1,))
+    with pytest.raises(RuntimeError):
+        ember.empty_strided((2, 3), (-1, 1))

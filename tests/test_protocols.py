@@ -352,3 +352,25 @@ def test_cuda_unavailable_is_clear():
                  lambda: ember.zeros(2, device=ember.device("cuda"))):
         with pytest.raises(RuntimeError, match="cuda|CUDA"):
             call()
+
+
+def test_conjugate_transposes_are_transposes_for_real_dtypes():
+    a = np.arange(6.0).reshape(2, 3)
+    x = ember.from_numpy(a)
+    np.testing.assert_array_equal(x.H.numpy(), a.T)
+    np.testing.assert_array_equal(ember.from_numpy(np.arange(24.0).reshape(2, 3, 4)).mH.numpy(),
+                                  np.swapaxes(np.arange(24.0).reshape(2, 3, 4), -1, -2))
+    assert x.conj() is x and x.resolve_conj() is x and not x.is_conj()
+    with pytest.raises(RuntimeError):
+        ember.zeros(2, 3, 4).H
+
+
+def test_random_module_seeds_the_default_generator():
+    ember.random.manual_seed(7)
+    a = ember.rand(3).tolist()
+    ember.manual_seed(7)
+    assert ember.rand(3).tolist() == a
+    state = ember.random.get_rng_state()
+    b = ember.rand(2).tolist()
+    ember.random.set_rng_state(state)
+    assert ember.rand(2).tolist() == b and ember.random.initial_seed() == 7

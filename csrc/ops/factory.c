@@ -113,6 +113,26 @@ static PyObject *f_empty(EmCall *c) {
     return em_factory_finish(em_factory_out(c, n, shape, d), &o);
 }
 
+static PyObject *f_empty_strided(EmCall *c) {
+    int n, ns;
+    int64_t shape[EM_MAX_DIMS], strides[EM_MAX_DIMS], extent;
+    EmFactoryOpts o;
+    if (size_arg(c, 0, &n, shape) < 0 || em_arg_intlist(c, 1, &ns, strides) < 0 ||
+        em_factory_opts(c, &o) < 0)
+        return NULL;
+    if (n != ns) {
+        PyErr_Format(PyExc_RuntimeError, "mismatch in length of strides and shape");
+        return NULL;
+    }
+    if (em_extent_checked(n, shape, strides, &extent) < 0) return NULL;
+    EmDType d = o.dtype == EM_AUTO ? em_default_float : (EmDType)o.dtype;
+    EmTensor *base = em_empty(1, &extent, d, em_cpu()); /* storage for exactly the extent */
+    if (!base) return NULL;
+    EmTensor *t = em_tensor_alloc(&EmTensorType, base->storage, 0, n, shape, strides, d);
+    Py_DECREF(base);
+    return em_factory_finish(t, &o);
+}
+
 /* _like: shape, dtype (and layout) of the input unless told otherwise */
 static PyObject *like(EmCall *c, bool fill, EmScalar v) {
     EmTensor *src = em_arg_tensor(c, 0);
@@ -390,6 +410,7 @@ static EmOpDef factories[] = {
     {"zeros", "zeros(IntList size, *, Tensor out=None, " OPTS ")", f_zeros},
     {"ones", "ones(IntList size, *, Tensor out=None, " OPTS ")", f_ones},
     {"empty", "empty(IntList size, *, Tensor out=None, object memory_format=None, " OPTS ")", f_empty},
+    {"empty_strided", "empty_strided(IntList size, IntList stride, *, " OPTS ")", f_empty_strided},
     {"full", "full(IntList size, Number fill_value, *, Tensor out=None, " OPTS ")", f_full},
     {"zeros_like", "zeros_like(Tensor input, *, object memory_format=None, " OPTS ")", f_zeros_like},
     {"ones_like", "ones_like(Tensor input, *, object memory_format=None, " OPTS ")", f_ones_like},

@@ -28,11 +28,6 @@ EmOpDef em_op_defs[EM_NUM_OPS] = {
 #undef I
 const EmKernels em_kernels_none = {{0}};
 
-PyObject *em_op_run(EmOpId id, EmCall *c) {
-    c->def = &em_op_defs[id];
-    return c->def->impl(c);
-}
-
 enum { V_FN, V_METHOD, V_INPLACE };
 
 static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const *args,

@@ -419,28 +419,20 @@ static PyGetSetDef tensor_getset[] = {
 
 /* ------------------------------------------------------------ methods */
 
-static PyObject *m_size(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
-    PyObject *dim = n > 0 ? args[0] : (kw && PyTuple_GET_SIZE(kw) ? args[n] : Py_None);
-    if (n + (kw ? PyTuple_GET_SIZE(kw) : 0) > 1) {
-        PyErr_SetString(PyExc_TypeError, "size() takes at most one argument (dim)");
+/* size(dim=None) / stride(dim=None): the whole tuple, or one entry. */
+static PyObject *dim_query(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw,
+                           const char *name, bool sizes) {
+    Py_ssize_t nkw = kw ? PyTuple_GET_SIZE(kw) : 0;
+    if (n + nkw > 1 || (nkw && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kw, 0), "dim"))) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most one argument (dim)", name);
         return NULL;
     }
-    if (dim == Py_None) return em_size_new(SELF->ndim, SELF->sizes);
-    long long d = PyLong_AsLongLong(dim);
-    int w;
-    if ((d == -1 && PyErr_Occurred()) || em_wrap_dim(d, SELF->ndim, &w) < 0) return NULL;
-    if (SELF->ndim == 0) {
-        PyErr_SetString(PyExc_IndexError, "Dimension specified as 0 but tensor has no dimensions");
-        return NULL;
-    }
-    return PyLong_FromLongLong(SELF->sizes[w]);
-}
-
-static PyObject *m_stride(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
-    PyObject *dim = n > 0 ? args[0] : (kw && PyTuple_GET_SIZE(kw) ? args[n] : Py_None);
+    PyObject *dim = n + nkw ? args[0] : Py_None;
+    const int64_t *vals = sizes ? SELF->sizes : SELF->strides;
     if (dim == Py_None) {
+        if (sizes) return em_size_new(SELF->ndim, vals);
         PyObject *t = PyTuple_New(SELF->ndim);
-        for (int i = 0; t && i < SELF->ndim; i++) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(SELF->strides[i]));
+        for (int i = 0; t && i < SELF->ndim; i++) PyTuple_SET_ITEM(t, i, PyLong_FromLongLong(vals[i]));
         return t;
     }
     long long d = PyLong_AsLongLong(dim);
@@ -450,7 +442,14 @@ static PyObject *m_stride(PyObject *self, PyObject *const *args, Py_ssize_t n, P
         PyErr_SetString(PyExc_IndexError, "Dimension specified as 0 but tensor has no dimensions");
         return NULL;
     }
-    return PyLong_FromLongLong(SELF->strides[w]);
+    return PyLong_FromLongLong(vals[w]);
+}
+
+static PyObject *m_size(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    return dim_query(self, args, n, kw, "size", true);
+}
+static PyObject *m_stride(PyObject *self, PyObject *const *args, Py_ssize_t n, PyObject *kw) {
+    return dim_query(self, args, n, kw, "stride", false);
 }
 
 static PyObject *m_dim(PyObject *self, PyObject *u) { return PyLong_FromLong(SELF->ndim); }

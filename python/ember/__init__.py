@@ -46,8 +46,8 @@ for _name in dir(_C):
 del _name, _skip
 
 from ._dtype_info import finfo, iinfo  # noqa: E402
-from ._random import (manual_seed, seed, initial_seed, get_rng_state,  # noqa: E402
-                      set_rng_state)
+from .random import (manual_seed, seed, initial_seed, get_rng_state,  # noqa: E402
+                     set_rng_state)
 from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, pickling, ...)
 from . import cuda, testing  # noqa: E402,F401
 from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402

@@ -74,6 +74,29 @@ def where(self, condition, y):
     return _C.where(condition, self, y)
 
 
+@property
+def H(self):
+    """Conjugate transpose of a matrix; ember has no complex dtypes, so the transpose."""
+    if self.dim() not in (0, 2):
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
+    return self.t() if self.dim() == 2 else self
+
+
+@property
+def mH(self):
+    """Conjugate transpose of the last two dims; the transpose for real dtypes."""
+    return self.mT
+
+
+def _identity(self):
+    """conj/resolve_conj/resolve_neg: no-ops for real tensors."""
+    return self
+
+
+def _false(self):
+    return False
+
+
 def __reversed__(self):
     return iter(list(self)[::-1]) if self.dim() else iter([self])
 
@@ -81,6 +104,7 @@ def __reversed__(self):
 _C._add_tensor_attrs({
     "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__format__": __format__,
     "__array__": __array__, "__array_wrap__": __array_wrap__, "__array_interface__": __array_interface__, "where": where,
-    "__reversed__": __reversed__, "__module__": "ember",
+    "__reversed__": __reversed__, "__module__": "ember", "H": H, "mH": mH, "conj": _identity,
+    "resolve_conj": _identity, "resolve_neg": _identity, "is_conj": _false, "is_neg": _false,
 })
 _C._set_helpers({"repr": _repr})

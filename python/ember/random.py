@@ -1,4 +1,4 @@
-"""Seeding and state of the default random generator (torch.manual_seed & co)."""
+"""ember.random: seeding and state of the default random generator (torch.random)."""
 from . import _C
 
 
