@@ -118,6 +118,13 @@
 #define EM_ENTRY(name, DT, T) [EM_##DT] = EM_KNAME(name, DT),
 #define EM_TABLE(name, ...) const EmKernels em_kernels_##name = {{__VA_ARGS__}};
 
+/* One expression for the integer types INTS (EM_TYPES_INT or, with bool,
+ * EM_TYPES_INTB) and another for the float types. */
+#define EM_KERNELS_SPLIT(kind, name, INTS, int_expr, float_expr)               \
+    INTS(EM_INST_##kind, name, int_expr)                                       \
+    EM_TYPES_FLOAT(EM_INST_##kind, name, float_expr)                           \
+    EM_TABLE(name, INTS(EM_ENTRY, name) EM_TYPES_FLOAT(EM_ENTRY, name))
+
 /* The common case: one expression for one type list. */
 #define EM_KERNELS(kind, name, TYPES, EXPR)                                    \
     TYPES(EM_INST_##kind, name, EXPR)                                          \

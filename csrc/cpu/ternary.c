@@ -12,9 +12,7 @@ EM_TABLE(add_alpha, EM_TYPES_NUM(EM_ENTRY, add_alpha))
 EM_TYPES_ALL(EM_INST_TERNARY_BOOLA, where, a ? b : c)
 EM_TABLE(where, EM_TYPES_ALL(EM_ENTRY, where))
 
-EM_TYPES_INT(EM_INST_TERNARY, clamp, em_min_int(em_max_int(a, b), c))
-EM_TYPES_FLOAT(EM_INST_TERNARY, clamp, em_min_nan(em_max_nan(a, b), c))
-EM_TABLE(clamp, EM_TYPES_INT(EM_ENTRY, clamp) EM_TYPES_FLOAT(EM_ENTRY, clamp))
+EM_KERNELS_SPLIT(TERNARY, clamp, EM_TYPES_INT, em_min_int(em_max_int(a, b), c), em_min_nan(em_max_nan(a, b), c))
 
 EM_KERNELS(TERNARY, lerp, EM_TYPES_FLOAT, em_lerp(a, b, c))
 

@@ -4,23 +4,16 @@
 #include "loops.h"
 
 EM_KERNELS(UNARY, neg, EM_TYPES_NUM, -x)
-EM_TYPES_INT(EM_INST_UNARY, abs, x < 0 ? -x : x)
-EM_TYPES_FLOAT(EM_INST_UNARY, abs, fabs(x))
-EM_TABLE(abs, EM_TYPES_INT(EM_ENTRY, abs) EM_TYPES_FLOAT(EM_ENTRY, abs))
+EM_KERNELS_SPLIT(UNARY, abs, EM_TYPES_INT, x < 0 ? -x : x, fabs(x))
 EM_TYPES_INT(EM_INST_UNARY, sign, (x > 0) - (x < 0))
 EM_INST_UNARY(sign, x, BOOL, bool)
 EM_TYPES_FLOAT(EM_INST_UNARY, sign, em_sign_float(x))
 EM_TABLE(sign, EM_TYPES_INTB(EM_ENTRY, sign) EM_TYPES_FLOAT(EM_ENTRY, sign))
 EM_KERNELS(UNARY, square, EM_TYPES_NUM, x * x)
-EM_TYPES_INT(EM_INST_UNARY, relu, x > 0 ? x : 0)
-EM_TYPES_FLOAT(EM_INST_UNARY, relu, x > 0 ? x : (x != x ? x : 0))
-EM_TABLE(relu, EM_TYPES_INT(EM_ENTRY, relu) EM_TYPES_FLOAT(EM_ENTRY, relu))
+EM_KERNELS_SPLIT(UNARY, relu, EM_TYPES_INT, x > 0 ? x : 0, x > 0 ? x : (x != x ? x : 0))
 
 /* rounding: identity on integers */
-#define ROUNDING(name, fn)                                                     \
-    EM_TYPES_INT(EM_INST_UNARY, name, x)                                       \
-    EM_TYPES_FLOAT(EM_INST_UNARY, name, fn(x))                                 \
-    EM_TABLE(name, EM_TYPES_INT(EM_ENTRY, name) EM_TYPES_FLOAT(EM_ENTRY, name))
+#define ROUNDING(name, fn) EM_KERNELS_SPLIT(UNARY, name, EM_TYPES_INT, x, fn(x))
 ROUNDING(floor, floor)
 ROUNDING(ceil, ceil)
 ROUNDING(trunc, trunc)
@@ -56,10 +49,8 @@ EM_KERNELS(UNARY, erfinv, EM_TYPES_FLOAT, em_erfinv(x))
 EM_KERNELS(UNARY, reciprocal, EM_TYPES_FLOAT, 1 / x)
 
 /* predicates write bool; integers are always finite */
-#define PREDICATE(name, int_expr, float_expr)                                  \
-    EM_TYPES_INTB(EM_INST_UNARY_BOOL, name, int_expr)                          \
-    EM_TYPES_FLOAT(EM_INST_UNARY_BOOL, name, float_expr)                       \
-    EM_TABLE(name, EM_TYPES_INTB(EM_ENTRY, name) EM_TYPES_FLOAT(EM_ENTRY, name))
+#define PREDICATE(name, int_expr, float_expr) \
+    EM_KERNELS_SPLIT(UNARY_BOOL, name, EM_TYPES_INTB, int_expr, float_expr)
 PREDICATE(isnan, ((void)x, false), x != x)
 PREDICATE(isinf, ((void)x, false), isinf(x))
 PREDICATE(isfinite, ((void)x, true), isfinite(x))
