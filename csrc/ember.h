@@ -440,6 +440,10 @@ int em_dtype_from_py(PyObject *o, EmDType *out);
 int em_device_from_py(PyObject *o, EmDevice *out);
 PyObject *em_device_object(EmDevice d);
 
+/* A named pair such as torch.return_types.max(values, indices): steals a
+ * and b (NULL-safe: returns NULL if either is NULL). */
+PyObject *em_return_pair(const char *name, const char *f0, const char *f1, PyObject *a, PyObject *b);
+
 /* Python-side helpers looked up lazily from ember (e.g. repr). */
 PyObject *em_py_helper(const char *name); /* borrowed */
 

@@ -14,6 +14,7 @@ PyObject *em_add_tensor_attrs(PyObject *mod, PyObject *d);
 PyObject *em_from_bytes(PyObject *m, PyObject *args);
 int em_init_factories(PyObject *m);
 int em_init_random(PyObject *m);
+int em_init_return_types(PyObject *m);
 
 static PyObject *get_default_dtype(PyObject *m, PyObject *u) {
     return Py_NewRef(em_dtype_object(em_default_float));
@@ -124,7 +125,7 @@ PyMODINIT_FUNC PyInit__C(void) {
 #endif
     if (em_init_dtypes(m) < 0 || em_init_devices(m) < 0 || em_init_storage(m) < 0 ||
         em_init_size(m) < 0 || em_init_generator(m) < 0 || em_init_tensor_type(m) < 0 ||
-        em_init_factories(m) < 0 || em_init_random(m) < 0) {
+        em_init_factories(m) < 0 || em_init_random(m) < 0 || em_init_return_types(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
