@@ -246,9 +246,13 @@ typedef struct EmTensor {
     bool requires_grad;
     bool is_view; /* shares storage with view_base */
     int32_t output_nr;
+    bool is_inference; /* made under inference_mode: never enters a graph */
     PyObject *view_base; /* the tensor this one is a view of, or NULL */
     PyObject *grad;
-    PyObject *grad_fn;
+    PyObject *grad_fn;        /* the EmNode that produced it (non-leaf), or NULL */
+    struct EmNode *grad_accumulator; /* leaf's AccumulateGrad node, not owned (Note [accumulator]) */
+    PyObject *backward_hooks; /* list: Tensor.register_hook on a leaf, or NULL */
+    PyObject *post_acc_hooks; /* list: register_post_accumulate_grad_hook, or NULL */
     PyObject *dict;
     PyObject *weakrefs;
     int64_t small[2 * EM_SMALL_DIMS];
@@ -273,6 +277,9 @@ EmTensor *em_empty(int ndim, const int64_t *sizes, EmDType dtype, EmDevice devic
 /* A fresh tensor with t's shape and dtype; dense with t's dim order when
  * t is dense and non-overlapping, otherwise contiguous. */
 EmTensor *em_empty_like(const EmTensor *t, EmDType dtype);
+/* Uninitialised, with the given strides (storage sized to what they address). */
+EmTensor *em_empty_strided(int ndim, const int64_t *sizes, const int64_t *strides, EmDType dtype,
+                           EmDevice device);
 /* Zero-filled. */
 EmTensor *em_zeros(int ndim, const int64_t *sizes, EmDType dtype, EmDevice device);
 /* A 0-d tensor holding a scalar. */
@@ -526,6 +533,9 @@ int em_factory_opts(EmCall *c, EmFactoryOpts *o);
 EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtype);
 PyObject *em_factory_finish(EmTensor *t, const EmFactoryOpts *o);
 
+/* Run a bound call through the whole op pipeline (bindings.c). */
+PyObject *em_call_run(EmCall *c);
+
 /* Argument accessors for impls (values were type-checked by em_bind_args). */
 static inline EmTensor *em_arg_tensor(EmCall *c, int i) {
     return c->args[i] == Py_None ? NULL : (EmTensor *)c->args[i];
@@ -557,6 +567,7 @@ EmTensor *em_narrow(EmTensor *t, int dim, int64_t start, int64_t length);
 EmTensor *em_select(EmTensor *t, int dim, int64_t index);
 EmTensor *em_clone(EmTensor *t);
 EmTensor *em_detach(EmTensor *t);
+EmTensor *em_sum_to(EmTensor *t, int ndim, const int64_t *shape); /* ops/sum_to.c */
 
 /* Python data <-> tensors (python/convert.c, python/numpy.c) */
 EmTensor *em_tensor_from_data(PyObject *data, int dtype /* EM_AUTO or EmDType */);
@@ -577,6 +588,123 @@ int em_fill_(EmTensor *dst, EmScalar value);
 /* A tensor cast to dtype (a new tensor; t itself when copy is false and dtype matches). */
 EmTensor *em_to_dtype(EmTensor *t, EmDType dtype, bool copy);
 
+/* --------------------------------------------------------------- autograd */
+
+/* Note [autograd graph]: each differentiable op call with an input that
+ * requires grad makes an EmNode. Its `next` edges point at the nodes that
+ * produced its tensor inputs (their grad_fn and output_nr), or at a leaf's
+ * AccumulateGrad node. The engine (autograd/engine.c) runs nodes in
+ * dependency order from the root; each node turns the gradients of its
+ * outputs into gradients of its inputs. */
+typedef struct EmNode EmNode;
+
+typedef struct {
+    EmNode *fn;   /* strong reference, or NULL: no gradient flows there */
+    int input_nr; /* which output of fn this edge carries the gradient of */
+} EmEdge;
+
+/* A tensor a node keeps for its backward (torch's SavedVariable): a
+ * detached alias plus what rebuilds its place in the graph on unpack, and
+ * the version it had when saved (Note [version counter]). */
+typedef struct {
+    EmTensor *data;    /* detached alias, NULL when nothing was saved */
+    EmTensor *leaf;    /* the saved tensor itself when it is a leaf requiring grad */
+    EmNode *grad_fn;   /* its producer (strong), unless is_output */
+    int output_nr;
+    int64_t version;
+    bool is_output;    /* an output of the saving node: grad_fn is the node itself */
+} EmSaved;
+
+/* Shape and dtype of a tensor an edge leads to / a node produced: gradients
+ * are checked against it, summed to its shape and cast to its dtype. */
+typedef struct {
+    int ndim;
+    uint8_t dtype;
+    bool defined;
+    int64_t sizes[EM_SMALL_DIMS];
+    int64_t *big; /* sizes when ndim > EM_SMALL_DIMS */
+} EmMeta;
+
+typedef int (*EmBackwardFn)(EmNode *n, EmTensor **grad_out, EmTensor **grad_in);
+
+typedef enum { EM_NODE_OP, EM_NODE_ACCUMULATE, EM_NODE_PYTHON, EM_NODE_COPY_SLICES } EmNodeKind;
+
+struct EmNode {
+    PyObject_HEAD
+    EmNodeKind kind;
+    EmOpId op;              /* EM_NODE_OP: the op whose backward runs */
+    EmBackwardFn backward;
+    int64_t sequence_nr;    /* creation order: later nodes run first */
+    int num_outputs;        /* forward outputs: gradients this node receives */
+    int num_next;           /* forward tensor inputs: gradients it produces */
+    EmEdge *next;
+    EmMeta *in_meta;        /* [num_next] */
+    EmMeta *out_meta;       /* [num_outputs] */
+    EmSaved *saved;         /* [num_next] saved inputs (data NULL when unsaved) */
+    EmSaved *saved_out;     /* [num_outputs] saved outputs, or NULL */
+    PyObject *args;         /* the forward's bound arguments, tensors replaced by None */
+    bool released;          /* saved tensors freed after a backward without retain_graph */
+    EmTensor *variable;     /* EM_NODE_ACCUMULATE: the leaf (strong) */
+    PyObject *ctx;          /* EM_NODE_PYTHON: the Function's ctx; COPY_SLICES: the view node */
+    int64_t *view_geom;     /* COPY_SLICES: ndim, sizes, strides, offset of the view */
+    PyObject *pre_hooks;    /* list of callables(grad_outputs) */
+    PyObject *post_hooks;   /* list of callables(grad_inputs, grad_outputs) */
+    PyObject *tensor_hooks; /* dict output_nr -> list (Tensor.register_hook on non-leaves) */
+    PyObject *dict;
+    PyObject *weakrefs;
+};
+
+extern PyTypeObject EmNodeType;
+const char *em_node_name(const EmNode *n); /* "MulBackward0" */
+static inline bool em_is_node(PyObject *o) { return PyObject_TypeCheck(o, &EmNodeType); }
+
+/* Grad mode (thread-local, like torch). */
+bool em_grad_enabled(void);
+void em_set_grad_enabled(bool on);
+bool em_inference_mode(void);
+
+/* True when t takes part in autograd (requires grad or has a grad_fn). */
+static inline bool em_requires_grad(const EmTensor *t) { return t->requires_grad || t->grad_fn; }
+
+/* Node construction (autograd/node.c). */
+EmNode *em_node_new(EmNodeKind kind, const char *type_name, int num_next, int num_outputs);
+/* The leaf's AccumulateGrad node (created on demand; new reference). */
+EmNode *em_grad_accumulator(EmTensor *leaf);
+/* The edge a gradient for t travels along: its grad_fn, its accumulator, or none. */
+int em_gradient_edge(EmTensor *t, EmEdge *e);
+int em_meta_set(EmMeta *m, const EmTensor *t);
+void em_meta_clear(EmMeta *m);
+static inline const int64_t *em_meta_sizes(const EmMeta *m) { return m->big ? m->big : m->sizes; }
+int em_saved_set(EmSaved *s, EmTensor *t, EmNode *owner, bool is_output);
+/* Unpack a saved tensor: new reference, reconnected to the graph. */
+EmTensor *em_saved_get(EmNode *n, EmSaved *s);
+void em_saved_clear(EmSaved *s);
+void em_node_release(EmNode *n);
+
+/* Recording (autograd/record.c): checks before an op writes in place, and
+ * the node that follows a differentiable op. */
+int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmTensor **saved_self);
+PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmTensor *saved_self);
+/* Call op `id` from C with positional arguments (recorded when grad mode is
+ * on, so backward formulas are themselves differentiable). New reference. */
+PyObject *em_op(EmOpId id, int nargs, PyObject *const *args);
+EmTensor *em_op_t(EmOpId id, int nargs, PyObject *const *args); /* result must be a tensor */
+
+/* Backward formulas (autograd/derivatives.c): per op, which inputs (bit i)
+ * and outputs (EM_SAVE_OUT) the formula reads, and the formula. */
+#define EM_SAVE_IN(i) (1u << (i))
+#define EM_SAVE_OUT (1u << 31)
+typedef struct {
+    EmBackwardFn fn;
+    unsigned saves;
+    const char *name; /* torch's node name, e.g. "MulBackward0" */
+} EmDerivative;
+extern EmDerivative em_derivatives[EM_NUM_OPS];
+int em_init_derivatives(void);
+
+/* The engine (autograd/engine.c). */
+PyObject *em_run_backward(PyObject *m, PyObject *args, PyObject *kw);
+
 /* Module-level helpers */
 int em_init_dtypes(PyObject *m);
 int em_init_devices(PyObject *m);
@@ -585,6 +713,7 @@ int em_init_tensor_type(PyObject *m);
 int em_init_generator(PyObject *m);
 int em_init_ops(PyObject *m, PyMethodDef **tensor_methods);
 int em_init_size(PyObject *m);
+int em_init_autograd(PyObject *m);
 int em_init_numpy(void);
 
 #endif /* EMBER_H */

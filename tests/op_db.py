@@ -244,6 +244,7 @@ class OpInfo:
     scaled_atol: bool = False         # half types round operands on the way (a +- alpha*b): atol x |result|max
     check_values: bool = True
     expect: Callable = None           # (op, sample, values) -> (expected, dtype), replaces the default
+    call: Callable = None             # (L, *args, **kw) -> result: how an internal op is reached
 
     def rule_for(self, kwargs):
         return self.rule(kwargs) if callable(self.rule) else self.rule
@@ -901,6 +902,62 @@ OPS += [
            view="maybe"),
     OpInfo("expand_as", lambda x, o: np.broadcast_to(x, o.shape), kind="view", variants="M", samples=_as_samples,
            view=True),
+]
+
+
+# ---------------------------------------------------------------------------
+# internal ops of the pipeline: x[key] (_index), x.to(dtype) (_to_copy), and
+# sum_to_size, the reduction autograd uses to undo broadcasting
+def _index_samples(op, dtype, layout):
+    x = TS(gen_values(rng_for(op.name, dtype, layout), dtype, layout_shape(layout, (3, 4))), dtype)
+    if layout == "0d":
+        return [Sample((x, ())), Sample((x, None)), Sample((x, Ellipsis))]
+    keys = [(1,), (slice(None), 2), (Ellipsis, slice(1, None, 2)), (None, -1), (slice(None, None, 2), None, 0),
+            (slice(-2, None), Ellipsis)]
+    if layout == "empty":
+        keys = [(slice(None), 0), (Ellipsis, None)]
+    return [Sample((x, k)) for k in keys]
+
+
+def _to_copy_samples(op, dtype, layout):
+    x = TS(gen_values(rng_for(op.name, dtype, layout), dtype, layout_shape(layout)), dtype)
+    return [Sample((x, DT(t))) for t in ("float64", "float32", "float16", "int64", "int8", "bool")
+            if t != dtype]
+
+
+def _sum_to_samples(op, dtype, layout):
+    x = TS(gen_values(rng_for(op.name, dtype, layout), dtype, layout_shape(layout, (3, 4))), dtype)
+    shp = layout_shape(layout, (3, 4))
+    if len(shp) < 2:
+        return [Sample((x, shp)), Sample((x, ()))] if layout != "empty" else [Sample((x, shp))]
+    return [Sample((x, (1, shp[1]))), Sample((x, (shp[1],))), Sample((x, (shp[0], 1))), Sample((x, ())),
+            Sample((x, shp))]
+
+
+def _sum_to_ref(x, size):
+    size = tuple(size)
+    lead = x.ndim - len(size)
+    r = x.astype(np.float64 if x.dtype.kind == "f" else np.int64).sum(axis=tuple(range(lead))) if lead else x
+    dims = tuple(i for i, s in enumerate(size) if s == 1 and r.shape[i] != 1)
+    return r.sum(axis=dims, keepdims=True) if dims else r
+
+
+def _sum_to_expect(op, sample, values):
+    x, size = sample.args
+    same = tuple(np.shape(values[0])) == tuple(size)
+    dt = x.dtype if same or is_float(x.dtype) else "int64"  # integer sums promote to int64
+    return quantize(_sum_to_ref(values[0], size), dt), dt
+
+
+OPS += [
+    OpInfo("_index", lambda x, k: x[k], kind="view", variants="F", samples=_index_samples, view=True,
+           layouts=("contig", "T", "slice", "0d", "empty"), call=lambda L, x, k: x[k]),
+    OpInfo("_to_copy", lambda x, d: x, kind="plain", variants="F", samples=_to_copy_samples,
+           layouts=("contig", "T", "0d"), call=lambda L, x, d: x.to(d),
+           expect=lambda op, s, v: (quantize(v[0], str(s.args[1])), str(s.args[1]))),
+    OpInfo("sum_to_size", _sum_to_ref, kind="plain", variants="M", samples=_sum_to_samples,
+           layouts=("contig", "T", "slice", "empty"), expect=_sum_to_expect,
+           tol={"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}),
 ]
 
 

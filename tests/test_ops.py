@@ -153,6 +153,8 @@ class Failures:
 
 
 def call(L, op, variant, args, kwargs, out=None):
+    if op.call:  # internal ops (x[key], x.to(dtype)) reached through their Python syntax
+        return op.call(L, *args, **kwargs)
     if variant == "F":
         return getattr(L, op.name)(*args, **kwargs)
     if variant == "O":

@@ -70,10 +70,14 @@ EmTensor *em_tensor_alloc(PyTypeObject *type, EmStorage *storage, int64_t offset
     t->dtype = (int8_t)dtype;
     t->requires_grad = false;
     t->is_view = false;
+    t->is_inference = em_inference_mode();
     t->output_nr = 0;
     t->view_base = NULL;
     t->grad = NULL;
     t->grad_fn = NULL;
+    t->grad_accumulator = NULL;
+    t->backward_hooks = NULL;
+    t->post_acc_hooks = NULL;
     t->dict = NULL;
     t->weakrefs = NULL;
     if (em_tensor_set_geometry(t, ndim, sizes, strides, offset) < 0) {
@@ -91,6 +95,8 @@ void em_tensor_dealloc(EmTensor *t) {
     Py_CLEAR(t->view_base);
     Py_CLEAR(t->grad);
     Py_CLEAR(t->grad_fn);
+    Py_CLEAR(t->backward_hooks);
+    Py_CLEAR(t->post_acc_hooks);
     Py_CLEAR(t->dict);
     if (t->sizes != t->small) {
         PyMem_Free(t->sizes);
@@ -109,6 +115,8 @@ int em_tensor_traverse(EmTensor *t, visitproc visit, void *arg) {
     Py_VISIT(t->view_base);
     Py_VISIT(t->grad);
     Py_VISIT(t->grad_fn);
+    Py_VISIT(t->backward_hooks);
+    Py_VISIT(t->post_acc_hooks);
     Py_VISIT(t->dict);
     return 0;
 }
@@ -116,6 +124,8 @@ int em_tensor_traverse(EmTensor *t, visitproc visit, void *arg) {
 int em_tensor_clear(EmTensor *t) {
     Py_CLEAR(t->grad);
     Py_CLEAR(t->grad_fn);
+    Py_CLEAR(t->backward_hooks);
+    Py_CLEAR(t->post_acc_hooks);
     Py_CLEAR(t->dict);
     return 0;
 }
@@ -165,6 +175,17 @@ EmTensor *em_empty(int ndim, const int64_t *sizes, EmDType dtype, EmDevice devic
     if (!s) return NULL;
     EmTensor *t = em_tensor_alloc(&EmTensorType, s, 0, ndim, sizes, NULL, dtype);
     Py_DECREF(s);
+    return t;
+}
+
+EmTensor *em_empty_strided(int ndim, const int64_t *sizes, const int64_t *strides, EmDType dtype,
+                           EmDevice device) {
+    int64_t extent;
+    if (em_extent_checked(ndim, sizes, strides, &extent) < 0) return NULL;
+    EmTensor *base = em_empty(1, &extent, dtype, device); /* storage for exactly the extent */
+    if (!base) return NULL;
+    EmTensor *t = em_tensor_alloc(&EmTensorType, base->storage, 0, ndim, sizes, strides, dtype);
+    Py_DECREF(base);
     return t;
 }
 

@@ -480,6 +480,13 @@ EmTensor *em_to_dtype(EmTensor *t, EmDType dtype, bool copy) {
     return r;
 }
 
+PyObject *em_impl_to_copy(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    EmDType d = (EmDType)t->dtype;
+    if (em_arg_dtype(c, 1, &d) < 0) return NULL;
+    return (PyObject *)em_to_dtype(t, d, true);
+}
+
 /* ------------------------------------------------ the number protocol */
 
 static PyObject *call_with(EmOpId id, PyObject *a, PyObject *b, EmTensor *out) {
@@ -492,8 +499,7 @@ static PyObject *call_with(EmOpId id, PyObject *a, PyObject *b, EmTensor *out) {
     c.owned_tensor = NULL;
     c.out = out;
     c.inplace = out != NULL;
-    PyObject *r = c.def->impl(&c);
-    if (r && out && r != Py_NotImplemented) em_bump_version(out); /* Note [when versions change] */
+    PyObject *r = em_call_run(&c);
     Py_XDECREF(c.owned_tensor);
     return r;
 }

@@ -115,7 +115,7 @@ static PyObject *f_empty(EmCall *c) {
 
 static PyObject *f_empty_strided(EmCall *c) {
     int n, ns;
-    int64_t shape[EM_MAX_DIMS], strides[EM_MAX_DIMS], extent;
+    int64_t shape[EM_MAX_DIMS], strides[EM_MAX_DIMS];
     EmFactoryOpts o;
     if (size_arg(c, 0, &n, shape) < 0 || em_arg_intlist(c, 1, &ns, strides) < 0 ||
         em_factory_opts(c, &o) < 0)
@@ -124,13 +124,8 @@ static PyObject *f_empty_strided(EmCall *c) {
         PyErr_Format(PyExc_RuntimeError, "mismatch in length of strides and shape");
         return NULL;
     }
-    if (em_extent_checked(n, shape, strides, &extent) < 0) return NULL;
     EmDType d = o.dtype == EM_AUTO ? em_default_float : (EmDType)o.dtype;
-    EmTensor *base = em_empty(1, &extent, d, em_cpu()); /* storage for exactly the extent */
-    if (!base) return NULL;
-    EmTensor *t = em_tensor_alloc(&EmTensorType, base->storage, 0, n, shape, strides, d);
-    Py_DECREF(base);
-    return em_factory_finish(t, &o);
+    return em_factory_finish(em_empty_strided(n, shape, strides, d, em_cpu()), &o);
 }
 
 /* _like: shape, dtype (and layout) of the input unless told otherwise */

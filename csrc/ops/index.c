@@ -107,6 +107,8 @@ fail:
     return r;
 }
 
+PyObject *em_impl_index(EmCall *c) { return (PyObject *)em_getitem(em_arg_tensor(c, 0), c->args[1]); }
+
 int em_setitem(EmTensor *t, PyObject *key, PyObject *value) {
     if (!value) {
         PyErr_SetString(PyExc_TypeError, "Tensor does not support item deletion");
@@ -118,8 +120,11 @@ int em_setitem(EmTensor *t, PyObject *key, PyObject *value) {
     EmOperand o;
     int kind = em_to_operand(value, &o);
     if (kind < 0) goto done;
-    if (kind == 0 && !o.t) { /* a number */
-        r = em_fill_(view, o.s);
+    if (kind == 0 && !o.t) { /* a number: fill_ the view */
+        PyObject *args[2] = {(PyObject *)view, value};
+        PyObject *res = em_op(EM_OP_fill_, 2, args);
+        r = res ? 0 : -1;
+        Py_XDECREF(res);
         goto done;
     }
     if (kind > 0 && !PySequence_Check(value)) {
@@ -133,14 +138,21 @@ int em_setitem(EmTensor *t, PyObject *key, PyObject *value) {
     int lead = 0;
     while (src->ndim - lead > view->ndim && src->sizes[lead] == 1) lead++;
     if (lead) {
-        EmTensor *s2 = em_view_of(src, src->ndim - lead, src->sizes + lead, src->strides + lead, src->offset);
+        PyObject *shape = em_size_new(src->ndim - lead, src->sizes + lead);
+        PyObject *args[2] = {(PyObject *)src, shape};
+        EmTensor *s2 = shape ? em_op_t(EM_OP_view, 2, args) : NULL;
+        Py_XDECREF(shape);
         Py_SETREF(src, s2);
         if (!src) goto done;
     }
-    r = em_copy_(view, (PyObject *)src);
+    /* copy_ into the view, through the op pipeline: version bump and, when
+     * autograd is involved, Note [in-place on views] */
+    PyObject *args[2] = {(PyObject *)view, (PyObject *)src};
+    PyObject *res = em_op(EM_OP_copy_, 2, args);
+    r = res ? 0 : -1;
+    Py_XDECREF(res);
     Py_DECREF(src);
 done:
-    if (r == 0) em_bump_version(t);
     Py_DECREF(view);
     return r;
 }

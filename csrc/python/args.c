@@ -338,7 +338,7 @@ static PyObject *function_trampoline(PyObject *capsule, PyObject *const *args, P
     c.inplace = false;
     int oi = def->sig.out_index;
     c.out = oi >= 0 && c.args[oi] != Py_None ? (EmTensor *)c.args[oi] : NULL;
-    PyObject *r = def->impl(&c);
+    PyObject *r = def->impl(&c); /* factories: nothing to record */
     Py_XDECREF(c.owned);
     Py_XDECREF(c.owned_tensor);
     return r;

@@ -28,6 +28,46 @@ EmOpDef em_op_defs[EM_NUM_OPS] = {
 #undef I
 const EmKernels em_kernels_none = {{0}};
 
+/* Run a bound call: autograd's checks, the impl, the version bump of the
+ * tensor it wrote (Note [when versions change]) and the graph node (Note
+ * [autograd graph]). Every way of calling an op ends here. */
+PyObject *em_call_run(EmCall *c) {
+    const EmOpDef *def = c->def;
+    EmTensor *written = c->out ? c->out : def->writes_self ? (EmTensor *)c->args[0] : NULL;
+    EmTensor *saved_self = NULL;
+    bool grad = em_grad_enabled();
+    if (grad && em_autograd_precheck(def, c, &saved_self) < 0) return NULL;
+    PyObject *r = def->impl(c);
+    if (r && r != Py_NotImplemented) {
+        if (written) em_bump_version(written);
+        if (grad) r = em_autograd_record(def, c, r, saved_self);
+    }
+    Py_XDECREF(saved_self);
+    return r;
+}
+
+PyObject *em_op(EmOpId id, int nargs, PyObject *const *args) {
+    EmCall c;
+    c.def = &em_op_defs[id];
+    if (em_bind_args(&c.def->sig, NULL, args, nargs, NULL, &c) < 0) return NULL;
+    c.inplace = false;
+    c.out = NULL;
+    PyObject *r = em_call_run(&c);
+    Py_XDECREF(c.owned);
+    Py_XDECREF(c.owned_tensor);
+    return r;
+}
+
+EmTensor *em_op_t(EmOpId id, int nargs, PyObject *const *args) {
+    PyObject *r = em_op(id, nargs, args);
+    if (r && !em_is_tensor(r)) {
+        Py_DECREF(r);
+        PyErr_Format(PyExc_SystemError, "ember: %s did not return a tensor", em_op_defs[id].name);
+        return NULL;
+    }
+    return (EmTensor *)r;
+}
+
 enum { V_FN, V_METHOD, V_INPLACE };
 
 static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const *args,
@@ -50,10 +90,7 @@ static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const
     } else if (oi >= 0 && c.args[oi] != Py_None) {
         c.out = (EmTensor *)c.args[oi];
     }
-    PyObject *r = def->impl(&c);
-    /* Note [when versions change] */
-    EmTensor *written = c.out ? c.out : def->writes_self ? (EmTensor *)c.args[0] : NULL;
-    if (r && written) em_bump_version(written);
+    PyObject *r = em_call_run(&c);
     Py_XDECREF(c.owned);
     Py_XDECREF(c.owned_tensor);
     return r;

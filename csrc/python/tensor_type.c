@@ -12,7 +12,6 @@ int em_tensor_traverse(EmTensor *t, visitproc visit, void *arg);
 int em_tensor_clear(EmTensor *t);
 EmTensor *em_getitem(EmTensor *t, PyObject *key);
 int em_setitem(EmTensor *t, PyObject *key, PyObject *value);
-EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out);
 
 #define SELF ((EmTensor *)self)
 
@@ -148,7 +147,8 @@ static PyObject *nb_invert(PyObject *a) {
 
 static PyObject *nb_matmul(PyObject *a, PyObject *b) {
     if (!em_is_tensor(a) || !em_is_tensor(b)) Py_RETURN_NOTIMPLEMENTED;
-    return (PyObject *)em_mm((EmTensor *)a, (EmTensor *)b, NULL);
+    PyObject *args[2] = {a, b};
+    return em_op(EM_OP_mm, 2, args);
 }
 
 static int single_value(EmTensor *t, const char *what) {
@@ -235,7 +235,8 @@ static Py_ssize_t tensor_len(PyObject *self) {
 }
 
 static PyObject *tensor_getitem(PyObject *self, PyObject *key) {
-    return (PyObject *)em_getitem(SELF, key);
+    PyObject *args[2] = {self, key};
+    return em_op(EM_OP__index, 2, args);
 }
 static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
     return em_setitem(SELF, key, value);
@@ -552,12 +553,16 @@ static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kw) {
         if (dev.type != EM_CPU) return em_device_unavailable(dev), NULL;
     }
     bool copy = copy_o && PyObject_IsTrue(copy_o);
-    EmTensor *r = em_to_dtype(SELF, d, copy);
-    if (r && r != SELF) r->requires_grad = false;
-    return (PyObject *)r;
+    if (d == SELF->dtype && !copy) return Py_NewRef(self);
+    PyObject *call_args[2] = {self, em_dtype_object(d)};
+    return em_op(EM_OP__to_copy, 2, call_args);
 }
 
-static PyObject *convert_to(PyObject *self, EmDType d) { return (PyObject *)em_to_dtype(SELF, d, false); }
+static PyObject *convert_to(PyObject *self, EmDType d) {
+    if (d == SELF->dtype) return Py_NewRef(self);
+    PyObject *args[2] = {self, em_dtype_object(d)};
+    return em_op(EM_OP__to_copy, 2, args);
+}
 #define CONVERT(name, dt) \
     static PyObject *m_##name(PyObject *self, PyObject *a, PyObject *k) { return convert_to(self, dt); }
 CONVERT(float, EM_FLOAT32)

@@ -97,6 +97,61 @@ def _false(self):
     return False
 
 
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(self)/d(leaf) into the .grad of the leaves of its graph."""
+    from . import autograd
+    autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def register_hook(self, hook):
+    """hook(grad) runs when the gradient of this tensor is computed; it may
+    return a replacement. Returns a handle with .remove()."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    from .utils.hooks import RemovableHandle
+    hooks = _C._backward_hooks(self)
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def register_post_accumulate_grad_hook(self, hook):
+    """hook(tensor) runs after a gradient was accumulated into this leaf's .grad."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    from .utils.hooks import RemovableHandle
+    hooks = _C._post_accumulate_grad_hooks(self)
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
+
+
+def retain_grad(self):
+    """Keep the .grad of a non-leaf tensor after backward."""
+    if not self.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.is_leaf or self.__dict__.get("_retains_grad"):
+        return
+    import weakref
+    ref = weakref.ref(self)
+
+    def keep_grad(grad):
+        t = ref()
+        if t is not None:
+            t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
+    self.register_hook(keep_grad)
+    self.__dict__["_retains_grad"] = True
+
+
+@property
+def retains_grad(self):
+    return bool(self.__dict__.get("_retains_grad", False))
+
+
+def is_inference(self):
+    return _C._is_inference(self)
+
+
 def __reversed__(self):
     return iter(list(self)[::-1]) if self.dim() else iter([self])
 
@@ -106,5 +161,8 @@ _C._add_tensor_attrs({
     "__array__": __array__, "__array_wrap__": __array_wrap__, "__array_interface__": __array_interface__, "where": where,
     "__reversed__": __reversed__, "__module__": "ember", "H": H, "mH": mH, "conj": _identity,
     "resolve_conj": _identity, "resolve_neg": _identity, "is_conj": _false, "is_neg": _false,
+    "backward": backward, "register_hook": register_hook,
+    "register_post_accumulate_grad_hook": register_post_accumulate_grad_hook,
+    "retain_grad": retain_grad, "retains_grad": retains_grad, "is_inference": is_inference,
 })
 _C._set_helpers({"repr": _repr})

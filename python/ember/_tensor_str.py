@@ -178,9 +178,7 @@ def _repr(t, prefix="tensor("):
         fmt = _Formatter(_summarized(a) if summarize else a, t.dtype.is_floating_point)
         body = _array_str(a, indent, summarize, fmt)
     if t.grad_fn is not None:
-        name = getattr(t.grad_fn, "name", None)
-        name = name() if callable(name) else type(t.grad_fn).__name__
-        suffixes.append(f"grad_fn=<{name}>")
+        suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

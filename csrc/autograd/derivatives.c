@@ -1,0 +1,709 @@
+/* derivatives.c — a backward formula per differentiable op (the table at
+ * the end links them to ops.def rows by name).
+ *
+ * Formulas are written with ember ops called through em_op, so when the
+ * engine runs with create_graph=True they record a graph of their own and
+ * second derivatives come out right. A formula receives the gradients of
+ * the op's outputs (go[j], NULL when none flowed) and writes the gradient of
+ * each tensor input k it is asked for (need(n, k)) into gi[k] as a new
+ * reference. Gradients may keep the broadcast shape or a wider dtype: the
+ * engine sums them to the input's shape and casts (engine.c fit_gradient).
+ *
+ * Expressions build on a scratch list that owns every temporary; any failed
+ * step yields NULL, which propagates, so a formula checks once at the end.
+ */
+#include "../ember.h"
+#include <math.h>
+
+#define SCRATCH_MAX 48
+typedef struct {
+    PyObject *o[SCRATCH_MAX];
+    int n;
+    bool failed;
+} Scratch;
+
+static PyObject *keep(Scratch *s, PyObject *o) {
+    if (!o) {
+        s->failed = true;
+        return NULL;
+    }
+    if (s->n == SCRATCH_MAX) {
+        Py_DECREF(o);
+        PyErr_SetString(PyExc_SystemError, "ember: backward formula scratch overflow");
+        s->failed = true;
+        return NULL;
+    }
+    return s->o[s->n++] = o;
+}
+
+static void drop(Scratch *s) {
+    for (int i = 0; i < s->n; i++) Py_DECREF(s->o[i]);
+    s->n = 0;
+}
+
+static PyObject *call(Scratch *s, EmOpId id, int n, PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
+    PyObject *args[4] = {a, b, c, d};
+    for (int i = 0; i < n; i++)
+        if (!args[i]) {
+            s->failed = true;
+            return NULL;
+        }
+    return keep(s, em_op(id, n, args));
+}
+
+#define S (&sc)
+#define OP1(id, a) call(S, EM_OP_##id, 1, (a), NULL, NULL, NULL)
+#define OP2(id, a, b) call(S, EM_OP_##id, 2, (a), (b), NULL, NULL)
+#define OP3(id, a, b, c) call(S, EM_OP_##id, 3, (a), (b), (c), NULL)
+#define OP4(id, a, b, c, d) call(S, EM_OP_##id, 4, (a), (b), (c), (d))
+#define ADD(a, b) OP2(add, a, b)
+#define SUB(a, b) OP2(sub, a, b)
+#define MUL(a, b) OP2(mul, a, b)
+#define DIV(a, b) OP2(div, a, b)
+#define NEG(a) OP1(neg, a)
+#define NUM(v) keep(S, PyFloat_FromDouble(v))
+#define INT(v) keep(S, PyLong_FromLongLong(v))
+
+/* The gradient for input k: a new reference, or NULL (error set when failed). */
+#define SET(k, expr)                                                           \
+    do {                                                                       \
+        PyObject *_v = (expr);                                                 \
+        if (_v) gi[k] = (EmTensor *)Py_NewRef(_v);                             \
+    } while (0)
+#define BEGIN Scratch sc = {{0}, 0, false}
+#define END                                                                    \
+    do {                                                                       \
+        drop(S);                                                               \
+        return sc.failed ? -1 : 0;                                             \
+    } while (0)
+
+static bool need(EmNode *n, int k) { return k < n->num_next && n->next[k].fn != NULL; }
+
+/* Parameter index of the k-th tensor parameter of the node's op. */
+static int param_of(EmNode *n, int k) {
+    const EmSignature *sig = &em_op_defs[n->op].sig;
+    for (int i = 0; i < sig->nparams; i++) {
+        EmArgType ty = sig->params[i].type;
+        if (i == sig->out_index || (ty != EM_ARG_TENSOR && ty != EM_ARG_TENSOR_OR_NUMBER)) continue;
+        if (k-- == 0) return i;
+    }
+    return -1;
+}
+
+/* A forward argument (borrowed): tensors appear as None. */
+static PyObject *arg(EmNode *n, int i) { return PyTuple_GET_ITEM(n->args, i); }
+
+/* Saved input k (new reference kept by the scratch) or, when the forward
+ * got a number there, that number. */
+static PyObject *input(Scratch *s, EmNode *n, int k) {
+    if (n->saved[k].data) return keep(s, (PyObject *)em_saved_get(n, &n->saved[k]));
+    PyObject *a = arg(n, param_of(n, k));
+    if (a == Py_None) {
+        PyErr_SetString(PyExc_SystemError, "ember: backward formula needs an input that was not saved");
+        s->failed = true;
+        return NULL;
+    }
+    return a;
+}
+#define IN(k) input(S, n, (k))
+#define OUT(j) keep(S, (PyObject *)em_saved_get(n, &n->saved_out[j]))
+#define ARG(i) arg(n, (i))
+#define G(j) ((PyObject *)go[j])
+
+/* zeros with the shape and dtype of input k (as the gradient of an op whose
+ * derivative is zero: floor, sign, the overwritten self of copy_) */
+static PyObject *zeros_for(Scratch *s, EmNode *n, int k, PyObject *like) {
+    const EmMeta *m = &n->in_meta[k];
+    PyObject *size = keep(s, em_size_new(m->ndim, em_meta_sizes(m)));
+    if (!size || !like) return NULL;
+    return call(s, EM_OP_new_zeros, 2, like, size, NULL, NULL);
+}
+#define ZEROS(k) zeros_for(S, n, (k), G(0))
+#define IN_SIZE(k) keep(S, em_size_new(n->in_meta[k].ndim, em_meta_sizes(&n->in_meta[k])))
+
+/* ------------------------------------------------------ arithmetic */
+
+static bool is_one(PyObject *o) {
+    EmScalar s;
+    if (em_scalar_from_py(o, &s) < 0) {
+        PyErr_Clear();
+        return false;
+    }
+    return s.kind == 'f' ? s.v.f == 1.0 : s.v.i == 1;
+}
+
+static int bw_add(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *alpha = ARG(2);
+    if (need(n, 0)) SET(0, G(0));
+    if (need(n, 1)) SET(1, is_one(alpha) ? G(0) : MUL(G(0), alpha));
+    END;
+}
+
+static int bw_sub(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *alpha = ARG(2);
+    if (need(n, 0)) SET(0, G(0));
+    if (need(n, 1)) SET(1, is_one(alpha) ? NEG(G(0)) : MUL(NEG(G(0)), alpha));
+    END;
+}
+
+static int bw_rsub(EmNode *n, EmTensor **go, EmTensor **gi) { /* other - alpha * input */
+    BEGIN;
+    PyObject *alpha = ARG(2);
+    if (need(n, 0)) SET(0, is_one(alpha) ? NEG(G(0)) : MUL(NEG(G(0)), alpha));
+    if (need(n, 1)) SET(1, G(0));
+    END;
+}
+
+static int bw_mul(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 0)) SET(0, MUL(G(0), IN(1)));
+    if (need(n, 1)) SET(1, MUL(G(0), IN(0)));
+    END;
+}
+
+static int bw_div(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    bool rounded = em_op_defs[n->op].sig.nparams > 2 && n->op == EM_OP_div && ARG(2) != Py_None;
+    if (rounded) { /* floor/trunc division: piecewise constant */
+        if (need(n, 0)) SET(0, ZEROS(0));
+        if (need(n, 1)) SET(1, ZEROS(1));
+        END;
+    }
+    PyObject *b = IN(1);
+    if (need(n, 0)) SET(0, DIV(G(0), b));
+    if (need(n, 1)) SET(1, NEG(DIV(MUL(G(0), IN(0)), MUL(b, b))));
+    END;
+}
+
+static int bw_remainder(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 0)) SET(0, G(0));
+    if (need(n, 1)) SET(1, NEG(MUL(G(0), OP2(floor_divide, IN(0), IN(1)))));
+    END;
+}
+
+static int bw_fmod(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 0)) SET(0, G(0));
+    if (need(n, 1)) SET(1, NEG(MUL(G(0), OP1(trunc, DIV(IN(0), IN(1))))));
+    END;
+}
+
+/* pow: d/da a^b = b a^(b-1); d/db a^b = a^b log a (0 where a == 0 and b >= 0) */
+static int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *a = IN(0), *b = IN(1);
+    if (need(n, 0)) {
+        EmScalar e;
+        bool zero_exp = !em_is_tensor(b) && em_scalar_from_py(b, &e) == 0 && em_scalar_to_double(e) == 0;
+        if (zero_exp)
+            SET(0, ZEROS(0));
+        else
+            SET(0, MUL(MUL(G(0), b), OP2(pow, a, SUB(b, NUM(1.0)))));
+    }
+    if (need(n, 1)) {
+        PyObject *r = OUT(0), *term;
+        if (em_is_tensor(a)) { /* a^b log a, with 0 where a == 0 and b >= 0 */
+            PyObject *mask = OP2(logical_and, OP2(eq, a, NUM(0.0)), OP2(ge, b, NUM(0.0)));
+            term = OP3(where, mask, NUM(0.0), MUL(r, OP1(log, a)));
+        } else {
+            double av = PyFloat_AsDouble(a);
+            term = av == 0 ? ZEROS(1) : MUL(r, NUM(log(av)));
+        }
+        SET(1, MUL(G(0), term));
+    }
+    END;
+}
+
+static int bw_atan2(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *a = IN(0), *b = IN(1);
+    PyObject *den = ADD(MUL(a, a), MUL(b, b));
+    if (need(n, 0)) SET(0, DIV(MUL(G(0), b), den));
+    if (need(n, 1)) SET(1, DIV(MUL(NEG(G(0)), a), den));
+    END;
+}
+
+static int bw_hypot(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *r = OUT(0);
+    if (need(n, 0)) SET(0, MUL(G(0), DIV(IN(0), r)));
+    if (need(n, 1)) SET(1, MUL(G(0), DIV(IN(1), r)));
+    END;
+}
+
+static int bw_copysign(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 0)) {
+        PyObject *a = IN(0);
+        SET(0, MUL(G(0), OP3(where, OP2(eq, a, NUM(0.0)), NUM(0.0), DIV(OUT(0), a))));
+    }
+    if (need(n, 1)) SET(1, ZEROS(1));
+    END;
+}
+
+static int bw_logaddexp(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *a = IN(0), *b = IN(1);
+    if (need(n, 0)) SET(0, DIV(G(0), ADD(OP1(exp, SUB(b, a)), NUM(1.0))));
+    if (need(n, 1)) SET(1, DIV(G(0), ADD(OP1(exp, SUB(a, b)), NUM(1.0))));
+    END;
+}
+
+/* maximum/minimum: the gradient goes to the chosen input, split on ties */
+static int max_min(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId better) {
+    BEGIN;
+    PyObject *a = IN(0), *b = IN(1), *g = G(0);
+    PyObject *half = DIV(g, NUM(2.0)), *tie = OP2(eq, a, b);
+    PyObject *args[2] = {a, b};
+    PyObject *a_wins = keep(S, em_op(better, 2, args));
+    if (need(n, 0)) SET(0, OP3(where, tie, half, OP3(where, a_wins, g, NUM(0.0))));
+    if (need(n, 1)) SET(1, OP3(where, tie, half, OP3(where, a_wins, NUM(0.0), g)));
+    END;
+}
+static int bw_maximum(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_gt); }
+static int bw_minimum(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_lt); }
+
+/* fmax/fmin: NaN loses; the kept input takes the gradient */
+static int fmax_fmin(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId keep_a) {
+    BEGIN;
+    PyObject *a = IN(0), *b = IN(1), *g = G(0);
+    PyObject *args[2] = {a, b};
+    PyObject *a_kept = OP2(logical_or, keep(S, em_op(keep_a, 2, args)), OP1(isnan, b));
+    if (need(n, 0)) SET(0, OP3(where, a_kept, g, NUM(0.0)));
+    if (need(n, 1)) SET(1, OP3(where, a_kept, NUM(0.0), g));
+    END;
+}
+static int bw_fmax(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_ge); }
+static int bw_fmin(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_le); }
+
+/* a clamp bound: the saved tensor, the number given, or NULL when absent */
+static PyObject *bound(Scratch *s, EmNode *n, int k) {
+    if (k < 0) return NULL;
+    if (n->saved[k].data) return input(s, n, k);
+    PyObject *a = arg(n, param_of(n, k));
+    return a == Py_None ? NULL : a;
+}
+
+/* clamp(x, lo, hi): the gradient passes where x is inside the bounds; a
+ * tensor bound takes it where it was the one chosen */
+static int clamp_grads(EmNode *n, EmTensor **go, EmTensor **gi, int lo_k, int hi_k) {
+    BEGIN;
+    PyObject *x = IN(0), *g = G(0), *inside = NULL;
+    PyObject *lo = bound(S, n, lo_k), *hi = bound(S, n, hi_k);
+    if (lo) inside = OP2(ge, x, lo);
+    if (hi) {
+        PyObject *below = OP2(le, x, hi);
+        inside = inside ? OP2(logical_and, inside, below) : below;
+    }
+    if (need(n, 0)) SET(0, inside ? OP3(where, inside, g, NUM(0.0)) : g);
+    if (lo_k >= 0 && need(n, lo_k)) SET(lo_k, OP3(where, OP2(lt, x, lo), g, NUM(0.0)));
+    if (hi_k >= 0 && need(n, hi_k)) SET(hi_k, OP3(where, OP2(gt, x, hi), g, NUM(0.0)));
+    END;
+}
+static int bw_clamp(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, 1, 2); }
+static int bw_clamp_min(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, 1, -1); }
+static int bw_clamp_max(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, -1, 1); }
+
+static int bw_where(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *cond = IN(0);
+    if (need(n, 1)) SET(1, OP3(where, cond, G(0), NUM(0.0)));
+    if (need(n, 2)) SET(2, OP3(where, cond, NUM(0.0), G(0)));
+    END;
+}
+
+static int bw_lerp(EmNode *n, EmTensor **go, EmTensor **gi) { /* a + w (b - a) */
+    BEGIN;
+    PyObject *w = IN(2);
+    if (need(n, 0)) SET(0, MUL(G(0), OP2(rsub, w, NUM(1.0))));
+    if (need(n, 1)) SET(1, MUL(G(0), w));
+    if (need(n, 2)) SET(2, MUL(G(0), SUB(IN(1), IN(0))));
+    END;
+}
+
+static int bw_addcmul(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *value = ARG(3), *gv = is_one(value) ? G(0) : MUL(G(0), value);
+    if (need(n, 0)) SET(0, G(0));
+    if (need(n, 1)) SET(1, MUL(gv, IN(2)));
+    if (need(n, 2)) SET(2, MUL(gv, IN(1)));
+    END;
+}
+
+static int bw_addcdiv(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *value = ARG(3), *gv = is_one(value) ? G(0) : MUL(G(0), value), *t2 = IN(2);
+    if (need(n, 0)) SET(0, G(0));
+    if (need(n, 1)) SET(1, DIV(gv, t2));
+    if (need(n, 2)) SET(2, NEG(DIV(MUL(gv, IN(1)), MUL(t2, t2))));
+    END;
+}
+
+/* ---------------------------------------------------------- unary */
+
+static int bw_identity(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 0)) SET(0, G(0));
+    END;
+}
+
+/* piecewise-constant ops (floor, sign, round, ...) and overwritten inputs */
+static int bw_zero(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    for (int k = 0; k < n->num_next; k++)
+        if (need(n, k)) SET(k, ZEROS(k));
+    END;
+}
+
+static int bw_neg(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, NEG(G(0)));
+    END;
+}
+
+#define UNARY(name, expr)                                                      \
+    static int bw_##name(EmNode *n, EmTensor **go, EmTensor **gi) {            \
+        BEGIN;                                                                 \
+        PyObject *g = G(0);                                                    \
+        SET(0, (expr));                                                        \
+        END;                                                                   \
+    }
+#define X IN(0)
+#define R OUT(0)
+UNARY(abs, MUL(g, OP1(sign, X)))
+UNARY(square, MUL(g, MUL(X, NUM(2.0))))
+UNARY(relu, OP3(where, OP2(gt, R, NUM(0.0)), g, NUM(0.0)))
+UNARY(exp, MUL(g, R))
+UNARY(exp2, MUL(g, MUL(R, NUM(M_LN2))))
+UNARY(expm1, MUL(g, ADD(R, NUM(1.0))))
+UNARY(log, DIV(g, X))
+UNARY(log2, DIV(g, MUL(X, NUM(M_LN2))))
+UNARY(log10, DIV(g, MUL(X, NUM(M_LN10))))
+UNARY(log1p, DIV(g, ADD(X, NUM(1.0))))
+UNARY(sqrt, DIV(g, MUL(R, NUM(2.0))))
+UNARY(rsqrt, MUL(g, MUL(OP2(pow, R, NUM(3.0)), NUM(-0.5))))
+UNARY(sin, MUL(g, OP1(cos, X)))
+UNARY(cos, MUL(g, NEG(OP1(sin, X))))
+UNARY(tan, MUL(g, ADD(OP1(square, R), NUM(1.0))))
+UNARY(asin, MUL(g, OP1(rsqrt, OP2(rsub, OP1(square, X), NUM(1.0)))))
+UNARY(acos, NEG(MUL(g, OP1(rsqrt, OP2(rsub, OP1(square, X), NUM(1.0))))))
+UNARY(atan, DIV(g, ADD(OP1(square, X), NUM(1.0))))
+UNARY(sinh, MUL(g, OP1(cosh, X)))
+UNARY(cosh, MUL(g, OP1(sinh, X)))
+UNARY(tanh, MUL(g, OP2(rsub, OP1(square, R), NUM(1.0))))
+UNARY(asinh, MUL(g, OP1(rsqrt, ADD(OP1(square, X), NUM(1.0)))))
+UNARY(acosh, MUL(g, OP1(rsqrt, SUB(OP1(square, X), NUM(1.0)))))
+UNARY(atanh, DIV(g, OP2(rsub, OP1(square, X), NUM(1.0))))
+UNARY(sigmoid, MUL(g, MUL(R, OP2(rsub, R, NUM(1.0)))))
+UNARY(erf, MUL(g, MUL(OP1(exp, NEG(OP1(square, X))), NUM(M_2_SQRTPI))))
+UNARY(erfc, MUL(g, MUL(OP1(exp, NEG(OP1(square, X))), NUM(-M_2_SQRTPI))))
+UNARY(erfinv, MUL(g, MUL(OP1(exp, OP1(square, R)), NUM(0.88622692545275801365))))
+UNARY(reciprocal, MUL(g, NEG(OP1(square, R))))
+UNARY(nan_to_num, MUL(g, OP1(isfinite, X)))
+#undef X
+#undef R
+
+/* copy_(self, src) / fill_(self, value): self's old value is overwritten */
+static int bw_copy_(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 0)) SET(0, ZEROS(0));
+    if (need(n, 1)) SET(1, G(0));
+    END;
+}
+
+/* ---------------------------------------------------- views, shapes */
+
+/* the gradient reshaped to input 0's shape (view, reshape, squeeze, ...) */
+static int bw_reshape_back(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, OP2(reshape, G(0), IN_SIZE(0)));
+    END;
+}
+
+static int bw_view(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (Py_TYPE(ARG(1)) == &EmDTypeType) /* view(dtype): back to the input's dtype */
+        SET(0, OP2(view, G(0), em_dtype_object((EmDType)n->in_meta[0].dtype)));
+    else
+        SET(0, OP2(reshape, G(0), IN_SIZE(0)));
+    END;
+}
+
+static int bw_transpose(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, OP3(transpose, G(0), ARG(1), ARG(2)));
+    END;
+}
+
+static int bw_t(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, OP1(t, G(0)));
+    END;
+}
+
+static int bw_permute(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    int nd, w;
+    int64_t dims[EM_MAX_DIMS];
+    PyObject *inv = NULL;
+    if (em_parse_intlist(ARG(1), "permute", &nd, dims) == 0) {
+        inv = keep(S, PyTuple_New(nd));
+        for (int i = 0; inv && i < nd; i++) {
+            if (em_wrap_dim(dims[i], nd, &w) < 0) {
+                sc.failed = true;
+                break;
+            }
+            PyTuple_SET_ITEM(inv, w, PyLong_FromLong(i));
+        }
+    } else {
+        sc.failed = true;
+    }
+    if (!sc.failed) SET(0, OP2(permute, G(0), inv));
+    END;
+}
+
+/* expand: the engine sums the gradient back to the input's shape */
+#define bw_expand bw_identity
+
+static int bw_sum_to_size(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, OP2(expand, G(0), IN_SIZE(0)));
+    END;
+}
+
+/* views of part of the input: scatter the gradient into zeros through the
+ * same view (a copy_ into a view of a fresh tensor, see Note [in-place on views]) */
+static PyObject *scatter_through(Scratch *s, EmNode *n, PyObject *view_of_zeros, PyObject *zeros, PyObject *g) {
+    if (!view_of_zeros) return NULL;
+    PyObject *r = call(s, EM_OP_copy_, 2, view_of_zeros, g, NULL, NULL);
+    return r ? zeros : NULL;
+}
+
+static int bw_narrow(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *z = ZEROS(0);
+    SET(0, scatter_through(S, n, OP4(narrow, z, ARG(1), ARG(2), ARG(3)), z, G(0)));
+    END;
+}
+
+static int bw_select(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *z = ZEROS(0);
+    SET(0, scatter_through(S, n, OP3(select, z, ARG(1), ARG(2)), z, G(0)));
+    END;
+}
+
+static int bw_diagonal(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *z = ZEROS(0);
+    SET(0, scatter_through(S, n, OP4(diagonal, z, ARG(1), ARG(2), ARG(3)), z, G(0)));
+    END;
+}
+
+static int bw_index(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *z = ZEROS(0);
+    SET(0, scatter_through(S, n, OP2(_index, z, ARG(1)), z, G(0)));
+    END;
+}
+
+/* unbind / split / chunk: each output's gradient into its slice of zeros */
+static int bw_pieces(EmNode *n, EmTensor **go, EmTensor **gi, int dim_param) {
+    BEGIN;
+    const EmMeta *m = &n->in_meta[0];
+    int64_t d64 = 0;
+    int dim;
+    PyObject *da = ARG(dim_param);
+    if (da != Py_None) d64 = PyLong_AsLongLong(da);
+    if (PyErr_Occurred() || em_wrap_dim(d64, m->ndim, &dim) < 0) {
+        sc.failed = true;
+        END;
+    }
+    PyObject *any = NULL;
+    for (int j = 0; j < n->num_outputs && !any; j++) any = G(j);
+    PyObject *z = zeros_for(S, n, 0, any);
+    int64_t start = 0;
+    for (int j = 0; j < n->num_outputs && !sc.failed; j++) {
+        int64_t len = n->op == EM_OP_unbind ? 1 : em_meta_sizes(&n->out_meta[j])[dim];
+        if (go[j]) {
+            PyObject *view = n->op == EM_OP_unbind ? OP3(select, z, INT(dim), INT(start))
+                                                   : OP4(narrow, z, INT(dim), INT(start), INT(len));
+            scatter_through(S, n, view, z, G(j));
+        }
+        start += len;
+    }
+    SET(0, z);
+    END;
+}
+static int bw_unbind(EmNode *n, EmTensor **go, EmTensor **gi) { return bw_pieces(n, go, gi, 1); }
+static int bw_split(EmNode *n, EmTensor **go, EmTensor **gi) { return bw_pieces(n, go, gi, 2); }
+#define bw_chunk bw_split
+
+/* as_strided: replay the same strides on a zero buffer laid out like the input */
+static int bw_as_strided(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    EmTensor *x = (EmTensor *)IN(0);
+    EmTensor *buf = NULL, *zin = NULL;
+    if (x) {
+        int64_t count = x->storage->nbytes / em_itemsize(x->dtype);
+        buf = em_zeros(1, &count, (EmDType)go[0]->dtype, em_cpu());
+        zin = buf ? em_view_of(buf, x->ndim, x->sizes, x->strides, x->offset) : NULL;
+        keep(S, (PyObject *)buf);
+        keep(S, (PyObject *)zin);
+    }
+    if (zin) {
+        PyObject *off = ARG(3) == Py_None ? INT(x->offset) : ARG(3);
+        PyObject *v = OP4(as_strided, (PyObject *)buf, ARG(1), ARG(2), off);
+        if (v) { /* add: overlapping windows each contribute their gradient */
+            PyObject *r = keep(S, em_binary_op(EM_OP_add, v, G(0), (EmTensor *)v));
+            if (r) SET(0, (PyObject *)zin);
+        }
+    }
+    END;
+}
+
+static int bw_tril(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, OP2(tril, G(0), ARG(1)));
+    END;
+}
+
+static int bw_triu(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, OP2(triu, G(0), ARG(1)));
+    END;
+}
+
+/* ------------------------------------------------------- matmul */
+
+static int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 0)) SET(0, OP2(mm, G(0), OP1(t, IN(1))));
+    if (need(n, 1)) SET(1, OP2(mm, OP1(t, IN(0)), G(0)));
+    END;
+}
+
+/* --------------------------------------------------------- table */
+
+/* BACKWARD(op, saves, formula, node name) */
+#define IN0 EM_SAVE_IN(0)
+#define IN1 EM_SAVE_IN(1)
+#define IN2 EM_SAVE_IN(2)
+#define SOUT EM_SAVE_OUT
+#define BACKWARD_LIST(X)                                                       \
+    X(add, 0, bw_add, "AddBackward0")                                          \
+    X(sub, 0, bw_sub, "SubBackward0")                                          \
+    X(rsub, 0, bw_rsub, "RsubBackward1")                                       \
+    X(mul, IN0 | IN1, bw_mul, "MulBackward0")                                  \
+    X(div, IN0 | IN1, bw_div, "DivBackward0")                                  \
+    X(true_divide, IN0 | IN1, bw_div, "DivBackward0")                          \
+    X(remainder, IN0 | IN1, bw_remainder, "RemainderBackward0")                \
+    X(fmod, IN0 | IN1, bw_fmod, "FmodBackward0")                               \
+    X(pow, IN0 | IN1 | SOUT, bw_pow, "PowBackward0")                            \
+    X(float_power, IN0 | IN1 | SOUT, bw_pow, "PowBackward0")                    \
+    X(atan2, IN0 | IN1, bw_atan2, "Atan2Backward0")                            \
+    X(hypot, IN0 | IN1 | SOUT, bw_hypot, "HypotBackward0")                      \
+    X(copysign, IN0 | SOUT, bw_copysign, "CopysignBackward0")                   \
+    X(logaddexp, IN0 | IN1, bw_logaddexp, "LogaddexpBackward0")                \
+    X(maximum, IN0 | IN1, bw_maximum, "MaximumBackward0")                      \
+    X(minimum, IN0 | IN1, bw_minimum, "MinimumBackward0")                      \
+    X(fmax, IN0 | IN1, bw_fmax, "FmaxBackward0")                               \
+    X(fmin, IN0 | IN1, bw_fmin, "FminBackward0")                               \
+    X(clamp, IN0 | IN1 | IN2, bw_clamp, "ClampBackward1")                      \
+    X(clip, IN0 | IN1 | IN2, bw_clamp, "ClampBackward1")                       \
+    X(clamp_min, IN0 | IN1, bw_clamp_min, "ClampMinBackward0")                 \
+    X(clamp_max, IN0 | IN1, bw_clamp_max, "ClampMaxBackward0")                 \
+    X(where, IN0, bw_where, "WhereBackward0")                                  \
+    X(lerp, IN0 | IN1 | IN2, bw_lerp, "LerpBackward0")                         \
+    X(addcmul, IN1 | IN2, bw_addcmul, "AddcmulBackward0")                      \
+    X(addcdiv, IN1 | IN2, bw_addcdiv, "AddcdivBackward0")                      \
+    X(neg, 0, bw_neg, "NegBackward0")                                          \
+    X(negative, 0, bw_neg, "NegBackward0")                                     \
+    X(abs, IN0, bw_abs, "AbsBackward0")                                        \
+    X(absolute, IN0, bw_abs, "AbsBackward0")                                   \
+    X(sign, 0, bw_zero, "SignBackward0")                                       \
+    X(sgn, 0, bw_zero, "SgnBackward0")                                         \
+    X(square, IN0, bw_square, "PowBackward0")                                  \
+    X(floor, 0, bw_zero, "FloorBackward0")                                     \
+    X(ceil, 0, bw_zero, "CeilBackward0")                                       \
+    X(trunc, 0, bw_zero, "TruncBackward0")                                     \
+    X(fix, 0, bw_zero, "TruncBackward0")                                       \
+    X(round, 0, bw_zero, "RoundBackward0")                                     \
+    X(frac, 0, bw_identity, "FracBackward0")                                   \
+    X(relu, SOUT, bw_relu, "ReluBackward0")                                     \
+    X(exp, SOUT, bw_exp, "ExpBackward0")                                        \
+    X(exp2, SOUT, bw_exp2, "Exp2Backward0")                                     \
+    X(expm1, SOUT, bw_expm1, "Expm1Backward0")                                  \
+    X(log, IN0, bw_log, "LogBackward0")                                        \
+    X(log2, IN0, bw_log2, "Log2Backward0")                                     \
+    X(log10, IN0, bw_log10, "Log10Backward0")                                  \
+    X(log1p, IN0, bw_log1p, "Log1pBackward0")                                  \
+    X(sqrt, SOUT, bw_sqrt, "SqrtBackward0")                                     \
+    X(rsqrt, SOUT, bw_rsqrt, "RsqrtBackward0")                                  \
+    X(sin, IN0, bw_sin, "SinBackward0")                                        \
+    X(cos, IN0, bw_cos, "CosBackward0")                                        \
+    X(tan, SOUT, bw_tan, "TanBackward0")                                        \
+    X(asin, IN0, bw_asin, "AsinBackward0")                                     \
+    X(acos, IN0, bw_acos, "AcosBackward0")                                     \
+    X(atan, IN0, bw_atan, "AtanBackward0")                                     \
+    X(sinh, IN0, bw_sinh, "SinhBackward0")                                     \
+    X(cosh, IN0, bw_cosh, "CoshBackward0")                                     \
+    X(tanh, SOUT, bw_tanh, "TanhBackward0")                                     \
+    X(asinh, IN0, bw_asinh, "AsinhBackward0")                                  \
+    X(acosh, IN0, bw_acosh, "AcoshBackward0")                                  \
+    X(atanh, IN0, bw_atanh, "AtanhBackward0")                                  \
+    X(sigmoid, SOUT, bw_sigmoid, "SigmoidBackward0")                            \
+    X(erf, IN0, bw_erf, "ErfBackward0")                                        \
+    X(erfc, IN0, bw_erfc, "ErfcBackward0")                                     \
+    X(erfinv, SOUT, bw_erfinv, "ErfinvBackward0")                               \
+    X(reciprocal, SOUT, bw_reciprocal, "ReciprocalBackward0")                   \
+    X(nan_to_num, IN0, bw_nan_to_num, "NanToNumBackward0")                     \
+    X(copy_, 0, bw_copy_, "CopyBackwards")                                     \
+    X(fill_, 0, bw_copy_, "FillBackward1")                                     \
+    X(zero_, 0, bw_zero, "ZeroBackward0")                                      \
+    X(uniform_, 0, bw_zero, "UniformBackward0")                                \
+    X(normal_, 0, bw_zero, "NormalBackward0")                                  \
+    X(bernoulli_, 0, bw_zero, "BernoulliBackward0")                            \
+    X(random_, 0, bw_zero, "RandomBackward0")                                  \
+    X(exponential_, 0, bw_zero, "ExponentialBackward0")                        \
+    X(clone, 0, bw_identity, "CloneBackward0")                                 \
+    X(contiguous, 0, bw_identity, "CloneBackward0")                            \
+    X(_to_copy, 0, bw_identity, "ToCopyBackward0")                             \
+    X(view, 0, bw_view, "ViewBackward0")                                       \
+    X(view_as, 0, bw_reshape_back, "ViewBackward0")                            \
+    X(reshape, 0, bw_reshape_back, "ViewBackward0")                            \
+    X(reshape_as, 0, bw_reshape_back, "ViewBackward0")                         \
+    X(flatten, 0, bw_reshape_back, "ViewBackward0")                            \
+    X(unflatten, 0, bw_reshape_back, "ViewBackward0")                          \
+    X(squeeze, 0, bw_reshape_back, "SqueezeBackward0")                         \
+    X(unsqueeze, 0, bw_reshape_back, "UnsqueezeBackward0")                     \
+    X(transpose, 0, bw_transpose, "TransposeBackward0")                        \
+    X(swapaxes, 0, bw_transpose, "TransposeBackward0")                         \
+    X(swapdims, 0, bw_transpose, "TransposeBackward0")                         \
+    X(t, 0, bw_t, "TBackward0")                                                \
+    X(permute, 0, bw_permute, "PermuteBackward0")                              \
+    X(expand, 0, bw_expand, "ExpandBackward0")                                 \
+    X(expand_as, 0, bw_expand, "ExpandBackward0")                              \
+    X(sum_to_size, 0, bw_sum_to_size, "SumToSizeBackward0")                    \
+    X(narrow, 0, bw_narrow, "SliceBackward0")                                  \
+    X(select, 0, bw_select, "SelectBackward0")                                 \
+    X(diagonal, 0, bw_diagonal, "DiagonalBackward0")                           \
+    X(_index, 0, bw_index, "IndexBackward0")                                   \
+    X(unbind, 0, bw_unbind, "UnbindBackward0")                                 \
+    X(split, 0, bw_split, "SplitBackward0")                                    \
+    X(chunk, 0, bw_chunk, "SplitBackward0")                                    \
+    X(as_strided, IN0, bw_as_strided, "AsStridedBackward0")                    \
+    X(tril, 0, bw_tril, "TrilBackward0")                                       \
+    X(triu, 0, bw_triu, "TriuBackward0")                                       \
+    X(mm, IN0 | IN1, bw_mm, "MmBackward0")
+
+EmDerivative em_derivatives[EM_NUM_OPS] = {
+#define X(op, saves, fn, name) [EM_OP_##op] = {fn, saves, name},
+    BACKWARD_LIST(X)
+#undef X
+};
+
+int em_init_derivatives(void) { return 0; }

@@ -1,0 +1,242 @@
+/* record.c — building the graph as ops run (Note [autograd graph]).
+ *
+ * em_call_run (bindings.c) calls em_autograd_precheck before an op writes
+ * into a tensor (torch's errors for in-place writes to leaves, out= with
+ * grad) and em_autograd_record after it ran: one node per differentiable op
+ * call with an input that requires grad, edges to the producers of its
+ * inputs, the tensors its formula reads saved with their versions.
+ *
+ * Note [in-place on views]: writing in place into a view of a tensor that
+ * takes part in autograd rewrites the base's history: the base gets a
+ * CopySlices node (its old gradient, with the view's region replaced by what
+ * the op's backward says) and the view becomes an as_strided view of the
+ * new base — torch's design. CopySlices and that view node are computed
+ * with internal C copies, so gradients through them are not themselves
+ * differentiable (create_graph through in-place writes on views).
+ */
+#include "../ember.h"
+
+/* Tensor arguments of a call in parameter order, skipping out= (NULL where
+ * a number or None was passed). Returns how many tensor parameters. */
+static int tensor_args(const EmOpDef *def, EmCall *c, EmTensor **ts) {
+    int k = 0;
+    for (int i = 0; i < def->sig.nparams; i++) {
+        EmArgType ty = def->sig.params[i].type;
+        if (i == def->sig.out_index || (ty != EM_ARG_TENSOR && ty != EM_ARG_TENSOR_OR_NUMBER)) continue;
+        ts[k++] = em_is_tensor(c->args[i]) ? (EmTensor *)c->args[i] : NULL;
+    }
+    return k;
+}
+
+static EmOpId op_id(const EmOpDef *def) { return (EmOpId)(def - em_op_defs); }
+
+static EmTensor *root_base(EmTensor *t) {
+    return t->is_view && t->view_base ? (EmTensor *)t->view_base : NULL;
+}
+
+int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmTensor **saved_self) {
+    *saved_self = NULL;
+    EmOpId op = op_id(def);
+    EmTensor *ins[EM_MAX_PARAMS];
+    int nin = tensor_args(def, c, ins);
+    bool any = false;
+    for (int i = 0; i < nin; i++) any |= ins[i] && em_requires_grad(ins[i]);
+    if (c->out && !c->inplace) {
+        if (em_derivatives[op].fn && (any || em_requires_grad(c->out))) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): functions with out=... arguments don't support automatic "
+                         "differentiation, but one of the arguments requires grad.", def->name);
+            return -1;
+        }
+        return 0;
+    }
+    if (!c->inplace && !def->writes_self) return 0;
+    if (op == EM_OP_detach) return 0; /* detach_ only leaves the graph */
+    EmTensor *target = (EmTensor *)c->args[0];
+    if (target->is_inference && !em_inference_mode()) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Inplace update to inference tensor outside InferenceMode is not allowed.");
+        return -1;
+    }
+    if (target->requires_grad && !target->grad_fn) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a leaf Variable that requires grad is being used in an in-place operation.");
+        return -1;
+    }
+    EmTensor *base = root_base(target);
+    if (base && base->requires_grad && !base->grad_fn) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a view of a leaf Variable that requires grad is being used in an in-place "
+                        "operation.");
+        return -1;
+    }
+    /* the formula will read self's old value: keep a copy before it is overwritten */
+    bool other_needs = false;
+    for (int i = 1; i < nin; i++) other_needs |= ins[i] && em_requires_grad(ins[i]);
+    if (other_needs && (em_derivatives[op].saves & EM_SAVE_IN(0))) {
+        EmTensor *copy = em_clone(target);
+        if (!copy) return -1;
+        copy->grad_fn = Py_XNewRef(target->grad_fn);
+        copy->output_nr = target->output_nr;
+        *saved_self = copy;
+    }
+    return 0;
+}
+
+static PyObject *args_without_tensors(const EmOpDef *def, EmCall *c) {
+    PyObject *t = PyTuple_New(def->sig.nparams);
+    for (int i = 0; t && i < def->sig.nparams; i++) {
+        PyObject *a = c->args[i] && !em_is_tensor(c->args[i]) ? c->args[i] : Py_None;
+        PyTuple_SET_ITEM(t, i, Py_NewRef(a));
+    }
+    return t;
+}
+
+/* Geometry block: ndim, sizes, strides, offset. */
+static int64_t *geom_put(int64_t *p, const EmTensor *t) {
+    *p++ = t->ndim;
+    for (int d = 0; d < t->ndim; d++) *p++ = t->sizes[d];
+    for (int d = 0; d < t->ndim; d++) *p++ = t->strides[d];
+    *p++ = t->offset;
+    return p;
+}
+
+/* Note [in-place on views]: base gets CopySlices around op node n; the
+ * view becomes an as_strided view of the new base. */
+static int rebase_view(EmTensor *view, EmNode *n) {
+    EmTensor *base = (EmTensor *)view->view_base;
+    EmNode *cs = em_node_new(EM_NODE_COPY_SLICES, "CopySlices", n->num_next, 1);
+    EmNode *vn = NULL;
+    if (!cs) return -1;
+    int64_t *geom = PyMem_Malloc((4 + 4 * (size_t)(base->ndim + view->ndim)) * sizeof(int64_t));
+    if (!geom) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    geom_put(geom_put(geom, base), view);
+    cs->view_geom = geom;
+    if (em_gradient_edge(base, &cs->next[0]) < 0 || em_meta_set(&cs->in_meta[0], base) < 0 ||
+        em_meta_set(&cs->out_meta[0], base) < 0)
+        goto fail;
+    for (int i = 1; i < n->num_next; i++) { /* the op's other inputs are CopySlices' too; n keeps
+                                                 * its edges so its formula knows what is needed */
+        cs->next[i] = n->next[i];
+        Py_XINCREF(cs->next[i].fn);
+        if (n->in_meta[i].defined) {
+            EmMeta *src = &n->in_meta[i];
+            cs->in_meta[i] = *src;
+            if (src->big) { /* deep copy the large-rank sizes */
+                cs->in_meta[i].big = PyMem_Malloc(src->ndim * sizeof(int64_t));
+                if (!cs->in_meta[i].big) {
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+                memcpy(cs->in_meta[i].big, src->big, src->ndim * sizeof(int64_t));
+            }
+        }
+    }
+    cs->ctx = Py_NewRef((PyObject *)n);
+    Py_XSETREF(base->grad_fn, Py_NewRef((PyObject *)cs));
+    base->output_nr = 0;
+
+    /* the view, regenerated from the new base */
+    vn = em_node_new(EM_NODE_OP, "AsStridedBackward0", 1, 1);
+    if (!vn) goto fail;
+    vn->kind = EM_NODE_COPY_SLICES; /* same geometry-driven backward, without an inner op */
+    vn->view_geom = PyMem_Malloc((4 + 4 * (size_t)(base->ndim + view->ndim)) * sizeof(int64_t));
+    if (!vn->view_geom) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    memcpy(vn->view_geom, geom, (4 + 2 * (size_t)(base->ndim + view->ndim)) * sizeof(int64_t));
+    vn->next[0].fn = (EmNode *)Py_NewRef((PyObject *)cs);
+    if (em_meta_set(&vn->in_meta[0], base) < 0 || em_meta_set(&vn->out_meta[0], view) < 0) goto fail;
+    Py_XSETREF(view->grad_fn, (PyObject *)vn);
+    view->output_nr = 0;
+    Py_DECREF(cs);
+    return 0;
+fail:
+    Py_XDECREF(vn);
+    Py_DECREF(cs);
+    return -1;
+}
+
+PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmTensor *saved_self) {
+    EmOpId op = op_id(def);
+    const EmDerivative *d = &em_derivatives[op];
+    EmTensor *ins[EM_MAX_PARAMS], *outs[64];
+    int nin = tensor_args(def, c, ins);
+    bool any = saved_self != NULL, inplace = c->inplace || def->writes_self;
+    for (int i = 0; i < nin; i++) any |= ins[i] && em_requires_grad(ins[i]);
+    /* an in-place write into a view changes its base's history (Note [in-place on views]) */
+    if (inplace && nin > 0 && ins[0] && root_base(ins[0]) && em_requires_grad(root_base(ins[0]))) any = true;
+    if (!any || (c->out && !c->inplace)) return result;
+    if (op == EM_OP_detach) return result; /* detach_: nothing to record */
+    if (!d->fn) return result;             /* not differentiable: outputs stay outside the graph */
+    for (int i = 0; i < nin; i++) {
+        if (ins[i] && ins[i]->is_inference && em_requires_grad(ins[i])) goto inference;
+    }
+
+    int nout = 0;
+    if (em_is_tensor(result)) {
+        outs[nout++] = (EmTensor *)result;
+    } else if (PyTuple_Check(result)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result) && nout < 64; i++) {
+            PyObject *o = PyTuple_GET_ITEM(result, i);
+            if (!em_is_tensor(o)) return result;
+            outs[nout++] = (EmTensor *)o;
+        }
+    } else {
+        return result;
+    }
+    if (result == (PyObject *)ins[0] && !inplace) {
+        /* an op that returned its input unchanged (contiguous() of a contiguous
+         * tensor, positive): nothing happened that needs a node */
+        return result;
+    }
+
+    EmNode *n = em_node_new(EM_NODE_OP, d->name, nin, nout);
+    if (!n) goto fail;
+    n->op = op;
+    n->backward = d->fn;
+    for (int i = 0; i < nin; i++) {
+        EmTensor *t = i == 0 && saved_self ? saved_self : ins[i];
+        if (!t) continue;
+        if (em_requires_grad(t) && em_gradient_edge(t, &n->next[i]) < 0) goto fail_node;
+        if (em_meta_set(&n->in_meta[i], t) < 0) goto fail_node;
+        if ((d->saves & EM_SAVE_IN(i)) && em_saved_set(&n->saved[i], t, n, false) < 0) goto fail_node;
+    }
+    if (!(n->args = args_without_tensors(def, c))) goto fail_node;
+    if (d->saves & EM_SAVE_OUT) {
+        n->saved_out = PyMem_Calloc(nout, sizeof(EmSaved));
+        if (!n->saved_out) {
+            PyErr_NoMemory();
+            goto fail_node;
+        }
+    }
+    for (int j = 0; j < nout; j++) {
+        EmTensor *t = outs[j];
+        if (!em_is_float(t->dtype)) continue; /* indices, masks: not differentiable */
+        if (em_meta_set(&n->out_meta[j], t) < 0) goto fail_node;
+        if (inplace && j == 0 && root_base(t) &&
+            (em_requires_grad(root_base(t)) || em_requires_grad(t) || any)) {
+            if (rebase_view(t, n) < 0) goto fail_node;
+        } else {
+            Py_XSETREF(t->grad_fn, Py_NewRef((PyObject *)n));
+            t->output_nr = j;
+        }
+        if ((d->saves & EM_SAVE_OUT) && em_saved_set(&n->saved_out[j], t, n, true) < 0) goto fail_node;
+    }
+    Py_DECREF(n);
+    return result;
+inference:
+    PyErr_SetString(PyExc_RuntimeError,
+                    "Inference tensors cannot be saved for backward. To work around you can make a "
+                    "clone to get a normal tensor and use it in autograd.");
+    goto fail;
+fail_node:
+    Py_DECREF(n);
+fail:
+    Py_DECREF(result);
+    return NULL;
+}
