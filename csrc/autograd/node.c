@@ -149,8 +149,32 @@ static PyTypeObject *node_type_for(const char *name) {
     return (PyTypeObject *)t;
 }
 
+/* Type lookups by name happen for every recorded op: cache them by the
+ * address of the (static) name string. */
+#define TYPE_CACHE 512
+static struct {
+    const char *name;
+    PyTypeObject *type;
+} type_cache[TYPE_CACHE];
+
+static PyTypeObject *cached_node_type(const char *name) {
+    size_t h = ((uintptr_t)name >> 3) & (TYPE_CACHE - 1);
+    for (int probe = 0; probe < 8; probe++, h = (h + 1) & (TYPE_CACHE - 1)) {
+        if (type_cache[h].name == name) return type_cache[h].type;
+        if (!type_cache[h].name) {
+            PyTypeObject *t = node_type_for(name);
+            if (t) {
+                type_cache[h].name = name;
+                type_cache[h].type = t;
+            }
+            return t;
+        }
+    }
+    return node_type_for(name); /* crowded: fall back to the dict */
+}
+
 EmNode *em_node_new(EmNodeKind kind, const char *type_name, int num_next, int num_outputs) {
-    PyTypeObject *type = node_type_for(type_name);
+    PyTypeObject *type = cached_node_type(type_name);
     if (!type) return NULL;
     EmNode *n = (EmNode *)type->tp_alloc(type, 0); /* zero-filled, GC-tracked */
     if (!n) return NULL;
@@ -158,15 +182,17 @@ EmNode *em_node_new(EmNodeKind kind, const char *type_name, int num_next, int nu
     n->sequence_nr = next_sequence_nr++;
     n->num_next = num_next;
     n->num_outputs = num_outputs;
-    int nn = num_next > 0 ? num_next : 1, no = num_outputs > 0 ? num_outputs : 1;
-    n->next = PyMem_Calloc(nn, sizeof(EmEdge));
-    n->in_meta = PyMem_Calloc(nn, sizeof(EmMeta));
-    n->out_meta = PyMem_Calloc(no, sizeof(EmMeta));
-    n->saved = PyMem_Calloc(nn, sizeof(EmSaved));
-    if (!n->next || !n->in_meta || !n->out_meta || !n->saved) {
+    /* one block: edges, input metadata and saved inputs per input, metadata per output */
+    size_t nn = num_next > 0 ? num_next : 1, no = num_outputs > 0 ? num_outputs : 1;
+    char *block = PyMem_Calloc(1, nn * (sizeof(EmEdge) + sizeof(EmMeta) + sizeof(EmSaved)) + no * sizeof(EmMeta));
+    if (!block) {
         Py_DECREF(n);
         return (EmNode *)PyErr_NoMemory();
     }
+    n->next = (EmEdge *)block;
+    n->in_meta = (EmMeta *)(block + nn * sizeof(EmEdge));
+    n->saved = (EmSaved *)(block + nn * (sizeof(EmEdge) + sizeof(EmMeta)));
+    n->out_meta = (EmMeta *)(block + nn * (sizeof(EmEdge) + sizeof(EmMeta) + sizeof(EmSaved)));
     return n;
 }
 
@@ -233,10 +259,7 @@ static void node_dealloc(EmNode *n) {
     node_clear(n);
     for (int i = 0; n->in_meta && i < n->num_next; i++) em_meta_clear(&n->in_meta[i]);
     for (int i = 0; n->out_meta && i < n->num_outputs; i++) em_meta_clear(&n->out_meta[i]);
-    PyMem_Free(n->next);
-    PyMem_Free(n->in_meta);
-    PyMem_Free(n->out_meta);
-    PyMem_Free(n->saved);
+    PyMem_Free(n->next); /* the block holding in_meta, saved and out_meta too */
     PyMem_Free(n->saved_out);
     PyMem_Free(n->view_geom);
     type->tp_free((PyObject *)n);
