@@ -63,6 +63,25 @@ def every_lib(make):
     return {lib: (lambda n, lib=lib: make(module(lib), *inputs(lib, n, 3))) for lib in LIBS}
 
 
+def mul_chain_backward(m, a, b, c):
+    """10 multiplies on a leaf requiring grad, reduced to a scalar, then
+    backward: the per-op cost of recording and running the graph. ember has
+    no sum() reduction yet; Tensor.sum_to_size(()) exists in both libraries."""
+    x = a.clone().requires_grad_()
+
+    def step():
+        y = x
+        for _ in range(10):
+            y = y * b
+        y.sum_to_size(()).backward()
+    return step
+
+
+def autograd_libs(make):
+    """Builders for the libraries that have autograd (not NumPy)."""
+    return {lib: (lambda n, lib=lib: make(module(lib), *inputs(lib, n, 3))) for lib in ("ember", "torch")}
+
+
 M = 1 << 20
 CASES = [
     Case("a + b, 100 f32", 100, every_lib(lambda m, a, b, c: lambda: a + b),
@@ -74,6 +93,8 @@ CASES = [
     Case("add(a, b, out=c), 16M f32", 16 * M,
          every_lib(lambda m, a, b, c: lambda: m.add(a, b, out=c)),
          unit="GB/s", bytes_per_elem=12, targets={"numpy": (">=", 0.9)}),
+    Case("10 muls + sum().backward(), 100 f32", 100, autograd_libs(mul_chain_backward),
+         targets={"torch": ("<=", 0.4)}),
 ]
 
 

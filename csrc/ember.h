@@ -246,6 +246,7 @@ typedef struct EmTensor {
     bool requires_grad;
     bool is_view; /* shares storage with view_base */
     int32_t output_nr;
+    int64_t version_seen; /* storage version when grad_fn was set (Note [stale views]) */
     bool is_inference; /* made under inference_mode: never enters a graph */
     PyObject *view_base; /* the tensor this one is a view of, or NULL */
     PyObject *grad;
@@ -511,6 +512,7 @@ struct EmCall {
     EmTensor *owned_tensor; /* a number an impl wrapped as a 0-d tensor, released after */
     EmTensor *out;   /* out= tensor, or self for in-place variants */
     bool inplace;
+    bool reflected;  /* from a reflected operator (2 - t): torch names its node differently */
 };
 
 int em_signature_parse(const char *text, EmSignature *sig);
@@ -681,10 +683,21 @@ EmTensor *em_saved_get(EmNode *n, EmSaved *s);
 void em_saved_clear(EmSaved *s);
 void em_node_release(EmNode *n);
 
-/* Recording (autograd/record.c): checks before an op writes in place, and
- * the node that follows a differentiable op. */
-int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmTensor **saved_self);
-PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmTensor *saved_self);
+/* Recording (autograd/record.c): checks before an op writes in place (and
+ * what the node will need of self's state before the write), and the node
+ * that follows a differentiable op. */
+typedef struct {
+    EmTensor *saved_self; /* copy of self before an in-place op whose formula reads it */
+    EmMeta self_meta;     /* self's shape before an in-place op (t_ changes it) */
+} EmAutogradPre;
+int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre);
+PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutogradPre *pre);
+void em_autograd_pre_clear(EmAutogradPre *pre);
+/* Note [stale views]: a view whose storage was written in place since its
+ * grad_fn was set gets a fresh grad_fn from its base. 0 / -1. */
+int em_view_refresh(EmTensor *t);
+/* torch's node name for this call of op (overloads get other suffixes). */
+const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result);
 /* Call op `id` from C with positional arguments (recorded when grad mode is
  * on, so backward formulas are themselves differentiable). New reference. */
 PyObject *em_op(EmOpId id, int nargs, PyObject *const *args);

@@ -96,7 +96,8 @@ static PyObject *arg(EmNode *n, int i) { return PyTuple_GET_ITEM(n->args, i); }
 /* Saved input k (new reference kept by the scratch) or, when the forward
  * got a number there, that number. */
 static PyObject *input(Scratch *s, EmNode *n, int k) {
-    if (n->saved[k].data) return keep(s, (PyObject *)em_saved_get(n, &n->saved[k]));
+    /* a released node raises torch's "backward through the graph a second time" */
+    if (n->saved[k].data || n->released) return keep(s, (PyObject *)em_saved_get(n, &n->saved[k]));
     PyObject *a = arg(n, param_of(n, k));
     if (a == Py_None) {
         PyErr_SetString(PyExc_SystemError, "ember: backward formula needs an input that was not saved");
@@ -106,7 +107,7 @@ static PyObject *input(Scratch *s, EmNode *n, int k) {
     return a;
 }
 #define IN(k) input(S, n, (k))
-#define OUT(j) keep(S, (PyObject *)em_saved_get(n, &n->saved_out[j]))
+#define OUT(j) keep(S, (PyObject *)em_saved_get(n, n->saved_out ? &n->saved_out[j] : &n->saved[0]))
 #define ARG(i) arg(n, (i))
 #define G(j) ((PyObject *)go[j])
 
@@ -130,6 +131,14 @@ static bool is_one(PyObject *o) {
         return false;
     }
     return s.kind == 'f' ? s.v.f == 1.0 : s.v.i == 1;
+}
+
+/* weight of a max/min argument: 1 where it wins, 1/2 on a tie (torch) */
+static PyObject *tie_weight(Scratch *s, PyObject *wins, PyObject *tie) {
+    PyObject *half = keep(s, PyFloat_FromDouble(0.5)), *zero = keep(s, PyFloat_FromDouble(0.0));
+    PyObject *one = keep(s, PyFloat_FromDouble(1.0));
+    PyObject *inner = call(s, EM_OP_where, 3, tie, half, zero, NULL);
+    return call(s, EM_OP_where, 3, wins, one, inner, NULL);
 }
 
 static int bw_add(EmNode *n, EmTensor **go, EmTensor **gi) {
@@ -198,10 +207,13 @@ static int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
     if (need(n, 0)) {
         EmScalar e;
         bool zero_exp = !em_is_tensor(b) && em_scalar_from_py(b, &e) == 0 && em_scalar_to_double(e) == 0;
+        PyObject *ga = zero_exp ? NULL : MUL(MUL(G(0), b), OP2(pow, a, SUB(b, NUM(1.0))));
         if (zero_exp)
             SET(0, ZEROS(0));
+        else if (em_is_tensor(b)) /* b == 0: no dependence on a, even at a == 0 */
+            SET(0, OP3(where, OP2(eq, b, NUM(0.0)), NUM(0.0), ga));
         else
-            SET(0, MUL(MUL(G(0), b), OP2(pow, a, SUB(b, NUM(1.0)))));
+            SET(0, ga);
     }
     if (need(n, 1)) {
         PyObject *r = OUT(0), *term;
@@ -220,9 +232,9 @@ static int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
 static int bw_atan2(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *a = IN(0), *b = IN(1);
-    PyObject *den = ADD(MUL(a, a), MUL(b, b));
-    if (need(n, 0)) SET(0, DIV(MUL(G(0), b), den));
-    if (need(n, 1)) SET(1, DIV(MUL(NEG(G(0)), a), den));
+    PyObject *den = ADD(MUL(a, a), MUL(b, b)), *zero = OP2(eq, den, NUM(0.0)); /* 0 at the origin */
+    if (need(n, 0)) SET(0, OP3(where, zero, NUM(0.0), DIV(MUL(G(0), b), den)));
+    if (need(n, 1)) SET(1, OP3(where, zero, NUM(0.0), DIV(MUL(NEG(G(0)), a), den)));
     END;
 }
 
@@ -266,18 +278,20 @@ static int max_min(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId better) {
 static int bw_maximum(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_gt); }
 static int bw_minimum(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_lt); }
 
-/* fmax/fmin: NaN loses; the kept input takes the gradient */
-static int fmax_fmin(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId keep_a) {
+/* fmax/fmin: NaN loses; ties split the gradient */
+static int fmax_fmin(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId a_better) {
     BEGIN;
     PyObject *a = IN(0), *b = IN(1), *g = G(0);
-    PyObject *args[2] = {a, b};
-    PyObject *a_kept = OP2(logical_or, keep(S, em_op(keep_a, 2, args)), OP1(isnan, b));
-    if (need(n, 0)) SET(0, OP3(where, a_kept, g, NUM(0.0)));
-    if (need(n, 1)) SET(1, OP3(where, a_kept, NUM(0.0), g));
+    PyObject *ab[2] = {a, b}, *ba[2] = {b, a};
+    PyObject *tie = OP2(eq, a, b);
+    PyObject *a_wins = OP2(logical_or, keep(S, em_op(a_better, 2, ab)), OP1(isnan, b));
+    PyObject *b_wins = OP2(logical_or, keep(S, em_op(a_better, 2, ba)), OP1(isnan, a));
+    if (need(n, 0)) SET(0, MUL(g, tie_weight(S, a_wins, tie)));
+    if (need(n, 1)) SET(1, MUL(g, tie_weight(S, b_wins, tie)));
     END;
 }
-static int bw_fmax(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_ge); }
-static int bw_fmin(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_le); }
+static int bw_fmax(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_gt); }
+static int bw_fmin(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_lt); }
 
 /* a clamp bound: the saved tensor, the number given, or NULL when absent */
 static PyObject *bound(Scratch *s, EmNode *n, int k) {
@@ -287,20 +301,43 @@ static PyObject *bound(Scratch *s, EmNode *n, int k) {
     return a == Py_None ? NULL : a;
 }
 
-/* clamp(x, lo, hi): the gradient passes where x is inside the bounds; a
- * tensor bound takes it where it was the one chosen */
+/* clamp(x, lo, hi) = min(max(x, lo), hi). Number bounds: the gradient passes
+ * where x is strictly inside. Tensor bounds: like maximum/minimum, ties
+ * split the gradient between x and the bound. */
 static int clamp_grads(EmNode *n, EmTensor **go, EmTensor **gi, int lo_k, int hi_k) {
     BEGIN;
-    PyObject *x = IN(0), *g = G(0), *inside = NULL;
+    PyObject *x = IN(0), *g = G(0);
     PyObject *lo = bound(S, n, lo_k), *hi = bound(S, n, hi_k);
-    if (lo) inside = OP2(ge, x, lo);
-    if (hi) {
-        PyObject *below = OP2(le, x, hi);
-        inside = inside ? OP2(logical_and, inside, below) : below;
+    bool tensors = (lo && em_is_tensor(lo)) || (hi && em_is_tensor(hi));
+    if (!tensors) {
+        PyObject *inside = NULL;
+        if (lo) inside = OP2(gt, x, lo);
+        if (hi) {
+            PyObject *below = OP2(lt, x, hi);
+            inside = inside ? OP2(logical_and, inside, below) : below;
+        }
+        if (need(n, 0)) SET(0, inside ? OP3(where, inside, g, NUM(0.0)) : g);
+        END;
     }
-    if (need(n, 0)) SET(0, inside ? OP3(where, inside, g, NUM(0.0)) : g);
-    if (lo_k >= 0 && need(n, lo_k)) SET(lo_k, OP3(where, OP2(lt, x, lo), g, NUM(0.0)));
-    if (hi_k >= 0 && need(n, hi_k)) SET(hi_k, OP3(where, OP2(gt, x, hi), g, NUM(0.0)));
+    PyObject *m = x, *wx = NULL, *wm = NULL;
+    if (lo) {
+        PyObject *tie = OP2(eq, x, lo);
+        wx = tie_weight(S, OP2(gt, x, lo), tie);
+        if (need(n, lo_k)) SET(lo_k, MUL(g, MUL(tie_weight(S, OP2(lt, x, lo), tie),
+                                              hi ? tie_weight(S, OP2(lt, OP2(maximum, x, lo), hi),
+                                                              OP2(eq, OP2(maximum, x, lo), hi))
+                                                 : NUM(1.0))));
+        m = OP2(maximum, x, lo);
+    }
+    if (hi) {
+        PyObject *tie = OP2(eq, m, hi);
+        wm = tie_weight(S, OP2(lt, m, hi), tie);
+        if (need(n, hi_k)) SET(hi_k, MUL(g, tie_weight(S, OP2(gt, m, hi), tie)));
+    }
+    if (need(n, 0)) {
+        PyObject *w = wx && wm ? MUL(wx, wm) : wx ? wx : wm;
+        SET(0, MUL(g, w));
+    }
     END;
 }
 static int bw_clamp(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, 1, 2); }
@@ -318,7 +355,7 @@ static int bw_where(EmNode *n, EmTensor **go, EmTensor **gi) {
 static int bw_lerp(EmNode *n, EmTensor **go, EmTensor **gi) { /* a + w (b - a) */
     BEGIN;
     PyObject *w = IN(2);
-    if (need(n, 0)) SET(0, MUL(G(0), OP2(rsub, w, NUM(1.0))));
+    if (need(n, 0)) SET(0, MUL(G(0), SUB(NUM(1.0), w)));
     if (need(n, 1)) SET(1, MUL(G(0), w));
     if (need(n, 2)) SET(2, MUL(G(0), SUB(IN(1), IN(0))));
     END;
@@ -640,7 +677,7 @@ static int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
     X(log, IN0, bw_log, "LogBackward0")                                        \
     X(log2, IN0, bw_log2, "Log2Backward0")                                     \
     X(log10, IN0, bw_log10, "Log10Backward0")                                  \
-    X(log1p, IN0, bw_log1p, "Log1pBackward0")                                  \
+    X(log1p, IN0, bw_log1p, "Log1PBackward0")                                  \
     X(sqrt, SOUT, bw_sqrt, "SqrtBackward0")                                     \
     X(rsqrt, SOUT, bw_rsqrt, "RsqrtBackward0")                                  \
     X(sin, IN0, bw_sin, "SinBackward0")                                        \
@@ -705,5 +742,72 @@ EmDerivative em_derivatives[EM_NUM_OPS] = {
     BACKWARD_LIST(X)
 #undef X
 };
+
+/* torch names a node after the overload that ran: pow(Tensor, Number) is
+ * PowBackward0, pow(Tensor, Tensor) PowBackward1, ... */
+static bool is_t(PyObject *o) { return o && em_is_tensor(o); }
+
+const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result) {
+    PyObject **a = c->args;
+    bool inplace = c->inplace || c->def->writes_self;
+    switch (op) {
+    case EM_OP_pow:
+    case EM_OP_float_power:
+        return !is_t(a[0]) ? "PowBackward2" : is_t(a[1]) ? "PowBackward1" : "PowBackward0";
+    case EM_OP_clamp:
+    case EM_OP_clip: return is_t(a[1]) || is_t(a[2]) ? "ClampBackward0" : "ClampBackward1";
+    case EM_OP_clamp_min: return is_t(a[1]) ? "ClampMinBackward1" : "ClampMinBackward0";
+    case EM_OP_clamp_max: return is_t(a[1]) ? "ClampMaxBackward1" : "ClampMaxBackward0";
+    case EM_OP_div:
+        if (c->reflected) return "MulBackward0"; /* 2 / t is 2 * t.reciprocal() in torch */
+        if (a[2] != Py_None) return is_t(a[1]) ? "DivBackward2" : "DivBackward3";
+        return "DivBackward0";
+    case EM_OP_sub: return c->reflected ? "RsubBackward1" : "SubBackward0";
+    case EM_OP_rsub: return is_t(a[1]) ? "RsubBackward0" : "RsubBackward1";
+    case EM_OP_remainder: return is_t(a[0]) && is_t(a[1]) ? "RemainderBackward1" : "RemainderBackward0";
+    case EM_OP_fmod: return is_t(a[1]) ? "FmodBackward1" : "FmodBackward0";
+    case EM_OP_copysign: return is_t(a[1]) ? "CopysignBackward0" : "CopysignBackward1";
+    case EM_OP_lerp: return is_t(a[2]) ? "LerpBackward1" : "LerpBackward0";
+    case EM_OP_round: return PyLong_Check(a[1]) && PyLong_AsLong(a[1]) != 0 ? "RoundBackward1" : "RoundBackward0";
+    case EM_OP_squeeze:
+        if (inplace) return a[1] == Py_None ? "SqueezeBackward3" : PyLong_Check(a[1]) ? "SqueezeBackward4" : "SqueezeBackward5";
+        return a[1] == Py_None ? "SqueezeBackward0" : PyLong_Check(a[1]) ? "SqueezeBackward1" : "SqueezeBackward2";
+    case EM_OP_fill_: return is_t(a[1]) ? "FillBackward3" : "FillBackward2";
+    case EM_OP_bernoulli_: return is_t(a[1]) ? "BernoulliBackward1" : "BernoulliBackward2";
+    case EM_OP_split: return PyLong_Check(a[1]) ? "SplitBackward0" : "SplitWithSizesBackward0";
+    case EM_OP_t: return inplace ? "TBackward1" : "TBackward0";
+    case EM_OP_transpose: return inplace ? "TransposeBackward1" : "TransposeBackward0";
+    case EM_OP_unsqueeze: return inplace ? "UnsqueezeBackward1" : "UnsqueezeBackward0";
+    case EM_OP_as_strided: return inplace ? "AsStridedBackward1" : "AsStridedBackward0";
+    case EM_OP_acosh: return inplace ? "AcoshBackward1" : "AcoshBackward0";
+    case EM_OP_asinh: return inplace ? "AsinhBackward1" : "AsinhBackward0";
+    case EM_OP_atanh: return inplace ? "AtanhBackward1" : "AtanhBackward0";
+    case EM_OP_reshape:
+    case EM_OP_reshape_as:
+    case EM_OP_flatten:
+    case EM_OP_unflatten: /* a reshape that had to copy */
+        if (!is_t(result) || !is_t(a[0])) return "ViewBackward0";
+        if (((EmTensor *)result)->storage != ((EmTensor *)a[0])->storage) return "UnsafeViewBackward0";
+        return op == EM_OP_unflatten || em_is_contiguous((EmTensor *)a[0]) ? "ViewBackward0"
+                                                                         : "ReshapeAliasBackward0";
+    case EM_OP_sum_to_size: { /* torch sums (keepdim), then views away the leading dims */
+        EmTensor *in = (EmTensor *)a[0], *r = (EmTensor *)result;
+        return r->ndim == 0 ? "SumBackward0" : r->ndim < in->ndim ? "ViewBackward0" : "SumBackward1";
+    }
+    case EM_OP__index: { /* basic indexing: named after the last step torch takes */
+        PyObject *key = a[1], *last = key;
+        if (PyTuple_Check(key)) {
+            last = NULL;
+            for (Py_ssize_t i = PyTuple_GET_SIZE(key) - 1; i >= 0 && !last; i--)
+                if (PyTuple_GET_ITEM(key, i) != Py_Ellipsis) last = PyTuple_GET_ITEM(key, i);
+        }
+        if (!last || last == Py_Ellipsis) return "AliasBackward0";
+        if (last == Py_None || PyBool_Check(last)) return "UnsqueezeBackward0";
+        if (PySlice_Check(last)) return "SliceBackward0";
+        return "SelectBackward0";
+    }
+    default: return em_derivatives[op].name;
+    }
+}
 
 int em_init_derivatives(void) { return 0; }

@@ -169,13 +169,23 @@ static int run_tensor_hooks(PyObject *hooks, EmTensor **grad) {
             return -1;
         }
         if (r != Py_None) {
-            if (!em_is_tensor(r)) {
+            EmTensor *g = (EmTensor *)r;
+            if (!em_is_tensor(r) || g->ndim != (*grad)->ndim ||
+                memcmp(g->sizes, (*grad)->sizes, g->ndim * sizeof(int64_t))) {
+                PyObject *name = PyObject_GetAttrString(PyList_GET_ITEM(values, i), "__name__");
+                PyErr_Clear();
+                if (!em_is_tensor(r))
+                    PyErr_Format(PyExc_TypeError, "hook '%S' must return a Tensor or None, got %.100s",
+                                 name ? name : Py_None, Py_TYPE(r)->tp_name);
+                else
+                    PyErr_Format(PyExc_RuntimeError, "hook '%S' has changed the size of value",
+                                 name ? name : Py_None);
+                Py_XDECREF(name);
                 Py_DECREF(r);
                 Py_DECREF(values);
-                PyErr_SetString(PyExc_TypeError, "a tensor hook must return a Tensor or None");
                 return -1;
             }
-            Py_SETREF(*grad, (EmTensor *)r);
+            Py_SETREF(*grad, g);
         } else {
             Py_DECREF(r);
         }
@@ -286,7 +296,9 @@ fail:
 static int run_python(EmNode *n, EmTensor **go, EmTensor **gi) {
     PyObject *grads = grads_tuple(go, n->num_outputs);
     if (!grads) return -1;
-    PyObject *r = PyObject_CallMethod(n->ctx, "_engine_backward", "O", grads);
+    PyObject *name = PyUnicode_FromString("_engine_backward");
+    PyObject *r = name ? PyObject_CallMethodOneArg(n->ctx, name, grads) : NULL;
+    Py_XDECREF(name);
     Py_DECREF(grads);
     if (!r) return -1;
     int rc = take_grads(r, gi, n->num_next, "Function backward");

@@ -36,11 +36,13 @@ static PyObject *python_node(PyObject *m, PyObject *args) {
         if (!em_is_tensor(o)) continue;
         EmTensor *t = (EmTensor *)o;
         if (em_meta_set(&n->out_meta[j], t) < 0) goto fail;
-        int skip = PySequence_Contains(nondiff, o);
-        if (skip < 0) goto fail;
+        bool skip = false; /* identity, not ==: tensors compare elementwise */
+        for (Py_ssize_t k = 0; PyTuple_Check(nondiff) && k < PyTuple_GET_SIZE(nondiff); k++)
+            skip |= PyTuple_GET_ITEM(nondiff, k) == o;
         if (skip || !em_is_float(t->dtype)) continue;
         Py_XSETREF(t->grad_fn, Py_NewRef((PyObject *)n));
         t->output_nr = j;
+        t->version_seen = t->storage->version;
     }
     return (PyObject *)n;
 fail:

@@ -44,6 +44,7 @@ int em_saved_set(EmSaved *s, EmTensor *t, EmNode *owner, bool is_output) {
                         "make a clone to get a normal tensor and use it in autograd.");
         return -1;
     }
+    if (!is_output && em_view_refresh(t) < 0) return -1;
     s->data = em_detach(t);
     if (!s->data) return -1;
     s->version = t->storage->version;
@@ -216,6 +217,7 @@ EmNode *em_grad_accumulator(EmTensor *leaf) {
 int em_gradient_edge(EmTensor *t, EmEdge *e) {
     e->fn = NULL;
     e->input_nr = 0;
+    if (em_view_refresh(t) < 0) return -1;
     if (t->grad_fn) {
         e->fn = (EmNode *)Py_NewRef(t->grad_fn);
         e->input_nr = t->output_nr;
@@ -255,6 +257,9 @@ static int node_clear(EmNode *n) {
 static void node_dealloc(EmNode *n) {
     PyTypeObject *type = Py_TYPE(n);
     PyObject_GC_UnTrack(n);
+    /* a long chain of nodes frees each other recursively: the trashcan
+     * defers deep frees so the C stack never overflows */
+    Py_TRASHCAN_BEGIN(n, node_dealloc)
     if (n->weakrefs) PyObject_ClearWeakRefs((PyObject *)n);
     node_clear(n);
     for (int i = 0; n->in_meta && i < n->num_next; i++) em_meta_clear(&n->in_meta[i]);
@@ -264,6 +269,7 @@ static void node_dealloc(EmNode *n) {
     PyMem_Free(n->view_geom);
     type->tp_free((PyObject *)n);
     if (type->tp_flags & Py_TPFLAGS_HEAPTYPE) Py_DECREF(type);
+    Py_TRASHCAN_END
 }
 
 static int visit_saved(EmSaved *s, visitproc visit, void *arg) {

@@ -34,8 +34,12 @@ static EmTensor *root_base(EmTensor *t) {
     return t->is_view && t->view_base ? (EmTensor *)t->view_base : NULL;
 }
 
-int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmTensor **saved_self) {
-    *saved_self = NULL;
+void em_autograd_pre_clear(EmAutogradPre *pre) {
+    Py_CLEAR(pre->saved_self);
+    em_meta_clear(&pre->self_meta);
+}
+
+int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
     EmOpId op = op_id(def);
     EmTensor *ins[EM_MAX_PARAMS];
     int nin = tensor_args(def, c, ins);
@@ -70,15 +74,18 @@ int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmTensor **saved_self) {
                         "operation.");
         return -1;
     }
-    /* the formula will read self's old value: keep a copy before it is overwritten */
-    bool other_needs = false;
-    for (int i = 1; i < nin; i++) other_needs |= ins[i] && em_requires_grad(ins[i]);
-    if (other_needs && (em_derivatives[op].saves & EM_SAVE_IN(0))) {
+    bool tracked = any || (base && em_requires_grad(base));
+    if (!tracked) return 0;
+    /* self's shape before the write (in-place view ops change it) and, when
+     * the formula reads self, a copy of its value before it is overwritten */
+    if (em_meta_set(&pre->self_meta, target) < 0) return -1;
+    if (em_derivatives[op].saves & EM_SAVE_IN(0)) {
+        if (em_view_refresh(target) < 0) return -1;
         EmTensor *copy = em_clone(target);
         if (!copy) return -1;
         copy->grad_fn = Py_XNewRef(target->grad_fn);
         copy->output_nr = target->output_nr;
-        *saved_self = copy;
+        pre->saved_self = copy;
     }
     return 0;
 }
@@ -101,12 +108,44 @@ static int64_t *geom_put(int64_t *p, const EmTensor *t) {
     return p;
 }
 
+/* The view as an as_strided view of its base's current history: a node
+ * with the base/view geometry and no inner op (engine.c run_copy_slices). */
+static int set_view_node(EmTensor *view, EmTensor *base) {
+    EmNode *vn = em_node_new(EM_NODE_COPY_SLICES, "AsStridedBackward0", 1, 1);
+    if (!vn) return -1;
+    vn->view_geom = PyMem_Malloc((4 + 2 * (size_t)(base->ndim + view->ndim)) * sizeof(int64_t));
+    if (!vn->view_geom) {
+        Py_DECREF(vn);
+        PyErr_NoMemory();
+        return -1;
+    }
+    geom_put(geom_put(vn->view_geom, base), view);
+    if (em_gradient_edge(base, &vn->next[0]) < 0 || em_meta_set(&vn->in_meta[0], base) < 0 ||
+        em_meta_set(&vn->out_meta[0], view) < 0) {
+        Py_DECREF(vn);
+        return -1;
+    }
+    Py_XSETREF(view->grad_fn, (PyObject *)vn);
+    view->output_nr = 0;
+    view->version_seen = view->storage->version;
+    return 0;
+}
+
+/* Note [stale views]: torch regenerates a view's grad_fn when its data was
+ * written in place after the grad_fn was recorded (through the base or
+ * another view), so gradients see the write. */
+int em_view_refresh(EmTensor *t) {
+    if (!t->is_view || !t->grad_fn || t->version_seen == t->storage->version) return 0;
+    EmTensor *base = root_base(t);
+    if (!base || !em_requires_grad(base)) return 0;
+    return set_view_node(t, base);
+}
+
 /* Note [in-place on views]: base gets CopySlices around op node n; the
  * view becomes an as_strided view of the new base. */
 static int rebase_view(EmTensor *view, EmNode *n) {
     EmTensor *base = (EmTensor *)view->view_base;
     EmNode *cs = em_node_new(EM_NODE_COPY_SLICES, "CopySlices", n->num_next, 1);
-    EmNode *vn = NULL;
     if (!cs) return -1;
     int64_t *geom = PyMem_Malloc((4 + 4 * (size_t)(base->ndim + view->ndim)) * sizeof(int64_t));
     if (!geom) {
@@ -139,29 +178,18 @@ static int rebase_view(EmTensor *view, EmNode *n) {
     Py_XSETREF(base->grad_fn, Py_NewRef((PyObject *)cs));
     base->output_nr = 0;
 
+    base->version_seen = base->storage->version;
     /* the view, regenerated from the new base */
-    vn = em_node_new(EM_NODE_OP, "AsStridedBackward0", 1, 1);
-    if (!vn) goto fail;
-    vn->kind = EM_NODE_COPY_SLICES; /* same geometry-driven backward, without an inner op */
-    vn->view_geom = PyMem_Malloc((4 + 4 * (size_t)(base->ndim + view->ndim)) * sizeof(int64_t));
-    if (!vn->view_geom) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    memcpy(vn->view_geom, geom, (4 + 2 * (size_t)(base->ndim + view->ndim)) * sizeof(int64_t));
-    vn->next[0].fn = (EmNode *)Py_NewRef((PyObject *)cs);
-    if (em_meta_set(&vn->in_meta[0], base) < 0 || em_meta_set(&vn->out_meta[0], view) < 0) goto fail;
-    Py_XSETREF(view->grad_fn, (PyObject *)vn);
-    view->output_nr = 0;
+    if (set_view_node(view, base) < 0) goto fail;
     Py_DECREF(cs);
     return 0;
 fail:
-    Py_XDECREF(vn);
     Py_DECREF(cs);
     return -1;
 }
 
-PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmTensor *saved_self) {
+PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutogradPre *pre) {
+    EmTensor *saved_self = pre->saved_self;
     EmOpId op = op_id(def);
     const EmDerivative *d = &em_derivatives[op];
     EmTensor *ins[EM_MAX_PARAMS], *outs[64];
@@ -195,7 +223,7 @@ PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, Em
         return result;
     }
 
-    EmNode *n = em_node_new(EM_NODE_OP, d->name, nin, nout);
+    EmNode *n = em_node_new(EM_NODE_OP, em_derivative_name(op, c, result), nin, nout);
     if (!n) goto fail;
     n->op = op;
     n->backward = d->fn;
@@ -203,7 +231,12 @@ PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, Em
         EmTensor *t = i == 0 && saved_self ? saved_self : ins[i];
         if (!t) continue;
         if (em_requires_grad(t) && em_gradient_edge(t, &n->next[i]) < 0) goto fail_node;
-        if (em_meta_set(&n->in_meta[i], t) < 0) goto fail_node;
+        if (i == 0 && inplace && pre->self_meta.defined) { /* self's shape before the write */
+            n->in_meta[0] = pre->self_meta;
+            memset(&pre->self_meta, 0, sizeof(EmMeta));
+        } else if (em_meta_set(&n->in_meta[i], t) < 0) {
+            goto fail_node;
+        }
         if ((d->saves & EM_SAVE_IN(i)) && em_saved_set(&n->saved[i], t, n, false) < 0) goto fail_node;
     }
     if (!(n->args = args_without_tensors(def, c))) goto fail_node;
@@ -224,6 +257,7 @@ PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, Em
         } else {
             Py_XSETREF(t->grad_fn, Py_NewRef((PyObject *)n));
             t->output_nr = j;
+            t->version_seen = t->storage->version;
         }
         if ((d->saves & EM_SAVE_OUT) && em_saved_set(&n->saved_out[j], t, n, true) < 0) goto fail_node;
     }

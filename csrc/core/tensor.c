@@ -72,6 +72,7 @@ EmTensor *em_tensor_alloc(PyTypeObject *type, EmStorage *storage, int64_t offset
     t->is_view = false;
     t->is_inference = em_inference_mode();
     t->output_nr = 0;
+    t->version_seen = 0;
     t->view_base = NULL;
     t->grad = NULL;
     t->grad_fn = NULL;

@@ -499,6 +499,7 @@ static PyObject *call_with(EmOpId id, PyObject *a, PyObject *b, EmTensor *out) {
     c.owned_tensor = NULL;
     c.out = out;
     c.inplace = out != NULL;
+    c.reflected = !em_is_tensor(a);
     PyObject *r = em_call_run(&c);
     Py_XDECREF(c.owned_tensor);
     return r;

@@ -187,6 +187,7 @@ int em_bind_args(const EmSignature *sig, PyObject *self, PyObject *const *args, 
     int next = 0;
     c->owned = NULL;
     c->owned_tensor = NULL;
+    c->reflected = false;
     for (int i = 0; i < np; i++) c->args[i] = NULL;
     if (self) c->args[next++] = self;
 

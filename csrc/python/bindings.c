@@ -34,15 +34,19 @@ const EmKernels em_kernels_none = {{0}};
 PyObject *em_call_run(EmCall *c) {
     const EmOpDef *def = c->def;
     EmTensor *written = c->out ? c->out : def->writes_self ? (EmTensor *)c->args[0] : NULL;
-    EmTensor *saved_self = NULL;
+    EmAutogradPre pre;
+    memset(&pre, 0, sizeof pre);
     bool grad = em_grad_enabled();
-    if (grad && em_autograd_precheck(def, c, &saved_self) < 0) return NULL;
+    if (grad && em_autograd_precheck(def, c, &pre) < 0) {
+        em_autograd_pre_clear(&pre);
+        return NULL;
+    }
     PyObject *r = def->impl(c);
     if (r && r != Py_NotImplemented) {
         if (written) em_bump_version(written);
-        if (grad) r = em_autograd_record(def, c, r, saved_self);
+        if (grad) r = em_autograd_record(def, c, r, &pre);
     }
-    Py_XDECREF(saved_self);
+    em_autograd_pre_clear(&pre);
     return r;
 }
 
@@ -51,6 +55,7 @@ PyObject *em_op(EmOpId id, int nargs, PyObject *const *args) {
     c.def = &em_op_defs[id];
     if (em_bind_args(&c.def->sig, NULL, args, nargs, NULL, &c) < 0) return NULL;
     c.inplace = false;
+    c.reflected = false;
     c.out = NULL;
     PyObject *r = em_call_run(&c);
     Py_XDECREF(c.owned);
@@ -78,6 +83,7 @@ static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const
     if (em_bind_args(&def->sig, variant == V_FN ? NULL : self, args, nargs, kwnames, &c) < 0)
         return NULL;
     c.inplace = variant == V_INPLACE;
+    c.reflected = false;
     c.out = NULL;
     int oi = def->sig.out_index;
     if (c.inplace) {

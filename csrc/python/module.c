@@ -10,7 +10,7 @@
 
 PyObject *em_op_names(PyObject *self, PyObject *unused);
 PyObject *em_set_helpers(PyObject *mod, PyObject *d);
-PyObject *em_add_tensor_attrs(PyObject *mod, PyObject *d);
+PyObject *em_add_attrs(PyObject *mod, PyObject *args);
 PyObject *em_from_bytes(PyObject *m, PyObject *args);
 int em_init_factories(PyObject *m);
 int em_init_random(PyObject *m);
@@ -98,7 +98,7 @@ static PyMethodDef module_methods[] = {
     {"_op_names", em_op_names, METH_NOARGS, "Names of every op in the op table."},
     {"_set_helpers", em_set_helpers, METH_O, "Register Python helpers (repr, ...)."},
     {"_from_bytes", em_from_bytes, METH_VARARGS, "A tensor from raw bytes (unpickling)."},
-    {"_add_tensor_attrs", em_add_tensor_attrs, METH_O, "Add Python-defined attributes to Tensor."},
+    {"_add_attrs", em_add_attrs, METH_VARARGS, "Add Python-defined attributes to Tensor or Node."},
     {"get_default_dtype", get_default_dtype, METH_NOARGS, "The default floating point dtype."},
     {"set_default_dtype", set_default_dtype, METH_O, "Set the default floating point dtype."},
     {"promote_types", promote_types, METH_VARARGS, "The smallest dtype both dtypes cast to."},

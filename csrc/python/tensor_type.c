@@ -25,15 +25,18 @@ PyObject *em_py_helper(const char *name) {
     return f;
 }
 
-/* _C._add_tensor_attrs(dict): methods and properties written in Python
- * (repr, __format__, pickling) become attributes of the C type. */
-PyObject *em_add_tensor_attrs(PyObject *mod, PyObject *d) {
-    if (!PyDict_Check(d)) {
-        PyErr_SetString(PyExc_TypeError, "expected a dict");
+/* _C._add_attrs(type, dict): methods and properties written in Python
+ * (Tensor's repr and pickling, Node's hook registration) become attributes
+ * of ember's C types. */
+PyObject *em_add_attrs(PyObject *mod, PyObject *args) {
+    PyObject *type, *d;
+    if (!PyArg_ParseTuple(args, "OO!:_add_attrs", &type, &PyDict_Type, &d)) return NULL;
+    if (type != (PyObject *)&EmTensorType && type != (PyObject *)&EmNodeType) {
+        PyErr_SetString(PyExc_TypeError, "_add_attrs: only ember.Tensor and the autograd Node");
         return NULL;
     }
-    if (PyDict_Update(EmTensorType.tp_dict, d) < 0) return NULL;
-    PyType_Modified(&EmTensorType);
+    if (PyDict_Update(((PyTypeObject *)type)->tp_dict, d) < 0) return NULL;
+    PyType_Modified((PyTypeObject *)type);
     Py_RETURN_NONE;
 }
 
@@ -361,11 +364,28 @@ static int set_requires_grad(PyObject *self, PyObject *v, void *c) {
                         "only Tensors of floating point and complex dtype can require gradients");
         return -1;
     }
+    if (b && SELF->is_inference && !em_inference_mode()) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+        return -1;
+    }
     SELF->requires_grad = b;
     return 0;
 }
 
-static PyObject *get_grad(PyObject *self, void *c) { return Py_NewRef(SELF->grad ? SELF->grad : Py_None); }
+static PyObject *get_grad(PyObject *self, void *c) {
+    if (!SELF->grad && SELF->grad_fn) { /* torch warns: non-leaves don't get .grad unless retained */
+        PyObject *kept = SELF->dict ? PyDict_GetItemString(SELF->dict, "_retains_grad") : NULL;
+        if ((!kept || !PyObject_IsTrue(kept)) &&
+            PyErr_WarnEx(PyExc_UserWarning,
+                         "The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                         "accessed. Its .grad attribute won't be populated during "
+                         "autograd.backward(). If you indeed want the .grad field to be populated "
+                         "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.", 1) < 0)
+            return NULL;
+    }
+    return Py_NewRef(SELF->grad ? SELF->grad : Py_None);
+}
 static int set_grad(PyObject *self, PyObject *v, void *c) {
     if (v && v != Py_None) {
         if (!em_is_tensor(v)) {
@@ -386,7 +406,10 @@ static int set_grad(PyObject *self, PyObject *v, void *c) {
     Py_XSETREF(SELF->grad, v && v != Py_None ? Py_NewRef(v) : NULL);
     return 0;
 }
-static PyObject *get_grad_fn(PyObject *self, void *c) { return Py_NewRef(SELF->grad_fn ? SELF->grad_fn : Py_None); }
+static PyObject *get_grad_fn(PyObject *self, void *c) {
+    if (em_view_refresh(SELF) < 0) return NULL;
+    return Py_NewRef(SELF->grad_fn ? SELF->grad_fn : Py_None);
+}
 static PyObject *get_is_leaf(PyObject *self, void *c) { return PyBool_FromLong(SELF->grad_fn == NULL); }
 static PyObject *get_output_nr(PyObject *self, void *c) { return PyLong_FromLong(SELF->output_nr); }
 

@@ -156,7 +156,7 @@ def __reversed__(self):
     return iter(list(self)[::-1]) if self.dim() else iter([self])
 
 
-_C._add_tensor_attrs({
+_C._add_attrs(_C.Tensor, {
     "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__format__": __format__,
     "__array__": __array__, "__array_wrap__": __array_wrap__, "__array_interface__": __array_interface__, "where": where,
     "__reversed__": __reversed__, "__module__": "ember", "H": H, "mH": mH, "conj": _identity,

@@ -2,6 +2,7 @@
 set_grad_enabled, inference_mode (thread-local state lives in C)."""
 import functools
 import inspect
+import sys
 
 from .. import _C
 
@@ -13,8 +14,26 @@ class _Mode:
         if inspect.isgeneratorfunction(func):
             @functools.wraps(func)
             def gen_wrapper(*args, **kwargs):
-                with self.__class__(*self._args):
-                    yield from func(*args, **kwargs)
+                # the mode holds only while the generator runs, not between yields
+                gen = func(*args, **kwargs)
+                try:
+                    with self.clone():
+                        response = gen.send(None)
+                    while True:
+                        try:
+                            request = yield response
+                        except GeneratorExit:
+                            with self.clone():
+                                gen.close()
+                            raise
+                        except BaseException:
+                            with self.clone():
+                                response = gen.throw(*sys.exc_info())
+                        else:
+                            with self.clone():
+                                response = gen.send(request)
+                except StopIteration as e:
+                    return e.value
             return gen_wrapper
 
         @functools.wraps(func)

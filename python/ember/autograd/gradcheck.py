@@ -67,9 +67,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         num = _numerical(func, inputs, i, eps)
         ana = analyticals[i]
         for j, o in enumerate(outputs):
-            numerical = np.array([num[e][j] for e in range(len(num))]).T.reshape(o.numel(), -1) \
-                if num else np.zeros((o.numel(), 0))
-            analytical = np.array(ana[j]).reshape(o.numel(), -1) if o.numel() else np.zeros((0, inputs[i].numel()))
+            n_in = inputs[i].numel()
+            numerical = np.array([num[e][j] for e in range(len(num))]).T.reshape(o.numel(), n_in) \
+                if num and o.numel() else np.zeros((o.numel(), n_in))
+            analytical = np.array(ana[j]).reshape(o.numel(), n_in) if o.numel() else np.zeros((0, n_in))
             if not np.allclose(analytical, numerical, rtol=rtol, atol=atol):
                 if not raise_exception:
                     return False
