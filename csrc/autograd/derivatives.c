@@ -12,115 +12,7 @@
  * Expressions build on a scratch list that owns every temporary; any failed
  * step yields NULL, which propagates, so a formula checks once at the end.
  */
-#include "../ember.h"
-#include <math.h>
-
-#define SCRATCH_MAX 48
-typedef struct {
-    PyObject *o[SCRATCH_MAX];
-    int n;
-    bool failed;
-} Scratch;
-
-static PyObject *keep(Scratch *s, PyObject *o) {
-    if (!o) {
-        s->failed = true;
-        return NULL;
-    }
-    if (s->n == SCRATCH_MAX) {
-        Py_DECREF(o);
-        PyErr_SetString(PyExc_SystemError, "ember: backward formula scratch overflow");
-        s->failed = true;
-        return NULL;
-    }
-    return s->o[s->n++] = o;
-}
-
-static void drop(Scratch *s) {
-    for (int i = 0; i < s->n; i++) Py_DECREF(s->o[i]);
-    s->n = 0;
-}
-
-static PyObject *call(Scratch *s, EmOpId id, int n, PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
-    PyObject *args[4] = {a, b, c, d};
-    for (int i = 0; i < n; i++)
-        if (!args[i]) {
-            s->failed = true;
-            return NULL;
-        }
-    return keep(s, em_op(id, n, args));
-}
-
-#define S (&sc)
-#define OP1(id, a) call(S, EM_OP_##id, 1, (a), NULL, NULL, NULL)
-#define OP2(id, a, b) call(S, EM_OP_##id, 2, (a), (b), NULL, NULL)
-#define OP3(id, a, b, c) call(S, EM_OP_##id, 3, (a), (b), (c), NULL)
-#define OP4(id, a, b, c, d) call(S, EM_OP_##id, 4, (a), (b), (c), (d))
-#define ADD(a, b) OP2(add, a, b)
-#define SUB(a, b) OP2(sub, a, b)
-#define MUL(a, b) OP2(mul, a, b)
-#define DIV(a, b) OP2(div, a, b)
-#define NEG(a) OP1(neg, a)
-#define NUM(v) keep(S, PyFloat_FromDouble(v))
-#define INT(v) keep(S, PyLong_FromLongLong(v))
-
-/* The gradient for input k: a new reference, or NULL (error set when failed). */
-#define SET(k, expr)                                                           \
-    do {                                                                       \
-        PyObject *_v = (expr);                                                 \
-        if (_v) gi[k] = (EmTensor *)Py_NewRef(_v);                             \
-    } while (0)
-#define BEGIN Scratch sc = {{0}, 0, false}
-#define END                                                                    \
-    do {                                                                       \
-        drop(S);                                                               \
-        return sc.failed ? -1 : 0;                                             \
-    } while (0)
-
-static bool need(EmNode *n, int k) { return k < n->num_next && n->next[k].fn != NULL; }
-
-/* Parameter index of the k-th tensor parameter of the node's op. */
-static int param_of(EmNode *n, int k) {
-    const EmSignature *sig = &em_op_defs[n->op].sig;
-    for (int i = 0; i < sig->nparams; i++) {
-        EmArgType ty = sig->params[i].type;
-        if (i == sig->out_index || (ty != EM_ARG_TENSOR && ty != EM_ARG_TENSOR_OR_NUMBER)) continue;
-        if (k-- == 0) return i;
-    }
-    return -1;
-}
-
-/* A forward argument (borrowed): tensors appear as None. */
-static PyObject *arg(EmNode *n, int i) { return PyTuple_GET_ITEM(n->args, i); }
-
-/* Saved input k (new reference kept by the scratch) or, when the forward
- * got a number there, that number. */
-static PyObject *input(Scratch *s, EmNode *n, int k) {
-    /* a released node raises torch's "backward through the graph a second time" */
-    if (n->saved[k].data || n->released) return keep(s, (PyObject *)em_saved_get(n, &n->saved[k]));
-    PyObject *a = arg(n, param_of(n, k));
-    if (a == Py_None) {
-        PyErr_SetString(PyExc_SystemError, "ember: backward formula needs an input that was not saved");
-        s->failed = true;
-        return NULL;
-    }
-    return a;
-}
-#define IN(k) input(S, n, (k))
-#define OUT(j) keep(S, (PyObject *)em_saved_get(n, n->saved_out ? &n->saved_out[j] : &n->saved[0]))
-#define ARG(i) arg(n, (i))
-#define G(j) ((PyObject *)go[j])
-
-/* zeros with the shape and dtype of input k (as the gradient of an op whose
- * derivative is zero: floor, sign, the overwritten self of copy_) */
-static PyObject *zeros_for(Scratch *s, EmNode *n, int k, PyObject *like) {
-    const EmMeta *m = &n->in_meta[k];
-    PyObject *size = keep(s, em_size_new(m->ndim, em_meta_sizes(m)));
-    if (!size || !like) return NULL;
-    return call(s, EM_OP_new_zeros, 2, like, size, NULL, NULL);
-}
-#define ZEROS(k) zeros_for(S, n, (k), G(0))
-#define IN_SIZE(k) keep(S, em_size_new(n->in_meta[k].ndim, em_meta_sizes(&n->in_meta[k])))
+#include "formula.h"
 
 /* ------------------------------------------------------ arithmetic */
 
@@ -625,122 +517,114 @@ static int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* --------------------------------------------------------- table */
 
-/* BACKWARD(op, saves, formula, node name) */
-#define IN0 EM_SAVE_IN(0)
-#define IN1 EM_SAVE_IN(1)
-#define IN2 EM_SAVE_IN(2)
-#define SOUT EM_SAVE_OUT
-#define BACKWARD_LIST(X)                                                       \
-    X(add, 0, bw_add, "AddBackward0")                                          \
-    X(sub, 0, bw_sub, "SubBackward0")                                          \
-    X(rsub, 0, bw_rsub, "RsubBackward1")                                       \
-    X(mul, IN0 | IN1, bw_mul, "MulBackward0")                                  \
-    X(div, IN0 | IN1, bw_div, "DivBackward0")                                  \
-    X(true_divide, IN0 | IN1, bw_div, "DivBackward0")                          \
-    X(remainder, IN0 | IN1, bw_remainder, "RemainderBackward0")                \
-    X(fmod, IN0 | IN1, bw_fmod, "FmodBackward0")                               \
-    X(pow, IN0 | IN1 | SOUT, bw_pow, "PowBackward0")                            \
-    X(float_power, IN0 | IN1 | SOUT, bw_pow, "PowBackward0")                    \
-    X(atan2, IN0 | IN1, bw_atan2, "Atan2Backward0")                            \
-    X(hypot, IN0 | IN1 | SOUT, bw_hypot, "HypotBackward0")                      \
-    X(copysign, IN0 | SOUT, bw_copysign, "CopysignBackward0")                   \
-    X(logaddexp, IN0 | IN1, bw_logaddexp, "LogaddexpBackward0")                \
-    X(maximum, IN0 | IN1, bw_maximum, "MaximumBackward0")                      \
-    X(minimum, IN0 | IN1, bw_minimum, "MinimumBackward0")                      \
-    X(fmax, IN0 | IN1, bw_fmax, "FmaxBackward0")                               \
-    X(fmin, IN0 | IN1, bw_fmin, "FminBackward0")                               \
-    X(clamp, IN0 | IN1 | IN2, bw_clamp, "ClampBackward1")                      \
-    X(clip, IN0 | IN1 | IN2, bw_clamp, "ClampBackward1")                       \
-    X(clamp_min, IN0 | IN1, bw_clamp_min, "ClampMinBackward0")                 \
-    X(clamp_max, IN0 | IN1, bw_clamp_max, "ClampMaxBackward0")                 \
-    X(where, IN0, bw_where, "WhereBackward0")                                  \
-    X(lerp, IN0 | IN1 | IN2, bw_lerp, "LerpBackward0")                         \
-    X(addcmul, IN1 | IN2, bw_addcmul, "AddcmulBackward0")                      \
-    X(addcdiv, IN1 | IN2, bw_addcdiv, "AddcdivBackward0")                      \
-    X(neg, 0, bw_neg, "NegBackward0")                                          \
-    X(negative, 0, bw_neg, "NegBackward0")                                     \
-    X(abs, IN0, bw_abs, "AbsBackward0")                                        \
-    X(absolute, IN0, bw_abs, "AbsBackward0")                                   \
-    X(sign, 0, bw_zero, "SignBackward0")                                       \
-    X(sgn, 0, bw_zero, "SgnBackward0")                                         \
-    X(square, IN0, bw_square, "PowBackward0")                                  \
-    X(floor, 0, bw_zero, "FloorBackward0")                                     \
-    X(ceil, 0, bw_zero, "CeilBackward0")                                       \
-    X(trunc, 0, bw_zero, "TruncBackward0")                                     \
-    X(fix, 0, bw_zero, "TruncBackward0")                                       \
-    X(round, 0, bw_zero, "RoundBackward0")                                     \
-    X(frac, 0, bw_identity, "FracBackward0")                                   \
-    X(relu, SOUT, bw_relu, "ReluBackward0")                                     \
-    X(exp, SOUT, bw_exp, "ExpBackward0")                                        \
-    X(exp2, SOUT, bw_exp2, "Exp2Backward0")                                     \
-    X(expm1, SOUT, bw_expm1, "Expm1Backward0")                                  \
-    X(log, IN0, bw_log, "LogBackward0")                                        \
-    X(log2, IN0, bw_log2, "Log2Backward0")                                     \
-    X(log10, IN0, bw_log10, "Log10Backward0")                                  \
-    X(log1p, IN0, bw_log1p, "Log1PBackward0")                                  \
-    X(sqrt, SOUT, bw_sqrt, "SqrtBackward0")                                     \
-    X(rsqrt, SOUT, bw_rsqrt, "RsqrtBackward0")                                  \
-    X(sin, IN0, bw_sin, "SinBackward0")                                        \
-    X(cos, IN0, bw_cos, "CosBackward0")                                        \
-    X(tan, SOUT, bw_tan, "TanBackward0")                                        \
-    X(asin, IN0, bw_asin, "AsinBackward0")                                     \
-    X(acos, IN0, bw_acos, "AcosBackward0")                                     \
-    X(atan, IN0, bw_atan, "AtanBackward0")                                     \
-    X(sinh, IN0, bw_sinh, "SinhBackward0")                                     \
-    X(cosh, IN0, bw_cosh, "CoshBackward0")                                     \
-    X(tanh, SOUT, bw_tanh, "TanhBackward0")                                     \
-    X(asinh, IN0, bw_asinh, "AsinhBackward0")                                  \
-    X(acosh, IN0, bw_acosh, "AcoshBackward0")                                  \
-    X(atanh, IN0, bw_atanh, "AtanhBackward0")                                  \
-    X(sigmoid, SOUT, bw_sigmoid, "SigmoidBackward0")                            \
-    X(erf, IN0, bw_erf, "ErfBackward0")                                        \
-    X(erfc, IN0, bw_erfc, "ErfcBackward0")                                     \
-    X(erfinv, SOUT, bw_erfinv, "ErfinvBackward0")                               \
-    X(reciprocal, SOUT, bw_reciprocal, "ReciprocalBackward0")                   \
-    X(nan_to_num, IN0, bw_nan_to_num, "NanToNumBackward0")                     \
-    X(copy_, 0, bw_copy_, "CopyBackwards")                                     \
-    X(fill_, 0, bw_copy_, "FillBackward1")                                     \
-    X(zero_, 0, bw_zero, "ZeroBackward0")                                      \
-    X(uniform_, 0, bw_zero, "UniformBackward0")                                \
-    X(normal_, 0, bw_zero, "NormalBackward0")                                  \
-    X(bernoulli_, 0, bw_zero, "BernoulliBackward0")                            \
-    X(random_, 0, bw_zero, "RandomBackward0")                                  \
-    X(exponential_, 0, bw_zero, "ExponentialBackward0")                        \
-    X(clone, 0, bw_identity, "CloneBackward0")                                 \
-    X(contiguous, 0, bw_identity, "CloneBackward0")                            \
-    X(_to_copy, 0, bw_identity, "ToCopyBackward0")                             \
-    X(view, 0, bw_view, "ViewBackward0")                                       \
-    X(view_as, 0, bw_reshape_back, "ViewBackward0")                            \
-    X(reshape, 0, bw_reshape_back, "ViewBackward0")                            \
-    X(reshape_as, 0, bw_reshape_back, "ViewBackward0")                         \
-    X(flatten, 0, bw_reshape_back, "ViewBackward0")                            \
-    X(unflatten, 0, bw_reshape_back, "ViewBackward0")                          \
-    X(squeeze, 0, bw_reshape_back, "SqueezeBackward0")                         \
-    X(unsqueeze, 0, bw_reshape_back, "UnsqueezeBackward0")                     \
-    X(transpose, 0, bw_transpose, "TransposeBackward0")                        \
-    X(swapaxes, 0, bw_transpose, "TransposeBackward0")                         \
-    X(swapdims, 0, bw_transpose, "TransposeBackward0")                         \
-    X(t, 0, bw_t, "TBackward0")                                                \
-    X(permute, 0, bw_permute, "PermuteBackward0")                              \
-    X(expand, 0, bw_expand, "ExpandBackward0")                                 \
-    X(expand_as, 0, bw_expand, "ExpandBackward0")                              \
-    X(sum_to_size, 0, bw_sum_to_size, "SumToSizeBackward0")                    \
-    X(narrow, 0, bw_narrow, "SliceBackward0")                                  \
-    X(select, 0, bw_select, "SelectBackward0")                                 \
-    X(diagonal, 0, bw_diagonal, "DiagonalBackward0")                           \
-    X(_index, 0, bw_index, "IndexBackward0")                                   \
-    X(unbind, 0, bw_unbind, "UnbindBackward0")                                 \
-    X(split, 0, bw_split, "SplitBackward0")                                    \
-    X(chunk, 0, bw_chunk, "SplitBackward0")                                    \
-    X(as_strided, IN0, bw_as_strided, "AsStridedBackward0")                    \
-    X(tril, 0, bw_tril, "TrilBackward0")                                       \
-    X(triu, 0, bw_triu, "TriuBackward0")                                       \
-    X(mm, IN0 | IN1, bw_mm, "MmBackward0")
+/* FORMULA(op, saves, formula, node name) */
+static const EmFormula formulas[] = {
+    FORMULA(add, 0, bw_add, "AddBackward0")
+    FORMULA(sub, 0, bw_sub, "SubBackward0")
+    FORMULA(rsub, 0, bw_rsub, "RsubBackward1")
+    FORMULA(mul, IN0 | IN1, bw_mul, "MulBackward0")
+    FORMULA(div, IN0 | IN1, bw_div, "DivBackward0")
+    FORMULA(true_divide, IN0 | IN1, bw_div, "DivBackward0")
+    FORMULA(remainder, IN0 | IN1, bw_remainder, "RemainderBackward0")
+    FORMULA(fmod, IN0 | IN1, bw_fmod, "FmodBackward0")
+    FORMULA(pow, IN0 | IN1 | SOUT, bw_pow, "PowBackward0")
+    FORMULA(float_power, IN0 | IN1 | SOUT, bw_pow, "PowBackward0")
+    FORMULA(atan2, IN0 | IN1, bw_atan2, "Atan2Backward0")
+    FORMULA(hypot, IN0 | IN1 | SOUT, bw_hypot, "HypotBackward0")
+    FORMULA(copysign, IN0 | SOUT, bw_copysign, "CopysignBackward0")
+    FORMULA(logaddexp, IN0 | IN1, bw_logaddexp, "LogaddexpBackward0")
+    FORMULA(maximum, IN0 | IN1, bw_maximum, "MaximumBackward0")
+    FORMULA(minimum, IN0 | IN1, bw_minimum, "MinimumBackward0")
+    FORMULA(fmax, IN0 | IN1, bw_fmax, "FmaxBackward0")
+    FORMULA(fmin, IN0 | IN1, bw_fmin, "FminBackward0")
+    FORMULA(clamp, IN0 | IN1 | IN2, bw_clamp, "ClampBackward1")
+    FORMULA(clip, IN0 | IN1 | IN2, bw_clamp, "ClampBackward1")
+    FORMULA(clamp_min, IN0 | IN1, bw_clamp_min, "ClampMinBackward0")
+    FORMULA(clamp_max, IN0 | IN1, bw_clamp_max, "ClampMaxBackward0")
+    FORMULA(where, IN0, bw_where, "WhereBackward0")
+    FORMULA(lerp, IN0 | IN1 | IN2, bw_lerp, "LerpBackward0")
+    FORMULA(addcmul, IN1 | IN2, bw_addcmul, "AddcmulBackward0")
+    FORMULA(addcdiv, IN1 | IN2, bw_addcdiv, "AddcdivBackward0")
+    FORMULA(neg, 0, bw_neg, "NegBackward0")
+    FORMULA(negative, 0, bw_neg, "NegBackward0")
+    FORMULA(abs, IN0, bw_abs, "AbsBackward0")
+    FORMULA(absolute, IN0, bw_abs, "AbsBackward0")
+    FORMULA(sign, 0, bw_zero, "SignBackward0")
+    FORMULA(sgn, 0, bw_zero, "SgnBackward0")
+    FORMULA(square, IN0, bw_square, "PowBackward0")
+    FORMULA(floor, 0, bw_zero, "FloorBackward0")
+    FORMULA(ceil, 0, bw_zero, "CeilBackward0")
+    FORMULA(trunc, 0, bw_zero, "TruncBackward0")
+    FORMULA(fix, 0, bw_zero, "TruncBackward0")
+    FORMULA(round, 0, bw_zero, "RoundBackward0")
+    FORMULA(frac, 0, bw_identity, "FracBackward0")
+    FORMULA(relu, SOUT, bw_relu, "ReluBackward0")
+    FORMULA(exp, SOUT, bw_exp, "ExpBackward0")
+    FORMULA(exp2, SOUT, bw_exp2, "Exp2Backward0")
+    FORMULA(expm1, SOUT, bw_expm1, "Expm1Backward0")
+    FORMULA(log, IN0, bw_log, "LogBackward0")
+    FORMULA(log2, IN0, bw_log2, "Log2Backward0")
+    FORMULA(log10, IN0, bw_log10, "Log10Backward0")
+    FORMULA(log1p, IN0, bw_log1p, "Log1PBackward0")
+    FORMULA(sqrt, SOUT, bw_sqrt, "SqrtBackward0")
+    FORMULA(rsqrt, SOUT, bw_rsqrt, "RsqrtBackward0")
+    FORMULA(sin, IN0, bw_sin, "SinBackward0")
+    FORMULA(cos, IN0, bw_cos, "CosBackward0")
+    FORMULA(tan, SOUT, bw_tan, "TanBackward0")
+    FORMULA(asin, IN0, bw_asin, "AsinBackward0")
+    FORMULA(acos, IN0, bw_acos, "AcosBackward0")
+    FORMULA(atan, IN0, bw_atan, "AtanBackward0")
+    FORMULA(sinh, IN0, bw_sinh, "SinhBackward0")
+    FORMULA(cosh, IN0, bw_cosh, "CoshBackward0")
+    FORMULA(tanh, SOUT, bw_tanh, "TanhBackward0")
+    FORMULA(asinh, IN0, bw_asinh, "AsinhBackward0")
+    FORMULA(acosh, IN0, bw_acosh, "AcoshBackward0")
+    FORMULA(atanh, IN0, bw_atanh, "AtanhBackward0")
+    FORMULA(sigmoid, SOUT, bw_sigmoid, "SigmoidBackward0")
+    FORMULA(erf, IN0, bw_erf, "ErfBackward0")
+    FORMULA(erfc, IN0, bw_erfc, "ErfcBackward0")
+    FORMULA(erfinv, SOUT, bw_erfinv, "ErfinvBackward0")
+    FORMULA(reciprocal, SOUT, bw_reciprocal, "ReciprocalBackward0")
+    FORMULA(nan_to_num, IN0, bw_nan_to_num, "NanToNumBackward0")
+    FORMULA(copy_, 0, bw_copy_, "CopyBackwards")
+    FORMULA(fill_, 0, bw_copy_, "FillBackward1")
+    FORMULA(zero_, 0, bw_zero, "ZeroBackward0")
+    FORMULA(uniform_, 0, bw_zero, "UniformBackward0")
+    FORMULA(normal_, 0, bw_zero, "NormalBackward0")
+    FORMULA(bernoulli_, 0, bw_zero, "BernoulliBackward0")
+    FORMULA(random_, 0, bw_zero, "RandomBackward0")
+    FORMULA(exponential_, 0, bw_zero, "ExponentialBackward0")
+    FORMULA(clone, 0, bw_identity, "CloneBackward0")
+    FORMULA(contiguous, 0, bw_identity, "CloneBackward0")
+    FORMULA(_to_copy, 0, bw_identity, "ToCopyBackward0")
+    FORMULA(view, 0, bw_view, "ViewBackward0")
+    FORMULA(view_as, 0, bw_reshape_back, "ViewBackward0")
+    FORMULA(reshape, 0, bw_reshape_back, "ViewBackward0")
+    FORMULA(reshape_as, 0, bw_reshape_back, "ViewBackward0")
+    FORMULA(flatten, 0, bw_reshape_back, "ViewBackward0")
+    FORMULA(unflatten, 0, bw_reshape_back, "ViewBackward0")
+    FORMULA(squeeze, 0, bw_reshape_back, "SqueezeBackward0")
+    FORMULA(unsqueeze, 0, bw_reshape_back, "UnsqueezeBackward0")
+    FORMULA(transpose, 0, bw_transpose, "TransposeBackward0")
+    FORMULA(swapaxes, 0, bw_transpose, "TransposeBackward0")
+    FORMULA(swapdims, 0, bw_transpose, "TransposeBackward0")
+    FORMULA(t, 0, bw_t, "TBackward0")
+    FORMULA(permute, 0, bw_permute, "PermuteBackward0")
+    FORMULA(expand, 0, bw_expand, "ExpandBackward0")
+    FORMULA(expand_as, 0, bw_expand, "ExpandBackward0")
+    FORMULA(sum_to_size, 0, bw_sum_to_size, "SumToSizeBackward0")
+    FORMULA(narrow, 0, bw_narrow, "SliceBackward0")
+    FORMULA(select, 0, bw_select, "SelectBackward0")
+    FORMULA(diagonal, 0, bw_diagonal, "DiagonalBackward0")
+    FORMULA(_index, 0, bw_index, "IndexBackward0")
+    FORMULA(unbind, 0, bw_unbind, "UnbindBackward0")
+    FORMULA(split, 0, bw_split, "SplitBackward0")
+    FORMULA(chunk, 0, bw_chunk, "SplitBackward0")
+    FORMULA(as_strided, IN0, bw_as_strided, "AsStridedBackward0")
+    FORMULA(tril, 0, bw_tril, "TrilBackward0")
+    FORMULA(triu, 0, bw_triu, "TriuBackward0")
+    FORMULA(mm, IN0 | IN1, bw_mm, "MmBackward0")
 
-EmDerivative em_derivatives[EM_NUM_OPS] = {
-#define X(op, saves, fn, name) [EM_OP_##op] = {fn, saves, name},
-    BACKWARD_LIST(X)
-#undef X
 };
 
 /* torch names a node after the overload that ran: pow(Tensor, Number) is
@@ -810,4 +694,25 @@ const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result) {
     }
 }
 
-int em_init_derivatives(void) { return 0; }
+EmDerivative em_derivatives[EM_NUM_OPS];
+
+void em_formulas_add(const EmFormula *f, int n) {
+    for (int i = 0; i < n; i++) em_derivatives[f[i].op] = (EmDerivative){f[i].fn, f[i].saves, f[i].name};
+}
+
+/* _C._differentiable_ops(): {op name: node name} for every op with a formula */
+PyObject *em_differentiable_ops(PyObject *m, PyObject *u) {
+    PyObject *d = PyDict_New();
+    for (int op = 0; d && op < EM_NUM_OPS; op++) {
+        if (!em_derivatives[op].fn) continue;
+        PyObject *name = PyUnicode_FromString(em_derivatives[op].name);
+        if (!name || PyDict_SetItemString(d, em_op_defs[op].name, name) < 0) Py_CLEAR(d);
+        Py_XDECREF(name);
+    }
+    return d;
+}
+
+int em_init_derivatives(void) {
+    em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0]));
+    return 0;
+}

@@ -6,6 +6,7 @@
 
 PyObject *em_node_tensor_hooks(EmNode *n, int output_nr);
 int em_init_grad_mode(PyObject *m);
+PyObject *em_differentiable_ops(PyObject *m, PyObject *u);
 int em_init_nodes(PyObject *m);
 
 /* _C._python_node(ctx, name, inputs, outputs, non_differentiable) -> node:
@@ -93,6 +94,7 @@ static PyMethodDef methods[] = {
     {"_backward_hooks", backward_hooks, METH_O, NULL},
     {"_post_accumulate_grad_hooks", post_accumulate_hooks, METH_O, NULL},
     {"_is_inference", is_inference, METH_O, NULL},
+    {"_differentiable_ops", em_differentiable_ops, METH_NOARGS, "{op: node name} of ops with a backward."},
     {NULL},
 };
 

@@ -1,0 +1,135 @@
+/* formula.h — the small expression kit backward formulas are written in
+ * (see derivatives.c): a scratch list owning temporaries, ember ops called
+ * through em_op (recorded under create_graph), access to saved inputs and
+ * outputs, and the registration of a file's formulas in the op table.
+ * Included only by the csrc/autograd/derivatives*.c files. */
+#ifndef EMBER_AUTOGRAD_FORMULA_H
+#define EMBER_AUTOGRAD_FORMULA_H
+
+#include "../ember.h"
+#include <math.h>
+
+#define SCRATCH_MAX 48
+typedef struct {
+    PyObject *o[SCRATCH_MAX];
+    int n;
+    bool failed;
+} Scratch;
+
+static inline PyObject *keep(Scratch *s, PyObject *o) {
+    if (!o) {
+        s->failed = true;
+        return NULL;
+    }
+    if (s->n == SCRATCH_MAX) {
+        Py_DECREF(o);
+        PyErr_SetString(PyExc_SystemError, "ember: backward formula scratch overflow");
+        s->failed = true;
+        return NULL;
+    }
+    return s->o[s->n++] = o;
+}
+
+static inline void drop(Scratch *s) {
+    for (int i = 0; i < s->n; i++) Py_DECREF(s->o[i]);
+    s->n = 0;
+}
+
+static inline PyObject *call(Scratch *s, EmOpId id, int n, PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
+    PyObject *args[4] = {a, b, c, d};
+    for (int i = 0; i < n; i++)
+        if (!args[i]) {
+            s->failed = true;
+            return NULL;
+        }
+    return keep(s, em_op(id, n, args));
+}
+
+#define S (&sc)
+#define OP1(id, a) call(S, EM_OP_##id, 1, (a), NULL, NULL, NULL)
+#define OP2(id, a, b) call(S, EM_OP_##id, 2, (a), (b), NULL, NULL)
+#define OP3(id, a, b, c) call(S, EM_OP_##id, 3, (a), (b), (c), NULL)
+#define OP4(id, a, b, c, d) call(S, EM_OP_##id, 4, (a), (b), (c), (d))
+#define ADD(a, b) OP2(add, a, b)
+#define SUB(a, b) OP2(sub, a, b)
+#define MUL(a, b) OP2(mul, a, b)
+#define DIV(a, b) OP2(div, a, b)
+#define NEG(a) OP1(neg, a)
+#define NUM(v) keep(S, PyFloat_FromDouble(v))
+#define INT(v) keep(S, PyLong_FromLongLong(v))
+
+/* The gradient for input k: a new reference, or NULL (error set when failed). */
+#define SET(k, expr)                                                           \
+    do {                                                                       \
+        PyObject *_v = (expr);                                                 \
+        if (_v) gi[k] = (EmTensor *)Py_NewRef(_v);                             \
+    } while (0)
+#define BEGIN Scratch sc = {{0}, 0, false}
+#define END                                                                    \
+    do {                                                                       \
+        drop(S);                                                               \
+        return sc.failed ? -1 : 0;                                             \
+    } while (0)
+
+static inline bool need(EmNode *n, int k) { return k < n->num_next && n->next[k].fn != NULL; }
+
+/* Parameter index of the k-th tensor parameter of the node's op. */
+static inline int param_of(EmNode *n, int k) {
+    const EmSignature *sig = &em_op_defs[n->op].sig;
+    for (int i = 0; i < sig->nparams; i++) {
+        EmArgType ty = sig->params[i].type;
+        if (i == sig->out_index || (ty != EM_ARG_TENSOR && ty != EM_ARG_TENSOR_OR_NUMBER)) continue;
+        if (k-- == 0) return i;
+    }
+    return -1;
+}
+
+/* A forward argument (borrowed): tensors appear as None. */
+static inline PyObject *arg(EmNode *n, int i) { return PyTuple_GET_ITEM(n->args, i); }
+
+/* Saved input k (new reference kept by the scratch) or, when the forward
+ * got a number there, that number. */
+static inline PyObject *input(Scratch *s, EmNode *n, int k) {
+    /* a released node raises torch's "backward through the graph a second time" */
+    if (n->saved[k].data || n->released) return keep(s, (PyObject *)em_saved_get(n, &n->saved[k]));
+    PyObject *a = arg(n, param_of(n, k));
+    if (a == Py_None) {
+        PyErr_SetString(PyExc_SystemError, "ember: backward formula needs an input that was not saved");
+        s->failed = true;
+        return NULL;
+    }
+    return a;
+}
+#define IN(k) input(S, n, (k))
+#define OUT(j) keep(S, (PyObject *)em_saved_get(n, n->saved_out ? &n->saved_out[j] : &n->saved[0]))
+#define ARG(i) arg(n, (i))
+#define G(j) ((PyObject *)go[j])
+
+/* zeros with the shape and dtype of input k (as the gradient of an op whose
+ * derivative is zero: floor, sign, the overwritten self of copy_) */
+static inline PyObject *zeros_for(Scratch *s, EmNode *n, int k, PyObject *like) {
+    const EmMeta *m = &n->in_meta[k];
+    PyObject *size = keep(s, em_size_new(m->ndim, em_meta_sizes(m)));
+    if (!size || !like) return NULL;
+    return call(s, EM_OP_new_zeros, 2, like, size, NULL, NULL);
+}
+#define ZEROS(k) zeros_for(S, n, (k), G(0))
+#define IN_SIZE(k) keep(S, em_size_new(n->in_meta[k].ndim, em_meta_sizes(&n->in_meta[k])))
+
+
+/* A file's formulas: {op, saves, formula, torch's node name}. */
+typedef struct {
+    EmOpId op;
+    unsigned saves;
+    EmBackwardFn fn;
+    const char *name;
+} EmFormula;
+void em_formulas_add(const EmFormula *f, int n);
+
+#define IN0 EM_SAVE_IN(0)
+#define IN1 EM_SAVE_IN(1)
+#define IN2 EM_SAVE_IN(2)
+#define SOUT EM_SAVE_OUT
+#define FORMULA(op, saves, fn, name) {EM_OP_##op, saves, fn, name},
+
+#endif
