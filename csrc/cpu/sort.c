@@ -16,7 +16,6 @@
  * Slices run in parallel with OpenMP, with the GIL released. Values are
  * copied from the input by index, so they keep their exact bits. */
 #include "../ember.h"
-#include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -130,7 +129,7 @@ static void merge_sort(Pair *a, Pair *tmp, int64_t n) {
  * start in index order end in (key, index) order. */
 static void radix_sort(Pair *a, Pair *tmp, int64_t n, int bytes) {
     int64_t hist[8][256];
-    memset(hist, 0, sizeof hist);
+    memset(hist, 0, (size_t)bytes * sizeof hist[0]);
     for (int64_t i = 0; i < n; i++) {
         uint64_t k = a[i].key;
         for (int b = 0; b < bytes; b++) hist[b][(k >> (8 * b)) & 255]++;
@@ -153,25 +152,51 @@ static void radix_sort(Pair *a, Pair *tmp, int64_t n, int bytes) {
     if (src != a) memcpy(a, src, (size_t)n * sizeof(Pair));
 }
 
-#define MERGE_MAX 2048
 
-/* Sort pairs that are in index order. */
+/* Sort pairs that are in index order. Radix sort wins once a slice is
+ * longer than ~16 elements per key byte (measured: 1-byte keys from 32,
+ * 8-byte keys from ~150). */
 static void sort_pairs(Pair *a, Pair *tmp, int64_t n, int key_bytes) {
-    if (n <= MERGE_MAX)
+    if (n <= 16 * key_bytes + 16)
         merge_sort(a, tmp, n);
     else
         radix_sort(a, tmp, n, key_bytes);
 }
 
+/* Max-heap sift-down in (key, index) order. */
+static void sift_down(Pair *h, int64_t k, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < k && pair_lt(h[m], h[l])) m = l;
+        if (r < k && pair_lt(h[m], h[r])) m = r;
+        if (m == i) return;
+        Pair t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* In place, O(n log n) worst case: introselect's fallback. */
+static void heap_sort(Pair *a, int64_t n) {
+    for (int64_t i = n / 2; i-- > 0;) sift_down(a, n, i);
+    for (int64_t e = n - 1; e > 0; e--) {
+        Pair t = a[0];
+        a[0] = a[e];
+        a[e] = t;
+        sift_down(a, e, 0);
+    }
+}
+
 /* Introselect: afterwards a[k] is the k-th pair in (key, index) order, with
  * smaller pairs before it and larger after. Pairs are all distinct (the
  * index breaks ties), so the Hoare partition always makes progress. */
-static void select_nth(Pair *a, Pair *tmp, int64_t n, int64_t k) {
+static void select_nth(Pair *a, int64_t n, int64_t k) {
     int64_t lo = 0, hi = n;
     int depth = 2 * (64 - __builtin_clzll((unsigned long long)n | 1));
     while (hi - lo > RUN) {
         if (depth-- == 0) {
-            merge_sort(a + lo, tmp, hi - lo);
+            heap_sort(a + lo, hi - lo);
             return;
         }
         int64_t mid = lo + (hi - lo) / 2;
@@ -200,33 +225,30 @@ static void select_nth(Pair *a, Pair *tmp, int64_t n, int64_t k) {
     insertion_sort(a + lo, hi - lo);
 }
 
-/* The k smallest pairs of a stream, for small k: a max-heap of the best k
- * so far; each new element costs one comparison with the heap's top unless
- * it belongs in the heap. a holds n pairs on entry (keys made, indices in
- * order); on exit a[0..k) are the k smallest, sorted. */
-static void sift_down(Pair *h, int64_t k, int64_t i) {
-    for (;;) {
-        int64_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < k && pair_lt(h[m], h[l])) m = l;
-        if (r < k && pair_lt(h[m], h[r])) m = r;
-        if (m == i) return;
-        Pair t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
-}
+#define BLOCK 4096
 
-static void heap_topk(Pair *a, Pair *tmp, int64_t n, int64_t k) {
-    for (int64_t i = k / 2; i-- > 0;) sift_down(a, k, i);
-    for (int64_t i = k; i < n; i++) {
-        /* later indices lose ties, so only a strictly smaller key enters */
-        if (a[i].key < a[0].key) {
-            a[0] = a[i];
-            sift_down(a, k, 0);
+/* The k smallest pairs of a slice, for small k, streaming: a max-heap of the
+ * best k so far; each further element costs its key and one comparison with
+ * the heap's top unless it belongs in the heap. Scratch: h holds 2k pairs
+ * (the heap, then merge sort space), keys BLOCK keys. */
+static void heap_topk(const char *in, int64_t st, int64_t n, int64_t k, EmDType d, bool desc, Pair *h,
+                      uint64_t *keys) {
+    make_keys(in, st, k, d, desc, &h[0].key, 2);
+    for (int64_t i = 0; i < k; i++) h[i].idx = i;
+    for (int64_t i = k / 2; i-- > 0;) sift_down(h, k, i);
+    for (int64_t start = k; start < n; start += BLOCK) {
+        int64_t m = n - start < BLOCK ? n - start : BLOCK;
+        make_keys(in + start * st, st, m, d, desc, keys, 1);
+        for (int64_t i = 0; i < m; i++) {
+            /* later indices lose ties, so only a strictly smaller key enters */
+            if (keys[i] < h[0].key) {
+                h[0].key = keys[i];
+                h[0].idx = start + i;
+                sift_down(h, k, 0);
+            }
         }
     }
-    merge_sort(a, tmp, k);
+    merge_sort(h, h + k, k);
 }
 
 /* ---------------------------------------------------------- the driver */
@@ -244,7 +266,25 @@ typedef struct {
     int64_t osize[EM_MAX_DIMS], oin[EM_MAX_DIMS], ov[EM_MAX_DIMS], oi[EM_MAX_DIMS];
 } SortJob;
 
-static void run_slice(const SortJob *j, int64_t s, Pair *a, Pair *tmp) {
+/* How a slice is processed, and the scratch pairs that takes. */
+typedef enum { ALG_SORT, ALG_HEAP, ALG_SELECT } Alg;
+
+static Alg choose(const SortJob *j) {
+    if (j->mode == EM_SELECT_KTH) return ALG_SELECT;
+    if (j->mode == EM_SELECT_TOPK && j->k <= 4096 && j->k * 32 <= j->n) return ALG_HEAP;
+    if (j->mode == EM_SELECT_TOPK && j->k * 8 < j->n) return ALG_SELECT;
+    return ALG_SORT;
+}
+
+static int64_t scratch_pairs(const SortJob *j) {
+    switch (choose(j)) {
+    case ALG_HEAP: return 2 * j->k + BLOCK / 2; /* the heap and its sort space; BLOCK keys */
+    case ALG_SELECT: return j->n + (j->mode == EM_SELECT_TOPK ? j->k : 0);
+    default: return 2 * j->n;
+    }
+}
+
+static void run_slice(const SortJob *j, int64_t s, Pair *a) {
     const char *in = j->in;
     char *v = j->vals, *ix = j->idxs;
     for (int d = j->nother - 1; d >= 0; d--) {
@@ -255,23 +295,22 @@ static void run_slice(const SortJob *j, int64_t s, Pair *a, Pair *tmp) {
         if (ix) ix += c * j->oi[d];
     }
     int64_t n = j->n;
-    make_keys(in, j->in_st, n, j->dtype, j->desc, &a[0].key, 2);
-    for (int64_t i = 0; i < n; i++) a[i].idx = i;
     const Pair *res = a;
-    if (j->mode == EM_SELECT_SORT) {
-        sort_pairs(a, tmp, n, j->key_bytes);
-    } else if (j->mode == EM_SELECT_TOPK) {
-        if (j->k <= 64 && j->k * 64 < n) { /* few: a heap over the stream */
-            heap_topk(a, tmp, n, j->k);
-        } else if (j->k <= MERGE_MAX && j->k * 8 < n) { /* partial: select, then sort the k */
-            select_nth(a, tmp, n, j->k - 1);
-            merge_sort(a, tmp, j->k);
-        } else {
-            sort_pairs(a, tmp, n, j->key_bytes);
+    Alg alg = choose(j);
+    if (alg == ALG_HEAP) {
+        heap_topk(in, j->in_st, n, j->k, j->dtype, j->desc, a, (uint64_t *)(a + 2 * j->k));
+    } else {
+        make_keys(in, j->in_st, n, j->dtype, j->desc, &a[0].key, 2);
+        for (int64_t i = 0; i < n; i++) a[i].idx = i;
+        if (alg == ALG_SORT) {
+            sort_pairs(a, a + n, n, j->key_bytes);
+        } else if (j->mode == EM_SELECT_TOPK) { /* select, then sort the k (no longer in index order) */
+            select_nth(a, n, j->k - 1);
+            merge_sort(a, a + n, j->k);
+        } else { /* the k-th, 1-based */
+            select_nth(a, n, j->k - 1);
+            res = a + j->k - 1;
         }
-    } else { /* the k-th (1-based) */
-        select_nth(a, tmp, n, j->k - 1);
-        res = a + j->k - 1;
     }
     for (int64_t i = 0; i < j->m; i++) {
         if (v) memcpy(v + i * j->v_st, in + res[i].idx * j->in_st, (size_t)j->isz);
@@ -309,38 +348,41 @@ int em_cpu_sort_select(EmTensor *in, int dim, EmSelectMode mode, int64_t k, bool
     }
     if (nslices == 0 || j.m == 0) return 0;
     size_t bytes;
-    if (__builtin_mul_overflow((size_t)j.n, 2 * sizeof(Pair), &bytes)) {
+    if (__builtin_mul_overflow((size_t)scratch_pairs(&j), sizeof(Pair), &bytes)) {
         PyErr_NoMemory();
         return -1;
     }
-    int failed = 0;
     int64_t total = nslices * j.n;
-    PyThreadState *ts = total >= 65536 ? PyEval_SaveThread() : NULL;
+    int nt = 1;
 #ifdef _OPENMP
-    int nt = em_num_threads;
+    nt = em_num_threads;
     if (nslices < nt) nt = (int)nslices;
     if (total < EM_GRAIN) nt = 1;
-#pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
-    {
-        Pair *buf = malloc(bytes);
-        if (!buf) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-            failed = 1;
+    /* scratch for each thread, taken here where the allocator may use Python */
+    Pair *bufs[256];
+    if (nt > 256) nt = 256;
+    for (int t = 0; t < nt; t++) {
+        bufs[t] = em_alloc_cpu(bytes);
+        if (!bufs[t]) {
+            while (t-- > 0) em_free_cpu(bufs[t], bytes);
+            PyErr_NoMemory();
+            return -1;
         }
+    }
+    PyThreadState *ts = total >= 65536 ? PyEval_SaveThread() : NULL;
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 8)
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 8) if (nt > 1)
 #endif
-        for (int64_t s = 0; s < nslices; s++)
-            if (buf) run_slice(&j, s, buf, buf + j.n);
-        free(buf);
+    for (int64_t s = 0; s < nslices; s++) {
+#ifdef _OPENMP
+        Pair *buf = bufs[omp_get_thread_num()];
+#else
+        Pair *buf = bufs[0];
+#endif
+        run_slice(&j, s, buf);
     }
     if (ts) PyEval_RestoreThread(ts);
-    if (failed) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    for (int t = 0; t < nt; t++) em_free_cpu(bufs[t], bytes);
     return 0;
 }

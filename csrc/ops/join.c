@@ -422,17 +422,64 @@ PyObject *em_impl_tile(EmCall *c) {
 /* out[.., cum[i] + j, ..] = in[.., i, ..] for j < rep[i]; `in` contiguous
  * (outer, n, inner) of itemsize isz, out (outer, total, inner). */
 static void interleave_copy(const char *in, char *out, int64_t outer, int64_t n, int64_t inner_bytes,
-                            const int64_t *rep, const int64_t *cum, int64_t total) {
-    int64_t work = outer * n;
+                            const int64_t *rep, const int64_t *cum, int64_t r, int64_t total) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (work > 1 && outer * total * inner_bytes >= 4 * EM_GRAIN && em_num_threads > 1) num_threads(em_num_threads)
+#pragma omp parallel for collapse(2) schedule(static) if (outer * n > 1 && outer * total * inner_bytes >= 4 * EM_GRAIN && em_num_threads > 1) num_threads(em_num_threads)
 #endif
-    for (int64_t w = 0; w < work; w++) {
-        int64_t o = w / n, i = w % n;
+    for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < n; i++) {
         const char *s = in + (o * n + i) * inner_bytes;
-        char *d = out + (o * total + cum[i]) * inner_bytes;
-        for (int64_t j = 0; j < rep[i]; j++) memcpy(d + j * inner_bytes, s, (size_t)inner_bytes);
+        int64_t cnt = rep ? rep[i] : r; /* rep NULL: r for every index */
+        char *d = out + (o * total + (rep ? cum[i] : i * r)) * inner_bytes;
+#define FILL(T)                                                                \
+    {                                                                          \
+        T v;                                                                   \
+        memcpy(&v, s, sizeof v);                                               \
+        for (int64_t j = 0; j < cnt; j++) memcpy(d + j * sizeof v, &v, sizeof v);  \
+        continue;                                                              \
     }
+        switch (inner_bytes) { /* one element per index: typed stores */
+        case 1: FILL(uint8_t)
+        case 2: FILL(uint16_t)
+        case 4: FILL(uint32_t)
+        case 8: FILL(uint64_t)
+        default: break;
+        }
+#undef FILL
+        for (int64_t j = 0; j < cnt; j++) memcpy(d + j * inner_bytes, s, (size_t)inner_bytes);
+    }
+}
+
+/* One repeat count r for every index along dim: the output, viewed with dim
+ * split into (n, r), takes an alias of t with a stride-0 r dim. */
+static EmTensor *interleave_uniform(EmTensor *t, int dim, int64_t r, int64_t total) {
+    int64_t shape[EM_MAX_DIMS], dsz[EM_MAX_DIMS], dst[EM_MAX_DIMS], ssz[EM_MAX_DIMS], sst[EM_MAX_DIMS];
+    memcpy(shape, t->sizes, t->ndim * sizeof(int64_t));
+    shape[dim] = total;
+    EmTensor *out = em_empty(t->ndim, shape, (EmDType)t->dtype, em_cpu());
+    if (!out || out->numel == 0) return out;
+    if (t->ndim >= EM_MAX_DIMS) {
+        PyErr_SetString(PyExc_RuntimeError, "repeat_interleave: too many dimensions");
+        Py_DECREF(out);
+        return NULL;
+    }
+    for (int d = 0, k = 0; d < t->ndim; d++, k++) {
+        dsz[k] = ssz[k] = t->sizes[d];
+        dst[k] = out->strides[d] * (d == dim ? r : 1);
+        sst[k] = t->strides[d];
+        if (d == dim) { /* the repeat dim after it */
+            k++;
+            dsz[k] = ssz[k] = r;
+            dst[k] = out->strides[d];
+            sst[k] = 0;
+        }
+    }
+    EmTensor *dv = alias(out, t->ndim + 1, dsz, dst, 0), *sv = dv ? alias(t, t->ndim + 1, ssz, sst, t->offset) : NULL;
+    int rc = sv ? em_copy_(dv, (PyObject *)sv) : -1;
+    Py_XDECREF(dv);
+    Py_XDECREF(sv);
+    if (rc < 0) Py_CLEAR(out);
+    return out;
 }
 
 /* repeats as int64 values of a 0-d or 1-D integer tensor (PyMem array). */
@@ -515,7 +562,6 @@ PyObject *em_impl_repeat_interleave(EmCall *c) {
         if (em_wrap_dim(d, t->ndim, &dim) < 0) goto fail;
         src = (EmTensor *)Py_NewRef(t);
     }
-    if (src && !em_is_contiguous(src)) Py_SETREF(src, em_contiguous(src));
     if (!src) goto fail;
     int64_t n = src->sizes[dim];
     if (rt && nrep != 1) {
@@ -523,19 +569,25 @@ PyObject *em_impl_repeat_interleave(EmCall *c) {
                  "repeats must have the same size as input along dim, but got repeats.size(0) = %lld "
                  "and input.size(%d) = %lld", (long long)nrep, dim, (long long)n);
     }
-    /* one repeat count per index along dim (a single count broadcasts) */
-    cum = PyMem_Malloc((size_t)(n + 1) * 2 * sizeof(int64_t));
-    if (!cum) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    int64_t *per = cum + n + 1;
-    for (int64_t i = 0; i < n; i++) {
-        per[i] = nrep == 1 ? rep[0] : rep[i];
-        EM_CHECK(per[i] >= 0, PyExc_RuntimeError, "repeats can not be negative");
-        cum[i] = total;
-        EM_CHECK(!__builtin_add_overflow(total, per[i], &total), PyExc_RuntimeError,
+    /* one repeat count per index along dim, or a single count for all */
+    int64_t *per = NULL;
+    if (nrep == 1) {
+        EM_CHECK(rep[0] >= 0, PyExc_RuntimeError, "repeats can not be negative");
+        EM_CHECK(!__builtin_mul_overflow(rep[0], n, &total), PyExc_RuntimeError,
                  "repeat_interleave: the size of the result along dim %d overflows", dim);
+    } else {
+        cum = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
+        if (!cum) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        per = rep;
+        for (int64_t i = 0; i < n; i++) {
+            EM_CHECK(per[i] >= 0, PyExc_RuntimeError, "repeats can not be negative");
+            cum[i] = total;
+            EM_CHECK(!__builtin_add_overflow(total, per[i], &total), PyExc_RuntimeError,
+                     "repeat_interleave: the size of the result along dim %d overflows", dim);
+        }
     }
     if (!em_arg_is_none(c, 3)) {
         if (em_arg_int(c, 3, &osize) < 0) goto fail;
@@ -546,15 +598,28 @@ PyObject *em_impl_repeat_interleave(EmCall *c) {
                      "repeat_interleave: Invalid output_size, expected %lld but got %lld", (long long)total,
                      (long long)osize);
     }
+    int64_t inner_bytes = em_itemsize(src->dtype);
+    for (int d = dim + 1; d < src->ndim; d++) inner_bytes *= src->sizes[d];
+    if (nrep == 1 && inner_bytes >= 256) { /* one count, long rows: a strided copy by the iterator */
+        r = interleave_uniform(src, dim, rep[0], total);
+        goto fail;
+    }
+    if (!em_is_contiguous(src)) {
+        Py_SETREF(src, em_contiguous(src));
+        if (!src) goto fail;
+    }
     int64_t shape[EM_MAX_DIMS], outer = 1, inner = 1;
     memcpy(shape, src->sizes, src->ndim * sizeof(int64_t));
     shape[dim] = total;
     for (int d = 0; d < dim; d++) outer *= src->sizes[d];
     for (int d = dim + 1; d < src->ndim; d++) inner *= src->sizes[d];
     r = em_empty(src->ndim, shape, (EmDType)src->dtype, em_cpu());
-    if (r && r->numel > 0)
-        interleave_copy(em_data(src), em_data(r), outer, n, inner * em_itemsize(src->dtype), per, cum, total);
-fail:
+    if (r && r->numel > 0) {
+        PyThreadState *ts = r->numel >= 65536 ? PyEval_SaveThread() : NULL;
+        interleave_copy(em_data(src), em_data(r), outer, n, inner * em_itemsize(src->dtype), per, cum, rep[0], total);
+        if (ts) PyEval_RestoreThread(ts);
+    }
+fail: /* also the common exit */
     if (rep != &one) PyMem_Free(rep);
     PyMem_Free(cum);
     Py_XDECREF(src);
