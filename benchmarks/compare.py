@@ -98,6 +98,32 @@ CASES = [
 ]
 
 
+def per_lib(ember_torch, numpy_fn):
+    """Builders where NumPy spells the op differently: ember_torch(mod, a, b)
+    and numpy_fn(a, b) return the callable to time."""
+    def build(lib):
+        def make(n):
+            a, b, _ = inputs(lib, n, 3)
+            return numpy_fn(a, b) if lib == "numpy" else ember_torch(module(lib), a, b)
+        return make
+    return {lib: build(lib) for lib in LIBS}
+
+
+# joining, sorting, searching (ops/join.c, ops/sort.c)
+CASES += [
+    Case("sort(a, stable), 1M f32", M, per_lib(lambda m, a, b: lambda: m.sort(a, stable=True),
+                                               lambda a, b: lambda: np.sort(a, kind="stable"))),
+    Case("topk(a, 10), 1M f32", M, per_lib(lambda m, a, b: lambda: m.topk(a, 10),
+                                           lambda a, b: lambda: np.sort(np.partition(a, a.size - 10)[-10:]))),
+    Case("searchsorted(sorted a, b), 1M f32", M,
+         per_lib(lambda m, a, b: (lambda s: lambda: m.searchsorted(s, b))(m.sort(a).values),
+                 lambda a, b: (lambda s: lambda: np.searchsorted(s, b))(np.sort(a)))),
+    Case("cat([a, b]), 2x1M f32", M, per_lib(lambda m, a, b: lambda: m.cat([a, b]),
+                                             lambda a, b: lambda: np.concatenate([a, b])),
+         unit="GB/s", bytes_per_elem=16),
+]
+
+
 def loop_time(fn, inner):
     """Seconds per call of fn, over inner back-to-back calls."""
     t0 = time.perf_counter_ns()

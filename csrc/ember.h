@@ -590,6 +590,26 @@ int em_fill_(EmTensor *dst, EmScalar value);
 /* A tensor cast to dtype (a new tensor; t itself when copy is false and dtype matches). */
 EmTensor *em_to_dtype(EmTensor *t, EmDType dtype, bool copy);
 
+/* ------------------------------------------ joining, sorting, searching */
+
+/* Concatenate n tensors along dim (torch.cat's rules: promotion across all
+ * inputs, legacy empty 1-D inputs skipped) into `out` (resized) or a new
+ * tensor; `name` for errors (ops/join.c). */
+EmTensor *em_cat(int n, EmTensor *const *ts, int64_t dim, EmTensor *out, const char *name);
+
+/* Sorting and selection along one dim (cpu/sort.c). Note [sort keys] there. */
+typedef enum { EM_SELECT_SORT, EM_SELECT_TOPK, EM_SELECT_KTH } EmSelectMode;
+/* Per slice of `in` along dim: the sorted slice (SORT), its first k (TOPK),
+ * or its k-th, 1-based (KTH). values (in's dtype) and indices (int64) may be
+ * NULL; they have in's shape with dim of length n, k or 1, any strides, and
+ * must not overlap `in`. 0, or -1 with MemoryError. */
+int em_cpu_sort_select(EmTensor *in, int dim, EmSelectMode mode, int64_t k, bool descending,
+                       EmTensor *values, EmTensor *indices);
+/* Order-preserving keys of n elements of dtype d (8 * itemsize bits each). */
+void em_cpu_sort_keys(const char *data, int64_t byte_stride, int64_t n, EmDType d,
+                      bool descending, uint64_t *keys);
+int em_sort_key_bits(EmDType d);
+
 /* --------------------------------------------------------------- autograd */
 
 /* Note [autograd graph]: each differentiable op call with an input that

@@ -245,6 +245,7 @@ class OpInfo:
     check_values: bool = True
     expect: Callable = None           # (op, sample, values) -> (expected, dtype), replaces the default
     call: Callable = None             # (L, *args, **kw) -> result: how an internal op is reached
+    fn: Callable = None               # lib -> the function, where it is not lib.<name> (nn.functional)
 
     def rule_for(self, kwargs):
         return self.rule(kwargs) if callable(self.rule) else self.rule
@@ -830,7 +831,7 @@ VIEW_REFS = {
     "clone": lambda x: x.copy(), "contiguous": lambda x: x, "detach": lambda x: x,
     "tril": lambda x, diagonal=0: np.tril(x, diagonal), "triu": lambda x, diagonal=0: np.triu(x, diagonal),
 }
-VIEW_VARIANTS = {"transpose": "FMI", "swapaxes": "FM", "swapdims": "FM", "t": "FMI", "permute": "FM",
+VIEW_VARIANTS = {"transpose": "FMI", "swapaxes": "FMI", "swapdims": "FMI", "t": "FMI", "permute": "FM",
                  "squeeze": "FMI", "unsqueeze": "FMI", "flatten": "FM", "unflatten": "FM", "expand": "M",
                  "narrow": "FM", "select": "FM", "unbind": "FM", "split": "FM", "chunk": "FM",
                  "diagonal": "FM", "as_strided": "FMI", "view": "M", "reshape": "FM", "clone": "FM",
@@ -1057,6 +1058,571 @@ for _n, (_d, _e, _cases) in RANDOM.items():
     OPS.append(OpInfo(_n, None, dtypes=_d, unsupported=_e, kind="random", variants="M" if _n.endswith("_") else "FM",
                       samples=lambda op, d, l, _c=_cases: [c for c in _c if d in c.dtypes]))
 
+# ---------------------------------------------------------------------------
+# joining, rearranging, sorting and searching (ops/join.c, ops/sort.c)
+def _lst(*ts):
+    return list(ts)
+
+
+def _promote_all(*dts):
+    r = dts[0]
+    for d in dts[1:]:
+        r = promote_types(r, d)
+    return r
+
+
+def _ts_dtypes(args):
+    out = []
+    for a in args:
+        if isinstance(a, TS):
+            out.append(a.dtype)
+        elif isinstance(a, (list, tuple)):
+            out += [x.dtype for x in a if isinstance(x, TS)]
+    return out
+
+
+def _join_expected(op, sample, values):
+    """Result dtype: torch's promotion across every tensor argument."""
+    out = op.ref(*values, **sample.kwargs)
+    dt = _promote_all(*_ts_dtypes(sample.args))
+    if isinstance(out, (list, tuple)):
+        return tuple(quantize(o, dt) for o in out), dt
+    return quantize(out, dt), dt
+
+
+def _cat_ref(tensors, dim=0, axis=None):
+    dim = axis if axis is not None else dim
+    keep = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
+    if not keep:
+        return np.zeros((0,))
+    dt = np.result_type(*[t.dtype for t in tensors])
+    return np.concatenate([t.astype(dt) for t in keep], axis=dim)
+
+
+def _stack_ref(tensors, dim=0):
+    return np.stack(tensors, axis=dim)
+
+
+def _join_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    g = (lambda s, lay=True: TS(gen_values(rng, dtype, s), dtype, lay))
+    sh = layout_shape(layout, (3, 4))
+    name = op.name
+    if name in ("cat", "concat", "concatenate"):
+        kw = "axis" if name == "concatenate" else "dim"
+        out = [Sample((_lst(g(sh), g(sh)),)), Sample((_lst(g(sh), g(sh), g(sh)), 0))]
+        if len(sh) == 2:
+            out.append(Sample((_lst(g(sh), g((sh[0], 2))),), {kw: 1}))
+            out.append(Sample((_lst(g(sh), g((sh[0], 2))),), {kw: -1}))
+        if layout == "contig":
+            o = [d for d in DTYPES if d != dtype][len(dtype) % 9]
+            out += [Sample((_lst(g((2, 3), False), TS(gen_values(rng, o, (1, 3)), o, False)),), desc="promote"),
+                    Sample((_lst(TS(np.zeros(0), "float64", False), g((2, 3), False)),), desc="legacy empty"),
+                    Sample((_lst(g((0, 3), False), g((2, 3), False)),), desc="empty part"),
+                    Sample((_lst(g((997,), False), g((1000,), False)) * 36,), desc="big")]
+        return out
+    if name == "stack":
+        out = [Sample((_lst(g(sh), g(sh)),)), Sample((_lst(g(sh), g(sh), g(sh)), -1))]
+        if len(sh) == 2:
+            out.append(Sample((_lst(g(sh), g(sh)), 1)))
+        return out
+    # hstack / vstack / row_stack / dstack / column_stack
+    out = [Sample((_lst(g(sh), g(sh)),))]
+    if layout == "contig":
+        out += [Sample((_lst(g((3,), False), g((3,), False)),), desc="1-d"),
+                Sample((_lst(TS(gen_values(rng, dtype, ()), dtype, False), g((), False)),), desc="0-d")]
+        if name in ("hstack", "column_stack"):
+            out.append(Sample((_lst(g((3, 2), False), g((3, 4), False)),), desc="ragged"))
+        if name in ("vstack", "row_stack"):
+            out.append(Sample((_lst(g((2, 4), False), g((4,), False)),), desc="ragged"))
+    return out
+
+
+def _dstack_ref(tensors):
+    return np.dstack(tensors)
+
+
+JOIN_REFS = {"cat": _cat_ref, "concat": _cat_ref, "concatenate": _cat_ref, "stack": _stack_ref,
+             "hstack": lambda tensors: np.hstack(tensors), "vstack": lambda tensors: np.vstack(tensors),
+             "row_stack": lambda tensors: np.vstack(tensors), "dstack": _dstack_ref,
+             "column_stack": lambda tensors: np.column_stack(tensors)}
+OPS += [OpInfo(n, r, kind="join", variants="FO", samples=_join_samples, expect=_join_expected,
+               layouts=NO_0D if n in ("cat", "concat", "concatenate") else LAYOUTS) for n, r in JOIN_REFS.items()]
+
+
+# views: tensor_split, movedim/moveaxis, broadcast_to
+def _tensor_split_ref(x, indices_or_sections, dim=0):
+    ios = indices_or_sections
+    if isinstance(ios, np.ndarray):
+        ios = int(ios) if ios.ndim == 0 else list(ios)
+    if isinstance(ios, int):
+        return tuple(np.array_split(x, ios, axis=dim))
+    return tuple(np.split(x, list(ios), axis=dim))
+
+
+def _view2_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    name = op.name
+    if name == "tensor_split":
+        sh = (5, 6) if layout != "empty" else (5, 0)
+        x = TS(gen_values(rng, dtype, sh), dtype)
+        return [Sample((x, 3)), Sample((x, [1, 3])), Sample((x, (2,), 1)), Sample((x, [4, 1, -1, 9], 0)),
+                Sample((x, 7, -1)), Sample((x, TS(np.array(2), "int64", False))),
+                Sample((x, TS(np.array([1, 4]), "int64", False), 1)), Sample((x, []))]
+    if name in ("movedim", "moveaxis"):
+        if layout == "0d":
+            x = TS(gen_values(rng, dtype, ()), dtype)
+            return [Sample((x, 0, 0)), Sample((x, -1, 0))]
+        x = TS(gen_values(rng, dtype, layout_shape(layout, (2, 3, 4))), dtype)
+        return [Sample((x, 0, 2)), Sample((x, (0, 1), (2, 0))), Sample((x, -1, 0)), Sample((x, [], [])),
+                Sample((x, [2, 0, 1], [0, 1, 2]))]
+    # broadcast_to
+    if layout == "0d":
+        x = TS(gen_values(rng, dtype, ()), dtype)
+        return [Sample((x, (2, 3))), Sample((x, ()))]
+    sh = layout_shape(layout, (3, 1))
+    x = TS(gen_values(rng, dtype, sh), dtype)
+    return [Sample((x, (2,) + sh)), Sample((x, (sh[0], 4))), Sample((x, (-1, 4))), Sample((x, (2, 2, -1, 1)))]
+
+
+def _bcast_to_ref(x, size):
+    size = tuple(size)
+    old = (1,) * (len(size) - x.ndim) + x.shape
+    return np.broadcast_to(x, tuple(o if s == -1 else s for s, o in zip(size, old)))
+
+
+def _movedim_ref(x, source, destination):
+    return np.moveaxis(x, source, destination) if x.ndim else x
+
+
+VIEW2 = {"tensor_split": (_tensor_split_ref, "FM"), "movedim": (_movedim_ref, "FM"), "moveaxis": (_movedim_ref, "FM"),
+         "broadcast_to": (_bcast_to_ref, "FM")}
+OPS += [OpInfo(n, r, kind="view", variants=v, samples=_view2_samples, view=True,
+               layouts=NO_0D if n == "tensor_split" else LAYOUTS) for n, (r, v) in VIEW2.items()]
+
+
+# copies that rearrange: repeat, tile, repeat_interleave, flip*, roll, rot90
+def _rearrange_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    name = op.name
+    nd3 = name in ("roll", "flip")
+    sh = layout_shape(layout, (2, 3, 4) if nd3 else (3, 4))
+    x = TS(gen_values(rng, dtype, sh), dtype)
+    big = TS(gen_values(rng, dtype, (40, 997)), dtype, False)
+    if name == "repeat":
+        if not sh:
+            return [Sample((x, 2)), Sample((x, (2, 3))), Sample((x, ()))]
+        return [Sample((x, 2, 1)), Sample((x, (1, 3))), Sample((x, (2, 1, 2))), Sample((x, [0, 2])),
+                Sample((x, (2, 3, 1, 1)))] + ([Sample((big, 2, 3), desc="big")] if layout == "contig" else [])
+    if name == "tile":
+        return [Sample((x, (2,))), Sample((x, (2, 1, 2))), Sample((x, ())), Sample((x, (3, 2)))]
+    if name == "repeat_interleave":
+        out = [Sample((x, 2)), Sample((x, 0))]
+        if sh:
+            out += [Sample((x, 2), {"dim": 0}), Sample((x, 3), {"dim": -1})]
+            n0 = sh[0]
+            out += [Sample((x, TS(np.arange(n0) % 3, "int64", False)), {"dim": 0}),
+                    Sample((x, TS(np.array([2]), "int64", False)), {"dim": 1}),
+                    Sample((x, TS(np.array(3), "int32", False)), {"dim": 1})]
+        if layout == "contig":
+            out += [Sample((big, 3), {"dim": 1}, desc="big"),
+                    Sample((x, TS(np.arange(int(np.prod(sh))) % 4, "int16", False)), desc="flat")]
+        return out
+    if name == "flip":
+        if not sh:
+            return [Sample((x, (0,))), Sample((x, ()))]
+        return [Sample((x, (0,))), Sample((x, (-1,))), Sample((x, [0, 2])), Sample((x, (0, 1, 2))),
+                Sample((x, ()))] + ([Sample((big, (1,)), desc="big")] if layout == "contig" else [])
+    if name in ("fliplr", "flipud"):
+        return [Sample((x,))]
+    if name == "roll":
+        out = [Sample((x, 1)), Sample((x, -7))]
+        if sh:
+            out += [Sample((x, 1, 1)), Sample((x, (1, -2), (0, 2))), Sample((x, (2, 1), (1, 1))),
+                    Sample((x, 2 ** 40 + 1, -1))]
+        if layout == "contig":
+            out.append(Sample((big, 5, 1), desc="big"))
+        return out
+    # rot90
+    if len(sh) < 2:
+        return []
+    return [Sample((x,)), Sample((x, 2)), Sample((x, -1)), Sample((x, 3, [1, 0])), Sample((x, 0)),
+            Sample((x, 2 ** 62 + 1, (0, -1)))]
+
+
+def _repeat_ref(x, *reps):
+    reps = reps[0] if len(reps) == 1 and isinstance(reps[0], (tuple, list)) else reps
+    return np.tile(x, tuple(reps))
+
+
+def _tile_ref(x, dims):
+    return np.tile(x, tuple(dims))
+
+
+def _repeat_interleave_ref(x, repeats, dim=None):
+    if isinstance(repeats, np.ndarray) and repeats.size == 1:
+        repeats = int(repeats.reshape(()))
+    return np.repeat(x, repeats, axis=dim)
+
+
+def _flip_ref(x, *dims):
+    dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    return np.flip(x, tuple(dims)) if x.ndim else x
+
+
+def _roll_ref(x, shifts, dims=None):
+    return np.roll(x, shifts, axis=dims)
+
+
+def _rot90_ref(x, k=1, dims=(0, 1)):
+    return np.rot90(x, k % 4, axes=tuple(dims))
+
+
+REARRANGE = {"repeat": (_repeat_ref, "M", LAYOUTS), "tile": (_tile_ref, "FM", LAYOUTS),
+             "repeat_interleave": (_repeat_interleave_ref, "FM", LAYOUTS),
+             "flip": (_flip_ref, "FM", LAYOUTS), "fliplr": (np.fliplr, "FM", NO_0D[:2] + ("empty",)),
+             "flipud": (np.flipud, "FM", NO_0D), "roll": (_roll_ref, "FM", LAYOUTS),
+             "rot90": (_rot90_ref, "FM", NO_0D)}
+OPS += [OpInfo(n, r, kind="rearrange", variants=v, samples=_rearrange_samples, layouts=lay)
+        for n, (r, v, lay) in REARRANGE.items()]
+
+
+# diff, broadcast_tensors, meshgrid, one_hot
+def _diff_ref(x, n=1, dim=-1, prepend=None, append=None):
+    kw = {}
+    if prepend is not None:
+        kw["prepend"] = prepend
+    if append is not None:
+        kw["append"] = append
+    return np.diff(x, n, axis=dim, **kw)
+
+
+def _diff_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout, (3, 5))
+    if not sh:
+        return []
+    x = TS(gen_values(rng, dtype, sh), dtype)
+    out = [Sample((x,)), Sample((x, 2)), Sample((x, 1, 0)), Sample((x, 3, -1)), Sample((x, 0)), Sample((x, 9))]
+    if layout == "contig":
+        o = "float32" if dtype != "float32" else "int16"
+        out += [Sample((x,), {"prepend": TS(gen_values(rng, dtype, (3, 1)), dtype, False),
+                              "append": TS(gen_values(rng, dtype, (3, 2)), dtype, False)}),
+                Sample((x, 1, 0), {"append": TS(gen_values(rng, o, (1, 5)), o, False)}, desc="promote"),
+                Sample((TS(gen_values(rng, dtype, (4, 997)), dtype, False), 1, 1), desc="big")]
+    return out
+
+
+def _kwvalues(sample):
+    return {k: (v.values if isinstance(v, TS) else v) for k, v in sample.kwargs.items()}
+
+
+def _diff_expected(op, sample, values):
+    """np.diff one order at a time, each rounded to the result dtype (as torch
+    computes it); bool: adjacent elements differ."""
+    dt = _promote_all(*_ts_dtypes(list(sample.args) + list(sample.kwargs.values())))
+    kw = _kwvalues(sample)
+    x, n, dim = values[0], *(list(values[1:]) + [1, -1][len(values) - 1:])[:2]
+    cast = (lambda a: np.asarray(a).astype(bool)) if dt == "bool" else (lambda a: quantize(a, dt))
+    parts = [kw["prepend"]] if kw.get("prepend") is not None else []
+    parts += [x] + ([kw["append"]] if kw.get("append") is not None else [])
+    x = cast(np.concatenate([cast(p) for p in parts], axis=dim))
+    with np.errstate(all="ignore"):
+        for _ in range(n):
+            if x.shape[dim] == 0:
+                break
+            x = cast(np.diff(x, 1, axis=dim))
+    return x, dt
+
+
+def _bt_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout, (3, 1))
+    x = TS(gen_values(rng, dtype, sh), dtype)
+    if op.name == "broadcast_tensors":
+        y = TS(gen_values(rng, dtype, (4,)), dtype, False)
+        return [Sample((x, y)), Sample((x,)), Sample((x, TS(gen_values(rng, "float64", (2, 1, 1)), "float64", False)))]
+    a = TS(gen_values(rng, dtype, (3,)), dtype)
+    b = TS(gen_values(rng, dtype, (4,)), dtype, False)
+    c0 = TS(gen_values(rng, dtype, ()), dtype, False)
+    return [Sample((a, b), {"indexing": "ij"}), Sample((a, b), {"indexing": "xy"}),
+            Sample((a, c0, b), {"indexing": "xy"}), Sample((a,), {"indexing": "ij"}),
+            Sample(([a, b],), {"indexing": "xy"})]
+
+
+def _bt_expected(op, sample, values):
+    if op.name == "broadcast_tensors":
+        out = np.broadcast_arrays(*values)
+        return tuple(quantize(o, s.dtype) for o, s in zip(out, sample.args)), tuple(s.dtype for s in sample.args)
+    vals = values[0] if isinstance(values[0], list) else values
+    specs = sample.args[0] if isinstance(sample.args[0], list) else sample.args
+    out = np.meshgrid(*[np.atleast_1d(v) for v in vals], indexing=sample.kwargs["indexing"])
+    return tuple(quantize(o, specs[0].dtype) for o in out), specs[0].dtype
+
+
+OPS += [OpInfo("diff", _diff_ref, kind="rearrange", variants="FMO", samples=_diff_samples, expect=_diff_expected,
+               layouts=NO_0D),
+        OpInfo("broadcast_tensors", None, kind="join", variants="F", samples=_bt_samples, expect=_bt_expected),
+        OpInfo("meshgrid", None, kind="join", variants="F", samples=_bt_samples, expect=_bt_expected,
+               layouts=("contig", "T", "slice", "expand", "empty"))]
+
+
+def _one_hot_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout, (3, 4))
+    x = TS(rng.integers(0, 5 if dtype != "bool" else 2, sh), dtype)
+    out = [Sample((x, 5)), Sample((x,), {"num_classes": 7})]
+    if 0 not in sh:
+        out.append(Sample((x,)))
+    return out
+
+
+def _one_hot_ref(x, num_classes=-1):
+    n = num_classes if num_classes != -1 else int(x.max()) + 1
+    return np.eye(n, dtype=np.int64)[x]
+
+
+OPS.append(OpInfo("_one_hot", _one_hot_ref, kind="join", dtypes=("int64",), unsupported=RuntimeError, variants="F",
+                  samples=_one_hot_samples, fn=lambda L: L.nn.functional.one_hot))
+
+
+# sorting and searching
+def _order_1d(v, descending):
+    """torch's stable order of a 1-D array: NaN last (first when descending),
+    equal elements in index order either way."""
+    idx = np.arange(v.size)
+    if not descending:
+        return np.lexsort((idx, v))
+    return np.lexsort((-idx, v))[::-1]
+
+
+def _sort_ref(x, dim=-1, descending=False, stable=False):
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    xm = np.moveaxis(x, dim, -1)
+    order = np.zeros(xm.shape, np.int64)
+    for i in np.ndindex(*xm.shape[:-1]):
+        order[i] = _order_1d(xm[i], descending)
+    vals = np.take_along_axis(xm, order, -1)
+    return np.moveaxis(vals, -1, dim), np.moveaxis(order, -1, dim)
+
+
+def _sort_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout, (3, 7))
+    name = op.name
+    distinct = name in ("topk", "kthvalue")
+
+    def vals(shape):
+        n = int(np.prod(shape))
+        if not distinct or not shape:
+            v = gen_values(rng, dtype, shape, (-3, 3))  # many ties
+            if is_float(dtype) and v.size:
+                v.reshape(-1)[:: 5] = np.nan
+                v.reshape(-1)[1:: 7] = -0.0
+            return v
+        # topk / kthvalue: distinct values (torch leaves the order of ties unspecified)
+        lo = 0 if dtype == "uint8" else -n // 2
+        v = (rng.permutation(n) + lo).astype(np.float64) / (4 if is_float(dtype) else 1)
+        if is_float(dtype) and n:
+            v[rng.integers(n)] = np.nan
+        return quantize(v.reshape(shape), dtype)
+
+    # long slices only where the dtype has that many distinct values
+    wide = dtype in ("int16", "int32", "int64", "float16", "float32", "float64") or not distinct
+    x = TS(vals(sh), dtype)
+    if name in ("sort", "argsort"):
+        out = [Sample((x,)), Sample((x,), {"descending": True}), Sample((x, 0)), Sample((x, 0, True)),
+               Sample((x,), {"stable": True}), Sample((x,), {"dim": -1, "descending": True, "stable": True})]
+        if layout == "contig":
+            out += [Sample((TS(vals((5000,)), dtype, False),), {"stable": True}, desc="big radix"),
+                    Sample((TS(vals((5000,)), dtype, False),), {"descending": True, "stable": True}, desc="big desc"),
+                    Sample((TS(vals((300, 64)), dtype, False),), {"stable": True}, desc="many slices")]
+        return out
+    if name == "msort":
+        return [Sample((x,))]
+    if name == "topk":
+        n = sh[-1] if sh else 1
+        out = [Sample((x, min(3, n))), Sample((x, min(2, n)), {"largest": False}), Sample((x, n)), Sample((x, 0))]
+        if sh:
+            out.append(Sample((x, min(2, sh[0]), 0)))
+        if layout == "contig" and wide:
+            out += [Sample((TS(vals((3000,)), dtype, False), 5), desc="heap"),
+                    Sample((TS(vals((3000,)), dtype, False), 200, 0, False), desc="select"),
+                    Sample((TS(vals((3000,)), dtype, False), 2000), desc="sort")]
+        return out
+    # kthvalue
+    n = sh[-1] if sh else 1
+    if layout == "empty":
+        return [Sample((x, 2)), Sample((x, 1, -1, True))]
+    out = [Sample((x, 1)), Sample((x, n)), Sample((x, (n + 1) // 2, -1, True))]
+    if sh:
+        out.append(Sample((x, min(2, sh[0]), 0)))
+    if layout == "contig" and wide:
+        out.append(Sample((TS(vals((3000,)), dtype, False), 1234), desc="select"))
+    return out
+
+
+def _topk_ref(x, k, dim=-1, largest=True, sorted=True):
+    v, i = _sort_ref(x, dim, largest)
+    if x.ndim == 0:
+        return v, i
+    return np.take(v, range(k), axis=dim), np.take(i, range(k), axis=dim)
+
+
+def _kthvalue_ref(x, k, dim=-1, keepdim=False):
+    v, i = _sort_ref(x, dim)
+    if x.ndim == 0:
+        return v, i
+    v, i = np.take(v, [k - 1], axis=dim), np.take(i, [k - 1], axis=dim)
+    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+
+
+def _sort_expected(op, sample, values):
+    x = sample.args[0]
+    out = op.ref(*values, **sample.kwargs)
+    if op.name == "argsort":
+        return out[1], "int64"
+    if op.name == "msort":
+        return quantize(out[0], x.dtype), x.dtype
+    return (quantize(out[0], x.dtype), out[1]), (x.dtype, "int64")
+
+
+SORTS = {"sort": (lambda x, dim=-1, descending=False, stable=False: _sort_ref(x, dim, descending), DTYPES),
+         "argsort": (lambda x, dim=-1, descending=False, stable=False: _sort_ref(x, dim, descending), DTYPES),
+         "msort": (lambda x: _sort_ref(x, 0), DTYPES),
+         "topk": (_topk_ref, NUMERIC), "kthvalue": (_kthvalue_ref, NUMERIC)}
+OPS += [OpInfo(n, r, dtypes=d, kind="sort", variants="FMO" if n == "msort" else "FM", samples=_sort_samples,
+               expect=_sort_expected) for n, (r, d) in SORTS.items()]
+
+
+def _search_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    seq = np.sort(gen_values(rng, dtype, (9,), (-5, 5)))
+    vals = gen_values(rng, dtype, layout_shape(layout, (3, 4)), (-6, 6))
+    s, v = TS(seq, dtype, False), TS(vals, dtype)
+    first = (lambda a, b: (a, b)) if op.name == "searchsorted" else (lambda a, b: (b, a))
+    out = [Sample(first(s, v)), Sample(first(s, v), {"right": True}), Sample(first(s, v), {"out_int32": True})]
+    if layout == "contig":
+        x0 = vals.reshape(-1)[0].item()
+        out += [Sample(first(s, x0 if dtype != "bool" else bool(x0)), desc="scalar")]
+        if op.name == "searchsorted":
+            rows = np.sort(gen_values(rng, dtype, (3, 6)), axis=-1)
+            perm = rng.permutation(9)
+            out += [Sample((TS(rows, dtype, False), TS(vals, dtype, False)), desc="batched"),
+                    Sample((s, v), {"side": "right"}),
+                    Sample((TS(seq[perm], dtype, False), v), {"sorter": TS(np.argsort(seq[perm], kind="stable"),
+                                                                             "int64", False)}, desc="sorter"),
+                    Sample((s, TS(gen_values(rng, dtype, (40, 997)), dtype, False)), desc="big")]
+    return out
+
+
+def _search_ref(seq, v, out_int32=False, right=False, side=None, sorter=None):
+    side = side or ("right" if right else "left")
+    if sorter is not None:
+        seq = np.take_along_axis(seq, sorter, -1)
+    v = np.asarray(v)
+    if seq.ndim == 1:
+        return np.searchsorted(seq, v, side=side)
+    out = np.zeros(v.shape, np.int64)
+    for i in np.ndindex(*v.shape[:-1]):
+        out[i] = np.searchsorted(seq[i], v[i], side=side)
+    return out
+
+
+def _search_expected(op, sample, values):
+    kw = _kwvalues(sample)
+    a, b = values
+    if op.name == "bucketize":
+        a, b = b, a
+    out = _search_ref(a, b, **kw)
+    dt = "int32" if sample.kwargs.get("out_int32") else "int64"
+    return out.astype(NP[dt]), dt
+
+
+OPS += [OpInfo(n, None, dtypes=NUMERIC, kind="sort", variants="FO", samples=_search_samples, expect=_search_expected)
+        for n in ("searchsorted", "bucketize")]
+
+
+def _unique_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout, (4, 6))
+    x = TS(gen_values(rng, dtype, sh, (-2, 2)), dtype)
+    cons = op.name == "unique_consecutive"
+    flags = [{}, {"return_inverse": True}, {"return_counts": True}, {"return_inverse": True, "return_counts": True}]
+    out = [Sample((x,), f) for f in flags]
+    if sh and 0 not in sh[1:]:
+        out += [Sample((x,), dict(f, dim=0)) for f in flags[1:]]
+    if len(sh) == 2 and 0 not in sh:
+        out.append(Sample((x,), {"dim": 1, "return_inverse": True, "return_counts": True}))
+    if layout == "contig":
+        rows = np.repeat(gen_values(rng, dtype, (3, 4), (-2, 2)), [2, 1, 3], axis=0)
+        out.append(Sample((TS(rows[rng.permutation(6)] if not cons else rows, dtype, False),),
+                          {"dim": 0, "return_inverse": True, "return_counts": True}, desc="repeated rows"))
+        big = TS(gen_values(rng, dtype, (5000,), (-9, 9)), dtype, False)
+        out.append(Sample((big,), {"return_inverse": True, "return_counts": True}, desc="big"))
+        if is_float(dtype):
+            out.append(Sample((TS(np.array([1.0, np.nan, -0.0, np.nan, 0.0, 1.0]), dtype, False),),
+                              {"return_inverse": True, "return_counts": True}, desc="nan"))
+    return out
+
+
+def _unique_ref(x, sorted=True, return_inverse=False, return_counts=False, dim=None, consecutive=False):
+    if dim is None:
+        flat = x.reshape(-1)
+        if consecutive:
+            new = np.ones(flat.size, bool)
+            new[1:] = ~(flat[1:] == flat[:-1])
+            gid = np.cumsum(new) - 1
+            vals = flat[new]
+            counts = np.bincount(gid, minlength=vals.size) if flat.size else np.zeros(0, np.int64)
+            inv = gid.reshape(x.shape)
+        else:
+            vals, inv, counts = np.unique(flat, return_inverse=True, return_counts=True, equal_nan=False)
+            inv = inv.reshape(x.shape)
+    else:
+        xm = np.moveaxis(x, dim, 0)
+        m = xm.shape[0]
+        rows = xm.reshape(m, int(np.prod(xm.shape[1:])))
+        if consecutive:
+            new = np.ones(m, bool)
+            if m:
+                new[1:] = ~np.all(rows[1:] == rows[:-1], axis=1)
+            gid = np.cumsum(new) - 1
+            vals = xm[new]
+            counts = np.bincount(gid, minlength=int(new.sum())) if m else np.zeros(0, np.int64)
+            inv = gid
+        else:
+            order = np.lexsort(rows.T[::-1]) if m else np.zeros(0, np.int64)
+            srt = rows[order]
+            new = np.ones(m, bool)
+            if m:
+                new[1:] = ~np.all(srt[1:] == srt[:-1], axis=1)
+            gid = np.cumsum(new) - 1
+            inv = np.zeros(m, np.int64)
+            inv[order] = gid
+            vals = xm[order][new]
+            counts = np.bincount(gid, minlength=int(new.sum())) if m else np.zeros(0, np.int64)
+        vals = np.moveaxis(vals, 0, dim)
+    res = [vals]
+    if return_inverse:
+        res.append(np.asarray(inv, np.int64))
+    if return_counts:
+        res.append(np.asarray(counts, np.int64))
+    return res
+
+
+def _unique_expected(op, sample, values):
+    x = sample.args[0]
+    res = _unique_ref(values[0], **sample.kwargs, consecutive=op.name == "unique_consecutive")
+    if len(res) == 1:
+        return quantize(res[0], x.dtype), x.dtype
+    return (quantize(res[0], x.dtype),) + tuple(res[1:]), (x.dtype,) + ("int64",) * (len(res) - 1)
+
+
+OPS += [OpInfo(n, None, kind="sort", variants="FM", samples=_unique_samples, expect=_unique_expected)
+        for n in ("unique", "unique_consecutive")]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 
 
@@ -1179,4 +1745,129 @@ ERRORS = [
     ("multinomial-zero-sum", lambda L: L.tensor([0.0, 0.0]).multinomial(1), RuntimeError, None),
     ("multinomial-zero-samples", lambda L: L.tensor([1.0, 2.0]).multinomial(0), RuntimeError, None),
     ("multinomial-3d", lambda L: L.ones(2, 2, 2).multinomial(1), RuntimeError, None),
+    # joining, rearranging
+    ("cat-empty-list", lambda L: L.cat([]), ValueError, None),
+    ("cat-not-tensor", lambda L: L.cat([L.ones(2), 3]), TypeError, None),
+    ("cat-tensor-arg", lambda L: L.cat(L.ones(2, 2)), TypeError, None),
+    ("cat-0d", lambda L: L.cat([L.ones(2), L.tensor(2.)]), RuntimeError, "zero-dimensional"),
+    ("cat-ndim", lambda L: L.cat([L.ones(2, 3), L.ones(2, 3, 1)]), RuntimeError, None),
+    ("cat-sizes", lambda L: L.cat([L.ones(2, 3), L.ones(2, 4)]), RuntimeError, "Sizes of tensors must match"),
+    ("cat-sizes-empty", lambda L: L.cat([L.ones(0, 3), L.ones(2, 4)]), RuntimeError, None),
+    ("cat-dim", lambda L: L.cat([L.ones(2, 3)], dim=2), IndexError, None),
+    ("cat-float-dim", lambda L: L.cat([L.ones(2, 3)], 0.5), TypeError, None),
+    ("cat-out-cast", lambda L: L.cat([L.ones(2)], out=L.empty(2, dtype=L.int64)), TypeError, None),
+    ("cat-out-overlap", lambda L: (lambda x: L.cat([x[:2], x[2:]], out=x))(L.ones(4)), RuntimeError, None),
+    ("stack-empty", lambda L: L.stack([]), RuntimeError, None),
+    ("stack-sizes", lambda L: L.stack([L.ones(2, 3), L.ones(3, 2)]), RuntimeError, "equal size"),
+    ("stack-dim", lambda L: L.stack([L.ones(2)], dim=2), IndexError, None),
+    ("hstack-empty", lambda L: L.hstack([]), RuntimeError, None),
+    ("vstack-not-tensor", lambda L: L.vstack([L.ones(2), 1]), TypeError, None),
+    ("tensor_split-0d", lambda L: L.tensor_split(L.tensor(1.), 2), RuntimeError, None),
+    ("tensor_split-zero", lambda L: L.tensor_split(L.ones(4), 0), RuntimeError, None),
+    ("tensor_split-float-indices", lambda L: L.tensor_split(L.ones(4), L.tensor([1.0])), RuntimeError, None),
+    ("tensor_split-2d-indices", lambda L: L.tensor_split(L.ones(4), L.tensor([[1]])), RuntimeError, None),
+    ("tensor_split-float", lambda L: L.tensor_split(L.ones(4), 2.5), TypeError, None),
+    ("tensor_split-dim", lambda L: L.tensor_split(L.ones(4), 2, 1), IndexError, None),
+    ("repeat-fewer", lambda L: L.ones(2, 3).repeat(2), RuntimeError, None),
+    ("repeat-negative", lambda L: L.ones(3).repeat(-1), RuntimeError, None),
+    ("repeat-overflow", lambda L: L.ones(3).repeat(2 ** 40, 2 ** 40), RuntimeError, None),
+    ("tile-negative", lambda L: L.ones(2, 3).tile((-1,)), RuntimeError, None),
+    ("repeat_interleave-negative", lambda L: L.ones(3).repeat_interleave(-1), RuntimeError, None),
+    ("repeat_interleave-negative-tensor", lambda L: L.ones(2).repeat_interleave(L.tensor([1, -1])), RuntimeError,
+     None),
+    ("repeat_interleave-float", lambda L: L.ones(2).repeat_interleave(L.tensor([1.0, 2.0])), NotImplementedError, None),
+    ("repeat_interleave-bool", lambda L: L.ones(2).repeat_interleave(L.tensor([True, True])), NotImplementedError,
+     None),
+    ("repeat_interleave-size", lambda L: L.ones(2, 3).repeat_interleave(L.tensor([1, 2]), dim=1), RuntimeError, None),
+    ("repeat_interleave-2d", lambda L: L.ones(2).repeat_interleave(L.tensor([[1, 2]]), dim=0), RuntimeError, None),
+    ("repeat_interleave-output_size", lambda L: L.ones(3).repeat_interleave(2, output_size=5), RuntimeError, None),
+    ("repeat_interleave-output_size-t", lambda L: L.ones(2).repeat_interleave(L.tensor([1, 2]), output_size=4),
+     RuntimeError, None),
+    ("repeat_interleave-dim", lambda L: L.ones(2, 3).repeat_interleave(2, dim=2), IndexError, None),
+    ("repeat_interleave-0d-dim", lambda L: L.tensor(5).repeat_interleave(3, dim=0), IndexError, None),
+    ("repeat_interleave-indices-2d", lambda L: L.repeat_interleave(L.tensor([[1, 2]])), RuntimeError, None),
+    ("repeat_interleave-overflow", lambda L: L.ones(3).repeat_interleave(2 ** 62), RuntimeError, None),
+    ("flip-dup", lambda L: L.ones(2, 3).flip(0, -2), RuntimeError, None),
+    ("flip-dim", lambda L: L.ones(2, 3).flip(2), IndexError, None),
+    ("fliplr-1d", lambda L: L.fliplr(L.ones(3)), RuntimeError, None),
+    ("flipud-0d", lambda L: L.flipud(L.tensor(1.)), RuntimeError, None),
+    ("roll-align", lambda L: L.roll(L.ones(2, 3), (1, 1)), RuntimeError, None),
+    ("roll-align-dims", lambda L: L.roll(L.ones(2, 3), 1, (0, 1)), RuntimeError, None),
+    ("roll-no-shifts", lambda L: L.roll(L.ones(2, 3), (), ()), RuntimeError, None),
+    ("roll-dim", lambda L: L.roll(L.ones(2, 3), 1, 2), IndexError, None),
+    ("roll-0d-dim", lambda L: L.roll(L.tensor(3.), 1, 0), IndexError, None),
+    ("roll-float", lambda L: L.roll(L.ones(2, 3), 1.5), TypeError, None),
+    ("rot90-ndims", lambda L: L.rot90(L.ones(2, 3), 1, (0,)), RuntimeError, None),
+    ("rot90-same", lambda L: L.rot90(L.ones(2, 3), 1, (0, -2)), RuntimeError, None),
+    ("rot90-1d", lambda L: L.rot90(L.ones(3)), RuntimeError, None),
+    ("rot90-dim", lambda L: L.rot90(L.ones(2, 3), 1, (0, 2)), IndexError, None),
+    ("movedim-len", lambda L: L.movedim(L.ones(2, 3), (0, 1), (1,)), RuntimeError, None),
+    ("movedim-repeat-src", lambda L: L.movedim(L.ones(2, 3), (0, 0), (0, 1)), RuntimeError, None),
+    ("movedim-repeat-dst", lambda L: L.movedim(L.ones(2, 3), (0, 1), (1, 1)), RuntimeError, None),
+    ("movedim-dim", lambda L: L.movedim(L.ones(2, 3), 2, 0), IndexError, None),
+    ("movedim-float", lambda L: L.movedim(L.ones(2, 3), 0.5, 0), TypeError, None),
+    ("broadcast_to-size", lambda L: L.broadcast_to(L.ones(3), (2, 4)), RuntimeError, None),
+    ("broadcast_to-lead", lambda L: L.broadcast_to(L.ones(3), (-1, 3)), RuntimeError, None),
+    ("broadcast_tensors-shape", lambda L: L.broadcast_tensors(L.ones(3), L.ones(2)), RuntimeError, None),
+    ("broadcast_tensors-int", lambda L: L.broadcast_tensors(L.ones(3), 2), TypeError, None),
+    ("broadcast_shapes-mismatch", lambda L: L.broadcast_shapes((2,), (3,)), RuntimeError, None),
+    ("broadcast_shapes-negative", lambda L: L.broadcast_shapes((-1,), (3,)), ValueError, None),
+    ("broadcast_shapes-float", lambda L: L.broadcast_shapes((2,), 2.5), RuntimeError, None),
+    ("meshgrid-dtype", lambda L: L.meshgrid(L.ones(2), L.ones(2, dtype=L.int64), indexing="ij"), RuntimeError, None),
+    ("meshgrid-2d", lambda L: L.meshgrid(L.ones(2, 2), L.ones(2, 2), indexing="ij"), RuntimeError, None),
+    ("meshgrid-indexing", lambda L: L.meshgrid(L.ones(2), indexing="foo"), RuntimeError, None),
+    ("meshgrid-empty", lambda L: L.meshgrid(indexing="ij"), RuntimeError, None),
+    ("diff-0d", lambda L: L.diff(L.tensor(1.)), RuntimeError, None),
+    ("diff-order", lambda L: L.diff(L.ones(3), n=-1), RuntimeError, None),
+    ("diff-dim", lambda L: L.diff(L.ones(3), dim=1), IndexError, None),
+    ("diff-prepend-ndim", lambda L: L.diff(L.ones(2, 2), prepend=L.ones(2)), RuntimeError, None),
+    ("diff-append-shape", lambda L: L.diff(L.ones(2, 3), dim=0, append=L.ones(2, 2)), RuntimeError, None),
+    ("diff-prepend-int", lambda L: L.diff(L.ones(3), prepend=0), TypeError, None),
+    ("diff-out-cast", lambda L: L.diff(L.tensor([1.5, 3.0]), out=L.empty(0, dtype=L.int64)), RuntimeError, None),
+    ("one_hot-dtype", lambda L: L.nn.functional.one_hot(L.tensor([1, 2], dtype=L.int32)), RuntimeError, None),
+    ("one_hot-negative", lambda L: L.nn.functional.one_hot(L.tensor([0, -2])), RuntimeError, None),
+    ("one_hot-classes", lambda L: L.nn.functional.one_hot(L.tensor([0, 2]), 2), RuntimeError, None),
+    ("one_hot-empty", lambda L: L.nn.functional.one_hot(L.zeros(0, dtype=L.int64)), RuntimeError, None),
+    ("tril_indices-negative", lambda L: L.tril_indices(-1, 3), RuntimeError, None),
+    ("triu_indices-dtype", lambda L: L.triu_indices(3, 3, dtype=L.float32), NotImplementedError, None),
+    ("tril_indices-int8", lambda L: L.tril_indices(3, 3, dtype=L.int8), NotImplementedError, None),
+    # sorting and searching
+    ("sort-dim", lambda L: L.sort(L.ones(2, 3), dim=2), IndexError, None),
+    ("sort-out-dtype", lambda L: L.sort(L.ones(3), out=(L.empty(0, dtype=L.float64), L.empty(0, dtype=L.int64))),
+     RuntimeError, None),
+    ("sort-out-index-dtype", lambda L: L.sort(L.ones(3), out=(L.empty(0), L.empty(0, dtype=L.int32))), RuntimeError,
+     None),
+    ("sort-out-tensor", lambda L: L.sort(L.ones(3), out=L.empty(0)), TypeError, None),
+    ("sort-out-len", lambda L: L.sort(L.ones(3), out=(L.empty(0),)), TypeError, None),
+    ("sort-out-element", lambda L: L.sort(L.ones(3), out=(L.empty(0), 3)), TypeError, None),
+    ("argsort-positional-stable", lambda L: L.argsort(L.ones(3), 0, True, True), TypeError, None),
+    ("topk-k", lambda L: L.topk(L.ones(3), 4), RuntimeError, None),
+    ("topk-negative-k", lambda L: L.topk(L.ones(3), -1), RuntimeError, None),
+    ("topk-0d-k", lambda L: L.topk(L.tensor(1.), 2), RuntimeError, None),
+    ("topk-bool", lambda L: L.topk(L.tensor([True, False]), 1), NotImplementedError, None),
+    ("kthvalue-k", lambda L: L.kthvalue(L.ones(3), 4), RuntimeError, None),
+    ("kthvalue-zero", lambda L: L.kthvalue(L.ones(3), 0), RuntimeError, None),
+    ("kthvalue-empty-dim", lambda L: L.kthvalue(L.ones(2, 0), 1), IndexError, None),
+    ("kthvalue-bool", lambda L: L.kthvalue(L.tensor([True, False]), 1), NotImplementedError, None),
+    ("searchsorted-0d", lambda L: L.searchsorted(L.tensor(3), L.tensor([3])), RuntimeError, None),
+    ("searchsorted-shape", lambda L: L.searchsorted(L.ones(2, 4), L.ones(3, 3)), RuntimeError, None),
+    ("searchsorted-scalar-2d", lambda L: L.searchsorted(L.ones(2, 4), 3), RuntimeError, None),
+    ("searchsorted-side", lambda L: L.searchsorted(L.ones(4), L.ones(2), side="up"), RuntimeError, None),
+    ("searchsorted-side-right", lambda L: L.searchsorted(L.ones(4), L.ones(2), side="left", right=True), RuntimeError,
+     None),
+    ("searchsorted-sorter-dtype", lambda L: L.searchsorted(L.ones(3), L.ones(2), sorter=L.tensor([0, 1, 2],
+                                                                                                 dtype=L.int32)),
+     RuntimeError, None),
+    ("searchsorted-sorter-size", lambda L: L.searchsorted(L.ones(3), L.ones(2), sorter=L.tensor([0, 1])),
+     RuntimeError, None),
+    ("searchsorted-sorter-range", lambda L: L.searchsorted(L.ones(3), L.ones(2), sorter=L.tensor([0, 1, 3])),
+     RuntimeError, None),
+    ("searchsorted-out-dtype", lambda L: L.searchsorted(L.ones(3), L.ones(2), out=L.empty(0, dtype=L.int32)),
+     RuntimeError, None),
+    ("searchsorted-bool", lambda L: L.searchsorted(L.tensor([True]), L.tensor([False])), NotImplementedError, None),
+    ("bucketize-2d", lambda L: L.bucketize(L.ones(2), L.ones(2, 2)), RuntimeError, None),
+    ("unique-dim", lambda L: L.unique(L.ones(2, 3), dim=2), IndexError, None),
+    ("unique-0d-dim", lambda L: L.unique(L.tensor(3), dim=0), IndexError, None),
+    ("unique-zero-size", lambda L: L.unique(L.ones(2, 0), dim=0), RuntimeError, None),
+    ("unique_consecutive-dim", lambda L: L.unique_consecutive(L.ones(2, 3), dim=-3), IndexError, None),
 ]

@@ -55,28 +55,46 @@ def realize(L, ts, layout):
     return raw(L, v, dt)
 
 
+def is_ts_list(a):
+    """A list of tensor specs: the tensors argument of cat, stack, ..."""
+    return isinstance(a, list) and any(isinstance(x, TS) for x in a)
+
+
 def prepare(sample, layout):
     """For the expanded layout, make each laid-out TS constant along dim 0."""
     if layout != "expand":
         return sample
-    args = tuple(TS(np.broadcast_to(a.values[:1], a.shape), a.dtype) if isinstance(a, TS) and a.lay and a.values.ndim
-                 and a.shape[0] > 1 else a for a in sample.args)
-    return replace(sample, args=args)
+
+    def fix(a):
+        if is_ts_list(a):
+            return [fix(x) for x in a]
+        if isinstance(a, TS) and a.lay and a.values.ndim and a.shape[0] > 1:
+            return TS(np.broadcast_to(a.values[:1], a.shape), a.dtype)
+        return a
+    return replace(sample, args=tuple(fix(a) for a in sample.args))
 
 
 def lib_value(L, a, layout, tile=1):
     if isinstance(a, TS):
         return realize(L, TS(np.tile(a.values, tile), a.dtype, a.lay, exact=True) if tile > 1 else a, layout)
+    if is_ts_list(a):
+        return [lib_value(L, x, layout, tile) for x in a]
     if isinstance(a, DT):
         return getattr(L, a)
     return a
+
+
+def np_value(a):
+    if is_ts_list(a):
+        return [np_value(x) for x in a]
+    return a.values if isinstance(a, TS) else a
 
 
 def materialize(L, sample, layout):
     """Tensors for the sample's arguments, and their NumPy values (before tiling)."""
     args = [lib_value(L, a, layout, sample.tile) for a in sample.args]
     kwargs = {k: lib_value(L, v, layout) for k, v in sample.kwargs.items()}
-    values = [a.values if isinstance(a, TS) else a for a in sample.args]
+    values = [np_value(a) for a in sample.args]
     return args, kwargs, values
 
 
@@ -98,12 +116,14 @@ def dtype_name(t):
 
 
 def check(L, actual, expected, dt, values=True, tol=None, scaled=False):
-    """actual (a tensor, or a tuple of them) against NumPy `expected` in dtype dt."""
+    """actual (a tensor, or a tuple of them) against NumPy `expected` in dtype
+    dt (for tuples: one dtype for all, or a tuple of dtypes)."""
     if isinstance(expected, tuple):
         assert isinstance(actual, (tuple, list)), f"expected a tuple, got {type(actual).__name__}"
         assert len(actual) == len(expected), f"{len(actual)} results, expected {len(expected)}"
-        for a, e in zip(actual, expected):
-            check(L, a, e, dt, values, tol, scaled)
+        dts = dt if isinstance(dt, tuple) else (dt,) * len(expected)
+        for a, e, d in zip(actual, expected, dts):
+            check(L, a, e, d, values, tol, scaled)
         return
     assert isinstance(actual, L.Tensor), f"expected a Tensor, got {type(actual).__name__}"
     assert dtype_name(actual) == dt, f"dtype {dtype_name(actual)}, expected {dt}"
@@ -155,10 +175,11 @@ class Failures:
 def call(L, op, variant, args, kwargs, out=None):
     if op.call:  # internal ops (x[key], x.to(dtype)) reached through their Python syntax
         return op.call(L, *args, **kwargs)
+    fn = op.fn(L) if op.fn else getattr(L, op.name, None)
     if variant == "F":
-        return getattr(L, op.name)(*args, **kwargs)
+        return fn(*args, **kwargs)
     if variant == "O":
-        return getattr(L, op.name)(*args, out=out, **kwargs)
+        return fn(*args, out=out, **kwargs)
     if variant == "M":
         i = op.method_self
         return getattr(args[i], op.name)(*args[:i], *args[i + 1:], **kwargs)
@@ -200,7 +221,7 @@ def check_alias(L, op, sample, layout, x, xv, result, alias, rest):
         if o.numel():
             shares = o.untyped_storage().data_ptr() == ptr
             assert shares == alias, "result shares the input's storage" if shares else "result is not a view"
-    if layout == "expand" or op.name in ("expand", "expand_as", "as_strided") or not op.ref or \
+    if layout == "expand" or op.name in ("expand", "expand_as", "as_strided", "broadcast_to") or not op.ref or \
             (op.name == "view" and isinstance(sample.args[1], DT)):
         return
     # write through the result; exactly the covered elements of x change
@@ -354,8 +375,10 @@ def test_out(name, dtype):
 
 
 def out_ok(op, s):
-    """torch's out= overloads take a tensor first (where: only tensors)."""
-    return is_tensor_arg(s.args[0]) and (op.name != "where" or all(map(is_tensor_arg, s.args)))
+    """torch's out= overloads take a tensor (or a list of them) first (where:
+    only tensors)."""
+    first = s.args[0]
+    return (is_tensor_arg(first) or is_ts_list(first)) and (op.name != "where" or all(map(is_tensor_arg, s.args)))
 
 
 def unsupported_params():

@@ -660,7 +660,9 @@ const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result) {
     case EM_OP_bernoulli_: return is_t(a[1]) ? "BernoulliBackward1" : "BernoulliBackward2";
     case EM_OP_split: return PyLong_Check(a[1]) ? "SplitBackward0" : "SplitWithSizesBackward0";
     case EM_OP_t: return inplace ? "TBackward1" : "TBackward0";
-    case EM_OP_transpose: return inplace ? "TransposeBackward1" : "TransposeBackward0";
+    case EM_OP_transpose:
+    case EM_OP_swapaxes:
+    case EM_OP_swapdims: return inplace ? "TransposeBackward1" : "TransposeBackward0";
     case EM_OP_unsqueeze: return inplace ? "UnsqueezeBackward1" : "UnsqueezeBackward0";
     case EM_OP_as_strided: return inplace ? "AsStridedBackward1" : "AsStridedBackward0";
     case EM_OP_acosh: return inplace ? "AcoshBackward1" : "AcoshBackward0";

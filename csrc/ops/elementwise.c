@@ -312,6 +312,27 @@ PyObject *em_impl_nan_to_num(EmCall *c) {
 
 /* ------------------------------------------------- clamp, where, lerp */
 
+/* torch's clamp overloads take two numbers or two tensors: a 0-d tensor next
+ * to a number counts as a number, any other mix is a TypeError. */
+static int clamp_bound(PyObject *b, PyObject *other, EmOperand *o, PyObject *lo, PyObject *hi) {
+    if (em_to_operand(b, o) != 0) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_TypeError, "clamp(): bounds must be Tensors or numbers");
+        return -1;
+    }
+    if (!o->t || other == Py_None || em_is_tensor(other)) return 0;
+    if (o->t->ndim != 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "clamp() received an invalid combination of arguments - got (Tensor, %s, %s), but expected "
+                     "(Tensor input, Tensor min, Tensor max) or (Tensor input, Number min, Number max)",
+                     em_is_tensor(lo) ? "Tensor" : Py_TYPE(lo)->tp_name, em_is_tensor(hi) ? "Tensor" : Py_TYPE(hi)->tp_name);
+        return -1;
+    }
+    EmScalar s;
+    if (em_scalar_from_py(b, &s) < 0) return -1;
+    *o = em_opnd_scalar(s);
+    return 0;
+}
+
 static PyObject *clamp_impl(EmCall *c, PyObject *lo, PyObject *hi) {
     if (lo == Py_None && hi == Py_None) {
         PyErr_SetString(PyExc_RuntimeError,
@@ -320,25 +341,45 @@ static PyObject *clamp_impl(EmCall *c, PyObject *lo, PyObject *hi) {
     }
     EmIterConfig cfg = em_iter_config(c->def->name, NULL, EM_PROMOTE_NONE);
     if (bind_inputs(c, &cfg, 1) < 0) return NULL;
+    EmOperand b[2];
+    bool have[2] = {lo != Py_None, hi != Py_None};
+    if ((have[0] && clamp_bound(lo, hi, &b[0], lo, hi) < 0) || (have[1] && clamp_bound(hi, lo, &b[1], lo, hi) < 0))
+        return NULL;
     int n = 1;
-    PyObject *bounds[2] = {lo, hi};
-    for (int i = 0; i < 2; i++) {
-        if (bounds[i] == Py_None) continue;
-        if (em_to_operand(bounds[i], &cfg.inputs[n]) != 0) {
-            if (!PyErr_Occurred())
-                PyErr_Format(PyExc_TypeError, "clamp(): bounds must be Tensors or numbers");
-            return NULL;
+    for (int i = 0; i < 2; i++)
+        if (have[i]) cfg.inputs[n++] = b[i];
+    EmDType common = em_result_type(n, cfg.inputs);
+    /* integer results: a number bound beyond the dtype's range clamps nothing
+     * on its own side and is an error on the other (torch's checks) */
+    if (em_is_int(common)) {
+        int bits = 8 * em_itemsize(common);
+        int64_t dmax = em_dtype_info[common].is_signed ? (int64_t)((1ull << (bits - 1)) - 1)
+                                                       : (bits == 64 ? INT64_MAX : (int64_t)((1ull << bits) - 1));
+        int64_t dmin = em_dtype_info[common].is_signed ? -dmax - 1 : 0;
+        for (int i = 0; i < 2; i++) {
+            if (!have[i] || b[i].t || b[i].s.kind != 'i') continue;
+            int64_t v = b[i].s.v.i;
+            bool beyond_own = i == 0 ? v < dmin : v > dmax, beyond_other = i == 0 ? v > dmax : v < dmin;
+            if (beyond_other) {
+                PyErr_Format(PyExc_RuntimeError, "Clamp %s value %lld is outside the representable range of %s",
+                             i == 0 ? "min" : "max", (long long)v, em_dtype_name(common));
+                return NULL;
+            }
+            if (beyond_own) have[i] = false;
         }
-        n++;
+        n = 1;
+        for (int i = 0; i < 2; i++)
+            if (have[i]) cfg.inputs[n++] = b[i];
+        cfg.common_dtype = (int8_t)common;
     }
     cfg.ninputs = n;
-    cfg.kernels = n == 3 ? KERNELS(clamp) : lo != Py_None ? KERNELS(clamp_min) : KERNELS(clamp_max);
+    cfg.kernels = n == 1 ? KERNELS(copy) : n == 3 ? KERNELS(clamp) : have[0] ? KERNELS(clamp_min) : KERNELS(clamp_max);
     /* torch clamps bool by tensor bounds only; number bounds have no bool kernel */
     bool tensor_bound = false;
     for (int i = 1; i < n; i++) tensor_bound |= cfg.inputs[i].t != NULL;
-    if (!tensor_bound && em_result_type(n, cfg.inputs) == EM_BOOL) {
+    if (!tensor_bound && common == EM_BOOL) {
         PyErr_Format(PyExc_NotImplementedError, "\"%s_scalar_cpu\" not implemented for 'Bool'",
-                     n == 3 ? "clamp" : lo != Py_None ? "clamp_min" : "clamp_max");
+                     lo != Py_None && hi != Py_None ? "clamp" : lo != Py_None ? "clamp_min" : "clamp_max");
         return NULL;
     }
     return (PyObject *)em_iter_run(&cfg);

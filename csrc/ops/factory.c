@@ -400,6 +400,68 @@ static PyObject *f_from_dlpack(EmCall *c) {
     return (PyObject *)t;
 }
 
+
+/* ------------------------------------------------- tril / triu indices */
+
+/* Row i of a row x col matrix keeps columns [lo_i, hi_i): tril keeps
+ * j <= i + offset, triu keeps j >= i + offset. Offsets are clamped first so
+ * that no sum overflows; the count is a closed form (rows may be huge). */
+static PyObject *tri_indices(EmCall *c, bool lower) {
+    int64_t row, col, off;
+    EmFactoryOpts o;
+    const char *name = lower ? "tril_indices" : "triu_indices";
+    if (em_arg_int(c, 0, &row) < 0 || em_arg_int(c, 1, &col) < 0 || em_arg_int(c, 2, &off) < 0 ||
+        em_factory_opts(c, &o) < 0)
+        return NULL;
+    if (row < 0 || col < 0) {
+        PyErr_Format(PyExc_RuntimeError, "%s must be non-negative, got%lld", row < 0 ? "row" : "col",
+                     (long long)(row < 0 ? row : col));
+        return NULL;
+    }
+    EmDType d = o.dtype == EM_AUTO ? EM_INT64 : (EmDType)o.dtype;
+    if (d != EM_INT64 && d != EM_INT32) {
+        PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'", name, em_dtype_name(d));
+        return NULL;
+    }
+    if (off > col) off = col;
+    if (off < -row - 1) off = -row - 1;
+    /* f(i) = clamp(i + t_off + 1, 0, col), summed over i in [0, row): zero
+     * below row a, i + t_off + 1 on rows [a, b), col from row b on */
+    int64_t t_off = lower ? off : off - 1;
+    int64_t a = -t_off > 0 ? -t_off : 0, b = col - t_off - 1 > 0 ? col - t_off - 1 : 0;
+    if (a > row) a = row;
+    if (b > row) b = row;
+    if (b < a) b = a;
+    __int128 total = (__int128)(b - a) * ((__int128)a + t_off + 1 + (__int128)b + t_off) / 2 +
+                     (__int128)(row - b) * col;
+    if (!lower) total = (__int128)row * col - total;
+    if (total > INT64_MAX / 2) {
+        PyErr_Format(PyExc_RuntimeError, "%s: too many elements for row=%lld, col=%lld", name, (long long)row,
+                     (long long)col);
+        return NULL;
+    }
+    int64_t shape[2] = {2, (int64_t)total};
+    EmTensor *t = em_factory_out(c, 2, shape, d);
+    if (!t) return NULL;
+    char *p = em_data(t);
+    int isz = em_itemsize(d);
+    int64_t s0 = t->strides[0] * isz, s1 = t->strides[1] * isz, k = 0;
+    for (int64_t i = lower ? a : 0; i < row && k < total; i++) {
+        int64_t kept = i + t_off + 1; /* tril: [0, kept); triu: [kept, col) */
+        if (kept < 0) kept = 0;
+        if (kept > col) kept = col;
+        int64_t lo = lower ? 0 : kept, hi = lower ? kept : col;
+        for (int64_t j = lo; j < hi; j++, k++) {
+            EmScalar si = {'i', {i}}, sj = {'i', {j}};
+            em_scalar_store(si, d, p + k * s1);
+            em_scalar_store(sj, d, p + s0 + k * s1);
+        }
+    }
+    return em_factory_finish(t, &o);
+}
+static PyObject *f_tril_indices(EmCall *c) { return tri_indices(c, true); }
+static PyObject *f_triu_indices(EmCall *c) { return tri_indices(c, false); }
+
 #define OPTS "dtype? dtype=None, object layout=None, device? device=None, bool pin_memory=False, bool requires_grad=False"
 static EmOpDef factories[] = {
     {"zeros", "zeros(IntList size, *, Tensor out=None, " OPTS ")", f_zeros},
@@ -420,6 +482,8 @@ static EmOpDef factories[] = {
     {"scalar_tensor", "scalar_tensor(Number s, *, " OPTS ")", f_scalar_tensor},
     {"from_numpy", "from_numpy(object ndarray)", f_from_numpy},
     {"from_dlpack", "from_dlpack(object ext_tensor)", f_from_dlpack},
+    {"tril_indices", "tril_indices(int row, int col, int offset=0, *, " OPTS ")", f_tril_indices},
+    {"triu_indices", "triu_indices(int row, int col, int offset=0, *, " OPTS ")", f_triu_indices},
 };
 
 int em_init_factories(PyObject *m) {

@@ -531,7 +531,7 @@ PyObject *em_impl_split(EmCall *c) {
             PyMem_Free(sizes);
             return NULL;
         }
-        total += sizes[i];
+        if (__builtin_add_overflow(total, sizes[i], &total)) total = INT64_MAX; /* cannot match a size */
     }
     if (total != t->sizes[dim]) {
         PyErr_Format(PyExc_RuntimeError,

@@ -52,5 +52,7 @@ from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, pic
 from . import autograd, cuda, return_types, testing  # noqa: E402,F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: E402
                                  is_grad_enabled, is_inference_mode_enabled)
+from . import nn  # noqa: E402,F401
+from .functional import broadcast_shapes, broadcast_tensors, meshgrid  # noqa: E402
 from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402
 from ._tensor_str import set_printoptions  # noqa: E402

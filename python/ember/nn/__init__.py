@@ -1,0 +1,2 @@
+"""ember.nn: neural-network layers and functions (torch.nn)."""
+from . import functional  # noqa: F401
