@@ -558,6 +558,15 @@ EmTensor *em_select(EmTensor *t, int dim, int64_t index);
 EmTensor *em_clone(EmTensor *t);
 EmTensor *em_detach(EmTensor *t);
 
+/* Linear algebra (ops/linalg.c): products through BLAS, Note [batched gemm].
+ * out may be NULL; they return a new reference. */
+EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out);
+EmTensor *em_bmm(EmTensor *a, EmTensor *b, EmTensor *out);
+EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out);
+/* Sum over the dims whose mask is set; integer and bool inputs sum to int64
+ * (torch's sum), float inputs keep their dtype. */
+EmTensor *em_linalg_sum(EmTensor *t, const bool *mask, bool keepdim);
+
 /* Python data <-> tensors (python/convert.c, python/numpy.c) */
 EmTensor *em_tensor_from_data(PyObject *data, int dtype /* EM_AUTO or EmDType */);
 PyObject *em_tensor_tolist(EmTensor *t);

@@ -12,7 +12,6 @@ int em_tensor_traverse(EmTensor *t, visitproc visit, void *arg);
 int em_tensor_clear(EmTensor *t);
 EmTensor *em_getitem(EmTensor *t, PyObject *key);
 int em_setitem(EmTensor *t, PyObject *key, PyObject *value);
-EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out);
 
 #define SELF ((EmTensor *)self)
 
@@ -148,7 +147,7 @@ static PyObject *nb_invert(PyObject *a) {
 
 static PyObject *nb_matmul(PyObject *a, PyObject *b) {
     if (!em_is_tensor(a) || !em_is_tensor(b)) Py_RETURN_NOTIMPLEMENTED;
-    return (PyObject *)em_mm((EmTensor *)a, (EmTensor *)b, NULL);
+    return em_binary_op(EM_OP_matmul, a, b, NULL);
 }
 
 static int single_value(EmTensor *t, const char *what) {
