@@ -58,9 +58,9 @@ enum { MB = 16, KB = 128, NB = 512 };
 #define OMP_ROW_BLOCKS
 #endif
 #define GEMM_LOOP(NAME, T)                                                                 \
-    static void NAME(bool ta, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,   \
-                     const T *b, int64_t ldb, T *c, int64_t ldc, T alpha, T beta,          \
-                     bool parallel) {                                                      \
+    static void NAME(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,       \
+                     int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, T alpha,     \
+                     T beta, bool parallel) {                                              \
         int64_t nblocks = (m + MB - 1) / MB;                                               \
         int nt = 1;                                                                        \
         if (parallel && (double)m * n * k >= 65536.0 && nblocks > 1)                       \
@@ -84,8 +84,13 @@ enum { MB = 16, KB = 128, NB = 512 };
                         T *crow = c + i * ldc;                                             \
                         for (int64_t p = p0; p < p1; p++) {                                \
                             T av = alpha * (ta ? a[p * lda + i] : a[i * lda + p]);         \
-                            const T *brow = b + p * ldb;                                   \
-                            for (int64_t j = j0; j < j1; j++) crow[j] += av * brow[j];     \
+                            if (!tb) {                                                     \
+                                const T *brow = b + p * ldb;                               \
+                                for (int64_t j = j0; j < j1; j++) crow[j] += av * brow[j]; \
+                            } else { /* strided: only as a fallback (see blas.h) */        \
+                                for (int64_t j = j0; j < j1; j++)                          \
+                                    crow[j] += av * b[j * ldb + p];                        \
+                            }                                                              \
                         }                                                                  \
                     }                                                                      \
                 }                                                                          \
@@ -118,13 +123,12 @@ void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, co
     }
 #endif
     (void)fits_int;
-    (void)tb; /* the loops take B untransposed (see em_gemm_uses_blas) */
     if (d == EM_FLOAT32)
-        gemm_loop_f32(ta, m, n, k, a, lda, b, ldb, c, ldc, (float)fa, (float)fb, parallel);
+        gemm_loop_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, (float)fa, (float)fb, parallel);
     else if (d == EM_FLOAT64)
-        gemm_loop_f64(ta, m, n, k, a, lda, b, ldb, c, ldc, fa, fb, parallel);
+        gemm_loop_f64(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, fa, fb, parallel);
     else
-        gemm_loop_i64(ta, m, n, k, a, lda, b, ldb, c, ldc,
+        gemm_loop_i64(ta, tb, m, n, k, a, lda, b, ldb, c, ldc,
                       alpha.kind == 'f' ? (int64_t)alpha.v.f : alpha.v.i,
                       beta.kind == 'f' ? (int64_t)beta.v.f : beta.v.i, parallel);
 }

@@ -9,7 +9,8 @@
  * ta). beta == 0: C is not read (NaN there does not leak), and alpha == 0:
  * A and B are not read, as in BLAS. Dtypes: float32 and float64 (BLAS when
  * em_gemm_uses_blas) and int64 (a loop; alpha/beta taken as integers). The
- * loops need tb == false. `parallel`: the loops may use OpenMP threads
+ * loops read a transposed B with strides, slowly: front-ends give them B
+ * untransposed (BLAS also falls back to them for sizes past INT32_MAX). `parallel`: the loops may use OpenMP threads
  * (false when the caller already runs GEMMs in parallel). */
 void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                 int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc, EmScalar alpha,
