@@ -20,6 +20,10 @@ void EM_CBLAS(sgemm)(int order, int ta, int tb, int m, int n, int k, float alpha
                      int lda, const float *b, int ldb, float beta, float *c, int ldc);
 void EM_CBLAS(dgemm)(int order, int ta, int tb, int m, int n, int k, double alpha, const double *a,
                      int lda, const double *b, int ldb, double beta, double *c, int ldc);
+void EM_CBLAS(sgemv)(int order, int trans, int m, int n, float alpha, const float *a, int lda,
+                     const float *x, int incx, float beta, float *y, int incy);
+void EM_CBLAS(dgemv)(int order, int trans, int m, int n, double alpha, const double *a, int lda,
+                     const double *x, int incx, double beta, double *y, int incy);
 float EM_CBLAS(sdot)(int n, const float *x, int incx, const float *y, int incy);
 double EM_CBLAS(ddot)(int n, const double *x, int incx, const double *y, int incy);
 void EM_BLAS_THREADS(int n);
@@ -106,11 +110,43 @@ static bool fits_int(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, 
            ldc < INT32_MAX;
 }
 
+#ifdef EM_CBLAS
+/* y = alpha * op(A) x + beta * y with A row-major (rows x cols, lda); y is
+ * zeroed first when beta == 0 so that NaN there never leaks, whatever the
+ * BLAS version does with beta == 0. */
+static void gemv(EmDType d, bool trans, int64_t rows, int64_t cols, double alpha, const void *a,
+                 int64_t lda, const void *x, int64_t incx, double beta, void *y, int64_t incy) {
+    int64_t ny = trans ? cols : rows;
+    int T = trans ? CBLAS_TRANS : CBLAS_NO_TRANS;
+    if (d == EM_FLOAT32) {
+        if (beta == 0)
+            for (int64_t i = 0; i < ny; i++) ((float *)y)[i * incy] = 0;
+        EM_CBLAS(sgemv)(CBLAS_ROW_MAJOR, T, (int)rows, (int)cols, (float)alpha, a, (int)lda, x,
+                        (int)incx, (float)beta, y, (int)incy);
+    } else {
+        if (beta == 0)
+            for (int64_t i = 0; i < ny; i++) ((double *)y)[i * incy] = 0;
+        EM_CBLAS(dgemv)(CBLAS_ROW_MAJOR, T, (int)rows, (int)cols, alpha, a, (int)lda, x, (int)incx,
+                        beta, y, (int)incy);
+    }
+}
+#endif
+
 void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                 int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc, EmScalar alpha,
                 EmScalar beta, bool parallel) {
     double fa = em_scalar_to_double(alpha), fb = em_scalar_to_double(beta);
 #ifdef EM_CBLAS
+    if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0 && n == 1) {
+        /* matrix @ vector: B's column is x (stride ldb, or 1 when B is transposed) */
+        gemv(d, ta, ta ? k : m, ta ? m : k, fa, a, lda, b, tb ? 1 : ldb, fb, c, ldc);
+        return;
+    }
+    if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0 && m == 1) {
+        /* vector @ matrix: C^T = op(B)^T x with x A's row (stride 1, or lda when transposed) */
+        gemv(d, !tb, tb ? n : k, tb ? k : n, fa, b, ldb, a, ta ? lda : 1, fb, c, 1);
+        return;
+    }
     if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0) {
         int A = ta ? CBLAS_TRANS : CBLAS_NO_TRANS, B = tb ? CBLAS_TRANS : CBLAS_NO_TRANS;
         if (d == EM_FLOAT32)

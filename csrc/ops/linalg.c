@@ -287,11 +287,7 @@ done:
     return rc;
 }
 
-/* A view of t with sizes (and strides) changed: used to add a unit dim or
- * broadcast batch dims (stride 0) without copying. */
-static EmTensor *unsqueeze(EmTensor *t, int dim) { return em_unsqueeze(t, dim); }
-
-/* t [..., r, c] broadcast to batch [nbatch dims] + [r, c]. */
+/* t [..., r, c] viewed as [batch..., r, c]: broadcast batch dims get stride 0. */
 static EmTensor *expand_batch(EmTensor *t, int nbd, const int64_t *batch) {
     int64_t shape[EM_MAX_DIMS];
     memcpy(shape, batch, nbd * sizeof(int64_t));
@@ -491,8 +487,8 @@ static EmTensor *addmv_impl(EmTensor *self, EmTensor *mat, EmTensor *vec, EmScal
         EM_TRY(res);
         if (inp) EM_TRY(em_copy_(res, (PyObject *)inp) == 0);
     }
-    B = unsqueeze(vec, 1);
-    C = B ? unsqueeze(res, 1) : NULL;
+    B = em_unsqueeze(vec, 1);
+    C = B ? em_unsqueeze(res, 1) : NULL;
     EM_TRY(C && gemm_batched(mat, B, C, alpha, beta, false) == 0);
     Py_XDECREF(inp);
     Py_DECREF(B);
@@ -668,7 +664,6 @@ fail:
 
 EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
     int da = a->ndim, db = b->ndim;
-    char sa[EM_SHAPE_BUF];
     EmTensor *res = NULL, *A = NULL, *B = NULL, *C = NULL;
     int64_t shape[EM_MAX_DIMS];
     EM_CHECK(da > 0 && db > 0, PyExc_RuntimeError,
@@ -704,10 +699,10 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
         if (db == 2) shape[da - 1] = b->sizes[1];
         res = result_for(out, db == 2 ? da : da - 1, shape, d);
         EM_TRY(res);
-        B = db == 1 ? unsqueeze(b, 1) : (EmTensor *)Py_NewRef(b);
+        B = db == 1 ? em_unsqueeze(b, 1) : (EmTensor *)Py_NewRef(b);
         EM_TRY(B);
         Py_SETREF(B, expand_batch(B, da - 2, a->sizes));
-        C = B ? (db == 1 ? unsqueeze(res, da - 1) : (EmTensor *)Py_NewRef(res)) : NULL;
+        C = B ? (db == 1 ? em_unsqueeze(res, da - 1) : (EmTensor *)Py_NewRef(res)) : NULL;
         EM_TRY(C && gemm_batched(a, B, C, ONE, ZERO, false) == 0);
         goto done;
     }
@@ -722,15 +717,15 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
             EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
         EM_TRY(check_out_dtype(out, d) == 0);
         res = result_for(out, 1, &b->sizes[1], d);
-        A = res ? unsqueeze(a, 0) : NULL;
-        C = A ? unsqueeze(res, 0) : NULL;
+        A = res ? em_unsqueeze(a, 0) : NULL;
+        C = A ? em_unsqueeze(res, 0) : NULL;
         EM_TRY(C && gemm_batched(A, b, C, ONE, ZERO, false) == 0);
         goto done;
     }
     /* batched, batch dims broadcast: a [ba..., m, k] @ b [bb..., k, n] */
     {
-        A = da == 1 ? unsqueeze(a, 0) : (EmTensor *)Py_NewRef(a);
-        B = A ? (db == 1 ? unsqueeze(b, 1) : (EmTensor *)Py_NewRef(b)) : NULL;
+        A = da == 1 ? em_unsqueeze(a, 0) : (EmTensor *)Py_NewRef(a);
+        B = A ? (db == 1 ? em_unsqueeze(b, 1) : (EmTensor *)Py_NewRef(b)) : NULL;
         EM_TRY(B);
         int nba = A->ndim - 2, nbb = B->ndim - 2, nbd;
         int64_t batch[EM_MAX_DIMS];
@@ -755,12 +750,11 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
         Py_SETREF(B, expand_batch(B, nbd, batch));
         EM_TRY(B);
         C = (EmTensor *)Py_NewRef(res);
-        if (da == 1) Py_SETREF(C, unsqueeze(C, nbd));
-        if (C && db == 1) Py_SETREF(C, unsqueeze(C, nbd + 1));
+        if (da == 1) Py_SETREF(C, em_unsqueeze(C, nbd));
+        if (C && db == 1) Py_SETREF(C, em_unsqueeze(C, nbd + 1));
         EM_TRY(C && gemm_batched(A, B, C, ONE, ZERO, false) == 0);
     }
 done:
-    (void)sa;
     Py_XDECREF(A);
     Py_XDECREF(B);
     Py_XDECREF(C);
@@ -849,7 +843,7 @@ static int check_vector(EmTensor *t, const char *op, const char *name) {
 PyObject *em_impl_outer(EmCall *c) {
     EmTensor *a = em_arg_tensor(c, 0), *b = em_arg_tensor(c, 1);
     if (check_vector(a, "outer", "self") < 0 || check_vector(b, "outer", "vec2") < 0) return NULL;
-    EmTensor *col = unsqueeze(a, 1);
+    EmTensor *col = em_unsqueeze(a, 1);
     if (!col) return NULL;
     EmIterConfig cfg = em_iter_config("mul", &em_kernels_mul, EM_PROMOTE_NONE);
     cfg.inputs[0] = em_opnd(col);
@@ -914,7 +908,7 @@ PyObject *em_impl_addr(EmCall *c) {
              "result type %s can't be cast to the desired output type %s", em_dtype_name(common),
              em_dtype_name((EmDType)dst->dtype));
     if (check_coef(beta, common, "beta") < 0 || check_coef(alpha, common, "alpha") < 0) return NULL;
-    col = unsqueeze(v1, 1);
+    col = em_unsqueeze(v1, 1);
     EM_TRY(col);
     bool bz = scalar_is_zero(beta);
     if (common == EM_BOOL) { /* (beta and self) or (alpha and v1 and v2) */
