@@ -203,7 +203,7 @@ static void plan_run(const Plan *p, EmScalar alpha, EmScalar beta, bool sum) {
     int64_t nbatch = prod(p->nb, p->bsize);
     double mnk = (double)p->m * (double)p->n * (double)p->k;
     bool split = !sum && nbatch > 1 && em_num_threads > 1 && mnk <= EM_BLAS_SINGLE_THREAD_MNK &&
-                 mnk * (double)nbatch >= 131072.0;
+                 mnk * (double)nbatch >= 1048576.0; /* enough to pay for a parallel region */
     if (split) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(em_num_threads)
