@@ -94,8 +94,9 @@ static int check_inplace_shape(EmTensor *self, int nd, const int64_t *shape) {
  * in int64 (wrapping, as torch's do). A batch whose B is shared and whose A
  * and C rows are evenly spaced is one GEMM (x @ W for x [batch..., k]).
  * Batches of small GEMMs — small enough that OpenBLAS runs each on one
- * thread — are split across ember's OpenMP threads; larger GEMMs run one
- * after another, each multi-threaded by BLAS, so the two never nest. */
+ * thread — are split across ember's OpenMP threads (dynamically, so a thread
+ * the OS runs late holds back one GEMM, not half the batch); larger GEMMs
+ * run one after another, each multi-threaded by BLAS, so the two never nest. */
 
 /* How BLAS reads the r x c matrix with element strides (rs, cs): 0 row-major,
  * 1 column-major (a transposed row-major matrix), -1 not at all; *ld gets
@@ -206,7 +207,7 @@ static void plan_run(const Plan *p, EmScalar alpha, EmScalar beta, bool sum) {
                  mnk * (double)nbatch >= 1048576.0; /* enough to pay for a parallel region */
     if (split) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(em_num_threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(em_num_threads)
 #endif
         for (int64_t i = 0; i < nbatch; i++) plan_gemm(p, i, alpha, beta, false);
         return;
