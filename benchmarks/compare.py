@@ -31,14 +31,15 @@ LIBS = ("ember", "numpy", "torch")
 class Case:
     """One benchmark. `builders[lib](n)` sets up inputs of n elements and
     returns the zero-arg callable to time. `unit` is "time" (µs per call,
-    lower is better) or "GB/s" (`bytes_per_elem * n` / time, higher is
-    better). `targets` maps a library to (op, ratio), e.g. {"torch": ("<=", 0.4)}:
+    lower is better), "GB/s" (`bytes_per_elem * n` / time, higher is
+    better) or "GFLOP/s" (`flops(n)` / time, higher is better). `targets` maps a library to (op, ratio), e.g. {"torch": ("<=", 0.4)}:
     the ember ÷ that-library ratio the case should reach."""
     name: str
     n: int
     builders: Dict[str, Callable[[int], Callable[[], object]]]
     unit: str = "time"
     bytes_per_elem: int = 0
+    flops: Callable[[int], float] = None
     targets: Dict[str, Tuple[str, float]] = dataclasses.field(default_factory=dict)
 
 
@@ -82,6 +83,24 @@ def autograd_libs(make):
     return {lib: (lambda n, lib=lib: make(module(lib), *inputs(lib, n, 3))) for lib in ("ember", "torch")}
 
 
+def matmul_case(name, n, shapes, call, flops, targets=None):
+    """A matrix-product case: shapes(n) gives the operands' shapes, call(mod,
+    *operands) the product; operands are float32 uniform numbers, the same
+    for every library."""
+    def build(lib, n):
+        rng = np.random.default_rng(0)
+        xs = [rng.random(s, dtype=np.float32) for s in shapes(n)]
+        if lib != "numpy":
+            xs = [module(lib).from_numpy(x).clone() for x in xs]
+        return lambda: call(module(lib), *xs)
+    return Case(name, n, {lib: (lambda n, lib=lib: build(lib, n)) for lib in LIBS}, unit="GFLOP/s",
+                flops=flops, targets=targets or {})
+
+
+def _t(m, x):
+    return x.T if m is np else x.t()
+
+
 M = 1 << 20
 CASES = [
     Case("a + b, 100 f32", 100, every_lib(lambda m, a, b, c: lambda: a + b),
@@ -121,6 +140,15 @@ CASES += [
     Case("cat([a, b]), 2x1M f32", M, per_lib(lambda m, a, b: lambda: m.cat([a, b]),
                                              lambda a, b: lambda: np.concatenate([a, b])),
          unit="GB/s", bytes_per_elem=16),
+    # n: elements of one operand; the sizes follow from it (and shrink in --smoke runs)
+    matmul_case("matmul 1024x1024 @ 1024x1024, f32", M, lambda n: [(math.isqrt(n),) * 2] * 2,
+                lambda m, a, b: m.matmul(a, b), lambda n: 2.0 * math.isqrt(n) ** 3,
+                targets={"torch": (">=", 0.95)}),
+    matmul_case("linear x @ w.t(), 256x768 @ 768x3072, f32", 256 * 768,
+                lambda n: [(max(1, n // 768), 768), (3072, 768)], lambda m, x, w: x @ _t(m, w),
+                lambda n: 2.0 * max(1, n // 768) * 768 * 3072, targets={"torch": (">=", 1.0)}),
+    matmul_case("bmm 32 x (64x64 @ 64x64), f32", 32 * 64 * 64, lambda n: [(max(1, n // 4096), 64, 64)] * 2,
+                lambda m, a, b: m.matmul(a, b), lambda n: 2.0 * max(1, n // 4096) * 64 ** 3),
 ]
 
 
@@ -166,11 +194,13 @@ def fmt_value(case, t):
         return "-"
     if case.unit == "time":
         return f"{t * 1e6:.3f} µs" if t < 1e-3 else f"{t * 1e3:.2f} ms"
+    if case.unit == "GFLOP/s":
+        return f"{case.flops(case.n) / t / 1e9:.1f} GF/s"
     return f"{case.bytes_per_elem * case.n / t / 1e9:.1f} GB/s"
 
 
 def ratio(case, t_ember, t_other):
-    """ember ÷ other: of times for "time" cases, of throughputs for "GB/s"."""
+    """ember ÷ other: of times for "time" cases, of throughputs otherwise."""
     if t_ember is None or t_other is None:
         return None
     return t_ember / t_other if case.unit == "time" else t_other / t_ember
@@ -214,7 +244,7 @@ def main(argv=None):
           f"loop+call overhead {overhead * 1e9:.0f} ns subtracted")
     if args.smoke:
         print("smoke run: sizes capped at 4096 elements, numbers are not meaningful")
-    print("ratios are ember ÷ other: for times lower is better, for GB/s higher is better\n")
+    print("ratios are ember ÷ other: for times lower is better, for GB/s and GF/s higher is better\n")
 
     cases = [c for c in CASES if args.filter in c.name]
     widths = (max([4] + [len(c.name) for c in cases]), 11, 11, 11, 8, 8)

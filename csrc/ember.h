@@ -465,9 +465,10 @@ typedef enum {
 } EmOpId;
 
 #define EM_MAX_PARAMS 12
+#define EM_MAX_INPUTS 256 /* tensors one recorded call may take (lists included) */
 typedef enum {
     EM_ARG_TENSOR, EM_ARG_TENSOR_OR_NUMBER, EM_ARG_NUMBER, EM_ARG_INT, EM_ARG_FLOAT,
-    EM_ARG_BOOL, EM_ARG_STR, EM_ARG_INTLIST, EM_ARG_SHAPE_OR_DTYPE, EM_ARG_DTYPE, EM_ARG_DEVICE, EM_ARG_GENERATOR,
+    EM_ARG_BOOL, EM_ARG_STR, EM_ARG_INTLIST, EM_ARG_SHAPE_OR_DTYPE, EM_ARG_DTYPE, EM_ARG_TENSOR_LIST, EM_ARG_DEVICE, EM_ARG_GENERATOR,
     EM_ARG_OBJECT,
 } EmArgType;
 
@@ -570,6 +571,15 @@ EmTensor *em_select(EmTensor *t, int dim, int64_t index);
 EmTensor *em_clone(EmTensor *t);
 EmTensor *em_detach(EmTensor *t);
 EmTensor *em_sum_to(EmTensor *t, int ndim, const int64_t *shape); /* ops/sum_to.c */
+
+/* Linear algebra (ops/linalg.c): products through BLAS, Note [batched gemm].
+ * out may be NULL; they return a new reference. */
+EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out);
+EmTensor *em_bmm(EmTensor *a, EmTensor *b, EmTensor *out);
+EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out);
+/* Sum over the dims whose mask is set; integer and bool inputs sum to int64
+ * (torch's sum), float inputs keep their dtype. */
+EmTensor *em_linalg_sum(EmTensor *t, const bool *mask, bool keepdim);
 
 /* Python data <-> tensors (python/convert.c, python/numpy.c) */
 EmTensor *em_tensor_from_data(PyObject *data, int dtype /* EM_AUTO or EmDType */);
@@ -726,6 +736,7 @@ EmTensor *em_op_t(EmOpId id, int nargs, PyObject *const *args); /* result must b
 /* Backward formulas (autograd/derivatives.c): per op, which inputs (bit i)
  * and outputs (EM_SAVE_OUT) the formula reads, and the formula. */
 #define EM_SAVE_IN(i) (1u << (i))
+#define EM_SAVE_ALL_IN (1u << 30) /* every tensor input (list ops: cat, einsum) */
 #define EM_SAVE_OUT (1u << 31)
 typedef struct {
     EmBackwardFn fn;

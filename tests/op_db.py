@@ -982,25 +982,134 @@ OPS += [OpInfo(n, r, kind="new", variants="M", samples=_new_samples, layouts=("c
 
 
 # ---------------------------------------------------------------------------
-# mm
-def _mm_samples(op, dtype, layout):
-    rng = rng_for(op.name, dtype, layout)
-    g = (lambda s: gen_values(rng, dtype, s, (-3, 3)))
-    if layout == "empty":
-        return [Sample((TS(g((0, 4)), dtype), TS(g((4, 5)), dtype))),
-                Sample((TS(g((3, 0)), dtype), TS(g((0, 5)), dtype)), desc="k=0"),
-                Sample((TS(g((3, 4)), dtype), TS(g((4, 0)), dtype)))]
-    out = [Sample((TS(g((3, 4)), dtype), TS(g((4, 5)), dtype)))]
-    if layout == "contig":
-        out += [Sample((TS(g((1, 7)), dtype, False), TS(g((7, 1)), dtype, False))),
-                Sample((TS(g((17, 33)), dtype, False), TS(g((33, 9)), dtype, False)), desc="bigger")]
-    return out
+# linear algebra: products (csrc/ops/linalg.c) and einsum (csrc/ops/einsum.c).
+# References compute in float64 / int64 and round to the result dtype once, as
+# ember's kernels do (integer products wrap; half types accumulate in float32).
+def _wide(x):
+    x = np.asarray(x)
+    return x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)
 
 
-OPS.append(OpInfo("mm", lambda a, b: np.matmul(a.astype(np.float64) if a.dtype.kind == "f" else a.astype(np.int64),
-                                              b.astype(np.float64) if b.dtype.kind == "f" else b.astype(np.int64)),
-                  dtypes=NUMERIC, kind="mm", variants="FMO", samples=_mm_samples, layouts=NO_0D,
-                  tol={"float32": (1e-5, 1e-4), "float64": (1e-10, 1e-10)}, scaled_atol=True))  # sums of 33 products
+def _wide_ref(fn):
+    return lambda *a, **k: fn(*[_wide(v) if isinstance(v, np.ndarray) else v for v in a], **k)
+
+
+def _shape_samples(main, more=(), empty=(), kws=None):
+    """Samples from shapes: `main` in the layout under test, `more` contiguous
+    (contig layout only), `empty` for the empty layout; each with every kwargs
+    dict of kws(dtype). A shape entry may be a str (einsum's equation)."""
+    def samples(op, dtype, layout):
+        rng = rng_for(op.name, dtype, layout)
+
+        def ts(s, lay):
+            return s if isinstance(s, str) else TS(gen_values(rng, dtype, s, (-3, 3)), dtype, lay)
+        kwl = kws(dtype) if kws else [{}]
+        if layout == "empty":
+            return [Sample(tuple(ts(s, True) for s in ss), kw, "empty") for ss in empty for kw in kwl]
+        out = [Sample(tuple(ts(s, True) for s in ss), kw) for ss in main for kw in kwl]
+        if layout == "contig":
+            out += [Sample(tuple(ts(s, False) for s in ss), kw, "more") for ss in more for kw in kwl]
+        return out
+    return samples
+
+
+def _coef_kwargs(dtype):
+    if dtype == "bool":
+        return [{}, {"beta": False}, {"alpha": False}, {"beta": False, "alpha": True}]
+    out = [{}, {"beta": 0}, {"beta": 2, "alpha": 3}, {"beta": -1, "alpha": 0}]
+    return out + ([{"beta": 0.5, "alpha": -1.5}] if is_float(dtype) else [])
+
+
+def _add(prod):
+    """beta * input + alpha * prod(...); beta == 0 ignores input (NaN included)."""
+    def ref(s, *mats, beta=1, alpha=1):
+        p = prod(*mats)
+        if s.dtype == bool:
+            return (bool(beta) & s) | (bool(alpha) & p)
+        return alpha * p if beta == 0 else beta * s + alpha * p
+    return _wide_ref(ref)
+
+
+def _bool_outer(a, b):
+    return np.multiply.outer(a, b) if a.dtype != bool else np.logical_and.outer(a, b)
+
+
+def _trace_expect(op, sample, values):
+    dt = sample.args[0].dtype
+    return quantize(np.trace(_wide(values[0])), dt), (dt if is_float(dt) else "int64")
+
+
+_EINSUM_SUMS = {"ii", "ij->j", "ij->", "ii->", "ij->i"}  # one operand, summed: int64 for integers
+
+
+def _einsum_expect(op, sample, values):
+    eq, dt = sample.args[0], sample.args[1].dtype
+    out_dt = "int64" if eq in _EINSUM_SUMS and not is_float(dt) else dt
+    return quantize(np.einsum(eq, *[_wide(v) for v in values[1:]]), out_dt), out_dt
+
+
+def _kron(a, b):
+    return np.kron(a.astype(np.int64), b.astype(np.int64)).astype(bool) if a.dtype == bool else np.kron(a, b)
+
+
+LIN_TOL = {"float32": (1e-5, 1e-4), "float64": (1e-10, 1e-10)}  # sums of up to 33 products
+
+
+def LIN(name, ref, samples, **kw):
+    kw.setdefault("dtypes", NUMERIC)
+    kw.setdefault("variants", "FMO")
+    kw.setdefault("tol", LIN_TOL)
+    return OpInfo(name, ref, kind="mm", samples=samples, layouts=NO_0D, scaled_atol=True, **kw)
+
+
+_MATMUL = _wide_ref(np.matmul)
+OPS += [
+    LIN("mm", _MATMUL, _shape_samples([((3, 4), (4, 5))], [((1, 7), (7, 1)), ((17, 33), (33, 9))],
+                                      [((0, 4), (4, 5)), ((3, 0), (0, 5)), ((3, 4), (4, 0))])),
+    LIN("bmm", _MATMUL, _shape_samples([((2, 3, 4), (2, 4, 5))], [((3, 17, 33), (3, 33, 9)), ((1, 1, 7), (1, 7, 1))],
+                                       [((0, 3, 4), (0, 4, 5)), ((2, 3, 0), (2, 0, 5)), ((2, 0, 4), (2, 4, 5))])),
+    LIN("matmul", _MATMUL, _shape_samples(
+        [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 3, 4), (2, 4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,))],
+        [((2, 3, 4), (4,)), ((4,), (2, 4, 5)), ((3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((17, 33), (33, 9)),
+         ((1, 2, 3), (3, 1, 3, 4))],
+        [((0, 4), (4, 5)), ((3, 0), (0, 5)), ((2, 0, 4), (4, 5)), ((0,), (0,)), ((2, 3, 0), (2, 0, 4)),
+         ((0, 3, 4), (4,))])),
+    LIN("mv", _MATMUL, _shape_samples([((3, 4), (4,))], [((17, 33), (33,))], [((0, 4), (4,)), ((3, 0), (0,))])),
+    LIN("dot", _MATMUL, _shape_samples([((5,), (5,))], [((997,), (997,))], [((0,), (0,))])),
+    LIN("vdot", _MATMUL, _shape_samples([((5,), (5,))], [((997,), (997,))], [((0,), (0,))])),
+    LIN("inner", _wide_ref(np.inner), _shape_samples([((3, 4), (5, 4)), ((4,), (4,))],
+                                                     [((2, 3, 4), (4,)), ((4,), (2, 4)), ((), (3, 2)), ((2, 3), ())],
+                                                     [((0, 4), (5, 4)), ((3, 0), (5, 0))])),
+    LIN("outer", _bool_outer, _shape_samples([((3,), (4,))], [((1,), (7,))], [((0,), (4,))]), dtypes=DTYPES),
+    LIN("ger", _bool_outer, _shape_samples([((3,), (4,))], [((1,), (7,))], [((0,), (4,))]), dtypes=DTYPES),
+    LIN("kron", _wide_ref(_kron), _shape_samples([((2, 3), (3, 2))], [((2,), (2, 3)), ((2, 2, 1), (3,)), ((), (2,))],
+                                                 [((0, 3), (2, 2))]), dtypes=DTYPES),
+    LIN("trace", None, _shape_samples([((3, 4),), ((4, 3),)], [((1, 1),), ((5, 5),)], [((0, 3),)]),
+        expect=_trace_expect, variants="FM"),
+    LIN("addmm", _add(np.matmul), _shape_samples([((3, 5), (3, 4), (4, 5))], [((5,), (3, 4), (4, 5)), ((1, 1), (1, 7), (7, 1))],
+                                                 [((3, 5), (3, 0), (0, 5)), ((5,), (0, 4), (4, 5))], _coef_kwargs),
+        variants="FMIO"),
+    LIN("addmv", _add(np.matmul), _shape_samples([((3,), (3, 4), (4,))], [((1,), (3, 4), (4,)), ((), (17, 33), (33,))],
+                                                 [((3,), (3, 0), (0,)), ((0,), (0, 4), (4,))], _coef_kwargs),
+        variants="FMIO"),
+    LIN("addr", _add(_bool_outer), _shape_samples([((3, 5), (3,), (5,))], [((5,), (3,), (5,)), ((), (2,), (3,))],
+                                                  [((3, 0), (3,), (0,))], _coef_kwargs), dtypes=DTYPES, variants="FMIO"),
+    LIN("baddbmm", _add(np.matmul), _shape_samples([((2, 3, 5), (2, 3, 4), (2, 4, 5))],
+                                                   [((3, 5), (2, 3, 4), (2, 4, 5)), ((1, 1, 5), (2, 3, 4), (2, 4, 5))],
+                                                   [((2, 3, 5), (2, 3, 0), (2, 0, 5))], _coef_kwargs), variants="FMIO"),
+    LIN("addbmm", _add(lambda a, b: np.matmul(a, b).sum(0)), _shape_samples(
+        [((3, 5), (2, 3, 4), (2, 4, 5))], [((3, 2), (5, 3, 17), (5, 17, 2))],
+        [((3, 5), (0, 3, 4), (0, 4, 5)), ((3, 5), (2, 3, 0), (2, 0, 5))], _coef_kwargs), variants="FMIO"),
+    LIN("einsum", None, _shape_samples(
+        [("ij,jk->ik", (3, 4), (4, 5)), ("bij,bjk->bik", (2, 3, 4), (2, 4, 5)), ("ii->i", (4, 4)), ("ij->ji", (3, 4)),
+         ("ij,ij->ij", (3, 4), (3, 4)), ("...ij,...jk", (2, 3, 4), (4, 5)), ("ii", (4, 4)), ("ij->j", (3, 4)),
+         ("bhqd,bhkd->bhqk", (2, 2, 3, 4), (2, 2, 5, 4)), ("ij,kj->ik", (3, 4), (5, 4))],
+        [("i,j->ij", (3,), (4,)), ("i,i->", (5,), (5,)), ("ij->", (3, 4)), ("ijk,jk->i", (2, 3, 4), (3, 4)),
+         ("ij,jk,kl->il", (2, 3), (3, 4), (4, 2)), ("ijj,jk->ik", (2, 3, 3), (3, 4)), ("b...,b...", (3, 2, 1), (3, 1, 4))],
+        [("ij,jk->ik", (3, 0), (0, 5)), ("ii->", (0, 0)), ("ij->i", (3, 0)), ("ij,jk->ik", (0, 4), (4, 5))]),
+        expect=_einsum_expect, variants="F",
+        tol={**LIN_TOL, "float16": (4e-3, 2e-3), "bfloat16": (3e-2, 2e-2)}),
+]
 
 
 # ---------------------------------------------------------------------------
@@ -1684,6 +1793,111 @@ ERRORS = [
     ("mm-1d", lambda L: L.mm(L.ones(3), L.ones(3, 2)), RuntimeError, None),
     ("mm-dtype", lambda L: L.mm(L.ones(2, 3), L.ones(3, 2, dtype=L.float64)), RuntimeError, None),
     ("fill-1d-value", lambda L: L.ones(2).fill_(L.ones(2)), RuntimeError, None),
+    # linear algebra
+    ("matmul-0d", lambda L: L.matmul(L.ones(()), L.ones(3)), RuntimeError, "at least 1D"),
+    ("matmul-dot-size", lambda L: L.matmul(L.ones(3), L.ones(4)), RuntimeError, "inconsistent tensor size"),
+    ("matmul-mv-size", lambda L: L.matmul(L.ones(4, 5), L.ones(3)), RuntimeError, r"size mismatch, got input \(4\)"),
+    ("matmul-vm-size", lambda L: L.matmul(L.ones(3), L.ones(4, 5)), RuntimeError, r"\(1x3 and 4x5\)"),
+    ("matmul-fold-size", lambda L: L.matmul(L.ones(2, 2, 3), L.ones(4, 5)), RuntimeError, r"\(4x3 and 4x5\)"),
+    ("matmul-batch-size", lambda L: L.matmul(L.ones(2, 2, 3), L.ones(2, 4, 5)), RuntimeError,
+     r"batch2 tensor to be: \[2, 3\] but got: \[2, 4\]"),
+    ("matmul-broadcast", lambda L: L.matmul(L.ones(2, 2, 3), L.ones(3, 3, 4)), RuntimeError, "must match"),
+    ("matmul-dtype", lambda L: L.matmul(L.ones(2, 3), L.ones(3, 2, dtype=L.float64)), RuntimeError,
+     "expected m1 and m2 to have the same dtype, but got: float != double"),
+    ("matmul-dtype-batched", lambda L: L.matmul(L.ones(2, 2, 3), L.ones(2, 3, 2, dtype=L.float64)), RuntimeError,
+     "expected scalar type Float but found Double"),
+    ("matmul-bool", lambda L: L.matmul(L.ones(2, 3, dtype=L.bool), L.ones(3, 2, dtype=L.bool)), NotImplementedError,
+     "Bool"),
+    ("matmul-out-dtype", lambda L: L.matmul(L.ones(2, 3), L.ones(3, 2), out=L.empty(2, 2, dtype=L.float64)),
+     RuntimeError, "Expected out tensor to have dtype float, but got double instead"),
+    ("matmul-operator-int", lambda L: L.ones(2, 2) @ 3, TypeError, None),
+    ("bmm-2d", lambda L: L.bmm(L.ones(3, 4), L.ones(2, 4, 5)), RuntimeError, "batch1 must be a 3D tensor"),
+    ("bmm-size", lambda L: L.bmm(L.ones(2, 3, 4), L.ones(3, 4, 5)), RuntimeError, "first two dimensions"),
+    ("bmm-dtype", lambda L: L.bmm(L.ones(2, 3, 4), L.ones(2, 4, 5, dtype=L.float64)), RuntimeError,
+     "expected scalar type Float but found Double"),
+    ("mv-vec-2d", lambda L: L.mv(L.ones(3, 4), L.ones(4, 1)), RuntimeError, "vector \\+ matrix @ vector expected"),
+    ("mv-0d", lambda L: L.mv(L.ones(()), L.ones(3)), IndexError, None),
+    ("mv-size", lambda L: L.mv(L.ones(3, 4), L.ones(3)), RuntimeError, "size mismatch"),
+    ("mv-bool", lambda L: L.mv(L.ones(3, 4, dtype=L.bool), L.ones(4, dtype=L.bool)), NotImplementedError, None),
+    ("dot-2d", lambda L: L.dot(L.ones(3, 1), L.ones(3)), RuntimeError, "1D tensors expected, but got 2D and 1D"),
+    ("dot-dtype", lambda L: L.dot(L.ones(3), L.ones(3, dtype=L.float64)), RuntimeError, "same dtype"),
+    ("dot-bool", lambda L: L.dot(L.ones(3, dtype=L.bool), L.ones(3, dtype=L.bool)), NotImplementedError, None),
+    ("dot-out-dtype", lambda L: L.dot(L.ones(3), L.ones(3), out=L.ones((), dtype=L.float64)), RuntimeError, None),
+    ("vdot-size", lambda L: L.vdot(L.ones(3), L.ones(4)), RuntimeError, None),
+    ("inner-size", lambda L: L.inner(L.ones(3), L.ones(4)), RuntimeError, "last dimension must match"),
+    ("inner-dtype", lambda L: L.inner(L.ones(2, 3), L.ones(4, 3, dtype=L.float64)), RuntimeError, "same dtype"),
+    ("inner-scalar", lambda L: L.inner(L.ones(2, 3), 2.5), TypeError, None),
+    ("outer-2d", lambda L: L.outer(L.ones(3, 1), L.ones(4)), RuntimeError, "Expected 1-D argument self"),
+    ("outer-out-cast", lambda L: L.outer(L.ones(2), L.ones(3), out=L.empty(2, 3, dtype=L.int64)), RuntimeError,
+     "can't be cast"),
+    ("ger-0d", lambda L: L.ger(L.ones(3), L.ones(())), RuntimeError, "Expected 1-D argument vec2"),
+    ("addmm-shape", lambda L: L.addmm(L.ones(2, 3), L.ones(2, 3), L.ones(4, 3)), RuntimeError,
+     r"addmm: mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x3\)"),
+    ("addmm-1d", lambda L: L.addmm(L.ones(2, 2), L.ones(2), L.ones(2, 2)), RuntimeError, "must be a matrix"),
+    ("addmm-self-dtype", lambda L: L.addmm(L.ones(3, dtype=L.float64), L.ones(2, 3), L.ones(3, 3)), RuntimeError,
+     "self and mat2 must have the same dtype"),
+    ("addmm-mat-dtype", lambda L: L.addmm(L.ones(2, 2), L.ones(2, 2, dtype=L.float64), L.ones(2, 2)), RuntimeError,
+     "mat1 and mat2 must have the same dtype"),
+    ("addmm-self-shape", lambda L: L.addmm(L.ones(3), L.ones(2, 3), L.ones(3, 2)), RuntimeError, None),
+    ("addmm-inplace-shape", lambda L: L.ones(3).addmm_(L.ones(2, 3), L.ones(3, 3)), RuntimeError, "Bad in-place call"),
+    ("addmm-bool", lambda L: L.addmm(L.ones(2, 2, dtype=L.bool), L.ones(2, 2, dtype=L.bool),
+                                     L.ones(2, 2, dtype=L.bool)), NotImplementedError, None),
+    ("addmm-out-dtype", lambda L: L.addmm(L.ones(2, 2), L.ones(2, 2), L.ones(2, 2), out=L.ones(2, 2, dtype=L.int64)),
+     RuntimeError, "Expected out tensor to have dtype"),
+    ("addmm-int-k0-float-beta", lambda L: L.addmm(L.ones(2, dtype=L.int64), L.ones(2, 0, dtype=L.int64),
+                                                  L.ones(0, 2, dtype=L.int64), beta=0.5), RuntimeError, "can't be cast"),
+    ("addmv-self-2d", lambda L: L.addmv(L.ones(2, 1), L.ones(2, 3), L.ones(3)), RuntimeError, "got 2, 2, 1"),
+    ("addmv-size", lambda L: L.addmv(L.ones(4), L.ones(2, 3), L.ones(3)), RuntimeError, "size mismatch"),
+    ("addmv-dtype", lambda L: L.addmv(L.ones(2, dtype=L.float64), L.ones(2, 3), L.ones(3)), RuntimeError,
+     "addmv input tensors must have the same dtype, but got Double, Float, and Float"),
+    ("addmv-inplace-shape", lambda L: L.ones(1).addmv_(L.ones(2, 3), L.ones(3)), RuntimeError, "Bad in-place call"),
+    ("addr-vec-2d", lambda L: L.addr(L.ones(2, 3), L.ones(2, 1), L.ones(3)), RuntimeError, "Expected 1-D argument vec1"),
+    ("addr-self-shape", lambda L: L.addr(L.ones(2, 3), L.ones(2), L.ones(2)), RuntimeError, None),
+    ("addr-int-float-beta", lambda L: L.addr(_i(L, 1, 2).reshape(2, 1), _i(L, 1, 2), _i(L, 1), beta=0.5),
+     RuntimeError, "argument beta must not be a floating point number"),
+    ("addr-float-bool-alpha", lambda L: L.addr(L.ones(2, 2), L.ones(2), L.ones(2), alpha=True), RuntimeError,
+     "Boolean alpha only supported for Boolean results"),
+    ("addr-inplace-shape", lambda L: L.ones(1, 2).addr_(L.ones(2), L.ones(2)), RuntimeError, "size mismatch"),
+    ("addr-inplace-cast", lambda L: L.ones(2, 2, dtype=L.int64).addr_(L.ones(2), L.ones(2)), RuntimeError,
+     "can't be cast"),
+    ("baddbmm-size", lambda L: L.baddbmm(L.ones(2, 3, 4), L.ones(2, 3, 5), L.ones(3, 5, 4)), RuntimeError,
+     "first two dimensions"),
+    ("baddbmm-dtype", lambda L: L.baddbmm(L.ones(2, 3, 4, dtype=L.float64), L.ones(2, 3, 5), L.ones(2, 5, 4)),
+     RuntimeError, "Input dtypes must be the same, got: input double, batch1: float, batch2: float"),
+    ("baddbmm-2d-batch2", lambda L: L.baddbmm(L.ones(2, 3, 4), L.ones(2, 3, 5), L.ones(5, 4)), IndexError, None),
+    ("baddbmm-inplace-shape", lambda L: L.ones(3, 4).baddbmm_(L.ones(2, 3, 5), L.ones(2, 5, 4)), RuntimeError,
+     "Bad in-place call"),
+    ("baddbmm-bool", lambda L: L.baddbmm(L.ones(1, 2, 2, dtype=L.bool), L.ones(1, 2, 2, dtype=L.bool),
+                                         L.ones(1, 2, 2, dtype=L.bool)), NotImplementedError, None),
+    ("addbmm-batches", lambda L: L.addbmm(L.ones(3, 4), L.ones(2, 3, 5), L.ones(3, 5, 4)), RuntimeError,
+     "same number of batches, got 2 and 3"),
+    ("addbmm-size", lambda L: L.addbmm(L.ones(3, 4), L.ones(2, 3, 5), L.ones(2, 4, 4)), RuntimeError,
+     r"Incompatible matrix sizes for bmm \(3x5 and 4x4\)"),
+    ("addbmm-2d", lambda L: L.addbmm(L.ones(3, 4), L.ones(2, 3), L.ones(2, 4, 4)), RuntimeError, "3D tensor"),
+    ("trace-1d", lambda L: L.trace(L.ones(3)), RuntimeError, "expected a matrix, but got tensor with dim 1"),
+    ("trace-bool", lambda L: L.trace(L.ones(2, 2, dtype=L.bool)), NotImplementedError, None),
+    ("trace-out", lambda L: L.trace(L.ones(2, 2), out=L.ones(())), TypeError, None),
+    ("kron-out-cast", lambda L: L.kron(L.ones(2), L.ones(3), out=L.empty(6, dtype=L.int64)), RuntimeError,
+     "can't be cast"),
+    ("einsum-bad-subscript", lambda L: L.einsum("i1", L.ones(2, 3)), RuntimeError, "invalid subscript given at index 1"),
+    ("einsum-more-operands", lambda L: L.einsum("ij", L.ones(2, 3), L.ones(2)), RuntimeError, "more operands"),
+    ("einsum-fewer-operands", lambda L: L.einsum("ij,j", L.ones(2, 3)), RuntimeError, "fewer operands"),
+    ("einsum-ndim", lambda L: L.einsum("ij", L.ones(2, 3, 4)), RuntimeError, "does not match the number of dimensions"),
+    ("einsum-size", lambda L: L.einsum("ij,jk", L.ones(2, 3), L.ones(4, 4)), RuntimeError,
+     "subscript j has size 4 for operand 1 which does not broadcast with previously seen size 3"),
+    ("einsum-repeated-size", lambda L: L.einsum("ii", L.ones(2, 3)), RuntimeError, "repeated for operand 0"),
+    ("einsum-output-twice", lambda L: L.einsum("ij->ii", L.ones(2, 3)), RuntimeError, "appears more than once"),
+    ("einsum-output-unknown", lambda L: L.einsum("ij->k", L.ones(2, 3)), RuntimeError, "does not appear"),
+    ("einsum-ellipsis-twice", lambda L: L.einsum("....", L.ones(2)), RuntimeError, "ellipsis was already found"),
+    ("einsum-bad-ellipsis", lambda L: L.einsum("i..", L.ones(2)), RuntimeError, "not part of any ellipsis"),
+    ("einsum-ellipsis-broadcast", lambda L: L.einsum("...ij,...jk", L.ones(2, 3, 2, 3), L.ones(4, 3, 4)),
+     RuntimeError, "covered by ellipsis"),
+    ("einsum-dtype", lambda L: L.einsum("ij,jk", L.ones(2, 3), L.ones(3, 4, dtype=L.float64)), RuntimeError,
+     "expected scalar type Float but found Double"),
+    ("einsum-bool", lambda L: L.einsum("ij,jk", L.ones(2, 3, dtype=L.bool), L.ones(3, 4, dtype=L.bool)),
+     NotImplementedError, None),
+    ("einsum-no-operands", lambda L: L.einsum("ij"), ValueError, "must specify the equation string"),
+    ("einsum-not-tensor", lambda L: L.einsum("ab,bc", L.ones(2, 3), 5), TypeError, None),
     # dtypes
     ("out-cast", lambda L: L.add(L.ones(2), L.ones(2), out=L.empty(2, dtype=L.int64)), RuntimeError, "can't be cast"),
     ("inplace-cast-div", lambda L: _i(L, 1, 2).div_(2), RuntimeError, "can't be cast"),

@@ -158,15 +158,19 @@ def _usable(op, s, layout):
     return True
 
 
-def _result_shape(s):
-    return np.broadcast_shapes(*[a.shape for a in s.args if isinstance(a, TS)])
+def _result_shape(op, s):
+    """The result's shape: broadcast for elementwise ops, the NumPy reference's otherwise."""
+    if op.kind != "mm":
+        return np.broadcast_shapes(*[a.shape for a in s.args if isinstance(a, TS)])
+    vals = [a.values if isinstance(a, TS) else a for a in s.args]
+    return np.shape(op.ref(*vals, **s.kwargs))
 
 
 def _inplace_ok(name, s):
     """Can args[0].op_(...) hold the result (no broadcasting of self, self a float tensor)?"""
-    a0 = s.args[0]
+    a0, op = s.args[0], OPS_BY_NAME[name]
     return (hasattr(ember.Tensor, name + "_") and isinstance(a0, TS) and is_float(a0.dtype)
-            and a0.shape == _result_shape(s))
+            and a0.shape == _result_shape(op, s))
 
 
 def _db_cases(name):

@@ -13,6 +13,7 @@
  * step yields NULL, which propagates, so a formula checks once at the end.
  */
 #include "formula.h"
+#include <ctype.h>
 
 /* ------------------------------------------------------ arithmetic */
 
@@ -506,17 +507,6 @@ static int bw_triu(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-/* ------------------------------------------------------- matmul */
-
-static int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
-    BEGIN;
-    if (need(n, 0)) SET(0, OP2(mm, G(0), OP1(t, IN(1))));
-    if (need(n, 1)) SET(1, OP2(mm, OP1(t, IN(0)), G(0)));
-    END;
-}
-
-/* --------------------------------------------------------- table */
-
 /* FORMULA(op, saves, formula, node name) */
 static const EmFormula formulas[] = {
     FORMULA(add, 0, bw_add, "AddBackward0")
@@ -623,7 +613,6 @@ static const EmFormula formulas[] = {
     FORMULA(as_strided, IN0, bw_as_strided, "AsStridedBackward0")
     FORMULA(tril, 0, bw_tril, "TrilBackward0")
     FORMULA(triu, 0, bw_triu, "TriuBackward0")
-    FORMULA(mm, IN0 | IN1, bw_mm, "MmBackward0")
 
 };
 
@@ -680,6 +669,42 @@ const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result) {
         EmTensor *in = (EmTensor *)a[0], *r = (EmTensor *)result;
         return r->ndim == 0 ? "SumBackward0" : r->ndim < in->ndim ? "ViewBackward0" : "SumBackward1";
     }
+    case EM_OP_matmul: { /* torch runs matmul as dot / mv / mm / bmm and views */
+        int na = ((EmTensor *)a[0])->ndim, nb = ((EmTensor *)a[1])->ndim;
+        if (na == 1 && nb == 1) return "DotBackward0";
+        if (na == 2 && nb == 2) return "MmBackward0";
+        if (na == 2 && nb == 1) return "MvBackward0";
+        if (na == 1 && nb == 2) return "SqueezeBackward4";
+        if (na == 2) return "CloneBackward0";
+        return "UnsafeViewBackward0";
+    }
+    case EM_OP_outer:
+    case EM_OP_ger: return "MulBackward0";
+    case EM_OP_inner: /* inner with a 0-d operand is a product */
+        return ((EmTensor *)a[0])->ndim == 0 || ((EmTensor *)a[1])->ndim == 0 ? "MulBackward0" : "ViewBackward0";
+    case EM_OP_kron: return "UnsafeViewBackward0";
+    case EM_OP_einsum: { /* torch's name comes from the last step of its decomposition */
+        const char *eq = PyUnicode_AsUTF8(a[0]), *arrow = eq ? strstr(eq, "->") : NULL;
+        PyErr_Clear();
+        Py_ssize_t nops = PySequence_Fast_GET_SIZE(a[1]);
+        if (nops == 1) { /* a reduction if fewer distinct letters come out than go in */
+            const char *end = arrow ? arrow : eq + strlen(eq);
+            int count[128] = {0}, nin = 0, nout = 0;
+            for (const char *p = eq; p < end; p++)
+                if (*p > 0 && (unsigned char)*p < 128 && isalpha((unsigned char)*p) && count[(int)*p]++ == 0) nin++;
+            if (arrow) {
+                for (const char *p = arrow + 2; *p; p++) nout += isalpha((unsigned char)*p) != 0;
+            } else {
+                for (int ch = 0; ch < 128; ch++) nout += count[ch] == 1;
+            }
+            return nout < nin ? "SumBackward1" : "PermuteBackward0";
+        }
+        bool contracts = false; /* a letter of the inputs missing from the output is summed */
+        if (arrow)
+            for (const char *p = eq; p < arrow && !contracts; p++)
+                contracts = ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) && !strchr(arrow + 2, *p);
+        return arrow && !contracts ? "MulBackward0" : "ViewBackward0";
+    }
     case EM_OP__index: { /* basic indexing: named after the last step torch takes */
         PyObject *key = a[1], *last = key;
         if (PyTuple_Check(key)) {
@@ -716,5 +741,6 @@ PyObject *em_differentiable_ops(PyObject *m, PyObject *u) {
 
 int em_init_derivatives(void) {
     em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0]));
+    em_formulas_linalg();
     return 0;
 }

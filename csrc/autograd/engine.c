@@ -325,11 +325,16 @@ static const int64_t *geom_get(const int64_t *p, Geom *g) {
 static int run_copy_slices(EmNode *n, EmTensor **go, EmTensor **gi) {
     Geom b, v;
     geom_get(geom_get(n->view_geom, &b), &v);
-    EmTensor *res[EM_MAX_PARAMS] = {NULL};
-    EmTensor *result = em_empty_strided(b.ndim, b.sizes, b.strides, (EmDType)go[0]->dtype, em_cpu());
+    EmNode *inner = (EmNode *)n->ctx;
+    int nres = inner ? inner->num_next : 0;
+    EmTensor **res = PyMem_Calloc(nres > 0 ? nres : 1, sizeof(EmTensor *));
+    EmTensor *result = res ? em_empty_strided(b.ndim, b.sizes, b.strides, (EmDType)go[0]->dtype, em_cpu()) : NULL;
     EmTensor *region = NULL, *slice = NULL;
     int rc = -1;
-    if (!result) return -1;
+    if (!result) {
+        PyMem_Free(res);
+        return res ? -1 : (PyErr_NoMemory(), -1);
+    }
     region = em_view_of(result, v.ndim, v.sizes, v.strides, v.offset - b.offset);
     if (!region) goto done;
     if (!n->ctx) { /* gradient of the view -> gradient of its base */
@@ -353,7 +358,8 @@ static int run_copy_slices(EmNode *n, EmTensor **go, EmTensor **gi) {
     gi[0] = (EmTensor *)Py_NewRef(result);
     rc = 0;
 done:
-    for (int i = 0; i < EM_MAX_PARAMS; i++) Py_XDECREF(res[i]);
+    for (int i = 0; i < nres; i++) Py_XDECREF(res[i]);
+    PyMem_Free(res);
     Py_XDECREF(slice);
     Py_XDECREF(region);
     Py_DECREF(result);

@@ -125,7 +125,10 @@ typedef struct {
     const char *name;
 } EmFormula;
 void em_formulas_add(const EmFormula *f, int n);
+/* each derivatives_<area>.c registers its table */
+void em_formulas_linalg(void);
 
+#define ALLIN EM_SAVE_ALL_IN
 #define IN0 EM_SAVE_IN(0)
 #define IN1 EM_SAVE_IN(1)
 #define IN2 EM_SAVE_IN(2)

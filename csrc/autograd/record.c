@@ -17,13 +17,20 @@
 #include "../ember.h"
 
 /* Tensor arguments of a call in parameter order, skipping out= (NULL where
- * a number or None was passed). Returns how many tensor parameters. */
+ * a number or None was passed), the tensors of a TensorList in place. At
+ * most EM_MAX_INPUTS; returns how many. */
 static int tensor_args(const EmOpDef *def, EmCall *c, EmTensor **ts) {
     int k = 0;
     for (int i = 0; i < def->sig.nparams; i++) {
         EmArgType ty = def->sig.params[i].type;
-        if (i == def->sig.out_index || (ty != EM_ARG_TENSOR && ty != EM_ARG_TENSOR_OR_NUMBER)) continue;
-        ts[k++] = em_is_tensor(c->args[i]) ? (EmTensor *)c->args[i] : NULL;
+        if (i == def->sig.out_index) continue;
+        if (ty == EM_ARG_TENSOR_LIST && c->args[i] != Py_None) {
+            PyObject *seq = c->args[i];
+            for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq) && k < EM_MAX_INPUTS; j++)
+                ts[k++] = (EmTensor *)PySequence_Fast_ITEMS(seq)[j];
+        } else if ((ty == EM_ARG_TENSOR || ty == EM_ARG_TENSOR_OR_NUMBER) && k < EM_MAX_INPUTS) {
+            ts[k++] = em_is_tensor(c->args[i]) ? (EmTensor *)c->args[i] : NULL;
+        }
     }
     return k;
 }
@@ -41,7 +48,7 @@ void em_autograd_pre_clear(EmAutogradPre *pre) {
 
 int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
     EmOpId op = op_id(def);
-    EmTensor *ins[EM_MAX_PARAMS];
+    EmTensor *ins[EM_MAX_INPUTS];
     int nin = tensor_args(def, c, ins);
     bool any = false;
     for (int i = 0; i < nin; i++) any |= ins[i] && em_requires_grad(ins[i]);
@@ -79,7 +86,7 @@ int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
     /* self's shape before the write (in-place view ops change it) and, when
      * the formula reads self, a copy of its value before it is overwritten */
     if (em_meta_set(&pre->self_meta, target) < 0) return -1;
-    if (em_derivatives[op].saves & EM_SAVE_IN(0)) {
+    if (em_derivatives[op].saves & (EM_SAVE_IN(0) | EM_SAVE_ALL_IN)) {
         if (em_view_refresh(target) < 0) return -1;
         EmTensor *copy = em_clone(target);
         if (!copy) return -1;
@@ -192,7 +199,7 @@ PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, Em
     EmTensor *saved_self = pre->saved_self;
     EmOpId op = op_id(def);
     const EmDerivative *d = &em_derivatives[op];
-    EmTensor *ins[EM_MAX_PARAMS], *outs[64];
+    EmTensor *ins[EM_MAX_INPUTS], *one_out[1], **outs = one_out;
     int nin = tensor_args(def, c, ins);
     bool any = saved_self != NULL, inplace = c->inplace || def->writes_self;
     for (int i = 0; i < nin; i++) any |= ins[i] && em_requires_grad(ins[i]);
@@ -208,12 +215,11 @@ PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, Em
     int nout = 0;
     if (em_is_tensor(result)) {
         outs[nout++] = (EmTensor *)result;
-    } else if (PyTuple_Check(result)) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result) && nout < 64; i++) {
-            PyObject *o = PyTuple_GET_ITEM(result, i);
-            if (!em_is_tensor(o)) return result;
-            outs[nout++] = (EmTensor *)o;
-        }
+    } else if (PyTuple_Check(result)) { /* unbind, split, max(dim): every item a tensor */
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(result); i++)
+            if (!em_is_tensor(PyTuple_GET_ITEM(result, i))) return result;
+        outs = (EmTensor **)&PyTuple_GET_ITEM(result, 0);
+        nout = (int)PyTuple_GET_SIZE(result);
     } else {
         return result;
     }
@@ -237,7 +243,8 @@ PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, Em
         } else if (em_meta_set(&n->in_meta[i], t) < 0) {
             goto fail_node;
         }
-        if ((d->saves & EM_SAVE_IN(i)) && em_saved_set(&n->saved[i], t, n, false) < 0) goto fail_node;
+        bool save = (d->saves & EM_SAVE_ALL_IN) || (i < 30 && (d->saves & EM_SAVE_IN(i)));
+        if (save && em_saved_set(&n->saved[i], t, n, false) < 0) goto fail_node;
     }
     if (!(n->args = args_without_tensors(def, c))) goto fail_node;
     if (d->saves & EM_SAVE_OUT) {

@@ -1,8 +1,8 @@
 /* blas.c — matrix multiply kernels. Float32/float64 go to OpenBLAS (the
  * scipy-openblas32 wheel's prefixed symbols, or a system OpenBLAS) when the
- * build found one; otherwise, and for integer dtypes, a plain blocked loop.
- * All matrices are row-major with a leading dimension; transposed operands
- * arrive as BLAS transposes, not copies. */
+ * build found one; otherwise, and for int64, a blocked loop. All matrices are
+ * row-major with a leading dimension; transposed operands arrive as BLAS
+ * transposes, not copies. */
 #include "../ember.h"
 #include "blas.h"
 
@@ -20,6 +20,12 @@ void EM_CBLAS(sgemm)(int order, int ta, int tb, int m, int n, int k, float alpha
                      int lda, const float *b, int ldb, float beta, float *c, int ldc);
 void EM_CBLAS(dgemm)(int order, int ta, int tb, int m, int n, int k, double alpha, const double *a,
                      int lda, const double *b, int ldb, double beta, double *c, int ldc);
+void EM_CBLAS(sgemv)(int order, int trans, int m, int n, float alpha, const float *a, int lda,
+                     const float *x, int incx, float beta, float *y, int incy);
+void EM_CBLAS(dgemv)(int order, int trans, int m, int n, double alpha, const double *a, int lda,
+                     const double *x, int incx, double beta, double *y, int incy);
+float EM_CBLAS(sdot)(int n, const float *x, int incx, const float *y, int incy);
+double EM_CBLAS(ddot)(int n, const double *x, int incx, const double *y, int incy);
 void EM_BLAS_THREADS(int n);
 const char *em_blas_name = "OpenBLAS";
 #else
@@ -34,55 +40,158 @@ void em_blas_set_threads(int n) {
 #endif
 }
 
-/* C = A @ B for row-major blocks: C[i, j] += sum_k A[i, k] * B[k, j], where
- * the transposes are read through the strides. A plain loop, i-k-j ordered
- * so the innermost loop streams a row of B and a row of C. */
-#define GEMM_LOOP(NAME, T, ACC)                                                    \
-    static void NAME(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,   \
-                     int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc) {        \
-        for (int64_t i = 0; i < m; i++) {                                              \
-            T *crow = c + i * ldc;                                                     \
-            for (int64_t j = 0; j < n; j++) crow[j] = 0;                               \
-            for (int64_t p = 0; p < k; p++) {                                          \
-                ACC av = ta ? a[p * lda + i] : a[i * lda + p];                         \
-                if (av == 0) continue;                                                 \
-                if (!tb) {                                                             \
-                    const T *brow = b + p * ldb;                                       \
-                    for (int64_t j = 0; j < n; j++) crow[j] += (T)(av * brow[j]);      \
-                } else {                                                               \
-                    for (int64_t j = 0; j < n; j++) crow[j] += (T)(av * b[j * ldb + p]); \
-                }                                                                      \
-            }                                                                          \
-        }                                                                              \
+bool em_gemm_uses_blas(EmDType d) {
+#ifdef EM_CBLAS
+    return d == EM_FLOAT32 || d == EM_FLOAT64;
+#else
+    (void)d;
+    return false;
+#endif
+}
+
+/* The loops: C = alpha * op(A) @ B + beta * C, B not transposed (the
+ * front-end copies a transposed B for them). Rows of C are split into
+ * blocks of MB (one block per OpenMP task); inside a block the k and n
+ * ranges are tiled so that a KB x NB tile of B stays in cache while every
+ * row of the block streams over it (i-k-j order: the inner loop is a
+ * vectorizable axpy over a row of B into a row of C). */
+enum { MB = 16, KB = 128, NB = 512 };
+#ifdef _OPENMP
+#define OMP_ROW_BLOCKS _Pragma("omp parallel for schedule(static) num_threads(nt) if(nt > 1)")
+#else
+#define OMP_ROW_BLOCKS
+#endif
+#define GEMM_LOOP(NAME, T)                                                                 \
+    static void NAME(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,       \
+                     int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, T alpha,     \
+                     T beta, bool parallel) {                                              \
+        int64_t nblocks = (m + MB - 1) / MB;                                               \
+        int nt = 1;                                                                        \
+        if (parallel && (double)m * n * k >= 65536.0 && nblocks > 1)                       \
+            nt = em_num_threads < nblocks ? em_num_threads : (int)nblocks;                 \
+        OMP_ROW_BLOCKS                                                                     \
+        for (int64_t blk = 0; blk < nblocks; blk++) {                                      \
+            int64_t i0 = blk * MB, i1 = i0 + MB < m ? i0 + MB : m;                         \
+            for (int64_t i = i0; i < i1; i++) {                                            \
+                T *crow = c + i * ldc;                                                     \
+                if (beta == 0)                                                             \
+                    for (int64_t j = 0; j < n; j++) crow[j] = 0;                           \
+                else if (beta != 1)                                                        \
+                    for (int64_t j = 0; j < n; j++) crow[j] *= beta;                       \
+            }                                                                              \
+            if (alpha == 0) continue; /* BLAS: A and B are not read */                     \
+            for (int64_t p0 = 0; p0 < k; p0 += KB) {                                       \
+                int64_t p1 = p0 + KB < k ? p0 + KB : k;                                    \
+                for (int64_t j0 = 0; j0 < n; j0 += NB) {                                   \
+                    int64_t j1 = j0 + NB < n ? j0 + NB : n;                                \
+                    for (int64_t i = i0; i < i1; i++) {                                    \
+                        T *crow = c + i * ldc;                                             \
+                        for (int64_t p = p0; p < p1; p++) {                                \
+                            T av = alpha * (ta ? a[p * lda + i] : a[i * lda + p]);         \
+                            if (!tb) {                                                     \
+                                const T *brow = b + p * ldb;                               \
+                                for (int64_t j = j0; j < j1; j++) crow[j] += av * brow[j]; \
+                            } else { /* strided: only as a fallback (see blas.h) */        \
+                                for (int64_t j = j0; j < j1; j++)                          \
+                                    crow[j] += av * b[j * ldb + p];                        \
+                            }                                                              \
+                        }                                                                  \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
     }
-GEMM_LOOP(gemm_loop_f32, float, float)
-GEMM_LOOP(gemm_loop_f64, double, double)
-GEMM_LOOP(gemm_loop_i64, int64_t, int64_t)
+GEMM_LOOP(gemm_loop_f32, float)
+GEMM_LOOP(gemm_loop_f64, double)
+GEMM_LOOP(gemm_loop_i64, int64_t)
 
 static bool fits_int(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
     return m < INT32_MAX && n < INT32_MAX && k < INT32_MAX && lda < INT32_MAX && ldb < INT32_MAX &&
            ldc < INT32_MAX;
 }
 
-void em_gemm(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
-             int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
 #ifdef EM_CBLAS
-    if ((d == EM_FLOAT32 || d == EM_FLOAT64) && fits_int(m, n, k, lda, ldb, ldc) && k > 0) {
+/* y = alpha * op(A) x + beta * y with A row-major (rows x cols, lda); y is
+ * zeroed first when beta == 0 so that NaN there never leaks, whatever the
+ * BLAS version does with beta == 0. */
+static void gemv(EmDType d, bool trans, int64_t rows, int64_t cols, double alpha, const void *a,
+                 int64_t lda, const void *x, int64_t incx, double beta, void *y, int64_t incy) {
+    int64_t ny = trans ? cols : rows;
+    int T = trans ? CBLAS_TRANS : CBLAS_NO_TRANS;
+    if (d == EM_FLOAT32) {
+        if (beta == 0)
+            for (int64_t i = 0; i < ny; i++) ((float *)y)[i * incy] = 0;
+        EM_CBLAS(sgemv)(CBLAS_ROW_MAJOR, T, (int)rows, (int)cols, (float)alpha, a, (int)lda, x,
+                        (int)incx, (float)beta, y, (int)incy);
+    } else {
+        if (beta == 0)
+            for (int64_t i = 0; i < ny; i++) ((double *)y)[i * incy] = 0;
+        EM_CBLAS(dgemv)(CBLAS_ROW_MAJOR, T, (int)rows, (int)cols, alpha, a, (int)lda, x, (int)incx,
+                        beta, y, (int)incy);
+    }
+}
+#endif
+
+void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc, EmScalar alpha,
+                EmScalar beta, bool parallel) {
+    double fa = em_scalar_to_double(alpha), fb = em_scalar_to_double(beta);
+#ifdef EM_CBLAS
+    if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0 && n == 1) {
+        /* matrix @ vector: B's column is x (stride ldb, or 1 when B is transposed) */
+        gemv(d, ta, ta ? k : m, ta ? m : k, fa, a, lda, b, tb ? 1 : ldb, fb, c, ldc);
+        return;
+    }
+    if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0 && m == 1) {
+        /* vector @ matrix: C^T = op(B)^T x with x A's row (stride 1, or lda when transposed) */
+        gemv(d, !tb, tb ? n : k, tb ? k : n, fa, b, ldb, a, ta ? lda : 1, fb, c, 1);
+        return;
+    }
+    if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0) {
         int A = ta ? CBLAS_TRANS : CBLAS_NO_TRANS, B = tb ? CBLAS_TRANS : CBLAS_NO_TRANS;
         if (d == EM_FLOAT32)
-            EM_CBLAS(sgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b,
-                            (int)ldb, 0.0f, c, (int)ldc);
+            EM_CBLAS(sgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, (float)fa, a, (int)lda,
+                            b, (int)ldb, (float)fb, c, (int)ldc);
         else
-            EM_CBLAS(dgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, 1.0, a, (int)lda, b,
-                            (int)ldb, 0.0, c, (int)ldc);
+            EM_CBLAS(dgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, fa, a, (int)lda, b,
+                            (int)ldb, fb, c, (int)ldc);
         return;
     }
 #endif
     (void)fits_int;
     if (d == EM_FLOAT32)
-        gemm_loop_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+        gemm_loop_f32(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, (float)fa, (float)fb, parallel);
     else if (d == EM_FLOAT64)
-        gemm_loop_f64(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+        gemm_loop_f64(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, fa, fb, parallel);
     else
-        gemm_loop_i64(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+        gemm_loop_i64(ta, tb, m, n, k, a, lda, b, ldb, c, ldc,
+                      alpha.kind == 'f' ? (int64_t)alpha.v.f : alpha.v.i,
+                      beta.kind == 'f' ? (int64_t)beta.v.f : beta.v.i, parallel);
+}
+
+void em_gemm(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+             int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
+    EmScalar one = {'i', {1}}, zero = {'i', {0}};
+    em_gemm_ex(d, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, one, zero, true);
+}
+
+/* Dot products with element strides (any sign, 0 included). */
+double em_dot_f64(int64_t n, const double *x, int64_t incx, const double *y, int64_t incy) {
+#ifdef EM_CBLAS
+    if (n < INT32_MAX && incx > 0 && incy > 0 && incx < INT32_MAX && incy < INT32_MAX)
+        return EM_CBLAS(ddot)((int)n, x, (int)incx, y, (int)incy);
+#endif
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i * incx] * y[i * incy];
+    return s;
+}
+
+float em_dot_f32(int64_t n, const float *x, int64_t incx, const float *y, int64_t incy) {
+#ifdef EM_CBLAS
+    if (n < INT32_MAX && incx > 0 && incy > 0 && incx < INT32_MAX && incy < INT32_MAX)
+        return EM_CBLAS(sdot)((int)n, x, (int)incx, y, (int)incy);
+#endif
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i * incx] * y[i * incy];
+    return s;
 }

@@ -1,104 +1,1085 @@
-/* linalg.c — matrix multiplication front-ends. For now `mm`: shape and dtype
- * checks, then em_gemm with operands passed as BLAS transposes when their
- * strides allow (a copy otherwise). Half types compute in float32; integer
- * dtypes in int64. */
+/* linalg.c — matrix products: mm, bmm, matmul (and `@`), mv, dot/vdot,
+ * inner, outer/ger, addmm, addmv, addr, baddbmm, addbmm, kron, trace, and
+ * the sum helper einsum shares. Each front-end checks shapes and dtypes with
+ * torch's messages, then hands matrices to gemm_batched() (Note [batched
+ * gemm]); outer, addr and kron are elementwise and go through the iterator.
+ */
 #include "../ember.h"
 #include "../cpu/blas.h"
 
-/* A 2-D operand as (pointer, leading dim, transposed), copying to a
- * contiguous tensor in the compute dtype only when the layout needs it. */
-typedef struct {
-    EmTensor *t; /* owned reference actually read */
-    bool trans;
-    int64_t ld;
-} GemmOperand;
+extern const EmKernels em_kernels_mul, em_kernels_addcmul, em_kernels_logical_and,
+    em_kernels_logical_or;
 
-static int gemm_operand(EmTensor *x, EmDType compute, GemmOperand *g) {
-    int64_t r = x->sizes[0], c = x->sizes[1], s0 = x->strides[0], s1 = x->strides[1];
-    if (x->dtype == compute) {
-        if ((s1 == 1 || c == 1) && s0 >= (c > 1 ? c : 1)) {
-            g->t = (EmTensor *)Py_NewRef(x);
-            g->trans = false;
-            g->ld = s0 > 0 ? s0 : 1;
-            return 0;
-        }
-        if ((s0 == 1 || r == 1) && s1 >= (r > 1 ? r : 1)) {
-            g->t = (EmTensor *)Py_NewRef(x);
-            g->trans = true;
-            g->ld = s1 > 0 ? s1 : 1;
-            return 0;
-        }
-    }
-    g->t = em_empty(2, x->sizes, compute, em_cpu());
-    if (!g->t) return -1;
-    if (em_copy_(g->t, (PyObject *)x) < 0) {
-        Py_CLEAR(g->t);
-        return -1;
-    }
-    g->trans = false;
-    g->ld = c > 1 ? c : 1;
-    return 0;
+static const EmScalar ONE = {'i', {1}}, ZERO = {'i', {0}};
+
+/* C++ type names, which some of torch's matmul errors print ("float != double"). */
+static const char *cpp_name(EmDType d) {
+    static const char *names[EM_NUM_DTYPES] = {
+        "bool", "unsigned char", "signed char", "short int", "int", "long int",
+        "c10::Half", "c10::BFloat16", "float", "double"};
+    return names[d];
 }
 
+static bool scalar_is_zero(EmScalar s) { return s.kind == 'f' ? s.v.f == 0 : s.v.i == 0; }
+static bool scalar_is_one(EmScalar s) { return s.kind == 'f' ? s.v.f == 1 : s.v.i == 1; }
+
+/* alpha/beta as the kernels take them: doubles for float dtypes, integers
+ * (truncated, as torch converts them) otherwise. */
+static EmScalar coef_for(EmScalar s, EmDType d) {
+    EmScalar r;
+    if (em_is_float(d)) {
+        r.kind = 'f';
+        r.v.f = em_scalar_to_double(s);
+    } else {
+        r.kind = 'i';
+        r.v.i = s.kind == 'f' ? (int64_t)s.v.f : s.v.i;
+    }
+    return r;
+}
+
+static int64_t prod(int n, const int64_t *v) {
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) p *= v[i];
+    return p;
+}
+
+static bool same_shape(const EmTensor *t, int nd, const int64_t *shape) {
+    return t->ndim == nd && memcmp(t->sizes, shape, nd * sizeof(int64_t)) == 0;
+}
+
+/* The tensor a result goes to: out (resized to shape, as torch does with a
+ * warning when it held elements) or a new one. The caller checked out's dtype. */
+static EmTensor *result_for(EmTensor *out, int nd, const int64_t *shape, EmDType d) {
+    if (!out) return em_empty(nd, shape, d, em_cpu());
+    if (em_check_cpu(out, "out") < 0) return NULL;
+    if (!same_shape(out, nd, shape) && em_tensor_resize(out, nd, shape, true) < 0) return NULL;
+    return (EmTensor *)Py_NewRef(out);
+}
+
+static int check_out_dtype(EmTensor *out, EmDType d) {
+    if (!out || out->dtype == d) return 0;
+    PyErr_Format(PyExc_RuntimeError, "Expected out tensor to have dtype %s, but got %s instead",
+                 cpp_name(d), cpp_name((EmDType)out->dtype));
+    return -1;
+}
+
+static int not_implemented(const char *name, EmDType d) {
+    PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'", name, em_dtype_name(d));
+    return -1;
+}
+
+/* "Bad in-place call" unless self already has the result's shape. */
+static int check_inplace_shape(EmTensor *self, int nd, const int64_t *shape) {
+    char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
+    if (same_shape(self, nd, shape)) return 0;
+    PyErr_Format(PyExc_RuntimeError,
+                 "Bad in-place call: input tensor size %s and output tensor size %s should match",
+                 em_shape_str(self->ndim, self->sizes, a, sizeof a), em_shape_str(nd, shape, b, sizeof b));
+    return -1;
+}
+
+/* ------------------------------------------------------------ the core */
+
+/* Note [batched gemm]: every matrix product here ends in gemm_batched():
+ *   C[b] = alpha * A[b] @ B[b] + beta * C[b]
+ * with A [batch..., m, k], B [batch..., k, n], C [batch..., m, n] of one
+ * dtype and one batch shape (A and B may broadcast along it with stride 0).
+ * With `sum` C is [m, n] and collects the sum over the batch (addbmm).
+ * beta == 0: C's old values are never read (NaN there does not leak).
+ *
+ * float32/float64 go to BLAS, which reads transposed operands in place
+ * (a column-major C is computed as C^T = B^T A^T). Operands BLAS cannot
+ * address (odd strides, other dtypes) are copied once: half types compute
+ * in float32 and round once when C is copied back; integer dtypes compute
+ * in int64 (wrapping, as torch's do). A batch whose B is shared and whose A
+ * and C rows are evenly spaced is one GEMM (x @ W for x [batch..., k]).
+ * Batches of small GEMMs — small enough that OpenBLAS runs each on one
+ * thread — are split across ember's OpenMP threads (dynamically, so a thread
+ * the OS runs late holds back one GEMM, not half the batch); larger GEMMs
+ * run one after another, each multi-threaded by BLAS, so the two never nest. */
+
+/* How BLAS reads the r x c matrix with element strides (rs, cs): 0 row-major,
+ * 1 column-major (a transposed row-major matrix), -1 not at all; *ld gets
+ * the leading dimension. */
+static int mat_layout(int64_t r, int64_t c, int64_t rs, int64_t cs, int64_t *ld) {
+    int64_t r1 = r > 1 ? r : 1, c1 = c > 1 ? c : 1;
+    if ((cs == 1 || c <= 1) && (r <= 1 || rs >= c1)) {
+        *ld = r <= 1 ? c1 : rs;
+        return 0;
+    }
+    if ((rs == 1 || r <= 1) && (c <= 1 || cs >= r1)) {
+        *ld = c <= 1 ? r1 : cs;
+        return 1;
+    }
+    return -1;
+}
+
+static int layout_of(const EmTensor *t, int64_t *ld) {
+    int nd = t->ndim;
+    return mat_layout(t->sizes[nd - 2], t->sizes[nd - 1], t->strides[nd - 2], t->strides[nd - 1], ld);
+}
+
+/* x as the kernels can read it: x itself (new reference), or a contiguous
+ * copy in dtype cd. Batch dims broadcast with stride 0 stay broadcast, so a
+ * shared operand is copied once. */
+static EmTensor *gemm_operand(EmTensor *x, EmDType cd, bool need_rowmajor) {
+    int nd = x->ndim;
+    int64_t ld, sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+    if (x->dtype == cd) {
+        int lay = layout_of(x, &ld);
+        if (lay == 0 || (lay == 1 && !need_rowmajor)) return (EmTensor *)Py_NewRef(x);
+    }
+    for (int d = 0; d < nd; d++) sizes[d] = d < nd - 2 && x->strides[d] == 0 ? 1 : x->sizes[d];
+    EmTensor *src = em_view_of(x, nd, sizes, x->strides, x->offset), *cp = NULL, *r = NULL;
+    if (!src) return NULL;
+    cp = em_empty(nd, sizes, cd, em_cpu());
+    if (cp && em_copy_(cp, (PyObject *)src) == 0) {
+        memcpy(strides, cp->strides, nd * sizeof(int64_t));
+        for (int d = 0; d < nd; d++)
+            if (sizes[d] != x->sizes[d]) strides[d] = 0;
+        r = em_view_of(cp, nd, x->sizes, strides, cp->offset);
+    }
+    Py_DECREF(src);
+    Py_XDECREF(cp);
+    return r;
+}
+
+/* C = beta * C (zeros when beta == 0): a product with nothing to sum. Like
+ * torch's c.mul_(beta), a float beta is an error for an integer C. */
+static int scale_or_zero(EmTensor *c, EmScalar beta) {
+    if (scalar_is_zero(beta)) return em_fill_(c, ZERO);
+    if (scalar_is_one(beta) && beta.kind != 'f') return 0;
+    EmIterConfig cfg = em_iter_config("mul", &em_kernels_mul, EM_PROMOTE_NONE);
+    cfg.inputs[0] = em_opnd(c);
+    cfg.inputs[1] = em_opnd_scalar(beta);
+    cfg.ninputs = 2;
+    cfg.out = c;
+    cfg.inplace = true;
+    EmTensor *r = em_iter_run(&cfg);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+typedef struct {
+    EmDType d;
+    int nb; /* batch dims */
+    int64_t bsize[EM_MAX_DIMS];
+    int64_t bsa[EM_MAX_DIMS], bsb[EM_MAX_DIMS], bsc[EM_MAX_DIMS]; /* element strides */
+    char *a, *b, *c;
+    bool ta, tb;
+    int64_t m, n, k, lda, ldb, ldc;
+    int isz;
+} Plan;
+
+/* One GEMM for all batches when B is shared and the rows of A and C run on
+ * evenly through the batch dims. */
+static void plan_fold(Plan *p) {
+    if (p->ta) return;
+    int64_t ea = p->m * p->lda, ec = p->m * p->ldc, rows = p->m;
+    for (int d = p->nb - 1; d >= 0; d--) {
+        if (p->bsize[d] == 1) continue;
+        if (p->bsb[d] != 0 || p->bsa[d] != ea || p->bsc[d] != ec) return;
+        ea *= p->bsize[d];
+        ec *= p->bsize[d];
+        rows *= p->bsize[d];
+    }
+    p->m = rows;
+    p->nb = 0;
+}
+
+static void plan_gemm(const Plan *p, int64_t idx, EmScalar alpha, EmScalar beta, bool parallel) {
+    int64_t oa = 0, ob = 0, oc = 0;
+    for (int d = p->nb - 1; d >= 0; d--) {
+        int64_t i = idx % p->bsize[d];
+        idx /= p->bsize[d];
+        oa += i * p->bsa[d];
+        ob += i * p->bsb[d];
+        oc += i * p->bsc[d];
+    }
+    em_gemm_ex(p->d, p->ta, p->tb, p->m, p->n, p->k, p->a + oa * p->isz, p->lda, p->b + ob * p->isz,
+               p->ldb, p->c + oc * p->isz, p->ldc, alpha, beta, parallel);
+}
+
+static void plan_run(const Plan *p, EmScalar alpha, EmScalar beta, bool sum) {
+    int64_t nbatch = prod(p->nb, p->bsize);
+    double mnk = (double)p->m * (double)p->n * (double)p->k;
+    bool split = !sum && nbatch > 1 && em_num_threads > 1 && mnk <= EM_BLAS_SINGLE_THREAD_MNK &&
+                 mnk * (double)nbatch >= 1048576.0; /* enough to pay for a parallel region */
+    if (split) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(em_num_threads)
+#endif
+        for (int64_t i = 0; i < nbatch; i++) plan_gemm(p, i, alpha, beta, false);
+        return;
+    }
+    for (int64_t i = 0; i < nbatch; i++) plan_gemm(p, i, alpha, sum && i > 0 ? ONE : beta, true);
+}
+
+static bool shares_storage(const EmTensor *a, const EmTensor *b) { return a->storage == b->storage; }
+
+static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, EmScalar beta, bool sum) {
+    EmDType d = (EmDType)c->dtype, cd = em_is_float(d) ? em_compute_dtype(d) : EM_INT64;
+    const int nd = a->ndim, nb = nd - 2;
+    const int64_t m = a->sizes[nd - 2], k = a->sizes[nd - 1], n = b->sizes[nd - 1];
+    if (c->numel == 0) return 0;
+    if (k == 0 || prod(nb, a->sizes) == 0) return scale_or_zero(c, beta);
+    alpha = coef_for(alpha, d);
+    beta = coef_for(beta, d);
+    if (scalar_is_zero(alpha)) return scale_or_zero(c, beta);
+
+    bool blas = em_gemm_uses_blas(cd);
+    EmTensor *A = gemm_operand(a, cd, false), *B = A ? gemm_operand(b, cd, !blas) : NULL, *C = NULL;
+    int rc = -1;
+    if (!B) goto done;
+    int64_t ld;
+    int lay = c->dtype == cd ? layout_of(c, &ld) : -1;
+    bool direct = lay == 0 || (lay == 1 && blas);
+    direct = direct && !shares_storage(c, A) && !shares_storage(c, B);
+    for (int i = 0; i < c->ndim - 2 && direct; i++)
+        direct = c->sizes[i] == 1 || c->strides[i] != 0;
+    if (direct) {
+        C = (EmTensor *)Py_NewRef(c);
+    } else {
+        C = em_empty(c->ndim, c->sizes, cd, em_cpu());
+        if (!C || (!scalar_is_zero(beta) && em_copy_(C, (PyObject *)c) < 0)) goto done;
+        lay = layout_of(C, &ld);
+    }
+
+    Plan p;
+    p.d = cd;
+    p.isz = em_itemsize(cd);
+    p.nb = nb;
+    int64_t lda, ldb;
+    bool ta = layout_of(A, &lda) == 1, tb = layout_of(B, &ldb) == 1;
+    for (int i = 0; i < nb; i++) {
+        p.bsize[i] = a->sizes[i];
+        p.bsa[i] = A->strides[i];
+        p.bsb[i] = B->strides[i];
+        p.bsc[i] = sum ? 0 : C->strides[i];
+    }
+    if (lay == 0) {
+        p.a = em_data(A), p.b = em_data(B), p.ta = ta, p.tb = tb, p.lda = lda, p.ldb = ldb;
+        p.m = m, p.n = n;
+    } else { /* column-major C: C^T = B^T A^T */
+        p.a = em_data(B), p.b = em_data(A), p.ta = !tb, p.tb = !ta, p.lda = ldb, p.ldb = lda;
+        p.m = n, p.n = m;
+        for (int i = 0; i < nb; i++) {
+            int64_t s = p.bsa[i];
+            p.bsa[i] = p.bsb[i];
+            p.bsb[i] = s;
+        }
+    }
+    p.c = em_data(C);
+    p.k = k;
+    p.ldc = ld;
+    if (!sum) plan_fold(&p);
+    if ((double)m * (double)n * (double)k * (double)prod(nb, a->sizes) >= 32768.0) {
+        Py_BEGIN_ALLOW_THREADS
+        plan_run(&p, alpha, beta, sum);
+        Py_END_ALLOW_THREADS
+    } else {
+        plan_run(&p, alpha, beta, sum);
+    }
+    rc = C == c ? 0 : em_copy_(c, (PyObject *)C);
+done:
+    Py_XDECREF(A);
+    Py_XDECREF(B);
+    Py_XDECREF(C);
+    return rc;
+}
+
+/* t [..., r, c] viewed as [batch..., r, c]: broadcast batch dims get stride 0. */
+static EmTensor *expand_batch(EmTensor *t, int nbd, const int64_t *batch) {
+    int64_t shape[EM_MAX_DIMS];
+    memcpy(shape, batch, nbd * sizeof(int64_t));
+    shape[nbd] = t->sizes[t->ndim - 2];
+    shape[nbd + 1] = t->sizes[t->ndim - 1];
+    return em_expand(t, nbd + 2, shape);
+}
+
+/* ------------------------------------------------------------ mm, bmm */
+
 EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out) {
-    char sa[EM_SHAPE_BUF], sb[EM_SHAPE_BUF];
-    GemmOperand ga = {NULL}, gb = {NULL};
-    EmTensor *c = NULL, *res = NULL;
-    EM_CHECK(a->ndim == 2, PyExc_RuntimeError, "self must be a matrix");
-    EM_CHECK(b->ndim == 2, PyExc_RuntimeError, "mat2 must be a matrix");
-    EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
-             "expected m1 and m2 to have the same dtype, but got: %s != %s",
-             em_dtype_name((EmDType)a->dtype), em_dtype_name((EmDType)b->dtype));
+    EmTensor *res = NULL;
+    EM_CHECK(a->ndim == 2, PyExc_RuntimeError, "mm: self must be a matrix, got %d-D tensor", a->ndim);
+    EM_CHECK(b->ndim == 2, PyExc_RuntimeError, "mm: mat2 must be a matrix, got %d-D tensor", b->ndim);
     EM_CHECK(a->sizes[1] == b->sizes[0], PyExc_RuntimeError,
-             "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+             "mm: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
              (long long)a->sizes[0], (long long)a->sizes[1], (long long)b->sizes[0],
              (long long)b->sizes[1]);
+    EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
+             "expected m1 and m2 to have the same dtype, but got: %s != %s",
+             cpp_name((EmDType)a->dtype), cpp_name((EmDType)b->dtype));
     EM_TRY(em_check_cpu(a, "mm") == 0 && em_check_cpu(b, "mm") == 0);
     EmDType d = (EmDType)a->dtype;
-    EM_CHECK(d != EM_BOOL, PyExc_NotImplementedError, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
-    EmDType compute = em_is_float(d) ? em_compute_dtype(d) : EM_INT64;
-    int64_t m = a->sizes[0], k = a->sizes[1], n = b->sizes[1], shape[2] = {m, n};
-    if (out) {
-        EM_CHECK(out->dtype == d, PyExc_RuntimeError,
-                 "Expected out tensor to have dtype %s, but got %s instead",
-                 em_dtype_info[d].name, em_dtype_info[out->dtype].name);
-        if (out->ndim != 2 || out->sizes[0] != m || out->sizes[1] != n)
-            EM_TRY(em_tensor_resize(out, 2, shape, true) == 0);
-        res = (EmTensor *)Py_NewRef(out);
-    } else {
-        res = em_empty(2, shape, d, em_cpu());
-        EM_TRY(res);
-    }
-    if (m == 0 || n == 0) goto done;
-    c = compute == d && em_is_contiguous(res) ? (EmTensor *)Py_NewRef(res)
-                                               : em_empty(2, shape, compute, em_cpu());
-    EM_TRY(c);
-    if (k == 0) {
-        memset(em_data(c), 0, (size_t)(m * n * em_itemsize(compute)));
-    } else {
-        EM_TRY(gemm_operand(a, compute, &ga) == 0 && gemm_operand(b, compute, &gb) == 0);
-        bool big = m * n * k > (1 << 18);
-        PyThreadState *ts = big ? PyEval_SaveThread() : NULL;
-        em_gemm(compute, ga.trans, gb.trans, m, n, k, em_data(ga.t), ga.ld, em_data(gb.t), gb.ld,
-                em_data(c), n);
-        if (ts) PyEval_RestoreThread(ts);
-    }
-    if (c != res) EM_TRY(em_copy_(res, (PyObject *)c) == 0);
-done:
-    Py_XDECREF(c);
-    Py_XDECREF(ga.t);
-    Py_XDECREF(gb.t);
+    int64_t shape[2] = {a->sizes[0], b->sizes[1]};
+    if (d == EM_BOOL && shape[0] * shape[1] > 0 && a->sizes[1] > 0)
+        EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
+    EM_TRY(check_out_dtype(out, d) == 0);
+    res = result_for(out, 2, shape, d);
+    EM_TRY(res && gemm_batched(a, b, res, ONE, ZERO, false) == 0);
     return res;
 fail:
-    (void)sa;
-    (void)sb;
-    Py_XDECREF(c);
-    Py_XDECREF(ga.t);
-    Py_XDECREF(gb.t);
     Py_XDECREF(res);
     return NULL;
 }
 
 PyObject *em_impl_mm(EmCall *c) {
     return (PyObject *)em_mm(em_arg_tensor(c, 0), em_arg_tensor(c, 1), c->out);
+}
+
+static int check_bmm_sizes(EmTensor *a, EmTensor *b) {
+    if (b->sizes[0] == a->sizes[0] && b->sizes[1] == a->sizes[2]) return 0;
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but "
+                 "got: [%lld, %lld].", (long long)a->sizes[0], (long long)a->sizes[2],
+                 (long long)b->sizes[0], (long long)b->sizes[1]);
+    return -1;
+}
+
+EmTensor *em_bmm(EmTensor *a, EmTensor *b, EmTensor *out) {
+    EmTensor *res = NULL;
+    EM_CHECK(a->ndim == 3, PyExc_RuntimeError, "batch1 must be a 3D tensor");
+    EM_CHECK(b->ndim == 3, PyExc_RuntimeError, "batch2 must be a 3D tensor");
+    EM_TRY(check_bmm_sizes(a, b) == 0);
+    EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError, "expected scalar type %s but found %s",
+             em_dtype_name((EmDType)a->dtype), em_dtype_name((EmDType)b->dtype));
+    EM_TRY(em_check_cpu(a, "bmm") == 0 && em_check_cpu(b, "bmm") == 0);
+    EmDType d = (EmDType)a->dtype;
+    int64_t shape[3] = {a->sizes[0], a->sizes[1], b->sizes[2]};
+    if (d == EM_BOOL && prod(3, shape) > 0 && a->sizes[2] > 0) EM_TRY(not_implemented("bmm", d) == 0);
+    EM_TRY(check_out_dtype(out, d) == 0);
+    res = result_for(out, 3, shape, d);
+    EM_TRY(res && gemm_batched(a, b, res, ONE, ZERO, false) == 0);
+    return res;
+fail:
+    Py_XDECREF(res);
+    return NULL;
+}
+
+PyObject *em_impl_bmm(EmCall *c) {
+    return (PyObject *)em_bmm(em_arg_tensor(c, 0), em_arg_tensor(c, 1), c->out);
+}
+
+/* ------------------------------------------------------------ dot */
+
+static double load_f(const char *p, EmDType d) {
+    switch (d) {
+    case EM_FLOAT16: return em_f16_to_f32(*(const uint16_t *)p);
+    case EM_BFLOAT16: return em_bf16_to_f32(*(const uint16_t *)p);
+    case EM_FLOAT32: return *(const float *)p;
+    default: return *(const double *)p;
+    }
+}
+
+static int64_t load_i(const char *p, EmDType d) {
+    switch (d) {
+    case EM_BOOL: return *(const bool *)p;
+    case EM_UINT8: return *(const uint8_t *)p;
+    case EM_INT8: return *(const int8_t *)p;
+    case EM_INT16: return *(const int16_t *)p;
+    case EM_INT32: return *(const int32_t *)p;
+    default: return *(const int64_t *)p;
+    }
+}
+
+/* Store an accumulated value in dtype d (halves round from float, as torch's
+ * float accumulators do; integers wrap). */
+static void store_acc(char *p, EmDType d, double f, int64_t i) {
+    switch (d) {
+    case EM_FLOAT16: *(uint16_t *)p = em_f32_to_f16((float)f); break;
+    case EM_BFLOAT16: *(uint16_t *)p = em_f32_to_bf16((float)f); break;
+    case EM_FLOAT32: *(float *)p = (float)f; break;
+    case EM_FLOAT64: *(double *)p = f; break;
+    case EM_UINT8: *(uint8_t *)p = (uint8_t)i; break;
+    case EM_INT8: *(int8_t *)p = (int8_t)i; break;
+    case EM_INT16: *(int16_t *)p = (int16_t)i; break;
+    case EM_INT32: *(int32_t *)p = (int32_t)i; break;
+    case EM_INT64: *(int64_t *)p = i; break;
+    default: *(bool *)p = i != 0; break;
+    }
+}
+
+static EmTensor *dot_impl(EmTensor *a, EmTensor *b, EmTensor *out) {
+    EmTensor *res = NULL;
+    EM_CHECK(a->ndim == 1 && b->ndim == 1, PyExc_RuntimeError,
+             "1D tensors expected, but got %dD and %dD tensors", a->ndim, b->ndim);
+    EM_CHECK(a->sizes[0] == b->sizes[0], PyExc_RuntimeError,
+             "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same "
+             "number of elements, but got %lld and %lld elements respectively",
+             (long long)a->sizes[0], (long long)b->sizes[0], (long long)a->numel, (long long)b->numel);
+    EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
+             "dot : expected both vectors to have same dtype, but found %s and %s",
+             em_dtype_name((EmDType)a->dtype), em_dtype_name((EmDType)b->dtype));
+    EM_TRY(em_check_cpu(a, "dot") == 0 && em_check_cpu(b, "dot") == 0);
+    EmDType d = (EmDType)a->dtype;
+    if (d == EM_BOOL) EM_TRY(not_implemented("dot", d) == 0);
+    EM_CHECK(!out || out->dtype == d, PyExc_RuntimeError,
+             "result dtype %s does not match input dtype %s", em_dtype_name((EmDType)out->dtype),
+             em_dtype_name(d));
+    res = result_for(out, 0, NULL, d);
+    EM_TRY(res);
+    int64_t n = a->sizes[0], sa = a->strides[0], sb = b->strides[0];
+    int isz = em_itemsize(d);
+    const char *pa = em_data(a), *pb = em_data(b);
+    double f = 0;
+    int64_t acc = 0;
+    PyThreadState *ts = n >= 65536 ? PyEval_SaveThread() : NULL;
+    if (d == EM_FLOAT32) {
+        f = em_dot_f32(n, (const float *)pa, sa, (const float *)pb, sb);
+    } else if (d == EM_FLOAT64) {
+        f = em_dot_f64(n, (const double *)pa, sa, (const double *)pb, sb);
+    } else if (em_is_float(d)) {
+        float s = 0;
+        for (int64_t i = 0; i < n; i++)
+            s += (float)load_f(pa + i * sa * isz, d) * (float)load_f(pb + i * sb * isz, d);
+        f = s;
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            acc += load_i(pa + i * sa * isz, d) * load_i(pb + i * sb * isz, d);
+    }
+    if (ts) PyEval_RestoreThread(ts);
+    store_acc(em_data(res), d, f, acc);
+    return res;
+fail:
+    Py_XDECREF(res);
+    return NULL;
+}
+
+PyObject *em_impl_dot(EmCall *c) {
+    return (PyObject *)dot_impl(em_arg_tensor(c, 0), em_arg_tensor(c, 1), c->out);
+}
+
+/* ------------------------------------------------------------ mv, addmv */
+
+/* beta * self + alpha * (mat @ vec); self NULL for mv. */
+static EmTensor *addmv_impl(EmTensor *self, EmTensor *mat, EmTensor *vec, EmScalar beta,
+                            EmScalar alpha, EmTensor *out, bool inplace) {
+    EmTensor *res = NULL, *inp = NULL, *B = NULL, *C = NULL;
+    int sdim = self ? self->ndim : 1;
+    EM_CHECK(self || mat->ndim > 0, PyExc_IndexError, "Dimension specified as 0 but tensor has no dimensions");
+    EM_CHECK(mat->ndim == 2 && vec->ndim == 1 && sdim <= 1, PyExc_RuntimeError,
+             "vector + matrix @ vector expected, got %d, %d, %d", sdim, mat->ndim, vec->ndim);
+    int64_t m = mat->sizes[0], k = mat->sizes[1];
+    int64_t ssize = self ? (self->ndim ? self->sizes[0] : 1) : m;
+    EM_CHECK(k == vec->sizes[0] && (ssize == m || ssize == 1), PyExc_RuntimeError,
+             "size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)", (long long)ssize,
+             (long long)m, (long long)k, (long long)vec->sizes[0]);
+    EmDType sd = self ? (EmDType)self->dtype : out ? (EmDType)out->dtype : (EmDType)vec->dtype;
+    EM_CHECK(sd == mat->dtype && mat->dtype == vec->dtype, PyExc_RuntimeError,
+             "addmv input tensors must have the same dtype, but got %s, %s, and %s",
+             em_dtype_name(sd), em_dtype_name((EmDType)mat->dtype), em_dtype_name((EmDType)vec->dtype));
+    EM_TRY(em_check_cpu(mat, "addmv") == 0 && em_check_cpu(vec, "addmv") == 0);
+    EmDType d = sd;
+    if (d == EM_BOOL && m > 0 && k > 0) EM_TRY(not_implemented("addmv_impl_cpu", d) == 0);
+    EM_TRY(check_out_dtype(out, d) == 0);
+    if (!self) beta = ZERO;
+    if (inplace) {
+        EM_TRY(check_inplace_shape(self, 1, &m) == 0);
+        res = (EmTensor *)Py_NewRef(self);
+    } else {
+        if (self && !scalar_is_zero(beta)) {
+            inp = em_expand(self, 1, &m);
+            EM_TRY(inp);
+            if (out && shares_storage(out, self)) Py_SETREF(inp, em_clone(inp));
+            EM_TRY(inp);
+        }
+        res = result_for(out, 1, &m, d);
+        EM_TRY(res);
+        if (inp) EM_TRY(em_copy_(res, (PyObject *)inp) == 0);
+    }
+    B = em_unsqueeze(vec, 1);
+    C = B ? em_unsqueeze(res, 1) : NULL;
+    EM_TRY(C && gemm_batched(mat, B, C, alpha, beta, false) == 0);
+    Py_XDECREF(inp);
+    Py_DECREF(B);
+    Py_DECREF(C);
+    return res;
+fail:
+    Py_XDECREF(inp);
+    Py_XDECREF(B);
+    Py_XDECREF(C);
+    Py_XDECREF(res);
+    return NULL;
+}
+
+PyObject *em_impl_mv(EmCall *c) {
+    return (PyObject *)addmv_impl(NULL, em_arg_tensor(c, 0), em_arg_tensor(c, 1), ZERO, ONE, c->out, false);
+}
+
+PyObject *em_impl_addmv(EmCall *c) {
+    EmScalar beta, alpha;
+    if (em_arg_scalar(c, 3, &beta) < 0 || em_arg_scalar(c, 4, &alpha) < 0) return NULL;
+    return (PyObject *)addmv_impl(em_arg_tensor(c, 0), em_arg_tensor(c, 1), em_arg_tensor(c, 2),
+                                  beta, alpha, c->inplace ? NULL : c->out, c->inplace);
+}
+
+/* ------------------------------------------------------------ addmm */
+
+/* beta * self + alpha * product, written to out / self / a new tensor of
+ * `shape`: self is broadcast to it (torch's expand error when it can't be)
+ * and copied in first unless beta == 0. */
+static EmTensor *add_result(EmTensor *self, int nd, const int64_t *shape, EmDType d, EmScalar beta,
+                            EmTensor *out, bool inplace, bool inplace_resizes) {
+    EmTensor *inp = NULL, *res = NULL;
+    if (inplace && !inplace_resizes) {
+        if (check_inplace_shape(self, nd, shape) < 0) return NULL;
+        return (EmTensor *)Py_NewRef(self);
+    }
+    if (inplace) out = self;
+    bool in_place = out == self && same_shape(self, nd, shape); /* self already holds the input */
+    inp = em_expand(self, nd, shape);
+    if (!inp) return NULL;
+    if (out && !in_place && shares_storage(out, self))
+        Py_SETREF(inp, em_clone(inp)); /* out is about to be resized or overwritten */
+    if (!inp) return NULL;
+    if (inplace && !in_place && em_tensor_resize(self, nd, shape, false) < 0) { /* torch: no warning */
+        Py_DECREF(inp);
+        return NULL;
+    }
+    res = result_for(out, nd, shape, d);
+    if (res && !in_place && !scalar_is_zero(beta) && em_copy_(res, (PyObject *)inp) < 0)
+        Py_CLEAR(res);
+    Py_DECREF(inp);
+    return res;
+}
+
+static PyObject *addmm_impl(EmCall *c) {
+    EmTensor *self = em_arg_tensor(c, 0), *m1 = em_arg_tensor(c, 1), *m2 = em_arg_tensor(c, 2);
+    EmTensor *res = NULL;
+    EmScalar beta, alpha;
+    if (em_arg_scalar(c, 3, &beta) < 0 || em_arg_scalar(c, 4, &alpha) < 0) return NULL;
+    EM_CHECK(m1->ndim == 2, PyExc_RuntimeError, "addmm: self must be a matrix, got %d-D tensor", m1->ndim);
+    EM_CHECK(m2->ndim == 2, PyExc_RuntimeError, "addmm: mat2 must be a matrix, got %d-D tensor", m2->ndim);
+    EM_CHECK(m1->sizes[1] == m2->sizes[0], PyExc_RuntimeError,
+             "addmm: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+             (long long)m1->sizes[0], (long long)m1->sizes[1], (long long)m2->sizes[0],
+             (long long)m2->sizes[1]);
+    EM_CHECK(self->dtype == m2->dtype, PyExc_RuntimeError,
+             "self and mat2 must have the same dtype, but got %s and %s",
+             em_dtype_name((EmDType)self->dtype), em_dtype_name((EmDType)m2->dtype));
+    EM_CHECK(m1->dtype == m2->dtype, PyExc_RuntimeError,
+             "mat1 and mat2 must have the same dtype, but got %s and %s",
+             em_dtype_name((EmDType)m1->dtype), em_dtype_name((EmDType)m2->dtype));
+    EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, (EmDType)m2->dtype) == 0);
+    EM_TRY(em_check_cpu(self, "addmm") == 0 && em_check_cpu(m1, "addmm") == 0 &&
+           em_check_cpu(m2, "addmm") == 0);
+    EmDType d = (EmDType)m1->dtype;
+    if (d == EM_BOOL) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
+    int64_t shape[2] = {m1->sizes[0], m2->sizes[1]};
+    res = add_result(self, 2, shape, d, beta, c->inplace ? NULL : c->out, c->inplace, false);
+    EM_TRY(res && gemm_batched(m1, m2, res, alpha, beta, false) == 0);
+    return (PyObject *)res;
+fail:
+    Py_XDECREF(res);
+    return NULL;
+}
+
+PyObject *em_impl_addmm(EmCall *c) { return addmm_impl(c); }
+
+/* ------------------------------------------------------------ baddbmm, addbmm */
+
+/* torch sizes the result from batch1.size(0), batch1.size(1), batch2.size(2)
+ * before checking ranks: an IndexError when a size isn't there. */
+static int batch_dims_present(EmTensor *b1, EmTensor *b2) {
+    if (b2->ndim < 3 || b1->ndim < 2) {
+        EmTensor *t = b2->ndim < 3 ? b2 : b1;
+        int want = b2->ndim < 3 ? 2 : 1, lo = t->ndim ? -t->ndim : -1, hi = t->ndim ? t->ndim - 1 : 0;
+        PyErr_Format(PyExc_IndexError,
+                     "Dimension out of range (expected to be in range of [%d, %d], but got %d)", lo, hi, want);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *em_impl_baddbmm(EmCall *c) {
+    EmTensor *self = em_arg_tensor(c, 0), *b1 = em_arg_tensor(c, 1), *b2 = em_arg_tensor(c, 2);
+    EmTensor *res = NULL;
+    EmScalar beta, alpha;
+    if (em_arg_scalar(c, 3, &beta) < 0 || em_arg_scalar(c, 4, &alpha) < 0) return NULL;
+    if (batch_dims_present(b1, b2) < 0) return NULL;
+    int64_t shape[3] = {b1->sizes[0], b1->sizes[1], b2->sizes[2]};
+    if (!c->inplace) { /* torch expands self first */
+        EmTensor *e = em_expand(self, 3, shape);
+        if (!e) return NULL;
+        Py_DECREF(e);
+    }
+    EM_CHECK(b1->ndim == 3, PyExc_RuntimeError, "batch1 must be a 3D tensor");
+    EM_CHECK(b2->ndim == 3, PyExc_RuntimeError, "batch2 must be a 3D tensor");
+    EM_TRY(check_bmm_sizes(b1, b2) == 0);
+    EM_CHECK(self->dtype == b1->dtype && b1->dtype == b2->dtype, PyExc_RuntimeError,
+             "Input dtypes must be the same, got: input %s, batch1: %s, batch2: %s",
+             cpp_name((EmDType)self->dtype), cpp_name((EmDType)b1->dtype), cpp_name((EmDType)b2->dtype));
+    EM_TRY(em_check_cpu(self, "baddbmm") == 0 && em_check_cpu(b1, "baddbmm") == 0 &&
+           em_check_cpu(b2, "baddbmm") == 0);
+    EmDType d = (EmDType)b1->dtype;
+    if (d == EM_BOOL) EM_TRY(not_implemented("baddbmm", d) == 0);
+    EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, d) == 0);
+    res = add_result(self, 3, shape, d, beta, c->inplace ? NULL : c->out, c->inplace, false);
+    EM_TRY(res && gemm_batched(b1, b2, res, alpha, beta, false) == 0);
+    return (PyObject *)res;
+fail:
+    Py_XDECREF(res);
+    return NULL;
+}
+
+PyObject *em_impl_addbmm(EmCall *c) {
+    EmTensor *self = em_arg_tensor(c, 0), *b1 = em_arg_tensor(c, 1), *b2 = em_arg_tensor(c, 2);
+    EmTensor *res = NULL;
+    EmScalar beta, alpha;
+    if (em_arg_scalar(c, 3, &beta) < 0 || em_arg_scalar(c, 4, &alpha) < 0) return NULL;
+    if (batch_dims_present(b1, b2) < 0) return NULL;
+    int64_t shape[2] = {b1->sizes[1], b2->sizes[2]};
+    EmTensor *e = em_expand(self, 2, shape);
+    if (!e) return NULL;
+    Py_DECREF(e);
+    EM_CHECK(b1->ndim == 3, PyExc_RuntimeError, "batch1 must be a 3D tensor");
+    EM_CHECK(b2->ndim == 3, PyExc_RuntimeError, "batch2 must be a 3D tensor");
+    EM_CHECK(b1->sizes[0] == b2->sizes[0], PyExc_RuntimeError,
+             "batch1 and batch2 must have same number of batches, got %lld and %lld",
+             (long long)b1->sizes[0], (long long)b2->sizes[0]);
+    EM_CHECK(b1->sizes[2] == b2->sizes[1], PyExc_RuntimeError,
+             "Incompatible matrix sizes for bmm (%lldx%lld and %lldx%lld)", (long long)b1->sizes[1],
+             (long long)b1->sizes[2], (long long)b2->sizes[1], (long long)b2->sizes[2]);
+    EmTensor *s = c->out && !c->inplace ? c->out : self;
+    EM_CHECK(s->dtype == b2->dtype, PyExc_RuntimeError,
+             "self and mat2 must have the same dtype, but got %s and %s",
+             em_dtype_name((EmDType)s->dtype), em_dtype_name((EmDType)b2->dtype));
+    EM_CHECK(b1->dtype == b2->dtype && self->dtype == b2->dtype, PyExc_RuntimeError,
+             "mat1 and mat2 must have the same dtype, but got %s and %s",
+             em_dtype_name((EmDType)b1->dtype), em_dtype_name((EmDType)b2->dtype));
+    EM_TRY(em_check_cpu(self, "addbmm") == 0 && em_check_cpu(b1, "addbmm") == 0 &&
+           em_check_cpu(b2, "addbmm") == 0);
+    EmDType d = (EmDType)b1->dtype;
+    if (d == EM_BOOL) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
+    /* torch's addbmm_ resizes self to the result, as out= does */
+    res = add_result(self, 2, shape, d, beta, c->inplace ? NULL : c->out, c->inplace, true);
+    EM_TRY(res && gemm_batched(b1, b2, res, alpha, beta, true) == 0);
+    return (PyObject *)res;
+fail:
+    Py_XDECREF(res);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ matmul */
+
+EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
+    int da = a->ndim, db = b->ndim;
+    EmTensor *res = NULL, *A = NULL, *B = NULL, *C = NULL;
+    int64_t shape[EM_MAX_DIMS];
+    EM_CHECK(da > 0 && db > 0, PyExc_RuntimeError,
+             "both arguments to matmul need to be at least 1D, but they are %dD and %dD", da, db);
+    if (da == 1 && db == 1) return dot_impl(a, b, out);
+    if (da == 2 && db == 1) return addmv_impl(NULL, a, b, ZERO, ONE, out, false);
+    if (da == 2 && db == 2) return em_mm(a, b, out);
+    EmDType d = (EmDType)a->dtype;
+    if (da >= 3 && db <= 2) {
+        /* torch folds a's batch into its rows: its messages name the folded sizes */
+        int64_t k = a->sizes[da - 1], rows = prod(da - 1, a->sizes);
+        if (db == 1) {
+            EM_CHECK(b->sizes[0] == k, PyExc_RuntimeError,
+                     "size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)", (long long)rows,
+                     (long long)rows, (long long)k, (long long)b->sizes[0]);
+            EmDType sd = out ? (EmDType)out->dtype : (EmDType)b->dtype;
+            EM_CHECK(sd == a->dtype && a->dtype == b->dtype, PyExc_RuntimeError,
+                     "addmv input tensors must have the same dtype, but got %s, %s, and %s",
+                     em_dtype_name(sd), em_dtype_name(d), em_dtype_name((EmDType)b->dtype));
+            if (d == EM_BOOL && rows > 0 && k > 0) EM_TRY(not_implemented("addmv_impl_cpu", d) == 0);
+        } else {
+            EM_CHECK(b->sizes[0] == k, PyExc_RuntimeError,
+                     "mm: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                     (long long)rows, (long long)k, (long long)b->sizes[0], (long long)b->sizes[1]);
+            EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
+                     "expected m1 and m2 to have the same dtype, but got: %s != %s", cpp_name(d),
+                     cpp_name((EmDType)b->dtype));
+            if (d == EM_BOOL && rows * b->sizes[1] > 0 && k > 0)
+                EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
+        }
+        EM_TRY(check_out_dtype(out, d) == 0);
+        memcpy(shape, a->sizes, (da - 1) * sizeof(int64_t));
+        if (db == 2) shape[da - 1] = b->sizes[1];
+        res = result_for(out, db == 2 ? da : da - 1, shape, d);
+        EM_TRY(res);
+        B = db == 1 ? em_unsqueeze(b, 1) : (EmTensor *)Py_NewRef(b);
+        EM_TRY(B);
+        Py_SETREF(B, expand_batch(B, da - 2, a->sizes));
+        C = B ? (db == 1 ? em_unsqueeze(res, da - 1) : (EmTensor *)Py_NewRef(res)) : NULL;
+        EM_TRY(C && gemm_batched(a, B, C, ONE, ZERO, false) == 0);
+        goto done;
+    }
+    if (da == 1 && db == 2) {
+        EM_CHECK(a->sizes[0] == b->sizes[0], PyExc_RuntimeError,
+                 "mm: mat1 and mat2 shapes cannot be multiplied (1x%lld and %lldx%lld)",
+                 (long long)a->sizes[0], (long long)b->sizes[0], (long long)b->sizes[1]);
+        EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
+                 "expected m1 and m2 to have the same dtype, but got: %s != %s", cpp_name(d),
+                 cpp_name((EmDType)b->dtype));
+        if (d == EM_BOOL && b->sizes[1] > 0 && a->sizes[0] > 0)
+            EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
+        EM_TRY(check_out_dtype(out, d) == 0);
+        res = result_for(out, 1, &b->sizes[1], d);
+        A = res ? em_unsqueeze(a, 0) : NULL;
+        C = A ? em_unsqueeze(res, 0) : NULL;
+        EM_TRY(C && gemm_batched(A, b, C, ONE, ZERO, false) == 0);
+        goto done;
+    }
+    /* batched, batch dims broadcast: a [ba..., m, k] @ b [bb..., k, n] */
+    {
+        A = da == 1 ? em_unsqueeze(a, 0) : (EmTensor *)Py_NewRef(a);
+        B = A ? (db == 1 ? em_unsqueeze(b, 1) : (EmTensor *)Py_NewRef(b)) : NULL;
+        EM_TRY(B);
+        int nba = A->ndim - 2, nbb = B->ndim - 2, nbd;
+        int64_t batch[EM_MAX_DIMS];
+        EM_TRY(em_broadcast_shapes(nba, A->sizes, nbb, B->sizes, &nbd, batch) == 0);
+        int64_t m = A->sizes[nba], k = A->sizes[nba + 1], k2 = B->sizes[nbb], n = B->sizes[nbb + 1];
+        int64_t nbatch = prod(nbd, batch);
+        EM_CHECK(k == k2, PyExc_RuntimeError,
+                 "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but "
+                 "got: [%lld, %lld].", (long long)nbatch, (long long)k, (long long)nbatch, (long long)k2);
+        EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError, "expected scalar type %s but found %s",
+                 em_dtype_name(d), em_dtype_name((EmDType)b->dtype));
+        if (d == EM_BOOL && nbatch * m * n > 0 && k > 0) EM_TRY(not_implemented("bmm", d) == 0);
+        EM_TRY(check_out_dtype(out, d) == 0);
+        int nd = nbd;
+        memcpy(shape, batch, nbd * sizeof(int64_t));
+        if (da > 1) shape[nd++] = m;
+        if (db > 1) shape[nd++] = n;
+        res = result_for(out, nd, shape, d);
+        EM_TRY(res);
+        Py_SETREF(A, expand_batch(A, nbd, batch));
+        EM_TRY(A);
+        Py_SETREF(B, expand_batch(B, nbd, batch));
+        EM_TRY(B);
+        C = (EmTensor *)Py_NewRef(res);
+        if (da == 1) Py_SETREF(C, em_unsqueeze(C, nbd));
+        if (C && db == 1) Py_SETREF(C, em_unsqueeze(C, nbd + 1));
+        EM_TRY(C && gemm_batched(A, B, C, ONE, ZERO, false) == 0);
+    }
+done:
+    Py_XDECREF(A);
+    Py_XDECREF(B);
+    Py_XDECREF(C);
+    return res;
+fail:
+    Py_XDECREF(A);
+    Py_XDECREF(B);
+    Py_XDECREF(C);
+    Py_XDECREF(res);
+    return NULL;
+}
+
+PyObject *em_impl_matmul(EmCall *c) {
+    return (PyObject *)em_matmul(em_arg_tensor(c, 0), em_arg_tensor(c, 1), c->out);
+}
+
+/* ------------------------------------------------------------ inner */
+
+PyObject *em_impl_inner(EmCall *c) {
+    EmTensor *a = em_arg_tensor(c, 0), *b = em_arg_tensor(c, 1), *out = c->out;
+    EmTensor *A = NULL, *B = NULL, *Bt = NULL, *r = NULL;
+    char sa[EM_SHAPE_BUF], sb[EM_SHAPE_BUF];
+    if (a->ndim == 0 || b->ndim == 0) { /* a scalar operand: a plain product */
+        EmIterConfig cfg = em_iter_config("mul", &em_kernels_mul, EM_PROMOTE_NONE);
+        cfg.inputs[0] = em_opnd(a);
+        cfg.inputs[1] = em_opnd(b);
+        cfg.ninputs = 2;
+        cfg.out = out;
+        return (PyObject *)em_iter_run(&cfg);
+    }
+    int64_t k = a->sizes[a->ndim - 1];
+    EM_CHECK(k == b->sizes[b->ndim - 1], PyExc_RuntimeError,
+             "inner() the last dimension must match on both input tensors but got shapes %s and %s",
+             em_shape_str(a->ndim, a->sizes, sa, sizeof sa), em_shape_str(b->ndim, b->sizes, sb, sizeof sb));
+    EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError, "both inputs should have same dtype");
+    if (a->ndim == 1 && b->ndim == 1) return (PyObject *)dot_impl(a, b, out);
+    EmDType d = (EmDType)a->dtype;
+    EM_CHECK(!out || out->dtype == d, PyExc_RuntimeError,
+             "tensordot: Expected the output tensor to have dtype %s, but got an output tensor with "
+             "dtype %s", em_dtype_name(d), em_dtype_name((EmDType)out->dtype));
+    EM_CHECK(a->ndim + b->ndim - 2 <= EM_MAX_DIMS, PyExc_RuntimeError,
+             "inner(): the result would have more than %d dimensions", EM_MAX_DIMS);
+    int64_t shape[EM_MAX_DIMS], rs[2];
+    int nd = 0;
+    for (int i = 0; i < a->ndim - 1; i++) shape[nd++] = a->sizes[i];
+    for (int i = 0; i < b->ndim - 1; i++) shape[nd++] = b->sizes[i];
+    rs[0] = prod(a->ndim - 1, a->sizes);
+    rs[1] = k;
+    A = em_reshape(a, 2, rs);
+    rs[0] = prod(b->ndim - 1, b->sizes);
+    B = A ? em_reshape(b, 2, rs) : NULL;
+    Bt = B ? em_transpose(B, 0, 1) : NULL;
+    EM_TRY(Bt);
+    if (d == EM_BOOL && A->sizes[0] * Bt->sizes[1] > 0 && k > 0)
+        EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
+    int64_t mn[2] = {A->sizes[0], Bt->sizes[1]};
+    r = em_empty(2, mn, d, em_cpu());
+    EM_TRY(r && gemm_batched(A, Bt, r, ONE, ZERO, false) == 0);
+    Py_SETREF(r, em_reshape(r, nd, shape));
+    EM_TRY(r);
+    if (out) {
+        if (!same_shape(out, nd, shape)) EM_TRY(em_tensor_resize(out, nd, shape, true) == 0);
+        EM_TRY(em_copy_(out, (PyObject *)r) == 0);
+        Py_SETREF(r, (EmTensor *)Py_NewRef(out));
+    }
+    Py_DECREF(A);
+    Py_DECREF(B);
+    Py_DECREF(Bt);
+    return (PyObject *)r;
+fail:
+    Py_XDECREF(A);
+    Py_XDECREF(B);
+    Py_XDECREF(Bt);
+    Py_XDECREF(r);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ outer, addr */
+
+static int check_vector(EmTensor *t, const char *op, const char *name) {
+    if (t->ndim == 1) return 0;
+    PyErr_Format(PyExc_RuntimeError, "%s: Expected 1-D argument %s, but got %d-D", op, name, t->ndim);
+    return -1;
+}
+
+PyObject *em_impl_outer(EmCall *c) {
+    EmTensor *a = em_arg_tensor(c, 0), *b = em_arg_tensor(c, 1);
+    if (check_vector(a, "outer", "self") < 0 || check_vector(b, "outer", "vec2") < 0) return NULL;
+    EmTensor *col = em_unsqueeze(a, 1);
+    if (!col) return NULL;
+    EmIterConfig cfg = em_iter_config("mul", &em_kernels_mul, EM_PROMOTE_NONE);
+    cfg.inputs[0] = em_opnd(col);
+    cfg.inputs[1] = em_opnd(b);
+    cfg.ninputs = 2;
+    cfg.out = c->out;
+    EmTensor *r = em_iter_run(&cfg);
+    Py_DECREF(col);
+    return (PyObject *)r;
+}
+
+static int check_coef(EmScalar s, EmDType common, const char *name) {
+    if (!em_is_float(common) && s.kind == 'f') {
+        PyErr_Format(PyExc_RuntimeError,
+                     "For integral input tensors, argument %s must not be a floating point number.", name);
+        return -1;
+    }
+    if (common != EM_BOOL && s.kind == 'b') {
+        PyErr_Format(PyExc_RuntimeError, "Boolean %s only supported for Boolean results.", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* One elementwise pass: op(x, y) into out (or a new tensor), x and y
+ * tensors or scalars; the common dtype given. */
+static EmTensor *ew2(const EmKernels *k, const char *name, EmOperand x, EmOperand y, EmTensor *out,
+                     bool inplace, int common, unsigned bool_mask, EmPromotion p) {
+    EmIterConfig cfg = em_iter_config(name, k, p);
+    cfg.inputs[0] = x;
+    cfg.inputs[1] = y;
+    cfg.ninputs = 2;
+    cfg.out = out;
+    cfg.inplace = inplace;
+    cfg.common_dtype = (int8_t)common;
+    cfg.bool_mask = bool_mask;
+    return em_iter_run(&cfg);
+}
+
+/* beta * self + alpha * vec1 (x) vec2, in the promoted dtype of all three. */
+PyObject *em_impl_addr(EmCall *c) {
+    EmTensor *self = em_arg_tensor(c, 0), *v1 = em_arg_tensor(c, 1), *v2 = em_arg_tensor(c, 2);
+    EmTensor *out = c->out, *col = NULL, *x = NULL, *r = NULL, *t = NULL;
+    char s0[EM_SHAPE_BUF], s1[EM_SHAPE_BUF], s2[EM_SHAPE_BUF];
+    EmScalar beta, alpha;
+    if (em_arg_scalar(c, 3, &beta) < 0 || em_arg_scalar(c, 4, &alpha) < 0) return NULL;
+    if (check_vector(v1, "addr", "vec1") < 0 || check_vector(v2, "addr", "vec2") < 0) return NULL;
+    int64_t shape[2] = {v1->sizes[0], v2->sizes[0]};
+    if (c->inplace) {
+        EM_CHECK(same_shape(self, 2, shape), PyExc_RuntimeError, "size mismatch, input: %s, v1: %s, v2: %s",
+                 em_shape_str(self->ndim, self->sizes, s0, sizeof s0),
+                 em_shape_str(1, v1->sizes, s1, sizeof s1), em_shape_str(1, v2->sizes, s2, sizeof s2));
+    } else {
+        EmTensor *e = em_expand(self, 2, shape);
+        if (!e) return NULL;
+        Py_DECREF(e);
+    }
+    EmOperand ops[3] = {em_opnd(self), em_opnd(v1), em_opnd(v2)};
+    EmDType common = em_result_type(3, ops);
+    EmTensor *dst = c->inplace ? self : out; /* torch checks the cast before beta and alpha */
+    EM_CHECK(!dst || em_can_cast(common, (EmDType)dst->dtype), PyExc_RuntimeError,
+             "result type %s can't be cast to the desired output type %s", em_dtype_name(common),
+             em_dtype_name((EmDType)dst->dtype));
+    if (check_coef(beta, common, "beta") < 0 || check_coef(alpha, common, "alpha") < 0) return NULL;
+    col = em_unsqueeze(v1, 1);
+    EM_TRY(col);
+    bool bz = scalar_is_zero(beta);
+    if (common == EM_BOOL) { /* (beta and self) or (alpha and v1 and v2) */
+        unsigned mask = EM_BOOL_IN(0) | EM_BOOL_IN(1);
+        EmScalar no = {'b', {0}};
+        if (!scalar_is_zero(alpha)) {
+            t = ew2(&em_kernels_logical_and, "logical_and", em_opnd(col), em_opnd(v2), NULL, false,
+                    EM_AUTO, mask, EM_PROMOTE_BOOL_RESULT);
+        } else {
+            EmTensor *e = em_expand(col, 2, shape);
+            EM_TRY(e);
+            t = ew2(&em_kernels_logical_and, "logical_and", em_opnd(e), em_opnd_scalar(no), NULL,
+                    false, EM_AUTO, mask, EM_PROMOTE_BOOL_RESULT);
+            Py_DECREF(e);
+        }
+        EM_TRY(t);
+        r = ew2(&em_kernels_logical_or, "logical_or", bz ? em_opnd_scalar(no) : em_opnd(self),
+                em_opnd(t), out, c->inplace, EM_AUTO, mask, EM_PROMOTE_BOOL_RESULT);
+        goto done;
+    }
+    /* numbers: addcmul(beta * self, vec1[:, None], vec2, value=alpha) */
+    EmIterConfig cfg = em_iter_config("addr", &em_kernels_addcmul, EM_PROMOTE_NONE);
+    if (bz) {
+        cfg.inputs[0] = em_opnd_scalar(ZERO);
+    } else if (scalar_is_one(beta)) {
+        cfg.inputs[0] = em_opnd(self);
+    } else {
+        x = ew2(&em_kernels_mul, "mul", em_opnd(self), em_opnd_scalar(beta), NULL, false, common, 0,
+                EM_PROMOTE_NONE);
+        EM_TRY(x);
+        cfg.inputs[0] = em_opnd(x);
+    }
+    cfg.inputs[1] = em_opnd(col);
+    cfg.inputs[2] = em_opnd(v2);
+    cfg.inputs[3] = em_opnd_scalar(alpha);
+    cfg.ninputs = 4;
+    cfg.out = out;
+    cfg.inplace = c->inplace;
+    cfg.common_dtype = (int8_t)common;
+    r = em_iter_run(&cfg);
+done:
+    Py_XDECREF(col);
+    Py_XDECREF(x);
+    Py_XDECREF(t);
+    return (PyObject *)r;
+fail:
+    Py_XDECREF(col);
+    Py_XDECREF(x);
+    Py_XDECREF(t);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ kron */
+
+/* kron(a, b) = (a[:, None, :, None, ...] * b[None, :, None, :, ...]) reshaped:
+ * a [a0, a1, ...] and b [b0, b1, ...] (the shorter padded with leading 1s)
+ * give [a0*b0, a1*b1, ...], in the promoted dtype. */
+PyObject *em_impl_kron(EmCall *c) {
+    EmTensor *a = em_arg_tensor(c, 0), *b = em_arg_tensor(c, 1), *out = c->out;
+    EmTensor *va = NULL, *vb = NULL, *r = NULL;
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    EM_CHECK(2 * nd <= EM_MAX_DIMS, PyExc_RuntimeError,
+             "kron: inputs with more than %d dimensions are not supported", EM_MAX_DIMS / 2);
+    int64_t sa[EM_MAX_DIMS], ta[EM_MAX_DIMS], sb[EM_MAX_DIMS], tb[EM_MAX_DIMS], shape[EM_MAX_DIMS];
+    for (int i = 0; i < nd; i++) {
+        int ia = i - (nd - a->ndim), ib = i - (nd - b->ndim);
+        sa[2 * i] = ia >= 0 ? a->sizes[ia] : 1;
+        ta[2 * i] = ia >= 0 ? a->strides[ia] : 0;
+        sa[2 * i + 1] = 1;
+        ta[2 * i + 1] = 0;
+        sb[2 * i] = 1;
+        tb[2 * i] = 0;
+        sb[2 * i + 1] = ib >= 0 ? b->sizes[ib] : 1;
+        tb[2 * i + 1] = ib >= 0 ? b->strides[ib] : 0;
+        shape[i] = sa[2 * i] * sb[2 * i + 1];
+    }
+    va = em_view_of(a, 2 * nd, sa, ta, a->offset);
+    vb = va ? em_view_of(b, 2 * nd, sb, tb, b->offset) : NULL;
+    EM_TRY(vb);
+    r = ew2(&em_kernels_mul, "mul", em_opnd(va), em_opnd(vb), NULL, false, EM_AUTO, 0, EM_PROMOTE_NONE);
+    EM_TRY(r);
+    Py_SETREF(r, em_reshape(r, nd, shape));
+    EM_TRY(r);
+    if (out) {
+        EM_CHECK(em_can_cast((EmDType)r->dtype, (EmDType)out->dtype), PyExc_RuntimeError,
+                 "result type %s can't be cast to the desired output type %s",
+                 em_dtype_name((EmDType)r->dtype), em_dtype_name((EmDType)out->dtype));
+        if (!same_shape(out, nd, shape)) EM_TRY(em_tensor_resize(out, nd, shape, true) == 0);
+        EM_TRY(em_copy_(out, (PyObject *)r) == 0);
+        Py_SETREF(r, (EmTensor *)Py_NewRef(out));
+    }
+    Py_DECREF(va);
+    Py_DECREF(vb);
+    return (PyObject *)r;
+fail:
+    Py_XDECREF(va);
+    Py_XDECREF(vb);
+    Py_XDECREF(r);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ sums: trace, einsum */
+
+/* Sum rows of a 2-D view [R, S] into dst (R elements of dtype rd). */
+static void sum_rows(const EmTensor *v, EmDType rd, char *dst) {
+    EmDType d = (EmDType)v->dtype;
+    int isz = em_itemsize(d), osz = em_itemsize(rd);
+    int64_t R = v->sizes[0], S = v->sizes[1], rs = v->strides[0] * isz, cs = v->strides[1] * isz;
+    const char *base = em_data(v);
+    for (int64_t r = 0; r < R; r++) {
+        const char *p = base + r * rs;
+        double f = 0;
+        int64_t acc = 0;
+        if (d == EM_FLOAT64 || d == EM_FLOAT32) {
+            for (int64_t s = 0; s < S; s++) f += load_f(p + s * cs, d);
+        } else if (em_is_float(d)) {
+            float fs = 0; /* halves accumulate in float, as torch's do */
+            for (int64_t s = 0; s < S; s++) fs += (float)load_f(p + s * cs, d);
+            f = fs;
+        } else {
+            for (int64_t s = 0; s < S; s++) acc += load_i(p + s * cs, d);
+        }
+        store_acc(dst + r * osz, rd, f, acc);
+    }
+}
+
+EmTensor *em_linalg_sum(EmTensor *t, const bool *mask, bool keepdim) {
+    EmDType rd = em_is_float((EmDType)t->dtype) ? (EmDType)t->dtype : EM_INT64;
+    int nd = t->ndim, nk = 0;
+    int64_t perm[EM_MAX_DIMS], shape[EM_MAX_DIMS], rs[2] = {1, 1};
+    for (int i = 0; i < nd; i++)
+        if (!mask[i]) perm[nk++] = i, rs[0] *= t->sizes[i];
+    for (int i = 0, j = nk; i < nd; i++)
+        if (mask[i]) perm[j++] = i, rs[1] *= t->sizes[i];
+    int ns = 0;
+    for (int i = 0; i < nd; i++)
+        if (!mask[i] || keepdim) shape[ns++] = mask[i] ? 1 : t->sizes[i];
+    EmTensor *p = em_permute(t, nd, perm), *v = p ? em_reshape(p, 2, rs) : NULL;
+    EmTensor *r = v ? em_empty(ns, shape, rd, em_cpu()) : NULL;
+    if (r && r->numel > 0) {
+        if ((double)rs[0] * (double)rs[1] >= 65536.0) {
+            Py_BEGIN_ALLOW_THREADS
+            sum_rows(v, rd, em_data(r));
+            Py_END_ALLOW_THREADS
+        } else {
+            sum_rows(v, rd, em_data(r));
+        }
+    }
+    Py_XDECREF(p);
+    Py_XDECREF(v);
+    return r;
+}
+
+PyObject *em_impl_trace(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    if (t->dtype == EM_BOOL) {
+        not_implemented("trace", EM_BOOL);
+        return NULL;
+    }
+    if (t->ndim != 2) {
+        PyErr_Format(PyExc_RuntimeError, "trace: expected a matrix, but got tensor with dim %d", t->ndim);
+        return NULL;
+    }
+    if (em_check_cpu(t, "trace") < 0) return NULL;
+    int64_t len = t->sizes[0] < t->sizes[1] ? t->sizes[0] : t->sizes[1];
+    int64_t stride = t->strides[0] + t->strides[1];
+    EmTensor *diag = em_view_of(t, 1, &len, &stride, t->offset);
+    if (!diag) return NULL;
+    bool mask[1] = {true};
+    EmTensor *r = em_linalg_sum(diag, mask, false);
+    Py_DECREF(diag);
+    return (PyObject *)r;
 }

@@ -16,6 +16,7 @@ static const struct {
     {"Tensor", EM_ARG_TENSOR}, {"TensorOrNumber", EM_ARG_TENSOR_OR_NUMBER},
     {"Number", EM_ARG_NUMBER}, {"int", EM_ARG_INT}, {"float", EM_ARG_FLOAT},
     {"bool", EM_ARG_BOOL}, {"str", EM_ARG_STR}, {"IntList", EM_ARG_INTLIST}, {"IntListOrDtype", EM_ARG_SHAPE_OR_DTYPE},
+    {"TensorList", EM_ARG_TENSOR_LIST},
     {"dtype", EM_ARG_DTYPE}, {"device", EM_ARG_DEVICE}, {"Generator", EM_ARG_GENERATOR},
     {"object", EM_ARG_OBJECT},
 };
@@ -31,6 +32,7 @@ static const char *type_desc(EmArgType t) {
     case EM_ARG_STR: return "str";
     case EM_ARG_INTLIST: return "tuple of ints";
     case EM_ARG_SHAPE_OR_DTYPE: return "tuple of ints or ember.dtype";
+    case EM_ARG_TENSOR_LIST: return "tuple of Tensors";
     case EM_ARG_DTYPE: return "ember.dtype";
     case EM_ARG_DEVICE: return "ember.device";
     case EM_ARG_GENERATOR: return "ember.Generator";
@@ -156,6 +158,11 @@ static bool type_ok(const EmParam *p, PyObject *v) {
         if (!PyTuple_Check(v) && !PyList_Check(v)) return false;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v); i++)
             if (!is_int(PySequence_Fast_ITEMS(v)[i])) return false;
+        return true;
+    case EM_ARG_TENSOR_LIST:
+        if (!PyTuple_Check(v) && !PyList_Check(v)) return false;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v); i++)
+            if (!em_is_tensor(PySequence_Fast_ITEMS(v)[i])) return false;
         return true;
     case EM_ARG_DTYPE:
         return Py_TYPE(v) == &EmDTypeType || v == (PyObject *)&PyFloat_Type ||

@@ -45,7 +45,8 @@ PyObject *em_set_helpers(PyObject *mod, PyObject *d) {
         PyErr_SetString(PyExc_TypeError, "expected a dict");
         return NULL;
     }
-    Py_XSETREF(helpers, Py_NewRef(d));
+    if (!helpers && !(helpers = PyDict_New())) return NULL;
+    if (PyDict_Update(helpers, d) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -150,8 +151,7 @@ static PyObject *nb_invert(PyObject *a) {
 
 static PyObject *nb_matmul(PyObject *a, PyObject *b) {
     if (!em_is_tensor(a) || !em_is_tensor(b)) Py_RETURN_NOTIMPLEMENTED;
-    PyObject *args[2] = {a, b};
-    return em_op(EM_OP_mm, 2, args);
+    return em_binary_op(EM_OP_matmul, a, b, NULL);
 }
 
 static int single_value(EmTensor *t, const char *what) {

@@ -54,5 +54,7 @@ from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inferen
                                  is_grad_enabled, is_inference_mode_enabled)
 from . import nn  # noqa: E402,F401
 from .functional import broadcast_shapes, broadcast_tensors, meshgrid  # noqa: E402
+from . import functional, linalg  # noqa: E402,F401
+from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)
 from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402
 from ._tensor_str import set_printoptions  # noqa: E402
