@@ -65,6 +65,8 @@ def prepare(sample, layout):
 
 
 def lib_value(L, a, layout, tile=1):
+    if isinstance(a, tuple) and a and all(isinstance(x, TS) for x in a):  # index_put's indices
+        return tuple(lib_value(L, x, layout, tile) for x in a)
     if isinstance(a, TS):
         return realize(L, TS(np.tile(a.values, tile), a.dtype, a.lay, exact=True) if tile > 1 else a, layout)
     if isinstance(a, DT):
@@ -76,8 +78,14 @@ def materialize(L, sample, layout):
     """Tensors for the sample's arguments, and their NumPy values (before tiling)."""
     args = [lib_value(L, a, layout, sample.tile) for a in sample.args]
     kwargs = {k: lib_value(L, v, layout) for k, v in sample.kwargs.items()}
-    values = [a.values if isinstance(a, TS) else a for a in sample.args]
+    values = [ts_values(a) for a in sample.args]
     return args, kwargs, values
+
+
+def ts_values(a):
+    if isinstance(a, tuple) and a and all(isinstance(x, TS) for x in a):
+        return tuple(x.values for x in a)
+    return a.values if isinstance(a, TS) else a
 
 
 def expected_of(op, sample, values):
@@ -352,8 +360,9 @@ def test_out(name, dtype):
 
 
 def out_ok(op, s):
-    """torch's out= overloads take a tensor first (where: only tensors)."""
-    return is_tensor_arg(s.args[0]) and (op.name != "where" or all(map(is_tensor_arg, s.args)))
+    """torch's out= overloads take a tensor first (where: only tensors; nonzero: not as_tuple)."""
+    return is_tensor_arg(s.args[0]) and (op.name != "where" or all(map(is_tensor_arg, s.args))) and \
+        not s.kwargs.get("as_tuple")
 
 
 def unsupported_params():
