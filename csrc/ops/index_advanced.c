@@ -85,7 +85,26 @@ static int64_t prod_of(int n, const int64_t *s) {
     return p;
 }
 
-static int plan_build(EmTensor *view, EmTensor **idx, AdvPlan *pl) {
+/* torch checks an index_put_ value's shape after the index shapes and
+ * before the index values. */
+static int check_values_shape(const AdvPlan *pl, const EmTensor *values) {
+    char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
+    bool ok = values->ndim <= pl->rdim;
+    for (int i = 0; ok && i < values->ndim; i++) {
+        int64_t vs = values->sizes[i], rsz = pl->rshape[pl->rdim - values->ndim + i];
+        ok = vs == rsz || vs == 1;
+    }
+    if (!ok)
+        PyErr_Format(PyExc_RuntimeError,
+                     "shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of shape %s",
+                     em_shape_str(values->ndim, values->sizes, a, sizeof a),
+                     em_shape_str(pl->rdim, pl->rshape, b, sizeof b));
+    return ok ? 0 : -1;
+}
+
+/* values: index_put_'s (NULL for indexing). */
+static int plan_build(EmTensor *view, EmTensor **idx, AdvPlan *pl, const EmTensor *values, bool accumulate) {
+    bool put = values != NULL && !accumulate;
     memset(pl, 0, sizeof *pl);
     int isz = em_itemsize(view->dtype), nent = 0, nmask = 0, nd = view->ndim;
     int dims[EM_MAX_DIMS];
@@ -113,7 +132,7 @@ static int plan_build(EmTensor *view, EmTensor **idx, AdvPlan *pl) {
         pl->off = mask_offsets(m, ost, &pl->nj);
         if (!pl->off) goto fail;
         pl->bshape[0] = pl->nj;
-        if (plan_result_shape(pl) < 0) goto fail;
+        if (plan_result_shape(pl) < 0 || (values && check_values_shape(pl, values) < 0)) goto fail;
         return 0;
     }
     nent = 0;
@@ -181,6 +200,13 @@ static int plan_build(EmTensor *view, EmTensor **idx, AdvPlan *pl) {
     pl->k = nent;
     if (plan_result_shape(pl) < 0) goto fail;
     if (em_numel_checked(pl->nb, pl->bshape, &pl->nj) < 0) goto fail;
+    /* torch's AdvancedIndex: no value can index a dim of size 0 (except that
+     * torch's index_put_ without accumulate, one index and an empty tensor
+     * returns early) */
+    for (int i = 0; i < nent && !(put && view->numel == 0 && nent == 1); i++)
+        EM_CHECK(pl->nj == 0 || pl->src->sizes[pl->first + i] != 0, PyExc_IndexError,
+                 "index is out of bounds for dimension with size 0");
+    if (values && check_values_shape(pl, values) < 0) goto fail;
     pl->off = alloc_offsets(pl->nj);
     if (!pl->off) goto fail;
     /* torch checks the index values as it copies: nothing to copy, no check */
@@ -253,7 +279,7 @@ static void plan_geometry(const AdvPlan *pl, EmIndirect *g, char *d, const int64
 
 EmTensor *em_index_advanced(EmTensor *view, EmTensor **idx) {
     AdvPlan pl;
-    if (em_check_cpu(view, "index") < 0 || plan_build(view, idx, &pl) < 0) return NULL;
+    if (em_check_cpu(view, "index") < 0 || plan_build(view, idx, &pl, NULL, false) < 0) return NULL;
     EmTensor *out = em_empty(pl.rdim, pl.rshape, (EmDType)view->dtype, em_device(view));
     if (!out) goto done;
     if (out->numel > 0) {
@@ -389,7 +415,6 @@ static int put_as_masked_fill(EmTensor *view, EmTensor **idx, EmTensor *values) 
 }
 
 int em_index_put_(EmTensor *view, EmTensor **idx, EmTensor *values, bool accumulate) {
-    char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     if (em_check_cpu(view, "index_put_") < 0 || em_check_cpu(values, "index_put_") < 0) return -1;
     if (!accumulate) {
         int r = put_as_masked_fill(view, idx, values);
@@ -403,18 +428,14 @@ int em_index_put_(EmTensor *view, EmTensor **idx, EmTensor *values, bool accumul
         return -1;
     }
     AdvPlan pl;
-    if (plan_build(view, idx, &pl) < 0) return -1;
+    if (plan_build(view, idx, &pl, values, accumulate) < 0) return -1;
     int ret = -1, isz = em_itemsize(view->dtype);
     int64_t *doff = NULL;
     EmTensor *v = NULL;
-    /* values broadcast to the indexing result */
-    bool ok = values->ndim <= pl.rdim;
-    for (int i = 0; ok && i < values->ndim; i++) {
-        int64_t vs = values->sizes[i], rsz = pl.rshape[pl.rdim - values->ndim + i];
-        ok = vs == rsz || vs == 1;
+    if (view->numel == 0) { /* nothing to write */
+        ret = 0;
+        goto fail;
     }
-    EM_CHECK(ok, PyExc_RuntimeError, "shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of shape %s",
-             em_shape_str(values->ndim, values->sizes, a, sizeof a), em_shape_str(pl.rdim, pl.rshape, b, sizeof b));
     v = readable_input(view, values);
     EM_TRY(v);
     int64_t rs[EM_MAX_DIMS];

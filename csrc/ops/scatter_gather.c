@@ -107,7 +107,6 @@ PyObject *em_impl_index_select(EmCall *c) {
     EmTensor *self = em_arg_tensor(c, 0), *index = em_arg_tensor(c, 2), *out = NULL;
     int64_t dim64, *off = NULL, bad;
     int dim, failed;
-    char a[EM_SHAPE_BUF];
     if (em_arg_int(c, 1, &dim64) < 0 || em_wrap_dim(dim64, self->ndim, &dim) < 0) return NULL;
     EM_CHECK(is_index_dtype(index, true), PyExc_RuntimeError, "index_select(): Expected dtype int32 or int64 for index");
     EM_CHECK(index->ndim <= 1, PyExc_IndexError, "index_select(): Index is supposed to be a vector");
@@ -118,7 +117,7 @@ PyObject *em_impl_index_select(EmCall *c) {
     if (self->ndim == 0)
         EM_CHECK(index->numel == 1, PyExc_RuntimeError,
                  "index_select(): Index to scalar can have only 1 value, got %lld value(s)", (long long)index->numel);
-    else
+    else if (self->ndim > 1)
         EM_CHECK(self->sizes[dim] > 0 || index->numel == 0, PyExc_RuntimeError,
                  "index_select(): self indexing axis dim should be positive");
     int64_t shape[EM_MAX_DIMS];
@@ -130,8 +129,15 @@ PyObject *em_impl_index_select(EmCall *c) {
     off = slice_offsets(index, size_or_one(self, dim), self->ndim ? self->strides[dim] * isz : 0, EM_WRAP_NONE,
                         &bad, &failed);
     EM_TRY(off);
-    EM_CHECK(!failed, PyExc_IndexError, "index out of range in self");
-    (void)a;
+    if (failed) { /* torch's two kernels raise differently */
+        int64_t slice = self->ndim ? self->numel / (self->sizes[dim] ? self->sizes[dim] : 1) : 1;
+        if (self->ndim > 1 && (dim == 1 || slice == 0 || self->sizes[dim] == 0))
+            PyErr_Format(PyExc_RuntimeError, "INDICES element is out of DATA bounds, id=%lld axis_dim=%lld",
+                         (long long)bad, (long long)self->sizes[dim]);
+        else
+            PyErr_SetString(PyExc_IndexError, "index out of range in self");
+        goto fail;
+    }
     if (out->numel > 0) {
         int64_t ds[EM_MAX_DIMS];
         byte_strides(out, ds);
@@ -154,18 +160,21 @@ fail:
 }
 
 /* Writes source (laid out like target with `index->numel` slices along dim),
- * or a scalar, into the target's slices. */
+ * or a scalar, into the target's slices. A bad index raises `exc` with
+ * range_fmt (index, dim, size), or torch's "index out of range in self".
+ * Like torch, an empty target of 2+ dims is neither checked nor written. */
 static int put_slices(EmTensor *target, int dim, EmTensor *index, EmTensor *source, const EmScalar *value,
-                      EmReduceOp op, int wrap, const char *range_fmt) {
+                      EmReduceOp op, int wrap, PyObject *exc, const char *range_fmt) {
     int isz = em_itemsize(target->dtype), failed;
+    if (target->numel == 0 && target->ndim > 1) return 0;
     int64_t bad, size = size_or_one(target, dim);
     int64_t *off = slice_offsets(index, size, target->ndim ? target->strides[dim] * isz : 0, wrap, &bad, &failed);
     if (!off) return -1;
     if (failed) {
         if (range_fmt)
-            PyErr_Format(PyExc_IndexError, range_fmt, (long long)bad, dim, (long long)size);
+            PyErr_Format(exc, range_fmt, (long long)bad, dim, (long long)size);
         else
-            PyErr_SetString(PyExc_IndexError, "index out of range in self");
+            PyErr_SetString(exc, "index out of range in self");
         PyMem_Free(off);
         return -1;
     }
@@ -234,7 +243,7 @@ PyObject *em_impl_index_copy(EmCall *c) {
     EM_TRY(target);
     src = readable(target, source);
     EM_TRY(src);
-    EM_TRY(put_slices(target, dim, index, src, NULL, EM_RED_ASSIGN, EM_WRAP_NONE,
+    EM_TRY(put_slices(target, dim, index, src, NULL, EM_RED_ASSIGN, EM_WRAP_NONE, PyExc_IndexError,
                       "index_copy_(): index %lld is out of bounds for dimension %d with size %lld") == 0);
     Py_DECREF(src);
     return finish(c, target);
@@ -295,7 +304,12 @@ PyObject *em_impl_index_add(EmCall *c) {
             Py_SETREF(src, cast);
         }
     }
-    EM_TRY(put_slices(target, dim, index, src, NULL, EM_RED_SUM, EM_WRAP_NONE, NULL) == 0);
+    /* torch's fast path (2+ dims, int64 index, alpha 1, first or last dim)
+     * raises RuntimeError; its general one IndexError */
+    bool fast = self->ndim > 1 && index->dtype == EM_INT64 && bits == one_bits && (dim == 0 || dim == self->ndim - 1);
+    EM_TRY(put_slices(target, dim, index, src, NULL, EM_RED_SUM, EM_WRAP_NONE,
+                      fast ? PyExc_RuntimeError : PyExc_IndexError,
+                      fast ? "index %lld is out of bounds for dimension %d with size %lld" : NULL) == 0);
     Py_DECREF(src);
     return finish(c, target);
 fail:
@@ -319,7 +333,7 @@ PyObject *em_impl_index_fill(EmCall *c) {
     EM_TRY(em_scalar_from_py(v, &s) == 0 && em_scalar_check_range(s, (EmDType)self->dtype) == 0);
     target = write_target(c, self, false);
     EM_TRY(target);
-    EM_TRY(put_slices(target, dim, index, NULL, &s, EM_RED_ASSIGN, EM_WRAP_NEG,
+    EM_TRY(put_slices(target, dim, index, NULL, &s, EM_RED_ASSIGN, EM_WRAP_NEG, PyExc_IndexError,
                       "index %lld is out of bounds for dimension %d with size %lld") == 0);
     return (PyObject *)target;
 fail:
@@ -436,7 +450,8 @@ PyObject *em_impl_gather(EmCall *c) {
 
 /* Validate scatter's operands; returns the int64 index (new reference), or
  * NULL (error, or *empty set when there is nothing to scatter). */
-static EmTensor *scatter_check(EmTensor *self, int dim, EmTensor *index, EmTensor *src, bool *empty) {
+static EmTensor *scatter_check(EmTensor *self, int dim, EmTensor *index, EmTensor *src, bool *empty,
+                               const char *not_implemented) {
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF], s[EM_SHAPE_BUF];
     *empty = false;
     EM_CHECK(is_index_dtype(index, true), PyExc_RuntimeError, "scatter(): Expected dtype int32/int64 for index");
@@ -444,6 +459,7 @@ static EmTensor *scatter_check(EmTensor *self, int dim, EmTensor *index, EmTenso
     EM_TRY(em_check_cpu(self, "scatter") == 0);
     if (index->numel == 0) {
         *empty = true;
+        EM_CHECK(!not_implemented, PyExc_NotImplementedError, "%s", not_implemented);
         return NULL;
     }
     int n = ndim_or_one(index);
@@ -467,6 +483,7 @@ static EmTensor *scatter_check(EmTensor *self, int dim, EmTensor *index, EmTenso
                          em_shape_str(self->ndim, self->sizes, b, sizeof b), dim);
         return NULL;
     }
+    EM_CHECK(!not_implemented, PyExc_NotImplementedError, "%s", not_implemented); /* torch: after the shapes */
     EM_TRY(check_values(index, dim, size_or_one(self, dim)) == 0);
     return as_int64(index);
 fail:
@@ -506,7 +523,7 @@ static PyObject *scatter_common(EmCall *c, EmTensor *srct, PyObject *value_obj, 
                  "scatter(): value must be a number or a 0-dimensional tensor");
         EM_TRY(em_scalar_from_py(value_obj, &value) == 0 && em_scalar_check_range(value, (EmDType)self->dtype) == 0);
     }
-    idx = scatter_check(self, dim, index, srct, &empty);
+    idx = scatter_check(self, dim, index, srct, &empty, NULL);
     EM_TRY(idx || empty);
     target = write_target(c, self, true);
     EM_TRY(target);
@@ -610,10 +627,12 @@ PyObject *em_impl_scatter_reduce(EmCall *c) {
         PyErr_Format(PyExc_RuntimeError, "reduce argument must be either sum, prod, mean, amax or amin, got %U", red);
         return NULL;
     }
-    EM_CHECK(!(mean && self->dtype == EM_BOOL), PyExc_NotImplementedError,
-             "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
-    idx = scatter_check(self, dim, index, srct, &empty);
-    EM_TRY(idx || empty);
+    bool bool_mean = mean && self->dtype == EM_BOOL;
+    idx = scatter_check(self, dim, index, srct, &empty,
+                        !bool_mean ? NULL
+                        : index->numel ? "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'"
+                                       : "\"div_floor_cpu\" not implemented for 'Bool'");
+    EM_TRY(idx || (empty && !PyErr_Occurred()));
     target = write_target(c, self, true);
     EM_TRY(target);
     if (empty) return (PyObject *)target;
