@@ -612,15 +612,18 @@ void em_cpu_index_put(const EmIndirect *g, EmReduceOp op, EmDType dtype, bool ou
  * index's last dim (strides xs, ys, is). The x element is at
  * x_row + k·xs + idx[k]·x_dim_stride (the indexed dim's own stride is 0 in
  * rs_x/xs); y (src, or gather's result) is at y_row + k·ys. Rows in one
- * `group` may write the same elements and stay on one thread. */
+ * `group` may write the same elements and stay on one thread. Scatters get
+ * their index values checked beforehand (a failed scatter writes nothing). */
 typedef struct {
     char *x, *y;
     const char *idx; /* int64 */
     int nrow;
     int64_t rsize[EM_MAX_DIMS], rs_x[EM_MAX_DIMS], rs_y[EM_MAX_DIMS], rs_i[EM_MAX_DIMS];
     int64_t n, xs, ys, is, x_dim_stride, group;
+    int64_t size; /* x's size along the dim: gathers check their indices against it */
 } EmScatterLoop;
-void em_cpu_gather(const EmScatterLoop *g, int itemsize);
+/* false: an index was outside [0, size) (the result is then incomplete) */
+bool em_cpu_gather(const EmScatterLoop *g, int itemsize);
 void em_cpu_scatter(const EmScatterLoop *g, EmReduceOp op, EmDType dtype);
 
 /* off[j] (= or +=) u·stride for the index values u of idx (int32/int64,

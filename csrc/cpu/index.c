@@ -70,6 +70,15 @@ typedef void (*ScatterRowFn)(char *x, int64_t xs, int64_t xds, const char *idx, 
     }                                                                          \
     static void scatter_##OPN##_##DT(char *x, int64_t xs, int64_t xds, const char *idx, \
                                      int64_t is, const char *y, int64_t ys, int64_t n) { \
+        if (is == 8 && ys == sizeof(T)) { /* the common layout: contiguous rows */ \
+            const int64_t *ix = (const int64_t *)idx;                          \
+            for (int64_t k = 0; k < n; k++) {                                  \
+                char *p = x + k * xs + ix[k] * xds;                            \
+                C a = (C)LOAD_##LS(T, p), b = (C)LOAD_##LS(T, y + k * sizeof(T)); \
+                STORE_##LS(T, p, OPX(a, b));                                   \
+            }                                                                  \
+            return;                                                            \
+        }                                                                      \
         for (int64_t k = 0; k < n; k++) {                                      \
             char *p = x + k * xs + *(const int64_t *)(idx + k * is) * xds;     \
             C a = (C)LOAD_##LS(T, p), b = (C)LOAD_##LS(T, y + k * ys);         \
@@ -116,10 +125,24 @@ static const ScatterRowFn scatter_fns[EM_NUM_RED][EM_NUM_DTYPES] = {
         for (int64_t k = 0; k < n; k++)                                        \
             memcpy(x + k * xs + *(const int64_t *)(idx + k * is) * xds, y + k * ys, S); \
     }                                                                          \
-    static void gather_row_##S(char *y, int64_t ys, const char *x, int64_t xs, int64_t xds, \
-                               const char *idx, int64_t is, int64_t n) {       \
-        for (int64_t k = 0; k < n; k++)                                        \
-            memcpy(y + k * ys, x + k * xs + *(const int64_t *)(idx + k * is) * xds, S); \
+    /* gathers check their index values as they go (false: one was out of \
+     * [0, size); nothing was read through it) */                            \
+    static bool gather_row_##S(char *y, int64_t ys, const char *x, int64_t xs, int64_t xds, \
+                               const char *idx, int64_t is, int64_t n, uint64_t size) { \
+        if (is == 8 && ys == S) {                                              \
+            const int64_t *ix = (const int64_t *)idx;                          \
+            for (int64_t k = 0; k < n; k++) {                                  \
+                if ((uint64_t)ix[k] >= size) return false;                     \
+                memcpy(y + k * S, x + k * xs + ix[k] * xds, S);                \
+            }                                                                  \
+            return true;                                                       \
+        }                                                                      \
+        for (int64_t k = 0; k < n; k++) {                                      \
+            int64_t v = *(const int64_t *)(idx + k * is);                      \
+            if ((uint64_t)v >= size) return false;                             \
+            memcpy(y + k * ys, x + k * xs + v * xds, S);                       \
+        }                                                                      \
+        return true;                                                           \
     }
 DEF_COPIES(1)
 DEF_COPIES(2)
@@ -127,8 +150,8 @@ DEF_COPIES(4)
 DEF_COPIES(8)
 
 typedef void (*GatherIndFn)(char *d, int64_t djs, const char *x, const int64_t *off, int64_t n);
-typedef void (*GatherRowFn)(char *y, int64_t ys, const char *x, int64_t xs, int64_t xds,
-                            const char *idx, int64_t is, int64_t n);
+typedef bool (*GatherRowFn)(char *y, int64_t ys, const char *x, int64_t xs, int64_t xds,
+                            const char *idx, int64_t is, int64_t n, uint64_t size);
 #define BY_SIZE(name) {NULL, name##_1, name##_2, NULL, name##_4, NULL, NULL, NULL, name##_8}
 static const CombineRowFn copy_rows[9] = BY_SIZE(copy_row);
 static const PutIndirectFn put_assigns[9] = BY_SIZE(put_assign);
@@ -310,10 +333,11 @@ void em_cpu_index_put(const EmIndirect *g, EmReduceOp op, EmDType dt, bool outer
 
 /* ------------------------------------------------------ scatter loops */
 
-/* rows [b, e) of the walk over g->nrow dims */
-static void scatter_rows(const EmScatterLoop *g, EmReduceOp op, EmDType dt, bool gather,
-                         int64_t b, int64_t e) {
-    if (b >= e) return;
+/* rows [b, e) of the walk over g->nrow dims; a gather stops at a bad index
+ * (and when another thread found one: *stop) and returns false */
+static bool scatter_rows(const EmScatterLoop *g, EmReduceOp op, EmDType dt, bool gather,
+                         int64_t b, int64_t e, volatile int *stop) {
+    if (b >= e) return true;
     int isz = em_itemsize(dt);
     char *xp = g->x, *yp = g->y, *ip = (char *)g->idx;
     /* three pointers: walk the index with its own Walk */
@@ -322,37 +346,42 @@ static void scatter_rows(const EmScatterLoop *g, EmReduceOp op, EmDType dt, bool
     walk_start(&wi, g->nrow, g->rsize, g->rs_i, g->rs_i, b, &ip, NULL);
     ScatterRowFn sc = op == EM_RED_ASSIGN ? scatter_assigns[isz] : scatter_fns[op][dt];
     for (int64_t r = b; r < e; r++) {
-        if (gather)
-            gather_rows[isz](yp, g->ys, xp, g->xs, g->x_dim_stride, ip, g->is, g->n);
-        else
+        if (gather) {
+            if (*stop || !gather_rows[isz](yp, g->ys, xp, g->xs, g->x_dim_stride, ip, g->is, g->n,
+                                           (uint64_t)g->size)) {
+                *stop = 1;
+                return false;
+            }
+        } else {
             sc(xp, g->xs, g->x_dim_stride, ip, g->is, yp, g->ys, g->n);
+        }
         walk_next(&w, &xp, &yp);
         walk_next(&wi, &ip, NULL);
     }
+    return true;
 }
 
-static void scatter_run(const EmScatterLoop *g, EmReduceOp op, EmDType dt, bool gather) {
+static bool scatter_run(const EmScatterLoop *g, EmReduceOp op, EmDType dt, bool gather) {
     int64_t rows = prod(g->nrow, g->rsize);
-    if (rows == 0 || g->n == 0) return;
+    volatile int stop = 0;
+    if (rows == 0 || g->n == 0) return true;
     int64_t group = g->group > 0 ? g->group : 1, ngroups = rows / group;
     int nt = threads_for(rows * g->n, ngroups);
-    if (nt <= 1) {
-        scatter_rows(g, op, dt, gather, 0, rows);
-        return;
-    }
+    if (nt <= 1) return scatter_rows(g, op, dt, gather, 0, rows, &stop);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt)
     {
         int64_t b, e;
         split(ngroups, omp_get_thread_num(), omp_get_num_threads(), &b, &e);
-        scatter_rows(g, op, dt, gather, b * group, e * group);
+        scatter_rows(g, op, dt, gather, b * group, e * group, &stop);
     }
 #endif
+    return !stop;
 }
 
-void em_cpu_gather(const EmScatterLoop *g, int isz) {
-    scatter_run(g, EM_RED_ASSIGN, isz == 1 ? EM_UINT8 : isz == 2 ? EM_INT16 : isz == 4 ? EM_INT32 : EM_INT64,
-                true);
+bool em_cpu_gather(const EmScatterLoop *g, int isz) {
+    return scatter_run(g, EM_RED_ASSIGN, isz == 1 ? EM_UINT8 : isz == 2 ? EM_INT16 : isz == 4 ? EM_INT32 : EM_INT64,
+                       true);
 }
 
 void em_cpu_scatter(const EmScatterLoop *g, EmReduceOp op, EmDType dt) { scatter_run(g, op, dt, false); }
@@ -370,8 +399,28 @@ void em_cpu_scatter(const EmScatterLoop *g, EmReduceOp op, EmDType dt) { scatter
         }                                                                      \
         if (off) off[k] = (acc ? off[k] : 0) + u * stride;                     \
     }
+/* min and max of a contiguous row: a loop the compiler vectorizes */
+#define MINMAX_ROW(T)                                                          \
+    {                                                                          \
+        const T *q = (const T *)p;                                             \
+        T mn = q[0], mx = q[0];                                                \
+        for (int64_t k = 1; k < n; k++) {                                      \
+            mn = q[k] < mn ? q[k] : mn;                                        \
+            mx = q[k] > mx ? q[k] : mx;                                        \
+        }                                                                      \
+        lo = mn;                                                               \
+        hi = mx;                                                               \
+    }
 static int64_t index_row(const char *p, int64_t s, int64_t n, bool is32, int64_t size, bool wrap,
                          int64_t stride, int64_t *off, bool acc, int64_t *bad) {
+    if (!off && n > 0 && s == (is32 ? 4 : 8)) { /* only checking: min/max first */
+        int64_t lo, hi;
+        if (is32)
+            MINMAX_ROW(int32_t)
+        else
+            MINMAX_ROW(int64_t)
+        if (lo >= (wrap ? -size : 0) && hi < size) return -1;
+    }
     if (is32) {
         INDEX_ROW(int32_t)
     } else {
@@ -417,22 +466,33 @@ static uint64_t nz_mask(EmDType d) {
 }
 
 /* Logical elements [b, e) of t in row-major order, a row (the last dim) at
- * a time: their count, and when asked their coordinates and/or offsets. */
+ * a time: their count, and when asked their coordinates and/or offsets (at
+ * most nmax of them: writes are unconditional below that bound, so random
+ * masks cost no branch mispredictions). */
 #define NZ_ROW(U)                                                              \
-    for (int64_t k = k0; k < k1; k++) {                                        \
-        U v;                                                                   \
-        memcpy(&v, p + k * is, sizeof(U));                                     \
-        if (!(v & (U)mask)) continue;                                          \
-        if (coords) {                                                          \
-            int64_t *c = coords + n * nd;                                      \
-            for (int d = 0; d < nd - 1; d++) c[d] = w.c[d];                     \
-            c[nd - 1] = k;                                                     \
+    if (!fill) {                                                               \
+        for (int64_t k = k0; k < k1; k++) {                                    \
+            U v;                                                               \
+            memcpy(&v, p + k * is, sizeof(U));                                 \
+            n += (v & (U)mask) != 0;                                           \
         }                                                                      \
-        if (offs) offs[n] = rowoff + k * olast;                                \
-        n++;                                                                   \
+    } else {                                                                   \
+        for (int64_t k = k0; k < k1; k++) {                                    \
+            U v;                                                               \
+            memcpy(&v, p + k * is, sizeof(U));                                 \
+            if (n < nmax) {                                                    \
+                if (coords) {                                                  \
+                    int64_t *c = coords + n * nd;                              \
+                    for (int d = 0; d < nd - 1; d++) c[d] = w.c[d];             \
+                    c[nd - 1] = k;                                             \
+                }                                                              \
+                if (offs) offs[n] = rowoff + k * olast;                        \
+            }                                                                  \
+            n += (v & (U)mask) != 0;                                           \
+        }                                                                      \
     }
 static int64_t nonzero_range(const EmTensor *t, int64_t b, int64_t e, int64_t *coords,
-                             int64_t *offs, const int64_t *ostrides) {
+                             int64_t *offs, const int64_t *ostrides, int64_t nmax) {
     int nd = t->ndim, isz = em_itemsize(t->dtype);
     uint64_t mask = nz_mask((EmDType)t->dtype);
     int64_t st[EM_MAX_DIMS], zero[EM_MAX_DIMS] = {0}, n = 0;
@@ -449,6 +509,7 @@ static int64_t nonzero_range(const EmTensor *t, int64_t b, int64_t e, int64_t *c
         return nz;
     }
     for (int d = 0; d < nd; d++) st[d] = t->strides[d] * isz;
+    bool fill = coords || offs;
     int64_t inner = t->sizes[nd - 1], is = st[nd - 1], olast = offs ? ostrides[nd - 1] : 0;
     int64_t row = b / inner, k0 = b % inner, pos = b;
     char *p = em_data(t);
@@ -484,7 +545,7 @@ void em_cpu_nonzero_count(const EmTensor *t, int nchunks, int64_t *counts) {
     for (int c = 0; c < nchunks; c++) {
         int64_t b, e;
         split(t->numel, c, nchunks, &b, &e);
-        counts[c] = nonzero_range(t, b, e, NULL, NULL, NULL);
+        counts[c] = nonzero_range(t, b, e, NULL, NULL, NULL, 0);
     }
 }
 
@@ -502,6 +563,6 @@ void em_cpu_nonzero_fill(const EmTensor *t, int nchunks, const int64_t *counts, 
         int64_t b, e;
         split(t->numel, c, nchunks, &b, &e);
         nonzero_range(t, b, e, coords ? coords + start[c] * t->ndim : NULL, offs ? offs + start[c] : NULL,
-                      ostrides);
+                      ostrides, counts[c]);
     }
 }

@@ -412,17 +412,23 @@ static EmTensor *gather_impl(EmTensor *self, int dim, EmTensor *index, const cha
                  "dimension %d",
                  d, em_shape_str(index->ndim, index->sizes, a, sizeof a),
                  em_shape_str(self->ndim, self->sizes, b, sizeof b), dim);
-    EM_TRY(check_values(index, dim, size_or_one(self, dim)) == 0);
     idx = as_int64(index);
     EM_TRY(idx);
     EmScatterLoop g;
+    bool ok;
     scatter_geometry(&g, self, em_data(out), out, idx, dim, true);
+    g.size = size_or_one(self, dim); /* checked as it gathers; the error names the first bad one */
     if (out->numel >= 65536) {
         Py_BEGIN_ALLOW_THREADS
-        em_cpu_gather(&g, em_itemsize(self->dtype));
+        ok = em_cpu_gather(&g, em_itemsize(self->dtype));
         Py_END_ALLOW_THREADS
     } else {
-        em_cpu_gather(&g, em_itemsize(self->dtype));
+        ok = em_cpu_gather(&g, em_itemsize(self->dtype));
+    }
+    if (!ok) {
+        if (check_values(index, dim, g.size) == 0)
+            PyErr_SetString(PyExc_RuntimeError, "gather(): index out of bounds");
+        goto fail;
     }
     Py_DECREF(idx);
     return out;
