@@ -117,7 +117,7 @@ static int classify_tensor(EmTensor *t, KeyItem *it) {
 }
 
 static int classify(PyObject *o, KeyItem *it) {
-    memset(it, 0, sizeof *it);
+    it->tensor = NULL;
     if (o == Py_None) {
         it->kind = K_NONE;
         return 0;
@@ -137,8 +137,14 @@ static int classify(PyObject *o, KeyItem *it) {
         return 0;
     }
     if (PyLong_Check(o)) {
+        int overflow;
         it->kind = K_INT;
-        return int_value(o, &it->value);
+        it->value = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow) {
+            PyErr_SetString(PyExc_IndexError, "index out of range");
+            return -1;
+        }
+        return it->value == -1 && PyErr_Occurred() ? -1 : 0;
     }
     if (em_is_tensor(o)) return classify_tensor((EmTensor *)o, it);
     int isarr = em_is_ndarray(o);
@@ -182,6 +188,11 @@ static int list_as_tuple(PyObject *key) {
 
 static int parse_key(PyObject *key, Key *k) {
     k->n = 0;
+    if (!PyTuple_Check(key) && !PyList_Check(key)) { /* one item: no tuple to build */
+        if (classify(key, &k->items[0]) < 0) return -1;
+        k->n = 1;
+        return 0;
+    }
     int as_tuple = list_as_tuple(key);
     if (as_tuple < 0) return -1;
     PyObject *tup = as_tuple ? PySequence_Tuple(key) : PyTuple_Pack(1, key);
@@ -211,7 +222,8 @@ static EmTensor *apply_key(EmTensor *t, Key *k, EmTensor **idx, int *nadv) {
     int nd = 0, d = 0, consumed = 0;
     bool seen_ellipsis = false;
     *nadv = 0;
-    for (int i = 0; i < EM_MAX_DIMS; i++) idx[i] = NULL;
+    sizes[0] = strides[0] = 0; /* (a 0-d view reads neither) */
+    /* idx[i] is set as view dim i is added: NULL, or the dim's index tensor */
 
     for (int i = 0; i < k->n; i++) { /* dims the key consumes */
         KeyItem *it = &k->items[i];
@@ -229,6 +241,7 @@ static EmTensor *apply_key(EmTensor *t, Key *k, EmTensor **idx, int *nadv) {
         switch (it->kind) {
         case K_NONE:
             sizes[nd] = 1;
+            idx[nd] = NULL;
             strides[nd++] = d < t->ndim ? t->sizes[d] * t->strides[d] : 1;
             break;
         case K_BOOL: { /* a new dim of size 1, indexed by [0] (True) or [] (False) */
@@ -250,6 +263,7 @@ static EmTensor *apply_key(EmTensor *t, Key *k, EmTensor **idx, int *nadv) {
             for (; skip > 0; skip--, d++) {
                 EM_CHECK(nd < EM_MAX_DIMS, PyExc_IndexError, "too many dimensions in index result");
                 sizes[nd] = t->sizes[d];
+                idx[nd] = NULL;
                 strides[nd++] = t->strides[d];
             }
             break;
@@ -260,6 +274,7 @@ static EmTensor *apply_key(EmTensor *t, Key *k, EmTensor **idx, int *nadv) {
             EM_CHECK(step > 0, PyExc_ValueError, "step must be greater than zero");
             Py_ssize_t len = PySlice_AdjustIndices((Py_ssize_t)t->sizes[d], &start, &stop, step);
             sizes[nd] = len;
+            idx[nd] = NULL;
             strides[nd++] = t->strides[d] * step;
             if (len > 0) offset += start * t->strides[d];
             d++;
@@ -279,10 +294,10 @@ static EmTensor *apply_key(EmTensor *t, Key *k, EmTensor **idx, int *nadv) {
             EmTensor *ix = it->tensor;
             int used = (ix->dtype == EM_BOOL || ix->dtype == EM_UINT8) ? ix->ndim : 1;
             EM_CHECK(nd + used <= EM_MAX_DIMS, PyExc_IndexError, "too many dimensions in index result");
-            idx[nd] = (EmTensor *)Py_NewRef(ix);
             (*nadv)++;
             for (int j = 0; j < used; j++, d++) {
                 sizes[nd] = t->sizes[d];
+                idx[nd] = j ? NULL : (EmTensor *)Py_NewRef(ix);
                 strides[nd++] = t->strides[d];
             }
             break;
@@ -292,12 +307,13 @@ static EmTensor *apply_key(EmTensor *t, Key *k, EmTensor **idx, int *nadv) {
     for (; d < t->ndim; d++) {
         EM_CHECK(nd < EM_MAX_DIMS, PyExc_IndexError, "too many dimensions in index result");
         sizes[nd] = t->sizes[d];
+        idx[nd] = NULL;
         strides[nd++] = t->strides[d];
     }
     EmTensor *view = em_view_of(t, nd, sizes, strides, offset);
     if (view) return view;
 fail:
-    for (int i = 0; i < EM_MAX_DIMS; i++) Py_CLEAR(idx[i]);
+    for (int i = 0; i < nd; i++) Py_CLEAR(idx[i]);
     return NULL;
 }
 
@@ -310,8 +326,8 @@ EmTensor *em_getitem(EmTensor *t, PyObject *key) {
     key_clear(&k);
     if (view && nadv) {
         r = em_index_advanced(view, idx);
+        for (int i = 0; i < view->ndim; i++) Py_XDECREF(idx[i]);
         Py_DECREF(view);
-        for (int i = 0; i < EM_MAX_DIMS; i++) Py_XDECREF(idx[i]);
     }
     return r;
 }
@@ -365,7 +381,7 @@ int em_setitem(EmTensor *t, PyObject *key, PyObject *value) {
             r = em_index_put_(view, idx, v, false);
             Py_DECREF(v);
         }
-        for (int i = 0; i < EM_MAX_DIMS; i++) Py_XDECREF(idx[i]);
+        for (int i = 0; i < view->ndim; i++) Py_XDECREF(idx[i]);
     } else if (kind == 0 && !o.t) { /* a number */
         r = em_fill_(view, o.s);
     } else {

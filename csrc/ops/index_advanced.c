@@ -46,6 +46,10 @@ static int check_mask_shape(EmTensor *view, int d, EmTensor *mask) {
 }
 
 static int64_t *alloc_offsets(int64_t n) {
+    if (n > PY_SSIZE_T_MAX / (int64_t)sizeof(int64_t)) {
+        PyErr_NoMemory();
+        return NULL;
+    }
     int64_t *p = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
     if (!p) PyErr_NoMemory();
     return p;

@@ -44,7 +44,7 @@ static PyObject *finish(EmCall *c, EmTensor *target) {
 static int64_t *slice_offsets(EmTensor *index, int64_t size, int64_t stride, int wrap, int64_t *bad,
                               int *failed) {
     int64_t n = index->numel;
-    int64_t *off = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    int64_t *off = n <= PY_SSIZE_T_MAX / 8 ? PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t)) : NULL;
     *failed = 0;
     if (!off) {
         PyErr_NoMemory();
