@@ -60,11 +60,24 @@ static int64_t *alloc_offsets(int64_t n) {
 static int64_t *mask_offsets(EmTensor *mask, const int64_t *ostrides, int64_t *n) {
     int nch = em_cpu_nonzero_chunks(mask);
     int64_t counts[256], total = 0;
-    em_cpu_nonzero_count(mask, nch, counts);
+    bool big = mask->numel >= 65536;
+    if (big) {
+        Py_BEGIN_ALLOW_THREADS
+        em_cpu_nonzero_count(mask, nch, counts);
+        Py_END_ALLOW_THREADS
+    } else {
+        em_cpu_nonzero_count(mask, nch, counts);
+    }
     for (int c = 0; c < nch; c++) total += counts[c];
     int64_t *off = alloc_offsets(total);
     if (!off) return NULL;
-    em_cpu_nonzero_fill(mask, nch, counts, NULL, off, ostrides);
+    if (big) {
+        Py_BEGIN_ALLOW_THREADS
+        em_cpu_nonzero_fill(mask, nch, counts, NULL, off, ostrides);
+        Py_END_ALLOW_THREADS
+    } else {
+        em_cpu_nonzero_fill(mask, nch, counts, NULL, off, ostrides);
+    }
     *n = total;
     return off;
 }
@@ -499,7 +512,8 @@ fail:
 /* indices (a tuple or list of tensors) aligned to self's dims */
 static int parse_put_indices(EmTensor *self, PyObject *obj, EmTensor **idx) {
     if (!PyTuple_Check(obj) && !PyList_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "index_put(): argument 'indices' (position 2) must be tuple of Tensors, not %.100s",
+        PyErr_Format(PyExc_TypeError,
+                     "index_put(): argument 'indices' (position 2) must be tuple of Tensors, not %.100s",
                      Py_TYPE(obj)->tp_name);
         return -1;
     }
@@ -565,11 +579,25 @@ EmTensor *em_nonzero(EmTensor *t) {
     if (em_check_cpu(t, "nonzero") < 0) return NULL;
     int nch = em_cpu_nonzero_chunks(t);
     int64_t counts[256], n = 0;
-    em_cpu_nonzero_count(t, nch, counts);
+    bool big = t->numel >= 65536;
+    if (big) {
+        Py_BEGIN_ALLOW_THREADS
+        em_cpu_nonzero_count(t, nch, counts);
+        Py_END_ALLOW_THREADS
+    } else {
+        em_cpu_nonzero_count(t, nch, counts);
+    }
     for (int c = 0; c < nch; c++) n += counts[c];
     int64_t shape[2] = {n, t->ndim};
     EmTensor *r = em_empty(2, shape, EM_INT64, em_device(t));
-    if (r && n > 0) em_cpu_nonzero_fill(t, nch, counts, (int64_t *)em_data(r), NULL, NULL);
+    if (r && n > 0 && big) {
+        int64_t *coords = (int64_t *)em_data(r);
+        Py_BEGIN_ALLOW_THREADS
+        em_cpu_nonzero_fill(t, nch, counts, coords, NULL, NULL);
+        Py_END_ALLOW_THREADS
+    } else if (r && n > 0) {
+        em_cpu_nonzero_fill(t, nch, counts, (int64_t *)em_data(r), NULL, NULL);
+    }
     return r;
 }
 
@@ -703,7 +731,8 @@ PyObject *em_impl_masked_scatter(EmCall *c) {
         return NULL;
     }
     if (source->dtype != self->dtype) {
-        PyErr_Format(PyExc_RuntimeError, "masked_scatter: expected self and source to have same dtypes but got %s and %s",
+        PyErr_Format(PyExc_RuntimeError,
+                     "masked_scatter: expected self and source to have same dtypes but got %s and %s",
                      em_dtype_name((EmDType)self->dtype), em_dtype_name((EmDType)source->dtype));
         return NULL;
     }

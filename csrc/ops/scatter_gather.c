@@ -108,7 +108,8 @@ PyObject *em_impl_index_select(EmCall *c) {
     int64_t dim64, *off = NULL, bad;
     int dim, failed;
     if (em_arg_int(c, 1, &dim64) < 0 || em_wrap_dim(dim64, self->ndim, &dim) < 0) return NULL;
-    EM_CHECK(is_index_dtype(index, true), PyExc_RuntimeError, "index_select(): Expected dtype int32 or int64 for index");
+    EM_CHECK(is_index_dtype(index, true), PyExc_RuntimeError,
+             "index_select(): Expected dtype int32 or int64 for index");
     EM_CHECK(index->ndim <= 1, PyExc_IndexError, "index_select(): Index is supposed to be a vector");
     EM_CHECK(!c->out || c->out->dtype == self->dtype, PyExc_RuntimeError,
              "index_select(): self and result must have the same scalar type");
@@ -209,8 +210,8 @@ PyObject *em_impl_index_copy(EmCall *c) {
     int dim;
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     if (em_arg_int(c, 1, &dim64) < 0 || em_wrap_dim(dim64, self->ndim, &dim) < 0) return NULL;
-    EM_CHECK(index->dtype == EM_INT64, PyExc_RuntimeError, "index_copy_(): Expected a long tensor for index, but got %s",
-             em_dtype_name((EmDType)index->dtype));
+    EM_CHECK(index->dtype == EM_INT64, PyExc_RuntimeError,
+             "index_copy_(): Expected a long tensor for index, but got %s", em_dtype_name((EmDType)index->dtype));
     EM_CHECK(index->ndim <= 1, PyExc_IndexError, "index_copy_(): Index should have dimension 1 or 0 (got %d)",
              index->ndim);
     EM_CHECK(source->dtype == self->dtype, PyExc_RuntimeError,
@@ -262,8 +263,8 @@ PyObject *em_impl_index_add(EmCall *c) {
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     if (em_arg_int(c, 1, &dim64) < 0 || em_wrap_dim(dim64, self->ndim, &dim) < 0 || em_arg_scalar(c, 4, &alpha) < 0)
         return NULL;
-    EM_CHECK(is_index_dtype(index, true), PyExc_RuntimeError, "index_add_(): Expected dtype int32/int64 for index but got: %s",
-             em_dtype_name((EmDType)index->dtype));
+    EM_CHECK(is_index_dtype(index, true), PyExc_RuntimeError,
+             "index_add_(): Expected dtype int32/int64 for index but got: %s", em_dtype_name((EmDType)index->dtype));
     EM_CHECK(index->ndim <= 1, PyExc_IndexError,
              "index_add_(): Index is supposed to be a vector, but got dim: %d with type: %s and size: %s", index->ndim,
              em_dtype_name((EmDType)index->dtype), em_shape_str(index->ndim, index->sizes, a, sizeof a));
@@ -279,7 +280,8 @@ PyObject *em_impl_index_add(EmCall *c) {
     EM_CHECK(same, PyExc_RuntimeError,
              "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = "
              "%s source.shape = %s",
-             em_shape_str(self->ndim, self->sizes, a, sizeof a), em_shape_str(source->ndim, source->sizes, b, sizeof b));
+             em_shape_str(self->ndim, self->sizes, a, sizeof a),
+             em_shape_str(source->ndim, source->sizes, b, sizeof b));
     EM_TRY(em_scalar_check_range(alpha, (EmDType)self->dtype) == 0);
     target = write_target(c, self, true);
     EM_TRY(target);
@@ -461,7 +463,8 @@ static EmTensor *scatter_check(EmTensor *self, int dim, EmTensor *index, EmTenso
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF], s[EM_SHAPE_BUF];
     *empty = false;
     EM_CHECK(is_index_dtype(index, true), PyExc_RuntimeError, "scatter(): Expected dtype int32/int64 for index");
-    EM_CHECK(!src || src->dtype == self->dtype, PyExc_RuntimeError, "scatter(): Expected self.dtype to be equal to src.dtype");
+    EM_CHECK(!src || src->dtype == self->dtype, PyExc_RuntimeError,
+             "scatter(): Expected self.dtype to be equal to src.dtype");
     EM_TRY(em_check_cpu(self, "scatter") == 0);
     if (index->numel == 0) {
         *empty = true;
@@ -469,7 +472,8 @@ static EmTensor *scatter_check(EmTensor *self, int dim, EmTensor *index, EmTenso
         return NULL;
     }
     int n = ndim_or_one(index);
-    EM_CHECK(n == ndim_or_one(self), PyExc_RuntimeError, "Index tensor must have the same number of dimensions as self tensor");
+    EM_CHECK(n == ndim_or_one(self), PyExc_RuntimeError,
+             "Index tensor must have the same number of dimensions as self tensor");
     EM_CHECK(!src || n == ndim_or_one(src), PyExc_RuntimeError,
              "Index tensor must have the same number of dimensions as src tensor");
     for (int d = 0; d < n; d++) {
@@ -553,7 +557,8 @@ fail:
 PyObject *em_impl_scatter(EmCall *c) {
     PyObject *srco = c->args[3], *valo = c->args[4], *red = c->args[5];
     if (srco != Py_None && valo != Py_None) {
-        PyErr_SetString(PyExc_TypeError, "scatter() received an invalid combination of arguments - got both src and value");
+        PyErr_SetString(PyExc_TypeError,
+                        "scatter() received an invalid combination of arguments - got both src and value");
         return NULL;
     }
     if (srco == Py_None && valo == Py_None) {
@@ -660,8 +665,8 @@ PyObject *em_impl_scatter_reduce(EmCall *c) {
         em_scalar_store(one, dt, onebuf);
         for (int64_t i = 0; i < count->numel; i++)
             if (!memcmp(p + i * isz, zero, (size_t)isz)) memcpy(p + i * isz, onebuf, (size_t)isz);
-        EmIterConfig cfg = em_iter_config("scatter_reduce", em_is_float(dt) ? &em_kernels_div : &em_kernels_floor_divide,
-                                          EM_PROMOTE_NONE);
+        const EmKernels *divide = em_is_float(dt) ? &em_kernels_div : &em_kernels_floor_divide;
+        EmIterConfig cfg = em_iter_config("scatter_reduce", divide, EM_PROMOTE_NONE);
         cfg.inputs[0] = em_opnd(target);
         cfg.inputs[1] = em_opnd(count);
         cfg.ninputs = 2;
@@ -692,7 +697,8 @@ PyObject *em_impl_take_along_dim(EmCall *c) {
     EmTensor *x = NULL, *ix = NULL, *r = NULL;
     int64_t flat_x = -1, flat_i = -1; /* em_reshape fills in the -1 */
     EM_CHECK(indices->dtype == EM_INT64, PyExc_RuntimeError,
-             "torch.take_along_dim(): dtype of indices should be Long but got %s", em_dtype_name((EmDType)indices->dtype));
+             "torch.take_along_dim(): dtype of indices should be Long but got %s",
+             em_dtype_name((EmDType)indices->dtype));
     EM_CHECK(!c->out || c->out->dtype == self->dtype, PyExc_RuntimeError,
              "take_along_dim(): self and result must have the same scalar type");
     if (em_arg_is_none(c, 2)) {
