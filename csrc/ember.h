@@ -600,6 +600,86 @@ int em_fill_(EmTensor *dst, EmScalar value);
 /* A tensor cast to dtype (a new tensor; t itself when copy is false and dtype matches). */
 EmTensor *em_to_dtype(EmTensor *t, EmDType dtype, bool copy);
 
+/* ---------------------------------------------------------------- indexing */
+/* Advanced indexing, gather/scatter and the index_* / masked_* ops
+ * (ops/index.c, ops/index_advanced.c, ops/scatter_gather.c, cpu/index.c). */
+
+/* How a write combines with what is there (scatter reduce=, accumulate=). */
+typedef enum { EM_RED_ASSIGN, EM_RED_SUM, EM_RED_PROD, EM_RED_MAX, EM_RED_MIN, EM_NUM_RED } EmReduceOp;
+
+/* Note [indirect loops]: advanced indexing and the index_* ops address one
+ * side, x (the tensor being indexed), through byte offsets off[j] computed
+ * from the index tensors, and the other, d (the result, or the values),
+ * directly:
+ *     for p in P (outer dims), j < nj, a in A (inner dims):
+ *         x[p·ps_x + off[j] + a·as_x]  <->  d[p·ps_d + doff(j) + a·as_d]
+ * with doff(j) = dense_off ? dense_off[j] : j·dense_jstride. All strides in
+ * bytes. Gathers read x, puts write it; puts visit j in order, so among
+ * duplicate indices the last write wins. */
+typedef struct {
+    char *x, *d;
+    int np, na;
+    int64_t psize[EM_MAX_DIMS], ps_x[EM_MAX_DIMS], ps_d[EM_MAX_DIMS];
+    int64_t asize[EM_MAX_DIMS], as_x[EM_MAX_DIMS], as_d[EM_MAX_DIMS];
+    int64_t nj;
+    const int64_t *off;
+    const int64_t *dense_off;
+    int64_t dense_jstride;
+} EmIndirect;
+void em_cpu_index_gather(const EmIndirect *g, int itemsize);
+/* outer_parallel: distinct p never write the same element (x is dense). */
+void em_cpu_index_put(const EmIndirect *g, EmReduceOp op, EmDType dtype, bool outer_parallel);
+
+/* Note [scatter loops]: gather/scatter along a dim walk the index tensor:
+ * rows over nrow dims (rsize, byte strides rs_*), then n elements along the
+ * index's last dim (strides xs, ys, is). The x element is at
+ * x_row + k·xs + idx[k]·x_dim_stride (the indexed dim's own stride is 0 in
+ * rs_x/xs); y (src, or gather's result) is at y_row + k·ys. Rows in one
+ * `group` may write the same elements and stay on one thread. Scatters get
+ * their index values checked beforehand (a failed scatter writes nothing). */
+typedef struct {
+    char *x, *y;
+    const char *idx; /* int64 */
+    int nrow;
+    int64_t rsize[EM_MAX_DIMS], rs_x[EM_MAX_DIMS], rs_y[EM_MAX_DIMS], rs_i[EM_MAX_DIMS];
+    int64_t n, xs, ys, is, x_dim_stride, group;
+    int64_t size; /* x's size along the dim: gathers check their indices against it */
+} EmScatterLoop;
+/* false: an index was outside [0, size) (the result is then incomplete) */
+bool em_cpu_gather(const EmScatterLoop *g, int itemsize);
+void em_cpu_scatter(const EmScatterLoop *g, EmReduceOp op, EmDType dtype);
+
+/* off[j] (= or +=) u·stride for the index values u of idx (int32/int64,
+ * broadcast to bshape) after wrapping (off NULL: only check); returns -1,
+ * or the position of the first value outside [0, size) with it in *bad. */
+enum { EM_WRAP_NONE, EM_WRAP_NEG };
+int64_t em_cpu_index_offsets(int64_t *off, bool accumulate, const EmTensor *idx, int nb,
+                             const int64_t *bshape, int64_t size, int64_t stride, int wrap,
+                             int64_t *bad);
+/* nonzero in row-major order, split in chunks (threads): counts per chunk,
+ * then coordinates ([n, ndim]) and/or byte offsets Σ c_d·ostrides[d]. */
+int em_cpu_nonzero_chunks(const EmTensor *t);
+void em_cpu_nonzero_count(const EmTensor *t, int nchunks, int64_t *counts);
+void em_cpu_nonzero_fill(const EmTensor *t, int nchunks, const int64_t *counts, int64_t *coords,
+                         int64_t *offs, const int64_t *ostrides);
+
+/* Front-ends shared by the indexing files. idx has one entry per dim of
+ * `view` (NULL: not indexed); a bool mask sits at its first dim. */
+EmTensor *em_index_advanced(EmTensor *view, EmTensor **idx);
+int em_index_put_(EmTensor *view, EmTensor **idx, EmTensor *values, bool accumulate);
+EmTensor *em_nonzero(EmTensor *t);
+PyObject *em_nonzero_tuple(EmTensor *t); /* nonzero(as_tuple=True), where(cond) */
+/* r (a fresh result; stolen) copied into an op's out= tensor, resized. */
+PyObject *em_index_into_out(EmTensor *out, EmTensor *r, bool warn);
+/* masked_fill: in place (self) or a broadcast copy (out NULL: new tensor). */
+EmTensor *em_masked_fill(EmTensor *self, EmTensor *mask, EmScalar value, bool inplace);
+/* torch's overlap rules for an op writing `written` while reading `input`:
+ * RuntimeError when they provably share elements, 1 when they share a
+ * storage in a way too hard to decide (the caller reads a clone), else 0. */
+int em_index_check_overlap(EmTensor *written, EmTensor *input);
+/* RuntimeError when two elements of t share memory (stride 0). */
+int em_index_check_internal_overlap(EmTensor *t);
+
 /* ------------------------------------------ joining, sorting, searching */
 
 /* Concatenate n tensors along dim (torch.cat's rules: promotion across all
@@ -732,6 +812,7 @@ const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result);
  * on, so backward formulas are themselves differentiable). New reference. */
 PyObject *em_op(EmOpId id, int nargs, PyObject *const *args);
 EmTensor *em_op_t(EmOpId id, int nargs, PyObject *const *args); /* result must be a tensor */
+PyObject *em_op_inplace(EmOpId id, int nargs, PyObject *const *args); /* the op_ variant: args[0] written */
 
 /* Backward formulas (autograd/derivatives.c): per op, which inputs (bit i)
  * and outputs (EM_SAVE_OUT) the formula reads, and the formula. */

@@ -920,6 +920,28 @@ def _index_samples(op, dtype, layout):
     return [Sample((x, k)) for k in keys]
 
 
+def _setitem_samples(op, dtype, layout):
+    """x[key] = values with advanced keys (__setitem__ -> _index_put_)."""
+    rng = rng_for(op.name, dtype, layout)
+    x = TS(gen_values(rng, dtype, (3, 4)), dtype, False)
+    rows = TS(np.array([2, 0]), "int64", False)
+    mask = TS(gen_values(rng, "bool", (3, 4)), "bool", False)
+    return [Sample((x, (rows,), TS(gen_values(rng, dtype, (2, 4)), dtype, False))),
+            Sample((x, (slice(None), rows), TS(gen_values(rng, dtype, (3, 2)), dtype, False))),
+            Sample((x, (mask,), TS(gen_values(rng, dtype, (int(mask.values.sum()),)), dtype, False)))]
+
+
+def _setitem_ref(x, key, v):
+    r = np.array(x, copy=True)
+    r[key] = v
+    return r
+
+
+def _setitem_call(L, x, key, v):
+    x[key] = v
+    return x
+
+
 def _to_copy_samples(op, dtype, layout):
     x = TS(gen_values(rng_for(op.name, dtype, layout), dtype, layout_shape(layout)), dtype)
     return [Sample((x, DT(t))) for t in ("float64", "float32", "float16", "int64", "int8", "bool")
@@ -953,6 +975,8 @@ def _sum_to_expect(op, sample, values):
 OPS += [
     OpInfo("_index", lambda x, k: x[k], kind="view", variants="F", samples=_index_samples, view=True,
            layouts=("contig", "T", "slice", "0d", "empty"), call=lambda L, x, k: x[k]),
+    OpInfo("_index_put_", _setitem_ref, kind="plain", variants="F", samples=_setitem_samples,
+           layouts=("contig",), call=_setitem_call),
     OpInfo("_to_copy", lambda x, d: x, kind="plain", variants="F", samples=_to_copy_samples,
            layouts=("contig", "T", "0d"), call=lambda L, x, d: x.to(d),
            expect=lambda op, s, v: (quantize(v[0], str(s.args[1])), str(s.args[1]))),
@@ -1110,6 +1134,312 @@ OPS += [
         expect=_einsum_expect, variants="F",
         tol={**LIN_TOL, "float16": (4e-3, 2e-3), "bfloat16": (3e-2, 2e-2)}),
 ]
+
+
+# ---------------------------------------------------------------------------
+# indexing: gather/scatter, index_*, masked_*, take, nonzero (csrc/ops/index_advanced.c,
+# csrc/ops/scatter_gather.c). References loop over the index in row-major order, which
+# is also the order torch's CPU kernels write in (duplicates: the last write wins).
+def _exact_vals(rng, dtype, shape):
+    """Values whose sums and small products are exact in every dtype (quarters for floats)."""
+    if is_float(dtype):
+        return rng.integers(-8, 9, shape) / 4
+    return gen_values(rng, dtype, shape, (0, 5) if dtype == "uint8" else (-4, 4))
+
+
+def _I(v, dtype="int64", lay=False):
+    return TS(np.array(v, dtype=np.int64).reshape(np.shape(v)), dtype, lay)
+
+
+def _scalar_for(dtype):
+    return True if dtype == "bool" else 2.5 if is_float(dtype) else 3
+
+
+def _slice_upto(x, index, dim):
+    """x cut to index's sizes in the dims other than dim (gather/scatter only touch those)."""
+    return tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
+
+
+def _gather_ref(x, dim, index, sparse_grad=False):
+    if x.ndim == 0:
+        return np.full(index.shape, x)
+    return np.take_along_axis(x[_slice_upto(x, index, dim)], index, dim % x.ndim)
+
+
+_COMBINE = {None: lambda a, b: b, "add": lambda a, b: a + b, "multiply": lambda a, b: a * b}
+
+
+def _scatter_ref(x, dim, index, src=None, value=None, reduce=None):
+    out = np.array(x, copy=True)
+    if src is None and not isinstance(value, np.ndarray):
+        value = np.asarray(value).astype(out.dtype)
+    for p in np.ndindex(index.shape):
+        t = list(p) if out.ndim else []
+        if out.ndim:
+            t[dim % out.ndim] = index[p]
+        t = tuple(t)
+        v = src[p] if src is not None and np.ndim(src) else (src if src is not None else value)
+        with np.errstate(all="ignore"):
+            out[t] = _COMBINE[reduce](out[t], v)
+    return out
+
+
+def _scatter_add_ref(x, dim, index, src):
+    return _scatter_ref(x, dim, index, src, reduce="add")
+
+
+def _groups(x, dim, index, src):
+    g = {}
+    for p in np.ndindex(index.shape):
+        t = list(p) if x.ndim else []
+        if x.ndim:
+            t[dim % x.ndim] = index[p]
+        g.setdefault(tuple(t), []).append(src[p] if np.ndim(src) else src)
+    return g
+
+
+def _scatter_reduce_ref(x, dim, index, src, reduce, include_self=True):
+    out = np.array(x, copy=True)
+    flt = out.dtype.kind == "f"
+    for t, vals in _groups(x, dim, index, src).items():
+        vs = ([x[t]] if include_self else []) + vals
+        vs = [float(v) if flt else int(v) for v in vs]
+        if reduce == "sum":
+            r = sum(vs)
+        elif reduce == "prod":
+            r = math.prod(vs)
+        elif reduce == "mean":
+            r = sum(vs) / len(vs) if flt else sum(vs) // len(vs)
+        else:
+            nan = [v for v in vs if v != v]
+            r = nan[0] if nan else (max(vs) if reduce == "amax" else min(vs))
+        with np.errstate(all="ignore"):
+            out[t] = np.array(r).astype(out.dtype) if out.dtype.kind != "f" else r
+    return out
+
+
+def _along(x, dim, i):
+    return (slice(None),) * (dim % x.ndim) + (i,) if x.ndim else ()
+
+
+def _index_select_ref(x, dim, index):
+    return np.take(x, index.reshape(-1), axis=dim) if x.ndim else x.copy()
+
+
+def _index_add_ref(x, dim, index, source, alpha=1):
+    out = np.array(x, copy=True)
+    with np.errstate(all="ignore"):
+        src = source * np.asarray(alpha).astype(x.dtype) if alpha != 1 else source
+        for k, i in enumerate(index.reshape(-1)):
+            s = src[_along(src, dim, k)] if src.ndim else src
+            out[_along(out, dim, int(i))] = out[_along(out, dim, int(i))] + s
+    return out
+
+
+def _index_copy_ref(x, dim, index, source):
+    out = np.array(x, copy=True)
+    for k, i in enumerate(index.reshape(-1)):
+        out[_along(out, dim, int(i))] = source[_along(source, dim, k)] if source.ndim else source
+    return out
+
+
+def _index_fill_ref(x, dim, index, value):
+    out = np.array(x, copy=True)
+    for i in index.reshape(-1):
+        out[_along(out, dim, int(i))] = np.asarray(value).astype(out.dtype)
+    return out
+
+
+def _index_put_ref(x, indices, values, accumulate=False):
+    out = np.array(x, copy=True)
+    with np.errstate(all="ignore"):
+        if accumulate:
+            np.add.at(out, tuple(indices), values.astype(out.dtype))
+        else:
+            out[tuple(indices)] = values
+    return out
+
+
+def _masked_fill_ref(x, mask, value):
+    return np.where(mask, np.asarray(value).astype(x.dtype), x)
+
+
+def _masked_select_ref(x, mask):
+    xb, mb = np.broadcast_arrays(x, mask)
+    return xb[mb]
+
+
+def _masked_scatter_ref(x, mask, source):
+    xb, mb = np.broadcast_arrays(x, mask)
+    out = np.array(xb, copy=True)
+    out[mb] = source.reshape(-1)[:int(mb.sum())]
+    return out
+
+
+def _take_along_dim_ref(x, indices, dim=None):
+    if dim is None:
+        return np.take(x.reshape(-1), indices.reshape(-1))
+    return np.take_along_axis(x, indices, dim)
+
+
+def _nonzero_expected(op, sample, values):
+    x = values[0]
+    if sample.kwargs.get("as_tuple"):
+        return tuple(np.nonzero(x.reshape(-1) if x.ndim == 0 else x)), "int64"
+    return np.argwhere(x), "int64"
+
+
+def _index_samples(op, dtype, layout):
+    """Samples for the indexing ops: self (laid out), indices, values. Each op's
+    cases use dims and index values that fit self's shape in this layout."""
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout)  # (3, 4), () or (0, 4)
+    x = TS(_exact_vals(rng, dtype, sh), dtype)
+    v = lambda shape, lay=False: TS(_exact_vals(rng, dtype, shape), dtype, lay)  # noqa: E731
+    n = op.name
+    if n == "index_select":
+        if sh == ():
+            return [Sample((x, 0, _I([0]))), Sample((x, 0, _I(0))), Sample((x, -1, _I([0], "int32")))]
+        out = [Sample((x, 1, _I([3, 0, 3], lay=True))), Sample((x, 1, _I([], lay=True)), desc="empty index"),
+               Sample((x, -1, _I(2)), desc="0-d index")]
+        if sh[0]:
+            out += [Sample((x, 0, _I([2, 0, 2, 1], lay=True))), Sample((x, 0, _I([1, 2], "int32", lay=True)))]
+        return out
+    if n in ("gather", "take_along_dim"):
+        if sh == ():
+            if n == "take_along_dim":
+                return [Sample((x, _I([0, 0]))), Sample((x, _I(0)))]
+            return [Sample((x, 0, _I(0))), Sample((x, 0, _I([0, 0]))), Sample((x, -1, _I([0], "int32")))]
+        if n == "take_along_dim":
+            out = [Sample((x, _I(rng.integers(-4, 4, (sh[0], 2)), lay=True), 1)),
+                   Sample((x, _I(rng.integers(-4, 4, (1, 5))), -1), desc="broadcast"),
+                   Sample((x, _I(rng.integers(0, max(x.values.size, 1), (5,)) if x.values.size else []), None),
+                          desc="flattened")]
+            if sh[0]:
+                out.append(Sample((x, _I(rng.integers(-3, 3, (2, 1))), 0), desc="broadcast"))
+            return out
+        out = [Sample((x, 1, _I(rng.integers(0, 4, (sh[0], 2)), lay=True))),
+               Sample((x, -1, _I(rng.integers(0, 4, (min(sh[0], 2), 6)), "int32")), desc="wider, fewer rows"),
+               Sample((x, 1, _I(np.zeros((0, 2)))), desc="empty index")]
+        if sh[0]:
+            out.append(Sample((x, 0, _I(rng.integers(0, 3, (2, 4)), lay=True))))
+        return out
+    if n in ("scatter", "scatter_add", "scatter_reduce"):
+        if sh == ():
+            base = [Sample((x, 0, _I(0), v(()))), Sample((x, -1, _I([0, 0]), v((2,))))]
+        else:
+            rows = sh[0]
+            base = [Sample((x, 1, _I(rng.integers(0, 4, (rows, 3)), lay=True), v((rows, 3), True))),
+                    Sample((x, -1, _I(rng.integers(0, 4, (min(rows, 2), 2)), "int32"), v((3, 4))),
+                           desc="src larger than index"),
+                    Sample((x, 0, _I(np.zeros((0, 4))), v((0, 4))), desc="empty index")]
+            if rows:
+                base.append(Sample((x, 0, _I(rng.integers(0, 3, (5, 4)), lay=True), v((5, 4), True)),
+                                   desc="duplicates along dim 0"))
+        if n == "scatter_add":
+            return base
+        if n == "scatter":
+            out = list(base)
+            out += [replace(s, kwargs={"reduce": r}) for s in base for r in ("add", "multiply")]
+            out += [Sample(s.args[:3], {"value": _scalar_for(dtype)}, "value") for s in base[:2]]
+            out += [Sample(s.args[:3], {"value": _scalar_for(dtype), "reduce": "add"}, "value") for s in base[:1]]
+            return out
+        reds = ("sum", "prod", "amax", "amin") + (() if dtype == "bool" else ("mean",))
+        out = [Sample(s.args + (r,), {"include_self": inc}, s.desc) for s in base for r in reds
+               for inc in (True, False)]
+        if is_float(dtype) and sh:
+            nan = TS(np.array([[np.nan, 1.0, 2.0], [3.0, -np.nan, 0.5], [1.0, 1.0, np.nan]])[:sh[0] or 0], dtype)
+            out += [Sample((x, 1, _I(np.array([[0, 0, 1], [1, 2, 2], [3, 3, 3]])[:sh[0] or 0]), nan, r),
+                           desc="nan") for r in ("amax", "amin")]
+        return out
+    if n in ("index_add", "index_copy", "index_fill"):
+        if sh == ():
+            if n == "index_fill":
+                return [Sample((x, 0, _I([0]), _scalar_for(dtype))), Sample((x, -1, _I(0), _T(1.5, "float64")))]
+            return [Sample((x, 0, _I([0]), v(()))), Sample((x, 0, _I(0), v(())))]
+        dup = [3, 0, 3] if n == "index_add" else [3, 0, 1]
+        i1 = _I(dup, lay=True)
+        if n == "index_fill":
+            out = [Sample((x, 1, i1, _scalar_for(dtype))), Sample((x, -1, _I([-1, 0]), _T(3.5, "float64")),
+                                                                 desc="0-d value, negative index"),
+                   Sample((x, 1, _I([]), 1), desc="empty index")]
+            if sh[0]:
+                out.append(Sample((x, 0, _I([2, 0]), _scalar_for(dtype))))
+            return out
+        out = [Sample((x, 1, i1, v((sh[0], 3), True))), Sample((x, -1, _I([]), v((sh[0], 0))), desc="empty index")]
+        if sh[0]:
+            out.append(Sample((x, 0, _I([2, 1] if n == "index_copy" else [2, 2], "int64" if n == "index_copy"
+                                     else "int32"), v((2, 4)))))
+        if n == "index_add" and dtype != "bool":
+            out.append(Sample((x, 1, i1, v((sh[0], 3))), {"alpha": 2}, "alpha"))
+            if is_float(dtype):
+                out.append(Sample((x, 1, i1, v((sh[0], 3))), {"alpha": -0.5}, "alpha"))
+        return out
+    if n == "index_put":
+        if sh == ():  # nothing in a 0-d tensor to index with a tensor: a 1-d one instead
+            x3 = TS(_exact_vals(rng, dtype, (3,)), dtype)
+            return [Sample((x3, (_I([1, 1, 0]),), v((3,)), acc)) for acc in (False, True)]
+        r3 = [0, 2, 0] if sh[0] else []
+        out = []
+        for acc in (False, True):
+            out += [Sample((x, (_I(r3),), v((4,)), acc), desc="rows, broadcast values"),
+                    Sample((x, (_I(r3), _I([3, 1, -1][:len(r3)], "int32")), v((len(r3),)), acc)),
+                    Sample((x, (_I(r3[:2]), _I([[1], [3]])), v((1,)), acc), desc="broadcast indices"),
+                    Sample((x, (TS(rng.random(sh) < 0.5, "bool", False),), v(()), acc), desc="mask, 0-d value"),
+                    Sample((x, (TS(np.arange(sh[0]) % 2 == 0, "bool", False),), v((4,)), acc), desc="row mask")]
+        return out
+    if n == "masked_fill":
+        m = TS(rng.random(sh) < 0.5, "bool")
+        out = [Sample((x, m, _scalar_for(dtype))), Sample((x, m, _T(3.5, "float64")), desc="0-d value")]
+        if sh:
+            out.append(Sample((x, TS(rng.random((4,)) < 0.5, "bool", False), -1 if dtype not in ("bool", "uint8")
+                               else True), desc="broadcast mask"))
+        return out
+    if n == "masked_select":
+        m = TS(rng.random(sh) < 0.5, "bool")
+        out = [Sample((x, m))]
+        if sh:
+            out += [Sample((x, TS(rng.random((2,) + sh) < 0.5, "bool", False)), desc="mask broadcasts self"),
+                    Sample((x, TS(rng.random((4,)) < 0.5, "bool", False)), desc="self broadcasts mask")]
+        return out
+    if n == "masked_scatter":
+        m = TS(rng.random(sh) < 0.5, "bool")
+        out = [Sample((x, m, v(sh)))]
+        if sh:
+            out += [Sample((x, TS(rng.random((4,)) < 0.5, "bool", False), v((5, 4))), desc="broadcast mask")]
+        return out
+    if n == "take":
+        size = x.values.size
+        if not size:
+            return [Sample((x, _I(np.zeros((0, 3)))))]
+        return [Sample((x, _I(rng.integers(-size, size, (2, 3)), lay=True))), Sample((x, _I(0)), desc="0-d index"),
+                Sample((x, _I([])), desc="empty index")]
+    # nonzero / argwhere
+    vals = _exact_vals(rng, dtype, sh)
+    vals = np.where(rng.random(sh) < 0.4, 0, vals).astype(vals.dtype)
+    x = TS(vals, dtype, exact=True)
+    out = [Sample((x,))]
+    if n == "nonzero":
+        out.append(Sample((x,), {"as_tuple": True}))
+    if is_float(dtype) and layout == "contig":
+        out.append(Sample((_T([0.0, -0.0, np.nan, 1.0, -np.inf, 0.0], dtype),), desc="-0.0 and nan"))
+    return out
+
+
+INDEX_REFS = {  # name: (reference, variants)
+    "index_select": (_index_select_ref, "FMO"), "gather": (_gather_ref, "FMO"),
+    "scatter": (_scatter_ref, "FMIO"), "scatter_add": (_scatter_add_ref, "FMIO"),
+    "scatter_reduce": (_scatter_reduce_ref, "FMI"), "index_add": (_index_add_ref, "FMIO"),
+    "index_copy": (_index_copy_ref, "FMIO"), "index_fill": (_index_fill_ref, "FMI"),
+    "index_put": (_index_put_ref, "FMI"), "masked_fill": (_masked_fill_ref, "FMI"),
+    "masked_select": (_masked_select_ref, "FMO"), "masked_scatter": (_masked_scatter_ref, "FMI"),
+    "take": (lambda x, index: np.take(x.reshape(-1), index), "FMO"),
+    "take_along_dim": (_take_along_dim_ref, "FMO"),
+    "nonzero": (None, "FMO"), "argwhere": (None, "FM"),
+}
+OPS += [OpInfo(n, r, kind="index", variants=var, samples=_index_samples,
+               expect=_nonzero_expected if n in ("nonzero", "argwhere") else None)
+        for n, (r, var) in INDEX_REFS.items()]
 
 
 # ---------------------------------------------------------------------------
@@ -2084,4 +2414,82 @@ ERRORS = [
     ("unique-0d-dim", lambda L: L.unique(L.tensor(3), dim=0), IndexError, None),
     ("unique-zero-size", lambda L: L.unique(L.ones(2, 0), dim=0), RuntimeError, None),
     ("unique_consecutive-dim", lambda L: L.unique_consecutive(L.ones(2, 3), dim=-3), IndexError, None),
+]
+
+# indexing (csrc/ops/index*.c, csrc/ops/scatter_gather.c)
+_LI = lambda L, *v: L.tensor(list(v), dtype=L.int64)  # noqa: E731
+ERRORS += [
+    ("getitem-oob", lambda L: L.ones(3, 4)[_LI(L, 0, 3)], IndexError, "out of bounds"),
+    ("getitem-oob-neg", lambda L: L.ones(3, 4)[:, [-5]], IndexError, "out of bounds"),
+    ("getitem-float-index", lambda L: L.ones(3)[L.tensor([0.0])], IndexError, None),
+    ("getitem-int16-index", lambda L: L.ones(3)[L.tensor([0], dtype=L.int16)], IndexError, None),
+    ("getitem-mask-shape", lambda L: L.ones(3, 4)[L.ones(4, dtype=L.bool)], IndexError, "shape of the mask"),
+    ("getitem-broadcast", lambda L: L.ones(3, 4)[[0, 1], [0, 1, 2]], IndexError, "shape mismatch"),
+    ("getitem-too-many", lambda L: L.ones(3, 4)[L.ones(3, 4, dtype=L.bool), 0], IndexError, None),
+    ("getitem-np-bool", lambda L: L.ones(3)[np.bool_(True)], IndexError, None),
+    ("setitem-oob", lambda L: L.ones(3).__setitem__([3], 1.0), IndexError, "out of bounds"),
+    ("setitem-dtype", lambda L: L.ones(3).__setitem__([0], L.tensor([1.0], dtype=L.float64)), RuntimeError,
+     "dtypes match"),
+    ("setitem-shape", lambda L: L.ones(3, 4).__setitem__([0, 1], L.ones(3)), RuntimeError, "shape mismatch"),
+    ("setitem-overlap", lambda L: (lambda t: t.__setitem__([0, 1], t[1:]))(L.zeros(3)), RuntimeError, None),
+    ("index_select-oob", lambda L: L.ones(3).index_select(0, _LI(L, 3)), IndexError, None),
+    ("index_select-neg", lambda L: L.ones(3).index_select(0, _LI(L, -1)), IndexError, None),
+    ("index_select-2d-index", lambda L: L.ones(3).index_select(0, L.zeros(1, 1, dtype=L.int64)), IndexError, None),
+    ("index_select-float-index", lambda L: L.ones(3).index_select(0, L.zeros(1)), RuntimeError, None),
+    ("index_select-dim", lambda L: L.ones(3).index_select(1, _LI(L, 0)), IndexError, None),
+    ("gather-oob", lambda L: L.ones(2, 3).gather(1, L.full((2, 1), 3, dtype=L.int64)), RuntimeError, "out of bounds"),
+    ("gather-neg", lambda L: L.ones(2, 3).gather(1, L.full((2, 1), -1, dtype=L.int64)), RuntimeError, None),
+    ("gather-ndim", lambda L: L.ones(2, 3).gather(1, _LI(L, 0)), RuntimeError, None),
+    ("gather-size", lambda L: L.ones(2, 3).gather(1, L.zeros(3, 1, dtype=L.int64)), RuntimeError, None),
+    ("gather-float-index", lambda L: L.ones(2, 3).gather(1, L.zeros(2, 1)), RuntimeError, None),
+    ("scatter-oob", lambda L: L.ones(2, 3).scatter(0, L.full((1, 3), 2, dtype=L.int64), 1.0), RuntimeError, None),
+    ("scatter-src-dtype", lambda L: L.ones(3).scatter(0, _LI(L, 0), L.ones(1, dtype=L.float64)), RuntimeError, None),
+    ("scatter-src-size", lambda L: L.ones(2, 3).scatter(1, L.zeros(2, 2, dtype=L.int64), L.ones(2, 1)), RuntimeError,
+     None),
+    ("scatter-reduce-arg", lambda L: L.ones(3).scatter(0, _LI(L, 0), L.ones(1), reduce="max"), RuntimeError, None),
+    ("scatter-expanded-self", lambda L: L.ones(1, 3).expand(2, 3).scatter_(1, L.zeros(2, 1, dtype=L.int64), 2.0),
+     RuntimeError, None),
+    ("scatter-value-overflow", lambda L: L.ones(3, dtype=L.uint8).scatter(0, _LI(L, 0), 300), RuntimeError, None),
+    ("scatter_add-oob", lambda L: L.ones(3).scatter_add(0, _LI(L, 5), L.ones(1)), RuntimeError, None),
+    ("scatter_reduce-bad", lambda L: L.ones(3).scatter_reduce(0, _LI(L, 0), L.ones(1), "foo"), RuntimeError, None),
+    ("scatter_reduce-mean-bool", lambda L: L.ones(3, dtype=L.bool).scatter_reduce(
+        0, _LI(L, 0), L.ones(1, dtype=L.bool), "mean"), NotImplementedError, None),
+    ("index_add-oob", lambda L: L.ones(3).index_add(0, _LI(L, 3), L.ones(1)), IndexError, None),
+    ("index_add-dtype", lambda L: L.ones(3).index_add(0, _LI(L, 0), L.ones(1, dtype=L.float64)), RuntimeError, None),
+    ("index_add-count", lambda L: L.ones(3).index_add(0, _LI(L, 0), L.ones(2)), RuntimeError, None),
+    ("index_add-shape", lambda L: L.ones(2, 3).index_add(0, _LI(L, 0), L.ones(1, 4)), RuntimeError, None),
+    ("index_add-alpha-overflow", lambda L: L.ones(3, dtype=L.uint8).index_add(0, _LI(L, 0), L.ones(
+        1, dtype=L.uint8), alpha=300), RuntimeError, None),
+    ("index_copy-oob", lambda L: L.ones(3).index_copy(0, _LI(L, -1), L.ones(1)), IndexError, None),
+    ("index_copy-int32", lambda L: L.ones(3).index_copy(0, L.zeros(1, dtype=L.int32), L.ones(1)), RuntimeError, None),
+    ("index_copy-count", lambda L: L.ones(3).index_copy(0, _LI(L, 0), L.ones(2)), IndexError, None),
+    ("index_fill-oob", lambda L: L.ones(3).index_fill(0, _LI(L, 3), 1.0), IndexError, None),
+    ("index_fill-1d-value", lambda L: L.ones(3).index_fill(0, _LI(L, 0), L.ones(1)), RuntimeError, None),
+    ("index_fill-int32", lambda L: L.ones(3).index_fill(0, L.zeros(1, dtype=L.int32), 1.0), IndexError, None),
+    ("index_put-oob", lambda L: L.ones(3).index_put((_LI(L, 3),), L.ones(1)), IndexError, None),
+    ("index_put-not-tuple", lambda L: L.ones(3).index_put(_LI(L, 0), L.ones(1)), TypeError, None),
+    ("index_put-none", lambda L: L.ones(3).index_put((None,), L.ones(1)), TypeError, None),
+    ("index_put-dtype", lambda L: L.ones(3).index_put((_LI(L, 0),), L.ones(1, dtype=L.float64), True), RuntimeError,
+     None),
+    ("index_put-too-many", lambda L: L.ones(3).index_put((_LI(L, 0), _LI(L, 0)), L.ones(1)), IndexError, None),
+    ("masked_fill-mask-dtype", lambda L: L.ones(3).masked_fill(_LI(L, 1, 0, 1), 1.0), RuntimeError, None),
+    ("masked_fill-1d-value", lambda L: L.ones(3).masked_fill(L.ones(3, dtype=L.bool), L.ones(1)), RuntimeError, None),
+    ("masked_fill-overflow", lambda L: L.ones(3, dtype=L.uint8).masked_fill(L.ones(3, dtype=L.bool), 300),
+     RuntimeError, None),
+    ("masked_fill_-broadcast", lambda L: L.ones(3).masked_fill_(L.ones(2, 3, dtype=L.bool), 1.0), RuntimeError, None),
+    ("masked_select-mask-dtype", lambda L: L.ones(3).masked_select(_LI(L, 1, 0, 1)), RuntimeError, None),
+    ("masked_scatter-too-few", lambda L: L.ones(3).masked_scatter(L.ones(3, dtype=L.bool), L.ones(2)), RuntimeError,
+     None),
+    ("masked_scatter-dtype", lambda L: L.ones(3).masked_scatter(L.ones(3, dtype=L.bool), _LI(L, 1, 2, 3)),
+     RuntimeError, None),
+    ("take-oob", lambda L: L.ones(2, 2).take(_LI(L, 4)), IndexError, None),
+    ("take-int32", lambda L: L.ones(2, 2).take(L.zeros(1, dtype=L.int32)), RuntimeError, None),
+    ("take_along_dim-ndim", lambda L: L.ones(2, 3).take_along_dim(_LI(L, 0), 1), RuntimeError, None),
+    ("take_along_dim-int32", lambda L: L.ones(2, 3).take_along_dim(L.zeros(2, 1, dtype=L.int32), 1), RuntimeError,
+     None),
+    ("take_along_dim-flat-oob", lambda L: L.ones(2, 3).take_along_dim(_LI(L, 6)), RuntimeError, None),
+    ("nonzero-out-dtype", lambda L: L.nonzero(L.ones(3), out=L.empty(0)), RuntimeError, None),
+    ("nonzero-out-tuple", lambda L: L.nonzero(L.ones(3), as_tuple=True, out=L.empty(0, dtype=L.int64)),
+     RuntimeError, None),
+    ("where-one-of-two", lambda L: L.where(L.ones(3, dtype=L.bool), L.ones(3)), TypeError, None),
 ]

@@ -75,6 +75,8 @@ def prepare(sample, layout):
 
 
 def lib_value(L, a, layout, tile=1):
+    if isinstance(a, tuple) and any(isinstance(x, TS) for x in a):  # index keys / index_put's indices
+        return tuple(lib_value(L, x, layout, tile) for x in a)
     if isinstance(a, TS):
         return realize(L, TS(np.tile(a.values, tile), a.dtype, a.lay, exact=True) if tile > 1 else a, layout)
     if is_ts_list(a):
@@ -87,6 +89,8 @@ def lib_value(L, a, layout, tile=1):
 def np_value(a):
     if is_ts_list(a):
         return [np_value(x) for x in a]
+    if isinstance(a, tuple) and any(isinstance(x, TS) for x in a):  # index keys / index_put's indices
+        return tuple(np_value(x) for x in a)
     return a.values if isinstance(a, TS) else a
 
 
@@ -378,9 +382,10 @@ def test_out(name, dtype):
 
 def out_ok(op, s):
     """torch's out= overloads take a tensor (or a list of them) first (where:
-    only tensors)."""
+    only tensors; nonzero: not as_tuple)."""
     first = s.args[0]
-    return (is_tensor_arg(first) or is_ts_list(first)) and (op.name != "where" or all(map(is_tensor_arg, s.args)))
+    return (is_tensor_arg(first) or is_ts_list(first)) and \
+        (op.name != "where" or all(map(is_tensor_arg, s.args))) and not s.kwargs.get("as_tuple")
 
 
 def unsupported_params():

@@ -390,13 +390,22 @@ PyObject *em_impl_clamp_max(EmCall *c) { return clamp_impl(c, Py_None, c->args[1
 
 PyObject *em_impl_where(EmCall *c) {
     EmTensor *cond = em_arg_tensor(c, 0);
+    bool no_x = em_arg_is_none(c, 1), no_y = em_arg_is_none(c, 2);
+    if (no_x && no_y && !c->out) return em_nonzero_tuple(cond); /* where(condition) */
+    if (no_x || no_y) {
+        PyErr_SetString(PyExc_TypeError, "where() takes a condition alone, or a condition, input and other");
+        return NULL;
+    }
     if (cond->dtype != EM_BOOL) {
         PyErr_Format(PyExc_RuntimeError,
                      "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
                      em_dtype_name((EmDType)cond->dtype));
         return NULL;
     }
-    return run_generic(c, EM_PROMOTE_NONE, EM_BOOL_IN(0));
+    EmIterConfig cfg = em_iter_config("where", c->def->kernels, EM_PROMOTE_NONE);
+    cfg.bool_mask = EM_BOOL_IN(0);
+    if (bind_inputs(c, &cfg, 3) < 0) return NULL;
+    return (PyObject *)em_iter_run(&cfg);
 }
 
 PyObject *em_impl_lerp(EmCall *c) {

@@ -50,18 +50,21 @@ PyObject *em_call_run(EmCall *c) {
     return r;
 }
 
-PyObject *em_op(EmOpId id, int nargs, PyObject *const *args) {
+static PyObject *op_from_c(EmOpId id, bool inplace, int nargs, PyObject *const *args) {
     EmCall c;
     c.def = &em_op_defs[id];
     if (em_bind_args(&c.def->sig, NULL, args, nargs, NULL, &c) < 0) return NULL;
-    c.inplace = false;
+    c.inplace = inplace;
     c.reflected = false;
-    c.out = NULL;
+    c.out = inplace ? (EmTensor *)c.args[0] : NULL;
     PyObject *r = em_call_run(&c);
     Py_XDECREF(c.owned);
     Py_XDECREF(c.owned_tensor);
     return r;
 }
+
+PyObject *em_op(EmOpId id, int nargs, PyObject *const *args) { return op_from_c(id, false, nargs, args); }
+PyObject *em_op_inplace(EmOpId id, int nargs, PyObject *const *args) { return op_from_c(id, true, nargs, args); }
 
 EmTensor *em_op_t(EmOpId id, int nargs, PyObject *const *args) {
     PyObject *r = em_op(id, nargs, args);
