@@ -98,12 +98,14 @@ def dtype_name(t):
 
 
 def check(L, actual, expected, dt, values=True, tol=None, scaled=False):
-    """actual (a tensor, or a tuple of them) against NumPy `expected` in dtype dt."""
+    """actual (a tensor, or a tuple of them) against NumPy `expected` in dtype dt
+    (a tuple of dtypes for results such as (values, indices))."""
     if isinstance(expected, tuple):
         assert isinstance(actual, (tuple, list)), f"expected a tuple, got {type(actual).__name__}"
         assert len(actual) == len(expected), f"{len(actual)} results, expected {len(expected)}"
-        for a, e in zip(actual, expected):
-            check(L, a, e, dt, values, tol, scaled)
+        dts = dt if isinstance(dt, tuple) else (dt,) * len(expected)
+        for a, e, d in zip(actual, expected, dts):
+            check(L, a, e, d, values, tol, scaled)
         return
     assert isinstance(actual, L.Tensor), f"expected a Tensor, got {type(actual).__name__}"
     assert dtype_name(actual) == dt, f"dtype {dtype_name(actual)}, expected {dt}"
@@ -153,10 +155,11 @@ class Failures:
 
 
 def call(L, op, variant, args, kwargs, out=None):
+    fn = op.func(L) if op.func else getattr(L, op.name, None)
     if variant == "F":
-        return getattr(L, op.name)(*args, **kwargs)
+        return fn(*args, **kwargs)
     if variant == "O":
-        return getattr(L, op.name)(*args, out=out, **kwargs)
+        return fn(*args, out=out, **kwargs)
     if variant == "M":
         i = op.method_self
         return getattr(args[i], op.name)(*args[:i], *args[i + 1:], **kwargs)
@@ -283,12 +286,22 @@ def is_view(ts, layout):
 
 
 class Raises(str):
-    """inplace_expectation's answer when torch raises RuntimeError (the str: a message regex)."""
+    """inplace_expectation's answer when torch raises (the str: a message regex; .exc the type)."""
+    exc = RuntimeError
+
+
+def raises(regex, exc):
+    r = Raises(regex)
+    r.exc = exc
+    return r
 
 
 def inplace_expectation(op, sample, expect, dt, layout="contig"):
     """Raises(regex) if torch raises RuntimeError, else (self's values afterwards, dtype)."""
     self_ = sample.args[0]
+    exc = op.inplace_raises and op.inplace_raises(self_.dtype, sample.kwargs, self_.shape)
+    if exc:
+        return raises("", exc)
     if op.kind == "view":
         # "Can't detach views in-place"
         return Raises("") if op.name == "detach" and is_view(self_, layout) else (expect, dt)
@@ -318,7 +331,7 @@ def test_inplace(name, dtype):
                 if op.kind == "view" and alias_expectation(op, s, layout) == "error":
                     exp = Raises("")
                 if isinstance(exp, Raises):
-                    with pytest.raises(RuntimeError, match=exp or None):
+                    with pytest.raises(exp.exc, match=exp or None):
                         call(ember, op, "I", args, kwargs)
                     continue
                 res = call(ember, op, "I", args, kwargs)
@@ -353,7 +366,8 @@ def test_out(name, dtype):
 
 def out_ok(op, s):
     """torch's out= overloads take a tensor first (where: only tensors)."""
-    return is_tensor_arg(s.args[0]) and (op.name != "where" or all(map(is_tensor_arg, s.args)))
+    return is_tensor_arg(s.args[0]) and (op.name != "where" or all(map(is_tensor_arg, s.args))) and \
+        (op.out_ok is None or op.out_ok(s))
 
 
 def unsupported_params():
@@ -706,7 +720,7 @@ def reference_torch_case(op, s, layout, v):
     if v == "I":
         exp = inplace_expectation(op, s, expect, dt, layout)
         if isinstance(exp, Raises):
-            with pytest.raises(RuntimeError, match=exp or None):
+            with pytest.raises(exp.exc, match=exp or None):
                 call(_torch, op, "I", args, kwargs)
             return
         assert call(_torch, op, "I", args, kwargs) is args[0]

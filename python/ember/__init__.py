@@ -49,6 +49,6 @@ from ._dtype_info import finfo, iinfo  # noqa: E402
 from .random import (manual_seed, seed, initial_seed, get_rng_state,  # noqa: E402
                      set_rng_state)
 from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, pickling, ...)
-from . import cuda, return_types, testing  # noqa: E402,F401
+from . import cuda, linalg, return_types, testing  # noqa: E402,F401
 from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402
 from ._tensor_str import set_printoptions  # noqa: E402
