@@ -699,7 +699,7 @@ def test_reference_torch(name, dtype):
     op, fails = OPS_BY_NAME[name], Failures()
     for layout in [l for l in op.layouts if op.kind == "view" or l in ("contig", "0d")]:
         for s in op.get_samples(dtype, layout):
-            if s.tile > 1:  # nothing the small samples don't show
+            if s.tile > 1 or s.desc == "big":  # nothing the small samples don't show
                 continue
             s = prepare(s, layout)
             for v in op.variants:
