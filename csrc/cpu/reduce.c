@@ -152,26 +152,30 @@ RT_FLOAT(PAIRWISE_FN, nansum)
 
 /* float32 sums, the hot case, written with GCC vector extensions (the
  * compiler's own vectorization of the lane loops varies with the step):
- * four vectors of float lanes over blocks of 8 x 32 elements (converting
- * every element to double would halve the vector width), each block's lanes
- * then added into double lanes. ones(2**24).sum() is exact; the error of a
- * block is that of 8 float additions. FV/FS fold a vector / a float. */
-typedef float em_vf __attribute__((vector_size(32)));
-typedef int32_t em_vi __attribute__((vector_size(32)));
-#define VW 8 /* floats per vector */
-#define HYBRID_F32(name, FV, FS)                                                         \
-    EM_CLONES static double name(const float *x, int64_t n, double acc) {                 \
+ * four vectors of float lanes over blocks of 8 x 4 vectors (converting every
+ * element to double would halve the vector width), each block's lanes then
+ * added into double lanes. ones(2**24).sum() is exact; the error of a block
+ * is that of 8 float additions. FV/FS fold a vector / a float. Built for
+ * 32-byte vectors (plain and AVX2) and, where the CPU has it, 64-byte AVX-512
+ * ones: streaming from memory, wider loads keep more bytes in flight. */
+typedef float em_vf8 __attribute__((vector_size(32)));
+typedef int32_t em_vi8 __attribute__((vector_size(32)));
+typedef float em_vf16 __attribute__((vector_size(64)));
+typedef int32_t em_vi16 __attribute__((vector_size(64)));
+#define HYBRID_F32(name, VF, VI, VW, ATTR, FV, FS)                                       \
+    ATTR static double name(const float *x, int64_t n, double acc) {                      \
         double d[4 * VW];                                                                 \
         for (int j = 0; j < 4 * VW; j++) d[j] = 0;                                        \
         int64_t i = 0;                                                                    \
         while (i + 4 * VW <= n) {                                                         \
-            em_vf l[4] = {{0}, {0}, {0}, {0}};                                            \
+            VF l[4];                                                                      \
+            memset(l, 0, sizeof l);                                                       \
             int64_t stop = i + 32 * VW < n - 4 * VW + 1 ? i + 32 * VW : n - 4 * VW + 1;   \
             for (; i < stop; i += 4 * VW)                                                 \
                 for (int u = 0; u < 4; u++) {                                             \
-                    em_vf v;                                                              \
+                    VF v;                                                                 \
                     memcpy(&v, x + i + u * VW, sizeof v);                                 \
-                    l[u] = FV(l[u], v);                                                   \
+                    l[u] = FV(l[u], v, VF, VI);                                           \
                 }                                                                         \
             for (int u = 0; u < 4; u++)                                                   \
                 for (int j = 0; j < VW; j++) d[u * VW + j] += l[u][j];                    \
@@ -182,11 +186,24 @@ typedef int32_t em_vi __attribute__((vector_size(32)));
         for (; i < n; i++) acc += FS(0.0f, x[i]);                                         \
         return acc;                                                                       \
     }
-#define F_ADD(l, v) ((l) + (v))
-#define F_SQR(l, v) ((l) + (v) * (v))
-#define FV_ABS(l, v) ((l) + (em_vf)((em_vi)(v) & 0x7fffffff))
+#ifdef EM_AVX512
+#define HYBRID_AVX512(name, FV, FS) HYBRID_F32(name##_v16, em_vf16, em_vi16, 16, EM_AVX512, FV, FS)
+/* (short runs stay with 32-byte vectors: fewer lanes to fold at the end) */
+#define HYBRID_PICK(name, x, n, acc)                                                     \
+    ((n) >= 4096 && EM_HAS_AVX512() ? name##_v16(x, n, acc) : name##_v8(x, n, acc))
+#else
+#define HYBRID_AVX512(name, FV, FS)
+#define HYBRID_PICK(name, x, n, acc) name##_v8(x, n, acc)
+#endif
+#define HYBRID_F32_FN(name, FV, FS)                                                      \
+    HYBRID_F32(name##_v8, em_vf8, em_vi8, 8, EM_CLONES, FV, FS)                           \
+    HYBRID_AVX512(name, FV, FS)                                                           \
+    static double name(const float *x, int64_t n, double acc) { return HYBRID_PICK(name, x, n, acc); }
+#define F_ADD(l, v, ...) ((l) + (v))
+#define F_SQR(l, v, ...) ((l) + (v) * (v))
+#define FV_ABS(l, v, VF, VI) ((l) + (VF)((VI)(v) & 0x7fffffff))
 #define FS_ABS(l, v) ((l) + fabsf(v))
-HYBRID_F32(sum_f32, F_ADD, F_ADD)
+HYBRID_F32_FN(sum_f32, F_ADD, F_ADD)
 static double sum_run_FLOAT32(const float *x, int64_t n) { return sum_f32(x, n, 0.0); }
 
 /* finish of sums: floats divide by P->divisor (1 for sum, the count for mean) */
@@ -428,7 +445,7 @@ RED_KERNELS(norm0, RT_FLOAT)
 LANES_AT(norm1, FLOAT16, uint16_t, float, LD_F16, double, 0, 0)
 LANES_AT(norm1, BFLOAT16, uint16_t, float, LD_BF16, double, 0, 0)
 LANES_AT(norm1, FLOAT64, double, double, LD_PLAIN, double, 0, 0)
-HYBRID_F32(norm1_lanes_FLOAT32, FV_ABS, FS_ABS)
+HYBRID_F32_FN(norm1_lanes_FLOAT32, FV_ABS, FS_ABS)
 RED_KERNELS(norm1, RT_FLOAT)
 
 #define norm2_ACC norm_ACC
@@ -444,7 +461,7 @@ RED_KERNELS(norm1, RT_FLOAT)
 LANES_AT(norm2, FLOAT16, uint16_t, float, LD_F16, double, 0, 0)
 LANES_AT(norm2, BFLOAT16, uint16_t, float, LD_BF16, double, 0, 0)
 LANES_AT(norm2, FLOAT64, double, double, LD_PLAIN, double, 0, 0)
-HYBRID_F32(norm2_lanes_FLOAT32, F_SQR, F_SQR)
+HYBRID_F32_FN(norm2_lanes_FLOAT32, F_SQR, F_SQR)
 RED_KERNELS(norm2, RT_FLOAT)
 
 #define normp_ACC norm_ACC
