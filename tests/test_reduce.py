@@ -217,7 +217,9 @@ def test_max_with_other_is_maximum():
     assert ember.min(a, other=b).tolist()[:2] == [1.0, 2.0]
     assert a.max(b).tolist()[:2] == [3.0, 5.0]
     out = ember.empty(0)
-    assert ember.max(a, b, out=out) is out and out.tolist()[:2] == [3.0, 5.0]
+    assert ember.max(a, b, out=out) is out and out.tolist()[:2] == [3.0, 5.0] and out._version == 1
+    o2 = ember.empty(0)
+    assert ember.min(b, out=o2) is o2 and o2.item() == 1.0 and o2._version == 1
     assert ember.max(T([1, 2]), T([0.5, 3.0])).dtype == ember.float32  # promotes like maximum
 
 

@@ -34,16 +34,17 @@
             op##_INIT(a[j], auxv, CT, AT, LO, HI);                                        \
         }                                                                                 \
     }                                                                                     \
-    static void op##_step_##DT(void *av, int64_t k, const char *in, int64_t so, int64_t n, \
-                               int64_t sr, int64_t i0, const EmReduceParams *P) {         \
-        op##_acc_##DT *a = (op##_acc_##DT *)av;                                           \
+    EM_CLONES static void op##_step_##DT(void *av, int64_t k, const char *in, int64_t so,  \
+                                         int64_t n, int64_t sr, int64_t i0,               \
+                                         const EmReduceParams *P) {                       \
+        op##_acc_##DT *restrict a = (op##_acc_##DT *)av;                                  \
         (void)P;                                                                          \
         const int64_t isz = (int64_t)sizeof(T);                                           \
         if (k > 1 && (so == isz || (sr != isz && so < sr))) {                             \
             for (int64_t i = 0; i < n; i++) {                                             \
                 const char *row = in + i * sr;                                            \
                 if (so == isz) {                                                          \
-                    const T *x = (const T *)row;                                          \
+                    const T *restrict x = (const T *)row;                                 \
                     for (int64_t j = 0; j < k; j++) {                                     \
                         CT v = LD(&x[j]);                                                 \
                         op##_STEP(a[j], v, i0 + i, CT, AT, P);                            \
@@ -148,7 +149,9 @@ PAIRWISE_FN(sum, FLOAT16, uint16_t, float, LD_F16, double, 0, 0)
 PAIRWISE_FN(sum, BFLOAT16, uint16_t, float, LD_BF16, double, 0, 0)
 PAIRWISE_FN(sum, FLOAT64, double, double, LD_PLAIN, double, 0, 0)
 RT_FLOAT(LANES_AT, nansum)
-RT_FLOAT(PAIRWISE_FN, nansum)
+PAIRWISE_FN(nansum, FLOAT16, uint16_t, float, LD_F16, double, 0, 0)
+PAIRWISE_FN(nansum, BFLOAT16, uint16_t, float, LD_BF16, double, 0, 0)
+PAIRWISE_FN(nansum, FLOAT64, double, double, LD_PLAIN, double, 0, 0)
 
 /* float32 sums, the hot case, written with GCC vector extensions (the
  * compiler's own vectorization of the lane loops varies with the step):
@@ -205,6 +208,10 @@ typedef int32_t em_vi16 __attribute__((vector_size(64)));
 #define FS_ABS(l, v) ((l) + fabsf(v))
 HYBRID_F32_FN(sum_f32, F_ADD, F_ADD)
 static double sum_run_FLOAT32(const float *x, int64_t n) { return sum_f32(x, n, 0.0); }
+#define FV_NO_NAN(l, v, VF, VI) ((l) + (VF)((VI)(v) & ((v) == (v))))
+#define FS_NO_NAN(l, v) ((v) == (v) ? (l) + (v) : (l))
+HYBRID_F32_FN(nansum_f32, FV_NO_NAN, FS_NO_NAN)
+static double nansum_run_FLOAT32(const float *x, int64_t n) { return nansum_f32(x, n, 0.0); }
 
 /* finish of sums: floats divide by P->divisor (1 for sum, the count for mean) */
 static inline int64_t red_scale_i(int64_t a, const EmReduceParams *p) { (void)p; return a; }
@@ -253,7 +260,10 @@ RED_KERNELS(nanmean, RT_FLOAT)
 #define prod_FINISH(A, O0, O1, J, CT, AT, P) ((AT *)(O0))[J] = A
 #define prod_OUT0(AT) RED_ODT(AT)
 #define prod_OUT1(AT) EM_INT64
-#define prod_RUN(op, A, X, N, I0, DT, T, CT, LD, AT, P) RED_RUN_GENERIC(op, A, X, N, I0, CT, LD, AT, P)
+#define prod_LANE(a, v) ((a) * (v))
+#define prod_RUN(op, A, X, N, I0, DT, T, CT, LD, AT, P) A = op##_lanes_##DT(X, N, A)
+#define LANES_PROD(op, DT, T, CT, LD, AT, LO, HI) LANES_FN(op, DT, T, LD, AT, 1, prod_LANE, prod_LANE)
+RT_ALL(LANES_PROD, prod)
 RED_KERNELS(prod, RT_ALL)
 
 /* count_nonzero, all, any: NaN is nonzero */
@@ -319,13 +329,12 @@ RED_KERNELS(any, RT_ALL)
 
 #define amax_ACC(CT, AT) CT
 #define amax_INIT(A, AUX, CT, AT, LO, HI) A = (CT)(LO)
-#define amax_STEP(A, X, I, CT, AT, P)                                                    \
-    if ((X) > (A) || (X) != (X)) A = (X)
+#define amax_STEP(A, X, I, CT, AT, P) A = amax_LANE(A, X)
 #define amax_COMBINE(A, B, CT, AT) amax_STEP(A, B, 0, CT, AT, 0)
 #define amax_FINISH(A, O0, O1, J, CT, AT, P) ((AT *)(O0))[J] = (AT)(A)
 #define amax_OUT0(AT) RED_ODT(AT)
 #define amax_OUT1(AT) EM_INT64
-#define amax_LANE(a, v) ((v) > (a) || (v) != (v) ? (v) : (a))
+#define amax_LANE(a, v) ((((v) > (a)) | ((v) != (v))) & ((a) == (a)) ? (v) : (a))
 #define amax_LANE_INIT(LO, HI) (LO)
 #define amax_RUN(op, A, X, N, I0, DT, T, CT, LD, AT, P) A = op##_lanes_##DT(X, N, A)
 RT_INTB(LANES_CT, amax)
@@ -337,13 +346,12 @@ RED_KERNELS(amax, RT_ALL)
 
 #define amin_ACC amax_ACC
 #define amin_INIT(A, AUX, CT, AT, LO, HI) A = (CT)(HI)
-#define amin_STEP(A, X, I, CT, AT, P)                                                    \
-    if ((X) < (A) || (X) != (X)) A = (X)
+#define amin_STEP(A, X, I, CT, AT, P) A = amin_LANE(A, X)
 #define amin_COMBINE(A, B, CT, AT) amin_STEP(A, B, 0, CT, AT, 0)
 #define amin_FINISH amax_FINISH
 #define amin_OUT0 amax_OUT0
 #define amin_OUT1 amax_OUT1
-#define amin_LANE(a, v) ((v) < (a) || (v) != (v) ? (v) : (a))
+#define amin_LANE(a, v) ((((v) < (a)) | ((v) != (v))) & ((a) == (a)) ? (v) : (a))
 #define amin_LANE_INIT(LO, HI) (HI)
 #define amin_RUN amax_RUN
 RT_INTB(LANES_CT, amin)

@@ -256,12 +256,6 @@ static PyObject *sum_like(EmCall *c, SumKind kind) {
     } else {
         rt = given ? dt : out ? (EmDType)out->dtype : em_is_float(in_dt) ? in_dt : EM_INT64;
     }
-    if (kind == K_PROD) {
-        int64_t d = 0;
-        int w;
-        PyObject *dims = c->args[1];
-        if (dims != Py_None && (em_arg_int(c, 1, &d) < 0 || em_wrap_dim(d, in->ndim, &w) < 0)) return NULL;
-    }
     if (red_setup(&r, in, c->args[1], keepdim) < 0) return NULL;
 
     if (kind == K_NANSUM && em_is_float(in_dt) && !em_is_float(rt)) {
@@ -407,9 +401,7 @@ static PyObject *max_like(EmCall *c, bool is_max) {
         cfg.inputs[1] = em_opnd((EmTensor *)(other != Py_None ? other : dim));
         cfg.ninputs = 2;
         cfg.out = out != Py_None ? (EmTensor *)out : NULL;
-        EmTensor *r = em_iter_run(&cfg);
-        if (r && cfg.out) em_bump_version(cfg.out);
-        return (PyObject *)r;
+        return (PyObject *)em_iter_run(&cfg); /* (a Tensor out: the binding layer bumps its version) */
     }
     const EmReduceKernels *K = is_max ? &em_reduce_argmax : &em_reduce_argmin;
     if (dim == Py_None) { /* over everything: the value only */
@@ -437,7 +429,6 @@ static PyObject *max_like(EmCall *c, bool is_max) {
             Py_XDECREF(res);
             return NULL;
         }
-        if (o) em_bump_version(o);
         return (PyObject *)res;
     }
     if (PyBool_Check(dim) || !PyIndex_Check(dim)) {
