@@ -302,8 +302,8 @@ static void run_split(const Plan *pl, int64_t item, int nt, char *parts) {
 #endif
 
 static int run_plan(const Plan *pl) {
-    int64_t work = pl->M * (pl->R > 0 ? pl->R : 1);
 #ifdef _OPENMP
+    int64_t work = pl->M * (pl->R > 0 ? pl->R : 1);
     int nt = em_num_threads;
     if (nt > 1 && work >= 2 * EM_GRAIN) {
         if ((int64_t)nt > work / EM_GRAIN) nt = (int)(work / EM_GRAIN);
@@ -394,8 +394,8 @@ int em_lines_run(EmLineFn fn, EmTensor *in, int dim, EmTensor *out0, EmTensor *o
     int64_t work = lines * (n > 0 ? n : 1);
     bool nogil = work >= 65536;
     PyThreadState *ts = nogil ? PyEval_SaveThread() : NULL;
-    int nt = 1;
 #ifdef _OPENMP
+    int nt = 1;
     if (em_num_threads > 1 && work >= 2 * EM_GRAIN && lines > 1)
         nt = em_num_threads < lines ? em_num_threads : (int)lines;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)

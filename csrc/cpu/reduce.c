@@ -334,7 +334,7 @@ RED_KERNELS(any, RT_ALL)
 #define amax_FINISH(A, O0, O1, J, CT, AT, P) ((AT *)(O0))[J] = (AT)(A)
 #define amax_OUT0(AT) RED_ODT(AT)
 #define amax_OUT1(AT) EM_INT64
-#define amax_LANE(a, v) ((((v) > (a)) | ((v) != (v))) & ((a) == (a)) ? (v) : (a))
+#define amax_LANE(a, v) (((((v) > (a)) | ((v) != (v))) & ((a) == (a))) ? (v) : (a))
 #define amax_LANE_INIT(LO, HI) (LO)
 #define amax_RUN(op, A, X, N, I0, DT, T, CT, LD, AT, P) A = op##_lanes_##DT(X, N, A)
 RT_INTB(LANES_CT, amax)
@@ -351,7 +351,7 @@ RED_KERNELS(amax, RT_ALL)
 #define amin_FINISH amax_FINISH
 #define amin_OUT0 amax_OUT0
 #define amin_OUT1 amax_OUT1
-#define amin_LANE(a, v) ((((v) < (a)) | ((v) != (v))) & ((a) == (a)) ? (v) : (a))
+#define amin_LANE(a, v) (((((v) < (a)) | ((v) != (v))) & ((a) == (a))) ? (v) : (a))
 #define amin_LANE_INIT(LO, HI) (HI)
 #define amin_RUN amax_RUN
 RT_INTB(LANES_CT, amin)
