@@ -114,6 +114,10 @@ CASES = [
          unit="GB/s", bytes_per_elem=12, targets={"numpy": (">=", 0.9)}),
     Case("10 muls + sum().backward(), 100 f32", 100, autograd_libs(mul_chain_backward),
          targets={"torch": ("<=", 0.4)}),
+    Case("m.sum(1), 64x64 f32", 64 * 64,
+         every_lib(lambda m, a, b, c: (lambda x: lambda: x.sum(1))(a.reshape(64, -1)))),
+    Case("sum(a), 16M f32", 16 * M, every_lib(lambda m, a, b, c: lambda: a.sum()),
+         unit="GB/s", bytes_per_elem=4, targets={"torch": (">=", 1.0)}),
 ]
 
 

@@ -412,6 +412,86 @@ EmDType em_result_type(int n, const EmOperand *ops);
 extern int em_num_threads;
 #define EM_GRAIN 32768 /* elements per thread below which work stays serial */
 
+/* -------------------------------------------------------------- reductions */
+
+/* Note [reduce kernels]: a reduction (csrc/core/reduce.c drives it, the
+ * kernels are in csrc/cpu/reduce.c) folds the reduced elements of each output
+ * into an op-defined accumulator of acc_size bytes. Per input dtype:
+ *   init     k accumulators (seeded from a per-output float64 `aux` value when
+ *            the op takes one: the mean for var's second pass, the max for
+ *            logsumexp),
+ *   step     fold a block of k outputs x n reduced elements into them; input
+ *            byte strides `out_stride` between outputs and `red_stride` along
+ *            the reduction, idx0 the block's first index along the reduced
+ *            dim (for arg-reductions). The kernel picks the loop order:
+ *            along the run when it is contiguous, across outputs otherwise,
+ *   combine  merge the partial accumulators of a later range into an earlier
+ *            one (threads splitting one reduction),
+ *   finish   write k results as out_dtype[0] (int64 or float64) and, for two-
+ *            output ops, k as out_dtype[1]; the iterator casts them to the
+ *            outputs' dtypes.
+ * Kernels never see shapes, output dtypes or Python. */
+typedef struct {
+    double p;       /* the norm order */
+    double divisor; /* finish divides by it: mean's count, var's count - correction */
+    bool root;      /* std: finish takes the square root */
+} EmReduceParams;
+
+typedef void (*EmReduceInitFn)(void *acc, int64_t k, const char *aux, int64_t aux_stride);
+typedef void (*EmReduceStepFn)(void *acc, int64_t k, const char *in, int64_t out_stride, int64_t n,
+                               int64_t red_stride, int64_t idx0, const EmReduceParams *p);
+typedef void (*EmReduceCombineFn)(void *acc, const void *later, int64_t k);
+typedef void (*EmReduceFinishFn)(char *out0, char *out1, const void *acc, int64_t k,
+                                 const EmReduceParams *p);
+
+typedef struct {
+    int acc_size; /* bytes per output (at most EM_REDUCE_ACC_MAX) */
+    int8_t out_dtype[2];
+    EmReduceInitFn init;
+    EmReduceStepFn step; /* NULL: the op does not support this input dtype */
+    EmReduceCombineFn combine;
+    EmReduceFinishFn finish;
+} EmReduceKernel;
+#define EM_REDUCE_ACC_MAX 32
+
+/* One kernel per input dtype. */
+typedef struct {
+    EmReduceKernel k[EM_NUM_DTYPES];
+} EmReduceKernels;
+
+typedef struct {
+    const EmReduceKernel *kernel;
+    EmTensor *in;
+    uint64_t mask;    /* bit d: dim d of `in` is reduced */
+    EmTensor *out[2]; /* outputs in the reduced shape (keepdim or not), or NULL */
+    EmTensor *aux;    /* float64 in the outputs' shape, or NULL */
+    EmReduceParams params;
+} EmReduceConfig;
+
+/* Run a reduction (releases the GIL and splits across threads when large):
+ * over the outputs when there are many, else over the reduced elements with
+ * per-thread partials that are then combined. 0 / -1. */
+int em_reduce_run(const EmReduceConfig *cfg);
+/* `dim` as torch takes it (None, an int, or a sequence of ints; None and ()
+ * mean every dim) to a mask over ndim dims: IndexError out of range,
+ * RuntimeError for repeats. *all is set when every dim is reduced because
+ * none was named. 0 / -1. */
+int em_reduce_mask(PyObject *dim, int ndim, uint64_t *mask, bool *all);
+/* The reduced shape; returns its ndim. */
+int em_reduce_shape(const EmTensor *in, uint64_t mask, bool keepdim, int64_t *shape);
+/* Number of elements each output folds (product of the reduced sizes). */
+int64_t em_reduce_count(const EmTensor *in, uint64_t mask);
+
+/* Note [line kernels]: scans and selections (cumsum, cummax, median, mode)
+ * work on whole lines along one dim: fn gets each line's input and output
+ * pointers with byte strides and the line length. */
+typedef void (*EmLineFn)(char *out0, int64_t s0, char *out1, int64_t s1, const char *in,
+                         int64_t si, int64_t n);
+/* Call fn for every line of `in` along dim; out0/out1 (either may be NULL)
+ * have in's shape, or in's shape without dim (keepdim false) for selections
+ * that write one element per line (then their stride along dim is 0). */
+int em_lines_run(EmLineFn fn, EmTensor *in, int dim, EmTensor *out0, EmTensor *out1);
+
 /* --------------------------------------------------------------- generator */
 
 typedef struct EmGenerator EmGenerator;

@@ -222,7 +222,7 @@ class OpInfo:
     dtypes: tuple = DTYPES            # dtypes torch supports
     unsupported: type = NotImplementedError  # what torch raises for the others
     variants: str = "FMIO"            # F torch.op, M Tensor.op, I Tensor.op_, O out=
-    kind: str = "ew"                  # ew | view | fill | new | mm | random
+    kind: str = "ew"                  # ew | view | fill | new | mm | random | reduce
     layouts: tuple = LAYOUTS
     samples: Callable = None          # (op, dtype, layout) -> [Sample]
     # elementwise
@@ -246,6 +246,8 @@ class OpInfo:
     expect: Callable = None           # (op, sample, values) -> (expected, dtype), replaces the default
     call: Callable = None             # (L, *args, **kw) -> result: how an internal op is reached
     fn: Callable = None               # lib -> the function, where it is not lib.<name> (nn.functional)
+    out_ok: Callable = None           # sample -> whether torch has out= for it (sum: only with dim)
+    inplace_raises: Callable = None   # (dtype, kwargs, shape) -> the exception torch's in-place form raises
 
     def rule_for(self, kwargs):
         return self.rule(kwargs) if callable(self.rule) else self.rule
@@ -2062,6 +2064,429 @@ def _unique_expected(op, sample, values):
 OPS += [OpInfo(n, None, kind="sort", variants="FM", samples=_unique_samples, expect=_unique_expected)
         for n in ("unique", "unique_consecutive")]
 
+# ---------------------------------------------------------------------------
+# reductions, scans and selections (csrc/ops/reduce.c). A sample is
+# (x, *positional) plus kwargs, the reference a NumPy function of the same
+# arguments computed wide (int64 / float64); `result` gives the result dtype
+# (a tuple for (values, indices) results) from the input dtype and kwargs.
+def _np_axis(dim, ndim):
+    """torch's dim (None / int / tuple; () is every dim) as a NumPy axis."""
+    if dim is None or ndim == 0:
+        return None
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return None if not dims else tuple(d % ndim for d in dims)
+
+
+def _wide(x):
+    return x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)
+
+
+def _split(dim=None, keepdim=False, **kw):
+    return dim, keepdim, kw
+
+
+def _kept(r, x, dim, keepdim):
+    """Re-insert reduced dims of size 1 (keepdim), or give a 0-d result."""
+    r = np.asarray(r)
+    if keepdim:
+        ax = _np_axis(dim, x.ndim)
+        shape = [1 if ax is None or i in ax else n for i, n in enumerate(x.shape)]
+        r = r.reshape(shape)
+    return r
+
+
+def _red(fn):
+    """A reference fn(x (wide), axis) -> array, as f(x, dim=None, keepdim=False, **kw)."""
+    def ref(x, dim=None, keepdim=False, dtype=None, **kw):
+        xv = quantize(x, dtype) if dtype else x
+        with np.errstate(all="ignore"):
+            r = fn(_wide(xv), _np_axis(dim, x.ndim), **kw)
+        return _kept(r, x, dim, keepdim)
+    return ref
+
+
+def _var_np(x, axis, correction=1, root=False):
+    n = x.size if axis is None else int(np.prod([x.shape[a] for a in axis]))
+    m = np.mean(x, axis=axis, keepdims=True) if n else np.full([1] * x.ndim, np.nan)
+    s = np.sum((x - m) ** 2, axis=axis)
+    r = s / max(0, n - correction)
+    return np.sqrt(r) if root else r
+
+
+def _var_ref(root, with_mean=False):
+    def ref(x, dim=None, unbiased=None, keepdim=False, correction=None):
+        if isinstance(dim, bool):
+            dim, unbiased = None, dim
+        c = correction if correction is not None else (0 if unbiased is False else 1)
+        ax = _np_axis(dim, x.ndim)
+        with np.errstate(all="ignore"):
+            v = _kept(_var_np(_wide(x), ax, c, root), x, dim, keepdim)
+            if not with_mean:
+                return v
+            return v, _kept(np.mean(_wide(x), axis=ax), x, dim, keepdim)
+    return ref
+
+
+def _vnorm(x, ord=2, dim=None, keepdim=False, dtype=None):
+    a = np.abs(_wide(x))
+    ax = _np_axis(dim, x.ndim)
+    with np.errstate(all="ignore"):
+        if ord == 0:
+            r = np.sum(a != 0, axis=ax).astype(np.float64)
+        elif ord == np.inf:
+            r = np.max(a, axis=ax)
+        elif ord == -np.inf:
+            r = np.min(a, axis=ax)
+        else:
+            r = np.sum(a ** ord, axis=ax) ** (1.0 / ord)
+    return _kept(r, x, dim, keepdim)
+
+
+def _norm_ref(x, p="fro", dim=None, keepdim=False, dtype=None):
+    return _vnorm(x, 2 if p in ("fro", None) else p, dim, keepdim)
+
+
+def _lse(x, dim, keepdim=False):
+    xv = _wide(x).astype(np.float64)
+    ax = _np_axis(dim, x.ndim)
+    with np.errstate(all="ignore"):
+        m = np.max(xv, axis=ax, keepdims=True) if xv.size else np.full([1] * xv.ndim, -np.inf)
+        m = np.where(np.isinf(m), 0, m)
+        r = np.log(np.sum(np.exp(xv - m), axis=ax, keepdims=True)) + m
+    r = r if keepdim else np.squeeze(r, axis=ax) if ax is not None else r.reshape(())
+    return r
+
+
+def _first_extreme(x, axis, largest):
+    """(values, first index of the extreme or of the first NaN) along one axis."""
+    xv = _wide(x)
+    idx = np.argmax(xv, axis=axis) if largest else np.argmin(xv, axis=axis)
+    if xv.dtype.kind == "f":
+        nan = np.isnan(xv)
+        idx = np.where(nan.any(axis=axis), np.argmax(nan, axis=axis), idx)
+    return np.take_along_axis(xv, np.expand_dims(idx, axis), axis).squeeze(axis), idx
+
+
+def _max_ref(largest):
+    def ref(x, dim=None, keepdim=False):
+        if dim is None:
+            with np.errstate(all="ignore"):
+                return (np.max if largest else np.min)(_wide(x))
+        ax = dim % max(x.ndim, 1)
+        if x.ndim == 0:
+            return x, np.array(0)
+        v, i = _first_extreme(x, ax, largest)
+        return _kept(v, x, dim, keepdim), _kept(i, x, dim, keepdim)
+    return ref
+
+
+def _argmax_ref(largest):
+    def ref(x, dim=None, keepdim=False):
+        if dim is None:
+            i = _first_extreme(x.reshape(-1), 0, largest)[1]
+            return np.reshape(i, [1] * x.ndim) if keepdim else i
+        if x.ndim == 0:
+            return np.array(0)
+        return _kept(_first_extreme(x, dim % x.ndim, largest)[1], x, dim, keepdim)
+    return ref
+
+
+def _minmax_ref(x, dim=None, keepdim=False):
+    with np.errstate(all="ignore"):
+        return _red(np.min)(x, dim, keepdim), _red(np.max)(x, dim, keepdim)
+
+
+def _pairs_order(line):
+    """Positions of a line sorted by (value, index), NaN above everything."""
+    key = [(1, 0.0, i) if v != v else (0, v, i) for i, v in enumerate(line.tolist())]
+    return [k[2] for k in sorted(key)]
+
+
+def _select_line(line, kind):
+    vals = line.tolist()
+    nan = [i for i, v in enumerate(vals) if v != v]
+    if kind == "median" and nan:
+        return nan[0]
+    keep = [i for i in _pairs_order(line) if kind == "mode" or vals[i] == vals[i]]
+    if not keep:
+        return 0
+    if kind != "mode":
+        return keep[(len(keep) - 1) // 2]
+    best, best_at, run = 0, 0, 0
+    for j, i in enumerate(keep):
+        run += 1
+        if j == len(keep) - 1 or not vals[keep[j + 1]] == vals[i]:
+            if run > best:
+                best, best_at = run, i
+            run = 0
+    return best_at
+
+
+def _select_ref(kind):
+    def lines_pick(lines):
+        """The picked position of each row of a 2-D array (vectorized for the medians)."""
+        if kind == "mode":
+            return np.array([_select_line(l, kind) for l in lines], np.int64)
+        n = lines.shape[-1]
+        lv = lines.astype(np.float64)
+        nan = np.isnan(lv)
+        order = np.lexsort((np.broadcast_to(np.arange(n), lv.shape), np.where(nan, 0, lv), nan), axis=-1)
+        cnt = n - nan.sum(-1) if kind == "nanmedian" else np.full(len(lines), n)
+        k = np.maximum(cnt - 1, 0) // 2
+        pick = np.take_along_axis(order, k[:, None], -1)[:, 0]
+        if kind == "median":
+            pick = np.where(nan.any(-1), np.argmax(nan, -1), pick)
+        else:
+            pick = np.where(cnt == 0, 0, pick)
+        return pick.astype(np.int64)
+
+    def ref(x, dim=None if kind != "mode" else -1, keepdim=False):
+        if dim is None:
+            if x.size == 0:
+                return np.array(np.nan)
+            flat = x.reshape(-1)
+            return flat[lines_pick(flat[None, :])[0]]
+        if x.ndim == 0:
+            return x, np.array(0)
+        ax = dim % x.ndim
+        moved = np.moveaxis(x, ax, -1)
+        idx = lines_pick(moved.reshape(-1, moved.shape[-1])).reshape(moved.shape[:-1])
+        v = np.take_along_axis(moved, idx[..., None], -1)[..., 0]
+        return _kept(v, x, dim, keepdim), _kept(idx, x, dim, keepdim)
+    return ref
+
+
+def _cum(fn):
+    def ref(x, dim, dtype=None):
+        xv = _wide(quantize(x, dtype) if dtype else x)
+        if x.ndim == 0:
+            return xv
+        with np.errstate(all="ignore"):
+            return fn(xv, axis=dim % x.ndim)
+    return ref
+
+
+def _cumext(largest):
+    def ref(x, dim):
+        if x.ndim == 0:
+            return x, np.array(0)
+        ax = dim % x.ndim
+        moved = np.moveaxis(_wide(x), ax, -1)
+        vals, idx = np.empty_like(moved), np.zeros(moved.shape, np.int64)
+        for pos in np.ndindex(moved.shape[:-1]):
+            best, bi = None, 0
+            for i, v in enumerate(moved[pos]):
+                if i == 0 or v != v or (best == best and (v >= best if largest else v <= best)):
+                    best, bi = v, i
+                vals[pos + (i,)], idx[pos + (i,)] = best, bi
+        return np.moveaxis(vals, -1, ax), np.moveaxis(idx, -1, ax)
+    return ref
+
+
+def _sum_dt(d, kw):
+    return str(kw["dtype"]) if kw.get("dtype") else ("int64" if not is_float(d) else d)
+
+
+RED_RESULT = {  # op -> (input dtype, kwargs) -> result dtype
+    "sum": _sum_dt, "nansum": _sum_dt, "prod": _sum_dt, "cumsum": _sum_dt, "cumprod": _sum_dt,
+    "mean": lambda d, kw: str(kw.get("dtype") or d), "nanmean": lambda d, kw: str(kw.get("dtype") or d),
+    "amax": lambda d, kw: d, "amin": lambda d, kw: d, "aminmax": lambda d, kw: (d, d),
+    "argmax": lambda d, kw: "int64", "argmin": lambda d, kw: "int64",
+    "var": lambda d, kw: d, "std": lambda d, kw: d, "var_mean": lambda d, kw: (d, d),
+    "std_mean": lambda d, kw: (d, d), "norm": lambda d, kw: str(kw.get("dtype") or d),
+    "_linalg_vector_norm": lambda d, kw: str(kw.get("dtype") or d),
+    "logsumexp": lambda d, kw: d if is_float(d) else "float32",
+    "all": lambda d, kw: "uint8" if d == "uint8" else "bool", "any": lambda d, kw: "uint8" if d == "uint8" else "bool",
+    "count_nonzero": lambda d, kw: "int64",
+    "cummax": lambda d, kw: (d, "int64"), "cummin": lambda d, kw: (d, "int64"),
+}
+
+
+def _red_expected(op, sample, values):
+    x = sample.args[0]
+    kw = {k: (str(v) if isinstance(v, DT) else v) for k, v in sample.kwargs.items()}
+    out = op.ref(*values, **kw)
+    if op.name in RED_RESULT:
+        dt = RED_RESULT[op.name](x.dtype, kw)
+    else:  # max/min/median/nanmedian/mode: (values, indices) with a dim, else the value
+        with_dim = len(sample.args) > 1 or "dim" in kw or op.name == "mode"
+        dt = (x.dtype, "int64") if with_dim else x.dtype
+    if isinstance(dt, tuple):
+        return tuple(quantize(np.asarray(o), d) for o, d in zip(out, dt)), dt
+    return quantize(np.asarray(out), dt), dt
+
+
+def _red_values(rng, dtype, shape, kind):
+    if kind == "distinct" and dtype != "bool":  # no ties: indices are well defined
+        n = int(np.prod(shape))
+        v = rng.permutation(n).reshape(shape) - n // 2
+        if dtype == "uint8":
+            v = v + n // 2
+        if is_float(dtype):
+            v = v / 4.0
+        return quantize(v, dtype)
+    if kind == "near1":  # products stay finite
+        return quantize(rng.uniform(0.5, 1.5, shape), dtype) if is_float(dtype) else \
+            quantize(rng.integers(0, 3, shape) if dtype != "bool" else rng.random(shape) < 0.9, dtype)
+    if kind == "few" and dtype != "bool":  # repeats (mode)
+        return quantize(rng.integers(0, 4, shape), dtype)
+    return gen_values(rng, dtype, shape)
+
+
+# what each op takes after x: lists of (positional tuple, kwargs)
+_DIMS = [((), {}), ((0,), {}), ((1,), {"keepdim": True}), ((-1,), {}), (((0, 1),), {}),
+         ((), {"dim": (-1, 0), "keepdim": True})]
+_DIMS_0D = [((), {}), ((0,), {}), ((-1,), {"keepdim": True})]
+_ONE_DIM = [((0,), {}), ((1,), {"keepdim": True}), ((-1,), {})]
+_ONE_DIM_0D = [((0,), {}), ((-1,), {"keepdim": True})]
+
+
+def _red_args(op, dtype, layout):
+    name, zero = op.name, layout == "0d"
+    dims = _DIMS_0D if zero else _DIMS
+    if name in ("sum", "nansum", "mean", "nanmean"):
+        extra = [((0,), {"dtype": DT("float64")})] if is_float(dtype) or name in ("sum", "nansum") else []
+        if name in ("sum", "nansum") and not zero:
+            extra += [((1,), {"dtype": DT("int32")}), ((), {"dtype": DT("float32")})]
+        return dims + extra
+    if name == "prod":
+        return [((), {}), ((0,), {})] + ([] if zero else [((1,), {"keepdim": True}), ((-1,), {"dtype": DT("float64")})])
+    if name in ("amax", "amin", "all", "any", "count_nonzero", "logsumexp"):
+        d = [a for a in dims if a != ((), {})] if name == "logsumexp" else dims
+        if name == "count_nonzero":
+            d = [(a, {}) for a, k in d if "keepdim" not in k]
+        return d
+    if name in ("max", "min", "median", "nanmedian"):
+        return [((), {})] + (_ONE_DIM_0D if zero else _ONE_DIM)
+    if name in ("argmax", "argmin"):
+        return [((), {}), ((), {"keepdim": True})] + (_ONE_DIM_0D if zero else _ONE_DIM)
+    if name == "aminmax":
+        return [((), {})] + [((), {"dim": d[0][0], **d[1]}) for d in (_ONE_DIM_0D if zero else _ONE_DIM)]
+    if name == "mode":
+        return [((), {})] + (_ONE_DIM_0D if zero else _ONE_DIM)
+    if name in ("var", "std", "var_mean", "std_mean"):
+        out = [((), {}), ((0,), {}), ((False,), {}), ((), {"correction": 0})]
+        if not zero:
+            out += [((1, False, True), {}), (((0, 1),), {"keepdim": True}), ((), {"dim": -1, "correction": 2.5})]
+        return out
+    if name == "norm":
+        return [((), {}), ((1,), {}), ((float("inf"),), {}), ((3.0,), {"dim": -1 if zero else 1, "keepdim": True}),
+                ((0,), {}), ((-float("inf"),), {}), (("fro",), {"dim": 0}), ((), {"dtype": DT("float64")})]
+    if name == "_linalg_vector_norm":
+        return [((), {}), ((1,), {"dim": 0}), ((0.5,), {"dim": -1, "keepdim": True}), ((float("inf"),), {}),
+                ((-1.5,), {}), ((0,), {}), ((2,), {"dtype": DT("float64")})]
+    if name in ("cumsum", "cumprod"):
+        return [((0,), {}), ((-1,), {})] + ([((-1,), {"dtype": DT("float64")})] if not zero else [])
+    if name in ("cummax", "cummin"):
+        return [((0,), {}), ((-1,), {})]
+    raise KeyError(name)
+
+
+def _red_nonempty_ok(op, args, kw, shape):
+    """Drop samples that reduce over an empty dim where the op has no identity."""
+    if op.name not in ("max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "median", "nanmedian",
+                       "mode") or 0 not in shape:
+        if op.name in ("norm", "_linalg_vector_norm") and 0 in shape:
+            p = args[0] if args else 2
+            return not (isinstance(p, (int, float)) and (p < 0 or p == float("inf"))) or "dim" in kw
+        return True
+    dim = args[0] if args else kw.get("dim")
+    if dim is None:
+        return op.name in ("median", "nanmedian") and op.name != "mode"
+    ax = _np_axis(dim, len(shape))
+    return all(shape[a] != 0 for a in ax)
+
+
+_RED_3D = {  # (positional, kwargs) after x for the 3-D sample: reduced dims that do not merge
+    "prod": ((2,), {}), "aminmax": ((), {"dim": 1}), "norm": ((2,), {"dim": (0, 2)}),
+    "_linalg_vector_norm": ((2,), {"dim": (0, 2)}),
+    **{n: ((1,), {}) for n in ("max", "min", "argmax", "argmin", "median", "nanmedian", "mode", "cumsum",
+                               "cumprod", "cummax", "cummin")}}
+_SLOW_REFS = ("cummax", "cummin", "mode")  # Python-loop references: no big samples
+
+
+def red_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    kind = op.doms or "plain"
+    shape = layout_shape(layout)
+    x = TS(_red_values(rng, dtype, shape, kind), dtype)
+    out = [Sample((x,) + a, dict(k)) for a, k in _red_args(op, dtype, layout) if _red_nonempty_ok(op, a, k, shape)]
+    if op.name in ("median", "nanmedian") and 0 in shape and not is_float(dtype):
+        out = [s for s in out if _has_dim(s)]  # torch's value for an empty integer median is a cast NaN
+    if layout in ("contig", "T", "slice", "expand"):
+        a3, k3 = _RED_3D.get(op.name, (((0, 2),), {}))
+        out.append(Sample((TS(_red_values(rng, dtype, (2, 3, 4), kind), dtype),) + a3, dict(k3), "3-d"))
+    if layout == "contig" and op.name not in _SLOW_REFS:  # 77100 elements: the threaded paths
+        xb = TS(_red_values(rng, dtype, (257, 300), kind), dtype)
+        out += [Sample((xb,) + a, dict(k), "big") for a, k in _red_args(op, dtype, "contig")[:2]]
+    # NaN / inf (not var_mean: torch's Welford mean of [inf, x] is NaN, ember's inf)
+    if is_float(dtype) and layout == "contig" and op.name not in ("mode", "var_mean", "std_mean"):
+        sp = TS(np.array([SPECIALS[:7], SPECIALS[7:]]), dtype, False)
+        out += [Sample((sp,) + a, dict(k), "specials") for a, k in _red_args(op, dtype, "contig")[:4]]
+    if op.name == "mode" and layout == "contig":  # ties (torch's index is the last one for lines <= 16)
+        out.append(Sample((TS(_red_values(rng, dtype, (3, 16), "few"), dtype, False), 1), {}, "ties"))
+    return out
+
+
+def RED(name, ref, dtypes=DTYPES, unsupported=NotImplementedError, variants="FMO", values=None, **kw):
+    return OpInfo(name, ref, dtypes=dtypes, unsupported=unsupported, variants=variants, kind="reduce",
+                  samples=red_samples, expect=_red_expected, doms=values, **kw)
+
+
+def _has_dim(s):
+    return len(s.args) > 1 or "dim" in s.kwargs
+
+
+_REDUCE_TOL = {"float16": (4e-3, 2e-3), "bfloat16": (2e-2, 1e-2), "float32": (2e-5, 1e-5),
+               "float64": (1e-10, 1e-12)}
+# (torch multiplies half types in lower precision than the reference; ember in double)
+_PROD_TOL = {**_REDUCE_TOL, "float16": (2e-2, 1e-2), "bfloat16": (6e-2, 2e-2)}
+
+
+def _cum_inplace_raises(dtype, kw, shape):
+    """x.cumsum_(dim, dtype=...) needs dtype == x's; bool has no kernel (but for 0-d / empty)."""
+    if kw.get("dtype") and str(kw["dtype"]) != dtype:
+        return RuntimeError
+    return NotImplementedError if dtype == "bool" and shape and 0 not in shape else None
+
+
+def _var_out_ok(s):
+    """torch's var(x, unbiased) form has no out=."""
+    return not any(isinstance(a, bool) for a in s.args[1:2])
+OPS += [
+    RED("sum", _red(lambda x, a: np.sum(x, axis=a)), out_ok=_has_dim, tol=_REDUCE_TOL),
+    RED("nansum", _red(lambda x, a: np.nansum(x, axis=a)), out_ok=_has_dim, tol=_REDUCE_TOL),
+    RED("mean", _red(lambda x, a: np.mean(x, axis=a)), dtypes=FLOATS, out_ok=_has_dim, tol=_REDUCE_TOL),
+    RED("nanmean", _red(lambda x, a: np.nanmean(x, axis=a)), dtypes=FLOATS, out_ok=_has_dim, tol=_REDUCE_TOL),
+    RED("prod", _red(lambda x, a: np.prod(x, axis=a)), values="near1", out_ok=_has_dim, tol=_PROD_TOL),
+    RED("amax", _red(lambda x, a: np.max(x, axis=a)), unsupported=RuntimeError),
+    RED("amin", _red(lambda x, a: np.min(x, axis=a)), unsupported=RuntimeError),
+    RED("max", _max_ref(True), variants="FM", values="distinct"),
+    RED("min", _max_ref(False), variants="FM", values="distinct"),
+    RED("aminmax", _minmax_ref, variants="FM"),
+    RED("argmax", _argmax_ref(True), dtypes=NUMERIC, values="distinct"),
+    RED("argmin", _argmax_ref(False), dtypes=NUMERIC, values="distinct"),
+    RED("var", _var_ref(False), dtypes=FLOATS, tol=_REDUCE_TOL, out_ok=_var_out_ok),
+    RED("std", _var_ref(True), dtypes=FLOATS, tol=_REDUCE_TOL, out_ok=_var_out_ok),
+    RED("var_mean", _var_ref(False, True), dtypes=FLOATS, variants="F", tol=_REDUCE_TOL),
+    RED("std_mean", _var_ref(True, True), dtypes=FLOATS, variants="F", tol=_REDUCE_TOL),
+    RED("norm", _norm_ref, dtypes=FLOATS, tol=_REDUCE_TOL),
+    RED("_linalg_vector_norm", _vnorm, dtypes=FLOATS, variants="FO", tol=_REDUCE_TOL,
+        fn=lambda L: L.linalg.vector_norm),
+    RED("logsumexp", _lse, tol=_REDUCE_TOL),
+    RED("all", _red(lambda x, a: np.all(x, axis=a))),
+    RED("any", _red(lambda x, a: np.any(x, axis=a))),
+    RED("count_nonzero", _red(lambda x, a: np.count_nonzero(x, axis=a)), variants="FM"),
+    RED("cumsum", _cum(np.cumsum), variants="FMIO", tol=_REDUCE_TOL, inplace_raises=_cum_inplace_raises),
+    RED("cumprod", _cum(np.cumprod), variants="FMIO", values="near1", tol=_PROD_TOL,
+        inplace_raises=_cum_inplace_raises),
+    RED("cummax", _cumext(True), variants="FM"),
+    RED("cummin", _cumext(False), variants="FM"),
+    RED("median", _select_ref("median"), dtypes=NUMERIC, variants="FM"),
+    RED("nanmedian", _select_ref("nanmedian"), dtypes=NUMERIC, variants="FM"),
+    RED("mode", _select_ref("mode"), variants="FM", values="few"),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 
 
@@ -2492,4 +2917,65 @@ ERRORS += [
     ("nonzero-out-tuple", lambda L: L.nonzero(L.ones(3), as_tuple=True, out=L.empty(0, dtype=L.int64)),
      RuntimeError, None),
     ("where-one-of-two", lambda L: L.where(L.ones(3, dtype=L.bool), L.ones(3)), TypeError, None),
+    # reductions
+    ("sum-dim", lambda L: L.ones(3, 4).sum(2), IndexError, "Dimension out of range"),
+    ("sum-negdim", lambda L: L.ones(3, 4).sum(-3), IndexError, None),
+    ("sum-dup-dims", lambda L: L.ones(3, 4).sum((0, -2)), RuntimeError, "appears multiple times"),
+    ("sum-0d-dim", lambda L: L.tensor(1.0).sum(1), IndexError, None),
+    ("sum-dim-float", lambda L: L.ones(3, 4).sum(1.5), TypeError, None),
+    ("sum-out-dtype", lambda L: L.sum(L.ones(3), 0, dtype=L.float64, out=L.empty(0)), RuntimeError, None),
+    ("mean-int", lambda L: L.ones(3, dtype=L.int64).mean(), NotImplementedError, None),
+    ("mean-dtype-int", lambda L: L.ones(3).mean(dtype=L.int32), NotImplementedError, None),
+    ("mean-out-cast", lambda L: L.mean(L.ones(3, 2), 0, out=L.empty(0, dtype=L.int64)), RuntimeError, "can't be cast"),
+    ("nanmean-int", lambda L: L.ones(3, dtype=L.int32).nanmean(), NotImplementedError, None),
+    ("prod-tuple-dim", lambda L: L.ones(3, 4).prod((0, 1)), TypeError, None),
+    ("max-empty", lambda L: L.ones(0).max(), RuntimeError, "Expected reduction dim"),
+    ("max-empty-dim", lambda L: L.ones(0, 3).max(0), IndexError, "non-zero size"),
+    ("max-dim-float", lambda L: L.ones(3).max(1.5), TypeError, None),
+    ("max-out-tensor", lambda L: L.max(L.ones(3, 2), 0, out=L.empty(0)), TypeError, None),
+    ("max-out-dtype", lambda L: L.max(L.ones(3, 2), 0, out=(L.empty(0), L.empty(0))), RuntimeError, None),
+    ("amax-empty", lambda L: L.ones(0, 3).amax(), RuntimeError, None),
+    ("amax-empty-dim", lambda L: L.ones(0, 3).amax(0), IndexError, None),
+    ("amax-out-dtype", lambda L: L.amax(L.ones(3, 2), 0, out=L.empty(0, dtype=L.float64)), RuntimeError, None),
+    ("aminmax-empty", lambda L: L.ones(0).aminmax(), RuntimeError, None),
+    ("aminmax-tuple-dim", lambda L: L.ones(3, 2).aminmax(dim=(0, 1)), TypeError, None),
+    ("argmax-empty", lambda L: L.ones(0).argmax(), IndexError, None),
+    ("argmax-empty-dim", lambda L: L.ones(0, 3).argmax(0), IndexError, None),
+    ("argmax-bool", lambda L: L.ones(3, dtype=L.bool).argmax(), NotImplementedError, None),
+    ("argmax-out-dtype", lambda L: L.argmax(L.ones(3, 2), 0, out=L.empty(0)), RuntimeError, None),
+    ("var-int", lambda L: L.ones(3, dtype=L.int64).var(), NotImplementedError, None),
+    ("var-unbiased-correction", lambda L: L.ones(3).var(0, True, correction=1), TypeError, None),
+    ("std-dim", lambda L: L.ones(3).std(1), IndexError, None),
+    ("norm-int", lambda L: L.ones(3, dtype=L.int64).norm(), NotImplementedError, None),
+    ("norm-bad-str", lambda L: L.ones(3, 2).norm("bad"), RuntimeError, None),
+    ("norm-fro-3-dims", lambda L: L.ones(2, 2, 2).norm("fro", dim=(0, 1, 2)), RuntimeError, None),
+    ("vector_norm-narrowing", lambda L: L.linalg.vector_norm(L.ones(3), dtype=L.float16), RuntimeError, None),
+    ("vector_norm-int-dtype", lambda L: L.linalg.vector_norm(L.ones(3), dtype=L.int64), RuntimeError, None),
+    ("vector_norm-str-ord", lambda L: L.linalg.vector_norm(L.ones(3), "fro"), TypeError, None),
+    ("vector_norm-empty-inf", lambda L: L.linalg.vector_norm(L.ones(0), float("inf")), RuntimeError, None),
+    ("vector_norm-empty-neg", lambda L: L.linalg.vector_norm(L.ones(0), -1), RuntimeError, None),
+    ("vector_norm-out-dtype", lambda L: L.linalg.vector_norm(L.ones(3), out=L.empty(0, dtype=L.float64)),
+     RuntimeError, None),
+    ("linalg.norm-3d-ord", lambda L: L.linalg.norm(L.ones(2, 2, 2), 1), RuntimeError, None),
+    ("linalg.norm-order", lambda L: L.linalg.norm(L.ones(2, 2), 3), RuntimeError, None),
+    ("matrix_norm-1d", lambda L: L.linalg.matrix_norm(L.ones(3)), RuntimeError, None),
+    ("logsumexp-int-out", lambda L: L.logsumexp(L.ones(3, dtype=L.int64), 0, out=L.empty(0, dtype=L.int64)),
+     RuntimeError, None),
+    ("logsumexp-no-dim", lambda L: L.ones(3).logsumexp(), TypeError, None),
+    ("all-out-float", lambda L: L.all(L.ones(3, 2), 0, out=L.empty(0)), RuntimeError, None),
+    ("count_nonzero-dup", lambda L: L.ones(3, 2).count_nonzero((0, 0)), RuntimeError, None),
+    ("count_nonzero-keepdim", lambda L: L.ones(3, 2).count_nonzero(0, keepdim=True), TypeError, None),
+    ("cumsum-dim", lambda L: L.ones(3, 2).cumsum(2), IndexError, None),
+    ("cumsum-no-dim", lambda L: L.ones(3, 2).cumsum(), TypeError, None),
+    ("cumsum_-dtype", lambda L: L.ones(3, 2).cumsum_(0, dtype=L.float64), RuntimeError, "Bad in-place call"),
+    ("cumsum_-bool", lambda L: L.ones(3, dtype=L.bool).cumsum_(0), NotImplementedError, None),
+    ("cumsum-bool-dtype", lambda L: L.ones(3, 2).cumsum(0, dtype=L.bool), NotImplementedError, None),
+    ("cumsum_-expanded", lambda L: L.ones(3).expand(2, 3).cumsum_(0), RuntimeError, None),
+    ("cumsum-out-dtype", lambda L: L.cumsum(L.ones(3), 0, dtype=L.float64, out=L.empty(0)), RuntimeError, None),
+    ("cummax-dim", lambda L: L.ones(3).cummax(1), IndexError, None),
+    ("cummax-out-dtype", lambda L: L.cummax(L.ones(3), 0, out=(L.empty(0), L.empty(0))), RuntimeError, None),
+    ("median-bool", lambda L: L.ones(3, dtype=L.bool).median(), NotImplementedError, None),
+    ("median-empty-dim", lambda L: L.ones(0, 3).median(0), IndexError, None),
+    ("median-out-no-dim", lambda L: L.median(L.ones(3), out=L.empty(0)), TypeError, None),
+    ("mode-empty", lambda L: L.ones(0).mode(), IndexError, None),
 ]

@@ -96,7 +96,7 @@ static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const
             return NULL;
         }
         c.out = (EmTensor *)c.args[0];
-    } else if (oi >= 0 && em_is_tensor(c.args[oi])) { /* not a pair: sort(out=(v, i)) */
+    } else if (oi >= 0 && em_is_tensor(c.args[oi])) { /* not a tuple out (max(dim, out=(v, i))) */
         c.out = (EmTensor *)c.args[oi];
     }
     PyObject *r = em_call_run(&c);

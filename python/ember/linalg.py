@@ -1,2 +1,84 @@
-"""ember.linalg: torch.linalg's functions."""
+"""ember.linalg: torch.linalg's functions. Each is a C op of the table or a
+short composition of them; other areas add their functions here
+(additively: one block per area).
+"""
+import math as _math
+
+from . import _C
 from ._C import matmul  # noqa: F401
+
+# -- norms (the reduction ops, csrc/ops/reduce.c) --------------------------
+
+vector_norm = _C._linalg_vector_norm
+
+
+def _norm_dims(dim, ndim):
+    """dim as a tuple of non-negative ints (wrapped the way the C ops do)."""
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = []
+    for d in dims:
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {d})")
+        out.append(d % max(ndim, 1))
+    return tuple(out)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """Matrix norms over the two dims in `dim`: 'fro', 1, -1, inf, -inf.
+    ('nuc', 2 and -2 need a singular value decomposition, which ember does
+    not have yet.)"""
+    if not isinstance(A, _C.Tensor):
+        raise TypeError(f"linalg.matrix_norm(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    dims = _norm_dims(dim, A.dim())
+    if len(dims) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
+    if dims[0] == dims[1]:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
+    if ord == "fro":
+        return vector_norm(A, 2, dims, keepdim, dtype=dtype, out=out)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs a singular value decomposition, "
+                                  "which ember does not have yet")
+    if isinstance(ord, str) or ord not in (1, -1, _math.inf, -_math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if not A.is_floating_point():
+        raise NotImplementedError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
+                                  f"input. Got {str(A.dtype).split('.')[-1].capitalize()}")
+    # ord 1: the largest column sum (sum over rows, dims[0]); inf: the largest row sum
+    inner, outer = (dims[0], dims[1]) if abs(ord) == 1 else (dims[1], dims[0])
+    s = _C.sum(_C.abs(A), inner, keepdim, dtype=dtype)
+    if not keepdim and inner < outer:
+        outer -= 1
+    if ord > 0 and s.shape[outer] == 0:  # the max of no (non-negative) sums: 0, as torch
+        return _C.sum(s, outer, keepdim, out=out)
+    pick = _C.amax if ord > 0 else _C.amin
+    return pick(s, outer, keepdim, out=out)
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
+    """A vector norm (ord a number, one dim or a flattened input) or a matrix
+    norm (two dims, or a 2-D input with ord given)."""
+    if not isinstance(A, _C.Tensor):
+        raise TypeError(f"linalg.norm(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) == 1:
+            if isinstance(ord, str):
+                raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 2. Got [{dims[0]}]")
+            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
+        if len(dims) != 2:
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
+        return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
+    if A.dim() not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                           f"Got {A.dim()}D.")
+    if A.dim() == 1:
+        if isinstance(ord, str):
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
+    return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
