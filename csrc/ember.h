@@ -545,7 +545,7 @@ typedef enum {
 } EmOpId;
 
 #define EM_MAX_PARAMS 12
-#define EM_MAX_INPUTS 256 /* tensors one recorded call may take (lists included) */
+
 typedef enum {
     EM_ARG_TENSOR, EM_ARG_TENSOR_OR_NUMBER, EM_ARG_NUMBER, EM_ARG_INT, EM_ARG_FLOAT,
     EM_ARG_BOOL, EM_ARG_STR, EM_ARG_INTLIST, EM_ARG_SHAPE_OR_DTYPE, EM_ARG_DTYPE, EM_ARG_TENSOR_LIST, EM_ARG_DEVICE, EM_ARG_GENERATOR,
@@ -899,10 +899,13 @@ PyObject *em_op_inplace(EmOpId id, int nargs, PyObject *const *args); /* the op_
 #define EM_SAVE_IN(i) (1u << (i))
 #define EM_SAVE_ALL_IN (1u << 30) /* every tensor input (list ops: cat, einsum) */
 #define EM_SAVE_OUT (1u << 31)
+/* torch's node name where it depends on the call (sum() vs sum(dim)) */
+typedef const char *(*EmNodeNameFn)(EmCall *c, PyObject *result);
 typedef struct {
     EmBackwardFn fn;
     unsigned saves;
-    const char *name; /* torch's node name, e.g. "MulBackward0" */
+    const char *name;   /* torch's node name, e.g. "MulBackward0" */
+    EmNodeNameFn namer; /* or NULL: always `name` */
 } EmDerivative;
 extern EmDerivative em_derivatives[EM_NUM_OPS];
 int em_init_derivatives(void);

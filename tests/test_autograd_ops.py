@@ -12,17 +12,19 @@ References never come from ember: finite differences of the forward (whose
 values tests/test_ops.py checks against NumPy), hand math, or torch.
 """
 import pathlib
-import re
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
-from op_db import DT, NP, OPS_BY_NAME, TS, is_float, rng_for
+import autograd_cases_index
+import autograd_cases_join
+import autograd_cases_reduce
+from autograd_common import (ALL4, GC, S0, V4, X34, Y34, _calls, _ts, _vals, build)
+from op_db import DT, OPS_BY_NAME, TS, is_float, rng_for
 from test_ops import alias_expectation
 
 try:
@@ -42,95 +44,6 @@ def _backward_list():
 
 
 BACKWARD = _backward_list()
-
-
-# ---------------------------------------------------------------------------
-# a gradcheck case: an op_db sample (or a custom call) in a layout and a form
-@dataclass
-class GC:
-    op: str                   # the BACKWARD_LIST row it exercises
-    args: tuple               # TS (float ones become leaves requiring grad), numbers, other values
-    kwargs: dict = field(default_factory=dict)
-    layout: str = "contig"    # contig | T | slice | expand | 0d: how the leaves are laid out
-    form: str = "F"           # F: L.op(...)  M: arg0.op(...)  call: call(L, ...)
-    #                           I: (arg0 * 1).op_(...)   IV-T / IV-S: op_ on a transposed / strided
-    #                           view of a non-leaf; the base and the view are both outputs
-    call: Callable = None
-    desc: str = ""
-    tol: dict = field(default_factory=dict)  # gradcheck's eps / atol / rtol
-    torch_ref: bool = True    # torch has this call (and a formula for it)
-
-    def __repr__(self):
-        return f"<{self.op} {self.form} {self.layout} {self.desc} args={self.args!r} kw={self.kwargs!r}>"
-
-
-def _leaf(L, v, layout):
-    """A float64 leaf requiring grad that holds v in `layout`, and the function
-    that turns it into the value the op sees (expanded inputs can't be
-    gradcheck leaves: perturbing one element would move all its aliases)."""
-    v = np.asarray(v, np.float64)
-    if layout == "T" and v.ndim >= 2:
-        t = L.from_numpy(np.ascontiguousarray(np.swapaxes(v, -1, -2))).transpose(-1, -2)
-    elif layout == "slice" and v.ndim >= 1:
-        big = np.full(v.shape[:-1] + (2 * v.shape[-1],), np.nan)  # NaN gaps: reading them shows
-        big[..., ::2] = v
-        t = L.from_numpy(big)[(slice(None),) * (v.ndim - 1) + (slice(None, None, 2),)]
-    elif layout == "expand" and v.ndim >= 1 and v.shape[0] > 1:
-        t = L.from_numpy(np.ascontiguousarray(v[:1]))
-        return t.requires_grad_(), (lambda x, s=v.shape: x.expand(*s))
-    else:
-        t = L.from_numpy(v.copy())
-    return t.requires_grad_(), (lambda x: x)
-
-
-def _iv_leaf(L, v, form):
-    """For IV forms: the leaf whose copy (a non-leaf) gets the view written into."""
-    v = np.asarray(v, np.float64)
-    if form == "IV-T":
-        return L.from_numpy(np.ascontiguousarray(np.swapaxes(v, -1, -2))).requires_grad_()
-    return L.from_numpy(np.repeat(v, 2, axis=-1)).requires_grad_()  # the view takes [..., ::2]
-
-
-def run(L, case, args, kw):
-    op, form = case.op, case.form
-    if form == "F":
-        return getattr(L, op)(*args, **kw)
-    if form == "M":
-        return getattr(args[0], op)(*args[1:], **kw)
-    if form == "call":
-        return case.call(L, *args, **kw)
-    if form == "I":
-        x = args[0] * 1
-        r = getattr(x, op + "_")(*args[1:], **kw)
-        assert r is x, f"{op}_ must return self"
-        return x
-    base = args[0] * 1
-    view = base.transpose(-1, -2) if form == "IV-T" else base[..., ::2]
-    r = getattr(view, op + "_")(*args[1:], **kw)
-    assert r is view, f"{op}_ must return self"
-    return base, view
-
-
-def build(L, case):
-    """(leaves, fn): gradcheck's inputs and the function of them."""
-    leaves, parts = [], []
-    for i, a in enumerate(case.args):
-        if isinstance(a, TS) and is_float(a.dtype):
-            if i == 0 and case.form.startswith("IV"):
-                leaf, pre = _iv_leaf(L, a.values, case.form), (lambda x: x)
-            else:
-                leaf, pre = _leaf(L, a.values, case.layout if a.lay else "contig")
-            parts.append((True, len(leaves), pre))
-            leaves.append(leaf)
-        elif isinstance(a, TS):  # masks and the like: constants
-            parts.append((False, L.from_numpy(np.array(a.values, NP[a.dtype])), None))
-        else:
-            parts.append((False, getattr(L, a) if isinstance(a, DT) else a, None))
-
-    def fn(*xs):
-        args = [p[2](xs[p[1]]) if p[0] else p[1] for p in parts]
-        return run(L, case, args, case.kwargs)
-    return leaves, fn
 
 
 # ---------------------------------------------------------------------------
@@ -160,24 +73,26 @@ def _usable(op, s, layout):
 
 def _result_shape(op, s):
     """The result's shape: broadcast for elementwise ops, the NumPy reference's otherwise."""
-    if op.kind != "mm":
+    if op.kind == "ew":
         return np.broadcast_shapes(*[a.shape for a in s.args if isinstance(a, TS)])
     vals = [a.values if isinstance(a, TS) else a for a in s.args]
-    return np.shape(op.ref(*vals, **s.kwargs))
+    r = op.ref(*vals, **s.kwargs)
+    return np.shape(r[0] if isinstance(r, tuple) else r)
 
 
 def _inplace_ok(name, s):
-    """Can args[0].op_(...) hold the result (no broadcasting of self, self a float tensor)?"""
+    """Can args[0].op_(...) hold the result (no broadcasting of self, self a float tensor)?
+    In-place view ops (unsqueeze_, t_, as_strided_) restride self: any shape goes."""
     a0, op = s.args[0], OPS_BY_NAME[name]
     return (hasattr(ember.Tensor, name + "_") and isinstance(a0, TS) and is_float(a0.dtype)
-            and a0.shape == _result_shape(op, s))
+            and (op.kind == "view" or a0.shape == _result_shape(op, s)))
 
 
 def _db_cases(name):
     """Out-of-place, in-place and in-place-on-view cases from op_db's float64 samples."""
     op = OPS_BY_NAME.get(name)
     out = {"": [], "inplace": [], "inplace_view": []}
-    if op is None or op.kind not in ("ew", "view", "plain", "mm") or "float64" not in op.dtypes:
+    if op is None or op.kind not in DB_KINDS or "float64" not in op.dtypes:
         return out
     for layout in GC_LAYOUTS:
         if layout not in op.layouts:
@@ -197,20 +112,6 @@ def _db_cases(name):
     return out
 
 
-def _ts(v, lay=True):
-    return TS(np.asarray(v, np.float64), "float64", lay, exact=True)
-
-
-def _vals(key, shape, lo=-2.0, hi=2.0):
-    return rng_for("autograd", *key).uniform(lo, hi, shape)
-
-
-X34 = _ts(_vals(("x",), (3, 4)))
-Y34 = _ts(_vals(("y",), (3, 4)))
-V4 = _ts(_vals(("v",), (4,)), lay=False)
-S0 = _ts(_vals(("s",), ()), lay=False)
-
-
 def _gen(L):
     return L.Generator().manual_seed(7)
 
@@ -223,10 +124,6 @@ def _random_inplace(method, *a, **k):
     return call
 
 
-def _calls(op, call, *args, layouts=("contig",), desc="", **kw):
-    return [GC(op, tuple(args), {}, lay, "call", call, desc, **kw) for lay in layouts]
-
-
 def _iop(method):
     """x = a * 1; x op= b (Python's in-place operators on a non-leaf)."""
     def call(L, a, b):
@@ -237,7 +134,6 @@ def _iop(method):
     return call
 
 
-ALL4 = ("contig", "T", "slice", "expand")
 EXTRA = {  # op -> [GC]: what op_db's samples don't cover
     # Python operators (and their reflected forms) reach the same formulas
     "add": _calls("add", lambda L, a, b: a + b, X34, Y34, desc="a + b") +
@@ -325,6 +221,15 @@ INPLACE_VIEW_EXTRA = [
     GC("tanh", (X34,), {}, "contig", "call",
        lambda L, x: ((base := x * 1), (v := base[1]), v.tanh_(), (base, v * 2))[-1], desc="view used after"),
 ]
+
+# the areas' cases (tests/autograd_cases_*.py): op_db kinds whose samples are
+# used, extra cases, second-derivative checks
+AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index)
+DB_KINDS = {"ew", "view", "plain", "mm"}.union(*(m.DB_KINDS for m in AREAS))
+for _m in AREAS:
+    for _op, _cs in _m.EXTRA.items():
+        EXTRA.setdefault(_op, []).extend(_cs)
+    INPLACE_VIEW_EXTRA += _m.INPLACE_VIEW_EXTRA
 
 # which cases cover which BACKWARD_LIST row: op_db's + the extras
 CASES = {}
@@ -454,6 +359,10 @@ GG = [
     ("index", lambda a: (a * a)[1, ::2], 1),
     ("transpose", lambda a: (a * a).t(), 1),
 ]
+
+
+for _m in AREAS:
+    GG += _m.GG
 
 
 @pytest.mark.parametrize("name,fn,n", [pytest.param(*g, id=g[0]) for g in GG])

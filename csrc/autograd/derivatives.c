@@ -717,14 +717,14 @@ const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result) {
         if (PySlice_Check(last)) return "SliceBackward0";
         return "SelectBackward0";
     }
-    default: return em_derivatives[op].name;
+    default: return em_derivatives[op].namer ? em_derivatives[op].namer(c, result) : em_derivatives[op].name;
     }
 }
 
 EmDerivative em_derivatives[EM_NUM_OPS];
 
 void em_formulas_add(const EmFormula *f, int n) {
-    for (int i = 0; i < n; i++) em_derivatives[f[i].op] = (EmDerivative){f[i].fn, f[i].saves, f[i].name};
+    for (int i = 0; i < n; i++) em_derivatives[f[i].op] = (EmDerivative){f[i].fn, f[i].saves, f[i].name, f[i].namer};
 }
 
 /* _C._differentiable_ops(): {op name: node name} for every op with a formula */
@@ -732,7 +732,8 @@ PyObject *em_differentiable_ops(PyObject *m, PyObject *u) {
     PyObject *d = PyDict_New();
     for (int op = 0; d && op < EM_NUM_OPS; op++) {
         if (!em_derivatives[op].fn) continue;
-        PyObject *name = PyUnicode_FromString(em_derivatives[op].name);
+        const char *node = em_derivatives[op].name ? em_derivatives[op].name : "(depends on the call)";
+        PyObject *name = PyUnicode_FromString(node);
         if (!name || PyDict_SetItemString(d, em_op_defs[op].name, name) < 0) Py_CLEAR(d);
         Py_XDECREF(name);
     }
@@ -742,5 +743,8 @@ PyObject *em_differentiable_ops(PyObject *m, PyObject *u) {
 int em_init_derivatives(void) {
     em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0]));
     em_formulas_linalg();
+    em_formulas_reduce();
+    em_formulas_join();
+    em_formulas_index();
     return 0;
 }

@@ -117,22 +117,28 @@ static inline PyObject *zeros_for(Scratch *s, EmNode *n, int k, PyObject *like) 
 #define IN_SIZE(k) keep(S, em_size_new(n->in_meta[k].ndim, em_meta_sizes(&n->in_meta[k])))
 
 
-/* A file's formulas: {op, saves, formula, torch's node name}. */
+/* A file's formulas: {op, saves, formula, torch's node name, and the
+ * function naming the node where the name depends on the call}. */
 typedef struct {
     EmOpId op;
     unsigned saves;
     EmBackwardFn fn;
     const char *name;
+    EmNodeNameFn namer;
 } EmFormula;
 void em_formulas_add(const EmFormula *f, int n);
 /* each derivatives_<area>.c registers its table */
 void em_formulas_linalg(void);
+void em_formulas_reduce(void);
+void em_formulas_join(void);
+void em_formulas_index(void);
 
 #define ALLIN EM_SAVE_ALL_IN
 #define IN0 EM_SAVE_IN(0)
 #define IN1 EM_SAVE_IN(1)
 #define IN2 EM_SAVE_IN(2)
 #define SOUT EM_SAVE_OUT
-#define FORMULA(op, saves, fn, name) {EM_OP_##op, saves, fn, name},
+#define FORMULA(op, saves, fn, name) {EM_OP_##op, saves, fn, name, NULL},
+#define FORMULA_NAMED(op, saves, fn, namer) {EM_OP_##op, saves, fn, NULL, namer},
 
 #endif

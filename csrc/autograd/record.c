@@ -17,8 +17,8 @@
 #include "../ember.h"
 
 /* Tensor arguments of a call in parameter order, skipping out= (NULL where
- * a number or None was passed), the tensors of a TensorList in place. At
- * most EM_MAX_INPUTS; returns how many. */
+ * a number or None was passed), the tensors of a TensorList in place.
+ * With ts NULL, only counts them. */
 static int tensor_args(const EmOpDef *def, EmCall *c, EmTensor **ts) {
     int k = 0;
     for (int i = 0; i < def->sig.nparams; i++) {
@@ -26,13 +26,32 @@ static int tensor_args(const EmOpDef *def, EmCall *c, EmTensor **ts) {
         if (i == def->sig.out_index) continue;
         if (ty == EM_ARG_TENSOR_LIST && c->args[i] != Py_None) {
             PyObject *seq = c->args[i];
-            for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq) && k < EM_MAX_INPUTS; j++)
-                ts[k++] = (EmTensor *)PySequence_Fast_ITEMS(seq)[j];
-        } else if ((ty == EM_ARG_TENSOR || ty == EM_ARG_TENSOR_OR_NUMBER) && k < EM_MAX_INPUTS) {
-            ts[k++] = em_is_tensor(c->args[i]) ? (EmTensor *)c->args[i] : NULL;
+            for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(seq); j++, k++)
+                if (ts) ts[k] = (EmTensor *)PySequence_Fast_ITEMS(seq)[j];
+        } else if (ty == EM_ARG_TENSOR || ty == EM_ARG_TENSOR_OR_NUMBER) {
+            if (ts) ts[k] = em_is_tensor(c->args[i]) ? (EmTensor *)c->args[i] : NULL;
+            k++;
         }
     }
     return k;
+}
+
+/* The call's tensor arguments in `small` or, for long lists (cat of many
+ * tensors), a PyMem block the caller frees when it is not `small`. */
+#define SMALL_INPUTS 8
+static EmTensor **inputs_of(const EmOpDef *def, EmCall *c, EmTensor **small, int *nin) {
+    int k = tensor_args(def, c, NULL);
+    EmTensor **ts = k <= SMALL_INPUTS ? small : PyMem_Malloc((size_t)k * sizeof(EmTensor *));
+    if (!ts) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *nin = tensor_args(def, c, ts);
+    return ts;
+}
+
+static void inputs_free(EmTensor **ts, EmTensor **small) {
+    if (ts != small) PyMem_Free(ts);
 }
 
 static EmOpId op_id(const EmOpDef *def) { return (EmOpId)(def - em_op_defs); }
@@ -48,10 +67,12 @@ void em_autograd_pre_clear(EmAutogradPre *pre) {
 
 int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
     EmOpId op = op_id(def);
-    EmTensor *ins[EM_MAX_INPUTS];
-    int nin = tensor_args(def, c, ins);
+    EmTensor *small[SMALL_INPUTS], **ins;
+    int nin = 0;
+    if (!(ins = inputs_of(def, c, small, &nin))) return -1;
     bool any = false;
     for (int i = 0; i < nin; i++) any |= ins[i] && em_requires_grad(ins[i]);
+    inputs_free(ins, small);
     if (c->out && !c->inplace) {
         if (em_derivatives[op].fn && (any || em_requires_grad(c->out))) {
             PyErr_Format(PyExc_RuntimeError,
@@ -195,12 +216,12 @@ fail:
     return -1;
 }
 
-PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutogradPre *pre) {
+static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutogradPre *pre,
+                        EmTensor **ins, int nin) {
     EmTensor *saved_self = pre->saved_self;
     EmOpId op = op_id(def);
     const EmDerivative *d = &em_derivatives[op];
-    EmTensor *ins[EM_MAX_INPUTS], *one_out[1], **outs = one_out;
-    int nin = tensor_args(def, c, ins);
+    EmTensor *one_out[1], **outs = one_out;
     bool any = saved_self != NULL, inplace = c->inplace || def->writes_self;
     for (int i = 0; i < nin; i++) any |= ins[i] && em_requires_grad(ins[i]);
     /* an in-place write into a view changes its base's history (Note [in-place on views]) */
@@ -256,7 +277,11 @@ PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, Em
     }
     for (int j = 0; j < nout; j++) {
         EmTensor *t = outs[j];
-        if (!em_is_float(t->dtype)) continue; /* indices, masks: not differentiable */
+        if (!em_is_float(t->dtype)) { /* indices, masks: not differentiable, but max(dim)'s
+                                       * formula reads its indices */
+            if ((d->saves & EM_SAVE_OUT) && em_saved_set(&n->saved_out[j], t, n, true) < 0) goto fail_node;
+            continue;
+        }
         if (em_meta_set(&n->out_meta[j], t) < 0) goto fail_node;
         if (inplace && j == 0 && root_base(t) &&
             (em_requires_grad(root_base(t)) || em_requires_grad(t) || any)) {
@@ -280,4 +305,16 @@ fail_node:
 fail:
     Py_DECREF(result);
     return NULL;
+}
+
+PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutogradPre *pre) {
+    EmTensor *small[SMALL_INPUTS], **ins;
+    int nin = 0;
+    if (!(ins = inputs_of(def, c, small, &nin))) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    PyObject *r = record(def, c, result, pre, ins, nin);
+    inputs_free(ins, small);
+    return r;
 }
