@@ -115,7 +115,8 @@ CASES = [
     Case("10 muls + sum().backward(), 100 f32", 100, autograd_libs(mul_chain_backward),
          targets={"torch": ("<=", 0.4)}),
     Case("m.sum(1), 64x64 f32", 64 * 64,
-         every_lib(lambda m, a, b, c: (lambda x: lambda: x.sum(1))(a.reshape(64, -1)))),
+         every_lib(lambda m, a, b, c: (lambda x: lambda: x.sum(1))(a.reshape(64, -1))),
+         targets={"torch": ("<=", 0.5)}),
     Case("sum(a), 16M f32", 16 * M, every_lib(lambda m, a, b, c: lambda: a.sum()),
          unit="GB/s", bytes_per_elem=4, targets={"torch": (">=", 1.0)}),
 ]
@@ -153,6 +154,16 @@ CASES += [
                 lambda n: 2.0 * max(1, n // 768) * 768 * 3072, targets={"torch": (">=", 1.0)}),
     matmul_case("bmm 32 x (64x64 @ 64x64), f32", 32 * 64 * 64, lambda n: [(max(1, n // 4096), 64, 64)] * 2,
                 lambda m, a, b: m.matmul(a, b), lambda n: 2.0 * max(1, n // 4096) * 64 ** 3),
+]
+
+# indexing (ops/index.c): basic keys make views, the cost is the key's parsing
+CASES += [
+    Case("m[3:9, ::2], 64x64 f32", 64 * 64,
+         every_lib(lambda m, a, b, c: (lambda x: lambda: x[3:9, ::2])(a.reshape(64, -1))),
+         targets={"torch": ("<=", 0.5)}),
+    Case("m[idx] (64 int64 rows), 64x64 f32", 64 * 64,
+         per_lib(lambda m, a, b: (lambda x, i: lambda: x[i])(a.reshape(64, -1), m.arange(63, -1, -1)),
+                 lambda a, b: (lambda x, i: lambda: x[i])(a.reshape(64, -1), np.arange(63, -1, -1)))),
 ]
 
 
