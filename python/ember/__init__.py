@@ -58,3 +58,6 @@ from . import functional, linalg  # noqa: E402,F401
 from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)
 from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402
 from ._tensor_str import set_printoptions  # noqa: E402
+from . import amp, backends  # noqa: E402,F401
+from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
+from ._compile import compile, set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402,F401,A004

@@ -1,0 +1,6 @@
+"""The layers of ember.nn, a file per family (torch.nn.modules' layout)."""
+from .module import Module  # noqa: F401
+from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
+from .linear import Identity, Linear, Bilinear  # noqa: F401
+from .flatten import Flatten, Unflatten  # noqa: F401
+from .activation import ReLU, Sigmoid, Tanh  # noqa: F401
