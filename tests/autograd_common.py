@@ -121,13 +121,6 @@ X34 = _ts(_vals(("x",), (3, 4)))
 Y34 = _ts(_vals(("y",), (3, 4)))
 V4 = _ts(_vals(("v",), (4,)), lay=False)
 S0 = _ts(_vals(("s",), ()), lay=False)
-
-
-
-X34 = _ts(_vals(("x",), (3, 4)))
-Y34 = _ts(_vals(("y",), (3, 4)))
-V4 = _ts(_vals(("v",), (4,)), lay=False)
-S0 = _ts(_vals(("s",), ()), lay=False)
 ALL4 = ("contig", "T", "slice", "expand")
 
 

@@ -4,3 +4,6 @@ from .container import Sequential, ModuleList, ModuleDict, ParameterList, Parame
 from .linear import Identity, Linear, Bilinear  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .activation import ReLU, Sigmoid, Tanh  # noqa: F401
+from .normalization import LayerNorm, RMSNorm  # noqa: F401
+from .sparse import Embedding  # noqa: F401
+from .dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401

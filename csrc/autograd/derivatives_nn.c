@@ -1,0 +1,95 @@
+/* derivatives_nn.c — backward formulas of the nn functional ops in C
+ * (ops/norm.c, ops/nn.c). Written with ember ops, so double backward works. */
+#include "formula.h"
+
+/* (-k, ..., -1): the normalized dims, counted from the end */
+static PyObject *last_dims(Scratch *s, int k) {
+    PyObject *t = PyTuple_New(k);
+    for (int i = 0; t && i < k; i++) PyTuple_SET_ITEM(t, i, PyLong_FromLong(i - k));
+    return keep(s, t);
+}
+#define MEAN_LAST(x, dims) OP3(mean, (x), (dims), Py_True)
+
+/* y = (x - mean) * rstd * w + b with xh = (x - mean) * rstd:
+ *   dw = sum(g * xh), db = sum(g),
+ *   dx = rstd * (gw - mean(gw) - xh * mean(gw * xh)),  gw = g * w
+ * (means over the normalized dims). mean and rstd are outputs 1 and 2. */
+static int bw_native_layer_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (!G(0)) END;
+    int k = (int)PySequence_Size(ARG(1));
+    PyObject *g = G(0), *xh = MUL(SUB(IN(0), OUT(1)), OUT(2));
+    bool has_w = n->in_meta[1].defined;
+    if (need(n, 1)) SET(1, OP2(sum_to_size, MUL(g, xh), IN_SIZE(1)));
+    if (need(n, 2)) SET(2, OP2(sum_to_size, g, IN_SIZE(2)));
+    if (need(n, 0)) {
+        PyObject *dims = last_dims(S, k), *gw = has_w ? MUL(g, IN(1)) : g;
+        PyObject *centred = SUB(SUB(gw, MEAN_LAST(gw, dims)), MUL(xh, MEAN_LAST(MUL(gw, xh), dims)));
+        SET(0, MUL(centred, OUT(2)));
+    }
+    END;
+}
+
+/* y = x * rstd * w, rstd = (mean(x^2) + eps)^-1/2:
+ *   dw = sum(g * x * rstd), dx = rstd * (gw - x * rstd^2 * mean(gw * x)) */
+static int bw_rms_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (!G(0)) END;
+    int k = (int)PySequence_Size(ARG(1));
+    PyObject *g = G(0), *x = IN(0), *rstd = OUT(1);
+    if (need(n, 1)) SET(1, OP2(sum_to_size, MUL(g, MUL(x, rstd)), IN_SIZE(1)));
+    if (need(n, 0)) {
+        PyObject *gw = n->in_meta[1].defined ? MUL(g, IN(1)) : g;
+        PyObject *proj = MUL(MUL(x, MUL(rstd, rstd)), MEAN_LAST(MUL(gw, x), last_dims(S, k)));
+        SET(0, MUL(SUB(gw, proj), rstd));
+    }
+    END;
+}
+
+/* rows of the weight gather the gradients of the positions that picked them
+ * (index_add: repeated indices sum); padding_idx rows get none;
+ * scale_grad_by_freq divides by how often each index appears in the batch */
+static int bw_embedding(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (!need(n, 0)) END;
+    const int64_t *ws = em_meta_sizes(&n->in_meta[0]);
+    long long pad = PyLong_AsLongLong(ARG(2));
+    if (pad == -1 && PyErr_Occurred()) return -1;
+    PyObject *idx = OP2(reshape, IN(1), keep(S, Py_BuildValue("(i)", -1)));
+    PyObject *g = OP2(reshape, G(0), keep(S, Py_BuildValue("(iL)", -1, (long long)ws[1])));
+    if (pad >= 0) g = MUL(g, OP2(unsqueeze, OP2(ne, idx, INT(pad)), INT(1)));
+    if (ARG(3) == Py_True) {
+        long long count = 1;
+        for (int d = 0; d < n->in_meta[1].ndim; d++) count *= em_meta_sizes(&n->in_meta[1])[d];
+        PyObject *ones = OP2(new_ones, g, keep(S, Py_BuildValue("(L)", count)));
+        PyObject *counts = OP4(index_add, OP2(new_zeros, g, keep(S, Py_BuildValue("(L)", (long long)ws[0]))),
+                               INT(0), idx, ones);
+        g = DIV(g, OP2(unsqueeze, OP3(index_select, counts, INT(0), idx), INT(1)));
+    }
+    SET(0, OP4(index_add, OP2(new_zeros, g, IN_SIZE(0)), INT(0), idx, g));
+    END;
+}
+
+/* the kept elements pass the gradient, scaled by 1 / (1 - p) */
+static int bw_native_dropout(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (!G(0) || !need(n, 0)) END;
+    if (ARG(2) == Py_False) {
+        SET(0, G(0));
+        END;
+    }
+    double p = PyFloat_AsDouble(ARG(1));
+    if (p == -1.0 && PyErr_Occurred()) return -1;
+    SET(0, MUL(MUL(G(0), OUT(1)), NUM(p < 1 ? 1.0 / (1.0 - p) : 0.0)));
+    END;
+}
+
+static const EmFormula formulas[] = {
+    FORMULA(embedding, IN1, bw_embedding, "EmbeddingBackward0")
+    /* torch's CPU dropout and rms_norm are compositions ending in a multiply: their nodes are MulBackward0 */
+    FORMULA(_native_dropout, SOUT, bw_native_dropout, "MulBackward0")
+    FORMULA(_native_layer_norm, IN0 | IN1 | SOUT, bw_native_layer_norm, "NativeLayerNormBackward0")
+    FORMULA(_rms_norm, IN0 | IN1 | SOUT, bw_rms_norm, "MulBackward0")
+};
+
+void em_formulas_nn(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

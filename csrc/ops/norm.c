@@ -1,0 +1,169 @@
+/* norm.c — layer_norm and rms_norm: the trailing `normalized_shape` dims of
+ * each row are normalized in one fused pass per row (statistics in double,
+ * two passes over the row for an accurate variance, then the affine write),
+ * threaded over rows. Half types are computed in float32, as torch's CPU
+ * kernels do. Backward formulas: autograd/derivatives_nn.c.
+ *
+ * _native_layer_norm returns (y, mean, rstd) with mean/rstd shaped
+ * input.shape[:axis] + (1,) * len(normalized_shape) (torch's layout) so the
+ * formula can reuse them; _rms_norm returns (y, rstd). */
+#include "../ember.h"
+#include <math.h>
+
+#ifdef _OPENMP
+#define OMP_ROWS _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+#else
+#define OMP_ROWS
+#endif
+
+/* y = (x - mean) * rstd * w + b over rows of n; w/b may be NULL; rms: mean 0 */
+#define NORM_ROWS(NAME, T)                                                                          \
+    static void NAME(const void *xv, void *yv, const void *wv, const void *bv, void *mv, void *sv,   \
+                     int64_t rows, int64_t n, double eps, bool rms) {                               \
+        const T *x = xv, *w = wv, *b = bv;                                                          \
+        T *y = yv, *mean_out = mv, *rstd_out = sv;                                                  \
+        int nt = 1;                                                                                 \
+        if (em_num_threads > 1 && rows > 1 && rows * n >= 2 * EM_GRAIN)                             \
+            nt = em_num_threads < rows ? em_num_threads : (int)rows;                                \
+        OMP_ROWS                                                                                    \
+        for (int64_t r = 0; r < rows; r++) {                                                         \
+            const T *xr = x + r * n;                                                                \
+            T *yr = y + r * n;                                                                      \
+            double mean = 0, ss = 0;                                                                \
+            if (!rms) {                                                                             \
+                for (int64_t i = 0; i < n; i++) mean += xr[i];                                      \
+                mean /= (double)n;                                                                  \
+            }                                                                                       \
+            for (int64_t i = 0; i < n; i++) {                                                       \
+                double d = xr[i] - mean;                                                            \
+                ss += d * d;                                                                        \
+            }                                                                                       \
+            double rstd = 1.0 / sqrt(ss / (double)n + eps);                                         \
+            if (mean_out) mean_out[r] = (T)mean;                                                    \
+            rstd_out[r] = (T)rstd;                                                                  \
+            const T m = (T)mean, s = (T)rstd;                                                       \
+            if (w && b)                                                                             \
+                for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * s * w[i] + b[i];              \
+            else if (w)                                                                             \
+                for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * s * w[i];                     \
+            else if (b)                                                                             \
+                for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * s + b[i];                     \
+            else                                                                                    \
+                for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * s;                            \
+        }                                                                                           \
+    }
+NORM_ROWS(norm_rows_f32, float)
+NORM_ROWS(norm_rows_f64, double)
+
+static const char *cpp_type(EmDType dt) {
+    static const char *names[EM_NUM_DTYPES] = {
+        [EM_BOOL] = "Bool", [EM_UINT8] = "Byte", [EM_INT8] = "Char", [EM_INT16] = "Short",
+        [EM_INT32] = "Int", [EM_INT64] = "Long", [EM_FLOAT16] = "Half", [EM_BFLOAT16] = "BFloat16",
+        [EM_FLOAT32] = "Float", [EM_FLOAT64] = "Double"};
+    return names[dt];
+}
+
+static void shape_str(char *buf, size_t cap, int n, const int64_t *s) {
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, i ? ", %lld" : "%lld", (long long)s[i]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+/* The affine parameter (weight or bias) as a contiguous tensor of the compute
+ * dtype, after checking its shape is normalized_shape. */
+static EmTensor *affine_param(EmTensor *p, const char *what, int nn, const int64_t *ns, EmDType ct) {
+    bool ok = p->ndim == nn;
+    for (int i = 0; ok && i < nn; i++) ok = p->sizes[i] == ns[i];
+    if (!ok) {
+        char a[256], b[256];
+        shape_str(a, sizeof a, p->ndim, p->sizes);
+        shape_str(b, sizeof b, nn, ns);
+        PyErr_Format(PyExc_RuntimeError, "Expected %s to be of same shape as normalized_shape, but got %s of "
+                     "shape %s and normalized_shape = %s", what, what, a, b);
+        return NULL;
+    }
+    EmTensor *t = em_to_dtype(p, ct, false);
+    if (!t) return NULL;
+    EmTensor *c = em_contiguous(t);
+    Py_DECREF(t);
+    return c;
+}
+
+/* Shared front: (input, normalized_shape, weight, [bias,] eps) -> outputs. */
+static PyObject *normalize(EmCall *c, bool rms) {
+    EmTensor *in = em_arg_tensor(c, 0), *w = em_arg_tensor(c, 2), *b = rms ? NULL : em_arg_tensor(c, 3);
+    int64_t ns[EM_MAX_DIMS];
+    int nn = 0;
+    double eps;
+    if (em_arg_intlist(c, 1, &nn, ns) < 0) return NULL;
+    if (rms && em_arg_is_none(c, 3)) {
+        eps = in->dtype == EM_FLOAT64 ? 2.220446049250313e-16
+              : in->dtype == EM_FLOAT16 ? 0.0009765625 : in->dtype == EM_BFLOAT16 ? 0.0078125 : 1.1920928955078125e-07;
+    } else if (em_arg_float(c, rms ? 3 : 4, &eps) < 0) {
+        return NULL;
+    }
+    if (nn < 1) {
+        PyErr_SetString(PyExc_RuntimeError, "Expected normalized_shape to be at least 1-dimensional, i.e., "
+                                            "containing at least one element, but got normalized_shape = []");
+        return NULL;
+    }
+    bool fits = in->ndim >= nn;
+    for (int i = 0; fits && i < nn; i++) fits = in->sizes[in->ndim - nn + i] == ns[i];
+    if (!fits) {
+        char a[256], s[256];
+        shape_str(a, sizeof a, nn, ns);
+        shape_str(s, sizeof s, in->ndim, in->sizes);
+        PyErr_Format(PyExc_RuntimeError, "Given normalized_shape=%s, expected input with shape [*, %s, but got "
+                     "input of size%s", a, a + 1, s);
+        return NULL;
+    }
+    if (!em_is_float(in->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "\"%s\" not implemented for '%s'",
+                     rms ? "rms_norm" : "LayerNormKernelImpl", cpp_type((EmDType)in->dtype));
+        return NULL;
+    }
+    EmDType dt = (EmDType)in->dtype, ct = dt == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
+    int axis = in->ndim - nn;
+    int64_t rows = 1, n = 1, stat_shape[EM_MAX_DIMS];
+    for (int d = 0; d < in->ndim; d++) {
+        if (d < axis) rows *= in->sizes[d];
+        else n *= in->sizes[d];
+        stat_shape[d] = d < axis ? in->sizes[d] : 1;
+    }
+    EmTensor *x = NULL, *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL, *mean = NULL, *rstd = NULL, *yo = NULL;
+    PyObject *res = NULL;
+    if (!(x = em_to_dtype(in, ct, false)) || !(xc = em_contiguous(x))) goto done;
+    if (w && !(wc = affine_param(w, "weight", nn, ns, ct))) goto done;
+    if (b && !(bc = affine_param(b, "bias", nn, ns, ct))) goto done;
+    if (!(y = em_empty(in->ndim, in->sizes, ct, em_cpu()))) goto done;
+    if (!rms && !(mean = em_empty(in->ndim, stat_shape, ct, em_cpu()))) goto done;
+    if (!(rstd = em_empty(in->ndim, stat_shape, ct, em_cpu()))) goto done;
+    if (rows && n) {
+        PyThreadState *ts = rows * n >= 65536 ? PyEval_SaveThread() : NULL;
+        if (ct == EM_FLOAT32)
+            norm_rows_f32(em_data(xc), em_data(y), wc ? em_data(wc) : NULL, bc ? em_data(bc) : NULL,
+                          mean ? em_data(mean) : NULL, em_data(rstd), rows, n, eps, rms);
+        else
+            norm_rows_f64(em_data(xc), em_data(y), wc ? em_data(wc) : NULL, bc ? em_data(bc) : NULL,
+                          mean ? em_data(mean) : NULL, em_data(rstd), rows, n, eps, rms);
+        if (ts) PyEval_RestoreThread(ts);
+    } else if (rows) { /* empty rows: the statistics of nothing */
+        EmScalar nan = {'f', {.f = NAN}};
+        if (em_fill_(rstd, nan) < 0 || (mean && em_fill_(mean, nan) < 0)) goto done;
+    }
+    if (!(yo = em_to_dtype(y, dt, false))) goto done;
+    res = rms ? PyTuple_Pack(2, yo, rstd) : PyTuple_Pack(3, yo, mean, rstd);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(xc);
+    Py_XDECREF(wc);
+    Py_XDECREF(bc);
+    Py_XDECREF(y);
+    Py_XDECREF(mean);
+    Py_XDECREF(rstd);
+    Py_XDECREF(yo);
+    return res;
+}
+
+PyObject *em_impl__native_layer_norm(EmCall *c) { return normalize(c, false); }
+PyObject *em_impl__rms_norm(EmCall *c) { return normalize(c, true); }
