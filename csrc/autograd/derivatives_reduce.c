@@ -3,7 +3,7 @@
  * ties of amax/amin and of the all-reduce max/min/median share the gradient
  * evenly; max(dim), sort, topk, kthvalue, mode, median(dim) send it to the
  * chosen index; prod and cumprod are exact with zeros in the input; norms
- * give 0 where the norm is 0.
+ * give 0 where the norm is 0 (p = 0: no gradient at all, as torch).
  *
  * A reduction's gradient has the output's shape; kept() reshapes it so the
  * reduced dims are 1 (keepdim or not), and broadcasting or expand() takes it
