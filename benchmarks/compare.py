@@ -66,15 +66,14 @@ def every_lib(make):
 
 def mul_chain_backward(m, a, b, c):
     """10 multiplies on a leaf requiring grad, reduced to a scalar, then
-    backward: the per-op cost of recording and running the graph. ember has
-    no sum() reduction yet; Tensor.sum_to_size(()) exists in both libraries."""
+    backward: the per-op cost of recording and running the graph."""
     x = a.clone().requires_grad_()
 
     def step():
         y = x
         for _ in range(10):
             y = y * b
-        y.sum_to_size(()).backward()
+        y.sum().backward()
     return step
 
 

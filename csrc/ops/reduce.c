@@ -389,6 +389,10 @@ static PyObject *max_like(EmCall *c, bool is_max) {
             PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument 'other'", name);
             return NULL;
         }
+        if (em_is_tensor(dim)) { /* max(a, b): autograd records b as the `other` input */
+            c->args[3] = other = dim;
+            c->args[1] = dim = Py_None;
+        }
         if (out != Py_None && !em_is_tensor(out)) {
             PyErr_Format(PyExc_TypeError, "%s(): argument 'out' must be Tensor, not %.100s", name,
                          Py_TYPE(out)->tp_name);
@@ -398,7 +402,7 @@ static PyObject *max_like(EmCall *c, bool is_max) {
                                           is_max ? &em_kernels_maximum : &em_kernels_minimum,
                                           EM_PROMOTE_NONE);
         cfg.inputs[0] = em_opnd(in);
-        cfg.inputs[1] = em_opnd((EmTensor *)(other != Py_None ? other : dim));
+        cfg.inputs[1] = em_opnd((EmTensor *)other);
         cfg.ninputs = 2;
         cfg.out = out != Py_None ? (EmTensor *)out : NULL;
         return (PyObject *)em_iter_run(&cfg); /* (a Tensor out: the binding layer bumps its version) */
