@@ -7,7 +7,6 @@ kernel (csrc/ops/optim.c) against the op-by-op path."""
 import copy
 import itertools
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -348,8 +347,7 @@ def train(opt, ps, steps, seed):
     rng = np.random.default_rng(seed)
     for _ in range(steps):
         for p in ps:
-            p.grad = type(p)(rng.standard_normal(tuple(p.shape)).astype(np.float32)) if False else \
-                ember.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32))
+            p.grad = ember.tensor(rng.standard_normal(tuple(p.shape)).astype(np.float32))
         opt.step()
 
 
