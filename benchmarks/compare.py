@@ -175,6 +175,33 @@ CASES += [
          unit="GB/s", bytes_per_elem=8, targets={"torch": (">=", 1.0)}),
 ]
 
+
+# optimizers (python/ember/optim, the fused kernel in ops/optim.c): one AdamW
+# step over four parameters holding n float32 numbers in all
+def adamw_step(lib, n, torch_kwargs):
+    m = module(lib)
+    rng = np.random.default_rng(0)
+    sizes = [n // 2, n // 4, n // 8]
+    sizes.append(max(1, n - sum(sizes)))
+    params = []
+    for s in sizes:
+        p = m.from_numpy(rng.standard_normal(s).astype(np.float32)).clone().requires_grad_()
+        p.grad = m.from_numpy(rng.standard_normal(s).astype(np.float32)).clone()
+        params.append(p)
+    opt = m.optim.AdamW(params, lr=1e-3, **(torch_kwargs if lib == "torch" else {}))
+    opt.step()  # the state exists before timing
+    return opt.step
+
+
+CASES += [
+    Case("AdamW.step(), 4 params, 1M f32", M,
+         {lib: (lambda n, lib=lib: adamw_step(lib, n, {})) for lib in ("ember", "torch")},
+         targets={"torch": ("<=", 1.0)}),
+    Case("AdamW.step() vs torch fused=True, 1M f32", M,
+         {lib: (lambda n, lib=lib: adamw_step(lib, n, {"fused": True})) for lib in ("ember", "torch")}),
+]
+
+
 def loop_time(fn, inner):
     """Seconds per call of fn, over inner back-to-back calls."""
     t0 = time.perf_counter_ns()

@@ -2487,6 +2487,55 @@ OPS += [
     RED("mode", _select_ref("mode"), variants="FM", values="few"),
 ]
 
+
+# ---------------------------------------------------------------------------
+# fused optimizer steps (csrc/ops/optim.c): torch's private _fused_adam_ and
+# _fused_adamw_ on one parameter, against Adam's documented update in float64
+def _fused_adam_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    t = lambda dom=(-2, 2): TS(gen_values(rng, dtype, layout_shape(layout), dom), dtype)  # noqa: E731
+    kw = dict(lr=0.1, beta1=0.9, beta2=0.99, weight_decay=0.05, eps=1e-8, maximize=False)
+    return [Sample((t(), t(), t(), t((0, 2)), None, 3.0), kw),
+            Sample((t(), t(), t(), t((0, 2)), t((0, 2)), 1.0), dict(kw, maximize=True, weight_decay=0.0)),
+            Sample((t(), t(), t(), t((0, 2)), t((0, 2)), 7.0), dict(kw, beta1=0.3))]  # lerp's other form
+
+
+def _fused_adam_ref(decoupled):
+    def ref(p, g, m, v, vmax, step, lr, beta1, beta2, weight_decay, eps, maximize):
+        p, g, m, v = (np.asarray(a, np.float64) for a in (p, g, m, v))
+        g = -g if maximize else g
+        if decoupled:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+        m = m + (1 - beta1) * (g - m)
+        v = beta2 * v + (1 - beta2) * g * g
+        out = ()
+        if vmax is not None:
+            v_used = np.maximum(vmax, v)
+            out = (v_used,)
+        else:
+            v_used = v
+        denom = np.sqrt(v_used) / math.sqrt(1 - beta2 ** step) + eps
+        return (p - lr / (1 - beta1 ** step) * m / denom, m, v) + out
+    return ref
+
+
+def _fused_adam_call(name):
+    def call(L, p, g, m, v, vmax, step, **kw):
+        fn = getattr(L._C if L.__name__ == "ember" else L, name)
+        extra = {} if L.__name__ == "ember" else {"amsgrad": vmax is not None}
+        fn([p], [g], [m], [v], [] if vmax is None else [vmax], [L.tensor(step)], **kw, **extra)
+        return (p, m, v) + (() if vmax is None else (vmax,))
+    return call
+
+
+OPS += [OpInfo(n, _fused_adam_ref(n == "_fused_adamw_"), kind="plain", dtypes=FLOATS, variants="F",
+               samples=_fused_adam_samples, layouts=("contig", "0d", "empty"), call=_fused_adam_call(n),
+               tol={"float16": (5e-3, 2e-3), "bfloat16": (3e-2, 2e-2), "float32": (1e-5, 1e-6),
+                    "float64": (1e-10, 1e-12)})
+        for n in ("_fused_adam_", "_fused_adamw_")]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 
 

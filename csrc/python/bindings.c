@@ -139,7 +139,9 @@ int em_init_ops(PyObject *m, PyMethodDef **tensor_methods) {
     for (int id = 0; id < EM_NUM_OPS; id++) {
         EmOpDef *def = &em_op_defs[id];
         if (em_signature_parse(def->signature, &def->sig) < 0) return -1;
-        def->writes_self = def->name[strlen(def->name) - 1] == '_';
+        /* (ops whose first argument is a list, such as _fused_adamw_, bump their own versions) */
+        def->writes_self = def->name[strlen(def->name) - 1] == '_' && def->sig.nparams > 0 &&
+                           def->sig.params[0].type == EM_ARG_TENSOR;
         int flags = METH_FASTCALL | METH_KEYWORDS;
         if (def->variants & EM_VARIANT_FN)
             module_defs[nf++] = (PyMethodDef){def->name, (PyCFunction)(void (*)(void))wrappers[id].fn,

@@ -53,6 +53,7 @@ from . import autograd, cuda, return_types, testing  # noqa: E402,F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: E402
                                  is_grad_enabled, is_inference_mode_enabled)
 from . import nn  # noqa: E402,F401
+from . import optim  # noqa: E402,F401
 from .functional import broadcast_shapes, broadcast_tensors, meshgrid  # noqa: E402
 from . import functional, linalg  # noqa: E402,F401
 from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)

@@ -1,0 +1,294 @@
+/* optim.c — fused optimizer steps (DESIGN.md §7: fused kernels where training
+ * spends its time).
+ *
+ *   _fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *,
+ *                lr, beta1, beta2, weight_decay, eps, maximize)
+ *   _fused_adamw_(...)  the same with decoupled weight decay
+ *
+ * torch's private ops of the same names, for python/ember/optim/adam.py and
+ * adamw.py: one pass over param, grad, exp_avg, exp_avg_sq [, max_exp_avg_sq]
+ * per parameter instead of a dozen elementwise ops each reading and writing
+ * whole tensors. The lists hold one entry per parameter; max_exp_avg_sqs is
+ * empty unless amsgrad (torch passes a separate amsgrad flag; here the list
+ * says it, which keeps the signature within EM_MAX_PARAMS). state_steps are
+ * the 0-d 'step' tensors, already incremented by the caller (as torch does).
+ *
+ * Only contiguous floating CPU tensors of one dtype per parameter are taken
+ * (the optimizers fall back to their op-by-op path otherwise; torch's also
+ * takes strided ones). Half types compute in float32 and round on store. Every
+ * argument is checked before anything is written, so a bad call changes
+ * nothing. The math is torch's documented Adam/AdamW step, in the order the
+ * op-by-op path runs it:
+ *
+ *   g  = maximize ? -grad : grad
+ *   Adam:  g += weight_decay * param        AdamW: param *= 1 - lr * weight_decay
+ *   m  = lerp(m, g, 1 - beta1)
+ *   v  = beta2 * v + (1 - beta2) * g * g
+ *   vmax = max(vmax, v)                      (amsgrad; the denominator uses vmax)
+ *   param -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
+ */
+#include "ember.h"
+#include "cpu/reduce.h" /* EM_CLONES */
+
+#include <math.h>
+
+/* The step's constants, computed once per parameter in double. */
+typedef struct {
+    double lr, beta1, beta2, weight_decay, eps;
+    double step_size;             /* lr / (1 - beta1^step) */
+    double bias_correction2_sqrt; /* sqrt(1 - beta2^step) */
+    bool maximize, decoupled;
+} AdamCoef;
+
+/* One parameter's n elements; vmax NULL unless amsgrad. T the storage type,
+ * CT the compute type (float for float32 and the half types, double for
+ * float64), LD/ST convert between them; the constants are rounded to CT once,
+ * as a tensor op holds its scalar arguments.
+ *
+ * The loop body takes the step's options as constants (l2: Adam's weight
+ * decay, ams: amsgrad, low: which form of lerp) and the kernel calls it once
+ * per combination, so that each loop is branch-free and the compiler
+ * vectorizes it. maximize and AdamW's decay are multiplications by 1 when
+ * off, which change nothing. */
+#define LD_SAME(x) (x)
+#define ADAM_KERNEL(T, CT, LD, ST, SQRT, NAME)                                                      \
+    static inline __attribute__((always_inline)) void NAME##_loop(                                  \
+        T *restrict p, const T *restrict g_in, T *restrict m, T *restrict v, T *restrict vmax,      \
+        int64_t n, const AdamCoef *c, const bool l2, const bool ams, const bool low) {              \
+        const CT wd = (CT)c->weight_decay;                                                          \
+        const CT decay = c->decoupled ? (CT)(1.0 - c->lr * c->weight_decay) : (CT)1;                \
+        const CT w1 = (CT)(1.0 - c->beta1), b2 = (CT)c->beta2, w2 = (CT)(1.0 - c->beta2);           \
+        const CT bc2 = (CT)c->bias_correction2_sqrt, eps = (CT)c->eps;                              \
+        const CT neg_step = (CT)(-c->step_size);                                                    \
+        const CT sign = c->maximize ? (CT)-1 : (CT)1;                                               \
+        for (int64_t i = 0; i < n; i++) {                                                           \
+            CT g = sign * LD(g_in[i]), x = LD(p[i]), m0 = LD(m[i]);                                 \
+            if (l2) g = g + wd * x;                                                                 \
+            x = x * decay;                                                                          \
+            /* torch's lerp: start + w * (end - start) for w < 0.5, else the mirror form */       \
+            CT mi = low ? m0 + w1 * (g - m0) : g - (g - m0) * ((CT)1 - w1);                         \
+            CT vi = LD(v[i]) * b2 + w2 * g * g;                                                     \
+            m[i] = ST(mi);                                                                          \
+            v[i] = ST(vi);                                                                          \
+            if (ams) {                                                                              \
+                CT old = LD(vmax[i]);                                                               \
+                vi = old > vi || old != old ? old : vi; /* maximum: nan wins */                     \
+                vmax[i] = ST(vi);                                                                   \
+            }                                                                                       \
+            CT denom = SQRT(vi) / bc2 + eps;                                                        \
+            p[i] = ST(x + neg_step * (mi / denom));                                                 \
+        }                                                                                           \
+    }                                                                                               \
+    EM_CLONES static void NAME(T *p, const T *g, T *m, T *v, T *vmax, int64_t n, const AdamCoef *c) { \
+        bool l2 = !c->decoupled && c->weight_decay != 0, ams = vmax != NULL;                        \
+        bool low = (CT)(1.0 - c->beta1) < (CT)0.5;                                                  \
+        switch ((l2 ? 4 : 0) | (ams ? 2 : 0) | (low ? 1 : 0)) {                                    \
+        case 0: NAME##_loop(p, g, m, v, vmax, n, c, false, false, false); break;                    \
+        case 1: NAME##_loop(p, g, m, v, vmax, n, c, false, false, true); break;                     \
+        case 2: NAME##_loop(p, g, m, v, vmax, n, c, false, true, false); break;                     \
+        case 3: NAME##_loop(p, g, m, v, vmax, n, c, false, true, true); break;                      \
+        case 4: NAME##_loop(p, g, m, v, vmax, n, c, true, false, false); break;                     \
+        case 5: NAME##_loop(p, g, m, v, vmax, n, c, true, false, true); break;                      \
+        case 6: NAME##_loop(p, g, m, v, vmax, n, c, true, true, false); break;                      \
+        default: NAME##_loop(p, g, m, v, vmax, n, c, true, true, true); break;                      \
+        }                                                                                           \
+    }
+ADAM_KERNEL(float, float, LD_SAME, LD_SAME, sqrtf, adam_f32)
+ADAM_KERNEL(double, double, LD_SAME, LD_SAME, sqrt, adam_f64)
+ADAM_KERNEL(uint16_t, float, em_f16_to_f32, em_f32_to_f16, sqrtf, adam_f16)
+ADAM_KERNEL(uint16_t, float, em_bf16_to_f32, em_f32_to_bf16, sqrtf, adam_bf16)
+
+/* A parameter's pointers, gathered while checking. */
+typedef struct {
+    char *p, *g, *m, *v, *vmax;
+    int64_t n;
+    EmDType dtype;
+    AdamCoef coef;
+} AdamJob;
+
+static void adam_job_run(const AdamJob *j, int64_t lo, int64_t hi) {
+    int64_t sz = em_itemsize(j->dtype), k = hi - lo;
+    char *p = j->p + lo * sz, *g = j->g + lo * sz, *m = j->m + lo * sz, *v = j->v + lo * sz;
+    char *vmax = j->vmax ? j->vmax + lo * sz : NULL;
+    switch (j->dtype) {
+    case EM_FLOAT32: adam_f32((float *)p, (float *)g, (float *)m, (float *)v, (float *)vmax, k, &j->coef); break;
+    case EM_FLOAT64: adam_f64((double *)p, (double *)g, (double *)m, (double *)v, (double *)vmax, k, &j->coef); break;
+    case EM_FLOAT16:
+        adam_f16((uint16_t *)p, (uint16_t *)g, (uint16_t *)m, (uint16_t *)v, (uint16_t *)vmax, k, &j->coef);
+        break;
+    default:
+        adam_bf16((uint16_t *)p, (uint16_t *)g, (uint16_t *)m, (uint16_t *)v, (uint16_t *)vmax, k, &j->coef);
+        break;
+    }
+}
+
+/* The list argument `i` as a fast sequence (new reference) of n tensors, or
+ * NULL with TypeError. n < 0: take its length. */
+static PyObject *tensor_list(EmCall *c, int i, Py_ssize_t *n) {
+    const char *name = PyUnicode_AsUTF8(c->def->sig.params[i].name);
+    PyObject *seq = PySequence_Fast(c->args[i], "expected a list of tensors");
+    if (!seq) return NULL;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    if (*n >= 0 && len != *n) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): Tensor list '%s' must have the same length as 'self' (%zd), but got %zd",
+                     c->def->name, name, *n, len);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < len; k++) {
+        if (!em_is_tensor(PySequence_Fast_GET_ITEM(seq, k))) {
+            PyErr_Format(PyExc_TypeError, "%s(): expected Tensor as element %zd in '%s', but got %.100s",
+                         c->def->name, k, name, Py_TYPE(PySequence_Fast_GET_ITEM(seq, k))->tp_name);
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    *n = len;
+    return seq;
+}
+
+/* Check that t can be written by the fused step as the `what` of parameter
+ * k, with p's shape and dtype (t == p for the parameter itself); `written`:
+ * the step writes it (all but the grad). */
+static int check_operand(EmCall *c, EmTensor *t, EmTensor *p, const char *what, Py_ssize_t k,
+                         bool written) {
+    char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+    const char *name = c->def->name;
+    if (em_check_cpu(t, name) < 0) return -1;
+    if (!em_is_float((EmDType)t->dtype)) { /* torch's dispatch error */
+        PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s' (%s %zd)",
+                     name, em_dtype_name((EmDType)t->dtype), what, k);
+        return -1;
+    }
+    if (t->dtype != p->dtype) {
+        PyErr_Format(PyExc_RuntimeError, "%s(): %s %zd has dtype %s but its parameter has dtype %s",
+                     name, what, k, em_dtype_name((EmDType)t->dtype), em_dtype_name((EmDType)p->dtype));
+        return -1;
+    }
+    if (t->ndim != p->ndim || memcmp(t->sizes, p->sizes, sizeof(int64_t) * p->ndim) != 0) {
+        PyErr_Format(PyExc_RuntimeError, "%s(): %s %zd has shape %s but its parameter has shape %s",
+                     name, what, k, em_shape_str(t->ndim, t->sizes, b1, sizeof b1),
+                     em_shape_str(p->ndim, p->sizes, b2, sizeof b2));
+        return -1;
+    }
+    if (!em_is_contiguous(t)) {
+        PyErr_Format(PyExc_RuntimeError, "%s(): %s %zd is not contiguous", name, what, k);
+        return -1;
+    }
+    if (written && t->is_inference && !em_inference_mode()) {
+        PyErr_SetString(PyExc_RuntimeError,
+                     "Inplace update to inference tensor outside InferenceMode is not allowed.");
+        return -1;
+    }
+    /* like any in-place op: a leaf that requires grad is written only under no_grad */
+    if (written && em_grad_enabled() && t->requires_grad && !t->grad_fn) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a leaf Variable that requires grad is being used in an in-place operation.");
+        return -1;
+    }
+    return 0;
+}
+
+/* 1 when a and b's element ranges share memory. */
+static bool overlaps(const EmTensor *a, const EmTensor *b) {
+    if (a->storage != b->storage || a->numel == 0 || b->numel == 0) return false;
+    int64_t sa = a->offset, sb = b->offset;
+    return sa < sb + b->numel && sb < sa + a->numel;
+}
+
+PyObject *em_impl_fused_adam(EmCall *c) {
+    enum { P, G, M, V, VMAX, STEPS };
+    PyObject *lists[6] = {NULL};
+    AdamJob *jobs = NULL;
+    PyObject *result = NULL;
+    const char *name = c->def->name;
+    bool decoupled = c->def == &em_op_defs[EM_OP__fused_adamw_];
+    double lr, beta1, beta2, wd, eps;
+    bool maximize;
+    EM_TRY(em_arg_float(c, 6, &lr) == 0 && em_arg_float(c, 7, &beta1) == 0 &&
+           em_arg_float(c, 8, &beta2) == 0 && em_arg_float(c, 9, &wd) == 0 &&
+           em_arg_float(c, 10, &eps) == 0 && em_arg_bool(c, 11, &maximize) == 0);
+
+    Py_ssize_t n = -1, nmax = -1;
+    EM_TRY(lists[P] = tensor_list(c, P, &n));
+    EM_TRY(lists[G] = tensor_list(c, G, &n));
+    EM_TRY(lists[M] = tensor_list(c, M, &n));
+    EM_TRY(lists[V] = tensor_list(c, V, &n));
+    EM_TRY(lists[VMAX] = tensor_list(c, VMAX, &nmax));
+    EM_TRY(lists[STEPS] = tensor_list(c, STEPS, &n));
+    bool amsgrad = nmax > 0;
+    EM_CHECK(!amsgrad || nmax == n, PyExc_RuntimeError,
+             "%s(): Tensor list 'max_exp_avg_sqs' must be empty or have the same length as 'self' (%zd), "
+             "but got %zd", name, n, nmax);
+    jobs = PyMem_Calloc(n ? n : 1, sizeof(AdamJob));
+    if (!jobs) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+
+    /* check everything first: a failed call writes nothing */
+    for (Py_ssize_t k = 0; k < n; k++) {
+        EmTensor *t[5];
+        for (int l = P; l <= VMAX; l++)
+            t[l] = l == VMAX && !amsgrad ? NULL : (EmTensor *)PySequence_Fast_GET_ITEM(lists[l], k);
+        static const char *what[5] = {"param", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+        for (int l = P; l <= VMAX; l++) {
+            if (t[l]) EM_TRY(check_operand(c, t[l], t[P], what[l], k, l != G) == 0);
+        }
+        /* the written tensors must be distinct memory (the grad may be anything read-only) */
+        for (int a = P; a <= VMAX; a++) {
+            for (int b = a + 1; b <= VMAX; b++) {
+                if (a == G || !t[a] || !t[b]) continue;
+                EM_CHECK(!overlaps(t[a], t[b]), PyExc_RuntimeError,
+                         "%s(): %s %zd and %s %zd share memory", name, what[a], k, what[b], k);
+            }
+        }
+        EmTensor *st = (EmTensor *)PySequence_Fast_GET_ITEM(lists[STEPS], k);
+        EM_TRY(em_check_cpu(st, name) == 0);
+        EM_CHECK(st->numel == 1, PyExc_RuntimeError,
+                 "%s(): state_steps %zd must hold one value, but has %lld elements", name, k,
+                 (long long)st->numel);
+        double step = em_scalar_to_double(em_scalar_load(em_data(st), (EmDType)st->dtype));
+        AdamJob *j = &jobs[k];
+        j->p = em_data(t[P]);
+        j->g = em_data(t[G]);
+        j->m = em_data(t[M]);
+        j->v = em_data(t[V]);
+        j->vmax = amsgrad ? em_data(t[VMAX]) : NULL;
+        j->n = t[P]->numel;
+        j->dtype = (EmDType)t[P]->dtype;
+        /* torch reads the step as float32 and computes the corrections in double */
+        step = (double)(float)step;
+        j->coef = (AdamCoef){lr, beta1, beta2, wd, eps, lr / (1.0 - pow(beta1, step)),
+                             sqrt(1.0 - pow(beta2, step)), maximize, decoupled};
+    }
+
+    /* one pass per parameter; big ones split across threads */
+    int64_t total = 0;
+    for (Py_ssize_t k = 0; k < n; k++) total += jobs[k].n;
+    PyThreadState *ts = total >= EM_GRAIN ? PyEval_SaveThread() : NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const AdamJob *j = &jobs[k];
+        int64_t chunk = 8192, nchunks = (j->n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (j->n >= 2 * EM_GRAIN && em_num_threads > 1) num_threads(em_num_threads)
+        for (int64_t b = 0; b < nchunks; b++) {
+            int64_t lo = b * chunk, hi = lo + chunk < j->n ? lo + chunk : j->n;
+            adam_job_run(j, lo, hi);
+        }
+    }
+    if (ts) PyEval_RestoreThread(ts);
+
+    /* Note [when versions change]: every written tensor */
+    for (Py_ssize_t k = 0; k < n; k++) {
+        for (int l = P; l <= VMAX; l++) {
+            if (l == G || (l == VMAX && !amsgrad)) continue;
+            em_bump_version((EmTensor *)PySequence_Fast_GET_ITEM(lists[l], k));
+        }
+    }
+    result = Py_NewRef(Py_None);
+fail:
+    for (int l = 0; l < 6; l++) Py_XDECREF(lists[l]);
+    PyMem_Free(jobs);
+    return result;
+}
