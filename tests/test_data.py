@@ -21,7 +21,7 @@ from ember.utils.data import dataloader as dataloader_module
 from ember.utils.data import (BatchSampler, ChainDataset, ConcatDataset, DataLoader, Dataset,
                               DistributedSampler, IterableDataset, RandomSampler, Sampler,
                               SequentialSampler, StackDataset, Subset, SubsetRandomSampler,
-                              TensorDataset, WeightedRandomSampler, default_collate,
+                              TensorDataset, WeightedRandomSampler, WorkerInfo, default_collate,
                               default_convert, get_worker_info, random_split)
 
 needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
@@ -593,11 +593,17 @@ class TestDataLoader:
     def test_reachable_as_torch_utils_data(self):
         import ember as torch
         assert torch.utils.data.DataLoader is DataLoader
+        # type hints users write, evaluated at import time
+        assert DataLoader[int] is not None and Dataset[int] and Sampler[int]
         from ember.utils.data.dataloader import default_collate as dc
         assert dc is default_collate
 
     def test_worker_info_is_none_in_main_process(self):
         assert get_worker_info() is None
+        info = WorkerInfo(id=1, num_workers=2, seed=5, dataset=None)
+        assert repr(info) == "WorkerInfo(id=1, num_workers=2, seed=5, dataset=None)"
+        with pytest.raises(RuntimeError, match="Cannot assign attributes to WorkerInfo"):
+            info.id = 0
 
     def test_attributes_frozen_after_init(self):
         loader = DataLoader(Squares(3))
@@ -735,6 +741,11 @@ class Failing(Squares):
         return super().__getitem__(i)
 
 
+class BrokenStream(IterableDataset):
+    def __iter__(self):
+        raise RuntimeError("no stream")
+
+
 class Dies(Squares):
     def __getitem__(self, i):
         if i == 3:
@@ -824,6 +835,13 @@ class TestWorkers:
         with pytest.raises(ValueError, match="init failed in 0"):
             list(DataLoader(Squares(4), num_workers=2, worker_init_fn=_fail_init))
 
+    def test_iterable_dataset_iter_error(self):
+        with pytest.raises(RuntimeError, match="(?s)Caught RuntimeError in DataLoader worker "
+                                               "process 0.*no stream"):
+            list(DataLoader(BrokenStream(), num_workers=2))
+        with pytest.raises(RuntimeError, match="no stream"):
+            iter(DataLoader(BrokenStream()))
+
     def test_dead_worker_raises(self):
         start = time.monotonic()
         with pytest.raises(RuntimeError, match=r"exit code 7\)\) exited unexpectedly"):
@@ -832,11 +850,11 @@ class TestWorkers:
 
     def test_timeout(self, monkeypatch):
         monkeypatch.setattr(dataloader_module, "_SHUTDOWN_TIMEOUT", 0.5)  # then terminate
-        loader = DataLoader(Slow(4), batch_size=1, num_workers=2, timeout=0.5)
+        loader = DataLoader(Slow(4), batch_size=1, num_workers=2, timeout=1.0)
         it = iter(loader)
         assert next(it).item() == 0
         start = time.monotonic()
-        with pytest.raises(RuntimeError, match="timed out after 0.5 seconds"):
+        with pytest.raises(RuntimeError, match="timed out after 1.0 seconds"):
             while True:
                 next(it)
         assert time.monotonic() - start < 10

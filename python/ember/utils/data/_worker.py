@@ -139,14 +139,23 @@ def _worker_loop(is_iterable, dataset, index_queue, result_queue, done_event, au
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
 
-        init_error = None
-        fetcher = None
+        def new_fetcher():
+            """(fetcher, None), or (None, the error to answer every task with)."""
+            if init_fn_error is not None:
+                return None, init_fn_error
+            try:
+                return _create_fetcher(is_iterable, dataset, auto_collation, collate_fn,
+                                       drop_last), None
+            except Exception:
+                return None, _ExceptionWrapper(f"in DataLoader worker process {worker_id}")
+
+        init_fn_error = None
         try:
             if init_fn is not None:
                 init_fn(worker_id)
-            fetcher = _create_fetcher(is_iterable, dataset, auto_collation, collate_fn, drop_last)
         except Exception:
-            init_error = _ExceptionWrapper(f"in DataLoader worker process {worker_id}")
+            init_fn_error = _ExceptionWrapper(f"in DataLoader worker process {worker_id}")
+        fetcher, init_error = new_fetcher()
 
         exhausted = False
         while True:
@@ -161,20 +170,16 @@ def _worker_loop(is_iterable, dataset, index_queue, result_queue, done_event, au
                 break
             if task is _NOTHING:
                 continue
-            if task == _RESUME:
+            if task == _RESUME:  # a new epoch: a fresh iterator over the dataset
                 exhausted = False
-                try:
-                    fetcher = _create_fetcher(is_iterable, dataset, auto_collation, collate_fn,
-                                              drop_last)
-                except Exception:
-                    init_error = _ExceptionWrapper(f"in DataLoader worker process {worker_id}")
+                fetcher, init_error = new_fetcher()
                 result_queue.put(_encode(None, "resume", worker_id, worker_id))
                 continue
             if exhausted:
                 continue  # nothing left to give this epoch
             task_idx, keys = pickle.loads(task)
-            if init_error is not None:
-                kind, body, init_error = "error", init_error, None
+            if init_error is not None:  # every task fails: there is no fetcher
+                kind, body = "error", init_error
             else:
                 try:
                     kind, body = "data", fetcher.fetch(keys)

@@ -25,6 +25,7 @@ import pickle
 import queue
 import time
 import warnings
+from typing import Generic, TypeVar
 
 import ember
 
@@ -37,6 +38,7 @@ from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
 get_worker_info = _worker.get_worker_info
+T_co = TypeVar("T_co", covariant=True)
 
 # Seconds to wait for workers to exit on shutdown before terminating them.
 _SHUTDOWN_TIMEOUT = 5.0
@@ -57,7 +59,7 @@ def _cpu_count():
         return os.cpu_count() or 1
 
 
-class DataLoader:
+class DataLoader(Generic[T_co]):
     """Combines a dataset and a sampler and iterates over batches of samples.
     Same arguments, defaults and validation as torch.utils.data.DataLoader."""
 
