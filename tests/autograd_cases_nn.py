@@ -12,6 +12,15 @@ EMB = _ts(_vals(("emb",), (5, 3)), lay=False)
 IDX = TS(np.array([[0, 4, 4], [2, 0, 3]]), "int64", False, exact=True)
 
 
+def usable(op, s, layout):
+    """Veto op_db samples: embedding's padding_idx zeroes a gradient on purpose (not a
+    derivative: tests/test_nn_embedding_dropout.py); torch names the node of a transposed
+    input's rms_norm CloneBackward0 (the EXTRA cases gradcheck that layout)."""
+    if op.name == "embedding":
+        return "padding_idx" not in s.kwargs
+    return not (op.name == "_rms_norm" and layout != "contig")
+
+
 def _ln(L, *a, **k):
     return L.nn.functional.layer_norm(*a, **k)
 

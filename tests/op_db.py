@@ -2536,6 +2536,79 @@ OPS += [OpInfo(n, _fused_adam_ref(n == "_fused_adamw_"), kind="plain", dtypes=FL
                     "float64": (1e-10, 1e-12)})
         for n in ("_fused_adam_", "_fused_adamw_")]
 
+# ---------------------------------------------------------------------------
+# nn functional ops in C (ops/norm.c, ops/nn.c), reached through nn.functional
+def _norm_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    shape = layout_shape(layout)
+    t = lambda shp, lay=True: TS(gen_values(rng, dtype, shp, (-3, 3)), dtype, lay)  # noqa: E731
+    if not shape:  # 0-d: normalize over nothing is an error; use a vector
+        shape = (4,)
+    last = shape[-1:]
+    if op.name == "_rms_norm":
+        return [Sample((t(shape), last, t(last, False)), {"eps": 1e-3}),
+                Sample((t(shape), last), desc="default eps"), Sample((t(shape), shape), desc="all dims")]
+    return [Sample((t(shape), last, t(last, False), t(last, False)), {"eps": 1e-3}),
+            Sample((t(shape), last, None, None)), Sample((t(shape), shape, None, None), desc="all dims")]
+
+
+def _np_norm(rms):
+    def ref(x, ns, w=None, b=None, eps=None):  # (rms_norm has no b)
+        k = len(ns)
+        axes = tuple(range(x.ndim - k, x.ndim))
+        x64 = np.asarray(x, np.float64)
+        if eps is None:
+            eps = 1e-5 if not rms else float(np.finfo(np.asarray(x).dtype).eps) if np.asarray(x).dtype.kind == "f" \
+                else 1.1920928955078125e-07
+        if rms:
+            y = x64 / np.sqrt((x64 * x64).mean(axes, keepdims=True) + eps)
+        else:
+            y = (x64 - x64.mean(axes, keepdims=True)) / np.sqrt(x64.var(axes, keepdims=True) + eps)
+        return y * (1 if w is None else w) + (0 if b is None else b)
+    return ref
+
+
+def _norm_call(rms):
+    def call(L, x, ns, w=None, b=None, **kw):
+        F = L.nn.functional
+        return F.rms_norm(x, ns, w, **kw) if rms else F.layer_norm(x, ns, w, b, **kw)
+    return call
+
+
+def _embedding_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    w = TS(gen_values(rng, dtype, (5, 3)), dtype, False)
+    idx = TS(np.array([[0, 4, 4], [2, 0, 3]]), "int64", False, exact=True)
+    return [Sample((w, idx)), Sample((w, TS(np.array(3), "int64", False, exact=True)), desc="0-d index"),
+            Sample((w, TS(np.zeros((2, 0), np.int64), "int64", False, exact=True)), desc="no indices"),
+            Sample((w, idx), {"padding_idx": 4})]
+
+
+def _dropout_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    x = TS(gen_values(rng, dtype, layout_shape(layout)), dtype)
+    if dtype not in FLOATS:  # what torch rejects: a draw into an integer tensor
+        return [Sample((x, 0.5, True))]
+    return [Sample((x, 0.0, True), desc="p=0"), Sample((x, 1.0, True), desc="p=1"),
+            Sample((x, 0.5, False), desc="eval")]
+
+
+OPS += [
+    OpInfo("_native_layer_norm", _np_norm(False), kind="plain", dtypes=FLOATS, unsupported=NotImplementedError,
+           variants="F", samples=_norm_samples, layouts=("contig", "T", "slice", "expand", "0d", "empty"),
+           call=_norm_call(False), tol={"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}),
+    OpInfo("_rms_norm", _np_norm(True), kind="plain", dtypes=FLOATS, unsupported=NotImplementedError,
+           variants="F", samples=_norm_samples, layouts=("contig", "T", "slice", "expand", "0d", "empty"),
+           call=_norm_call(True), tol={"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}),
+    OpInfo("embedding", lambda w, i, padding_idx=None: np.asarray(w)[np.asarray(i)], kind="plain",
+           dtypes=DTYPES, variants="F", samples=_embedding_samples, layouts=("contig",),
+           call=lambda L, w, i, **kw: L.nn.functional.embedding(i, w, **kw)),
+    OpInfo("_native_dropout", lambda x, p, training: np.asarray(x) * (0.0 if training and p == 1 else 1.0),
+           kind="plain", dtypes=FLOATS, unsupported=RuntimeError, variants="F", samples=_dropout_samples,
+           layouts=("contig", "T", "0d", "empty"),
+           call=lambda L, x, p, training: L.nn.functional.dropout(x, p, training)),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 
 

@@ -10,39 +10,63 @@ static PyObject *last_dims(Scratch *s, int k) {
 }
 #define MEAN_LAST(x, dims) OP3(mean, (x), (dims), Py_True)
 
+/* elements in the normalized (last k) dims of input k */
+static double normalized_count(EmNode *n, int k) {
+    const EmMeta *m = &n->in_meta[0];
+    double count = 1;
+    for (int d = m->ndim - k; d < m->ndim; d++) count *= (double)em_meta_sizes(m)[d];
+    return count;
+}
+
 /* y = (x - mean) * rstd * w + b with xh = (x - mean) * rstd:
  *   dw = sum(g * xh), db = sum(g),
  *   dx = rstd * (gw - mean(gw) - xh * mean(gw * xh)),  gw = g * w
- * (means over the normalized dims). mean and rstd are outputs 1 and 2. */
+ * (means over the normalized dims). mean and rstd are outputs 1 and 2: they
+ * carry gradients only in double backward (the first backward read them),
+ * through d mean/dx = 1/N and d rstd/dx = -rstd^2 xh / N. */
 static int bw_native_layer_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
-    if (!G(0)) END;
     int k = (int)PySequence_Size(ARG(1));
-    PyObject *g = G(0), *xh = MUL(SUB(IN(0), OUT(1)), OUT(2));
-    bool has_w = n->in_meta[1].defined;
-    if (need(n, 1)) SET(1, OP2(sum_to_size, MUL(g, xh), IN_SIZE(1)));
-    if (need(n, 2)) SET(2, OP2(sum_to_size, g, IN_SIZE(2)));
-    if (need(n, 0)) {
-        PyObject *dims = last_dims(S, k), *gw = has_w ? MUL(g, IN(1)) : g;
-        PyObject *centred = SUB(SUB(gw, MEAN_LAST(gw, dims)), MUL(xh, MEAN_LAST(MUL(gw, xh), dims)));
-        SET(0, MUL(centred, OUT(2)));
+    double count = normalized_count(n, k);
+    PyObject *g = G(0), *x = IN(0), *rstd = OUT(2), *xh = MUL(SUB(x, OUT(1)), rstd), *gx = NULL;
+    if (g && need(n, 1)) SET(1, OP2(sum_to_size, MUL(g, xh), IN_SIZE(1)));
+    if (g && need(n, 2)) SET(2, OP2(sum_to_size, g, IN_SIZE(2)));
+    if (!need(n, 0)) END;
+    if (g) {
+        PyObject *dims = last_dims(S, k), *gw = n->in_meta[1].defined ? MUL(g, IN(1)) : g;
+        gx = MUL(SUB(SUB(gw, MEAN_LAST(gw, dims)), MUL(xh, MEAN_LAST(MUL(gw, xh), dims))), rstd);
     }
+    if (G(1)) {
+        PyObject *t = OP2(expand_as, DIV(G(1), NUM(count)), x);
+        gx = gx ? ADD(gx, t) : t;
+    }
+    if (G(2)) {
+        PyObject *t = MUL(MUL(G(2), MUL(rstd, rstd)), MUL(xh, NUM(-1.0 / count)));
+        gx = gx ? ADD(gx, t) : t;
+    }
+    if (gx) SET(0, gx);
     END;
 }
 
 /* y = x * rstd * w, rstd = (mean(x^2) + eps)^-1/2:
- *   dw = sum(g * x * rstd), dx = rstd * (gw - x * rstd^2 * mean(gw * x)) */
+ *   dw = sum(g * x * rstd), dx = rstd * (gw - x * rstd^2 * mean(gw * x));
+ * rstd (output 1) in double backward: d rstd/dx = -rstd^3 x / N */
 static int bw_rms_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
-    if (!G(0)) END;
     int k = (int)PySequence_Size(ARG(1));
-    PyObject *g = G(0), *x = IN(0), *rstd = OUT(1);
-    if (need(n, 1)) SET(1, OP2(sum_to_size, MUL(g, MUL(x, rstd)), IN_SIZE(1)));
-    if (need(n, 0)) {
+    PyObject *g = G(0), *x = IN(0), *rstd = OUT(1), *gx = NULL;
+    if (g && need(n, 1)) SET(1, OP2(sum_to_size, MUL(g, MUL(x, rstd)), IN_SIZE(1)));
+    if (!need(n, 0)) END;
+    if (g) {
         PyObject *gw = n->in_meta[1].defined ? MUL(g, IN(1)) : g;
         PyObject *proj = MUL(MUL(x, MUL(rstd, rstd)), MEAN_LAST(MUL(gw, x), last_dims(S, k)));
-        SET(0, MUL(SUB(gw, proj), rstd));
+        gx = MUL(SUB(gw, proj), rstd);
     }
+    if (G(1)) {
+        PyObject *t = MUL(MUL(G(1), MUL(rstd, MUL(rstd, rstd))), MUL(x, NUM(-1.0 / normalized_count(n, k))));
+        gx = gx ? ADD(gx, t) : t;
+    }
+    if (gx) SET(0, gx);
     END;
 }
 

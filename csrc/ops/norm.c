@@ -118,7 +118,7 @@ static PyObject *normalize(EmCall *c, bool rms) {
         return NULL;
     }
     if (!em_is_float(in->dtype)) {
-        PyErr_Format(PyExc_RuntimeError, "\"%s\" not implemented for '%s'",
+        PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'",
                      rms ? "rms_norm" : "LayerNormKernelImpl", cpp_type((EmDType)in->dtype));
         return NULL;
     }
