@@ -118,11 +118,24 @@ int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
     return 0;
 }
 
+/* The call's arguments for ARG(i): tensors as None, except one-element
+ * tensors given for an int / number / shape parameter (cat(xs, dim=tensor(1))),
+ * which become that number. */
 static PyObject *args_without_tensors(const EmOpDef *def, EmCall *c) {
     PyObject *t = PyTuple_New(def->sig.nparams);
     for (int i = 0; t && i < def->sig.nparams; i++) {
-        PyObject *a = c->args[i] && !em_is_tensor(c->args[i]) ? c->args[i] : Py_None;
-        PyTuple_SET_ITEM(t, i, Py_NewRef(a));
+        PyObject *a = c->args[i] ? c->args[i] : Py_None;
+        EmArgType ty = def->sig.params[i].type;
+        bool scalar = ty == EM_ARG_INT || ty == EM_ARG_NUMBER || ty == EM_ARG_FLOAT || ty == EM_ARG_INTLIST;
+        if (scalar && em_is_tensor(a) && ((EmTensor *)a)->numel == 1) {
+            if (!(a = em_tensor_item((EmTensor *)a))) {
+                Py_DECREF(t);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(t, i, a);
+            continue;
+        }
+        PyTuple_SET_ITEM(t, i, Py_NewRef(em_is_tensor(a) ? Py_None : a));
     }
     return t;
 }
@@ -216,6 +229,12 @@ fail:
     return -1;
 }
 
+static bool is_input(const EmTensor *t, EmTensor **ins, int nin) {
+    for (int i = 0; i < nin; i++)
+        if (ins[i] == t) return true;
+    return false;
+}
+
 static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutogradPre *pre,
                         EmTensor **ins, int nin) {
     EmTensor *saved_self = pre->saved_self;
@@ -277,6 +296,8 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
     }
     for (int j = 0; j < nout; j++) {
         EmTensor *t = outs[j];
+        /* an input handed back as it is (broadcast_tensors, as torch): not this node's output */
+        if (outs != one_out && !inplace && is_input(t, ins, nin)) continue;
         if (!em_is_float(t->dtype)) { /* indices, masks: not differentiable, but max(dim)'s
                                        * formula reads its indices */
             if ((d->saves & EM_SAVE_OUT) && em_saved_set(&n->saved_out[j], t, n, true) < 0) goto fail_node;

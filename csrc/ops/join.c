@@ -895,7 +895,12 @@ PyObject *em_impl_broadcast_tensors(EmCall *c) {
     }
     res = PyTuple_New(n);
     for (Py_ssize_t i = 0; res && i < n; i++) {
-        EmTensor *v = em_expand((EmTensor *)PyTuple_GET_ITEM(tup, i), nd, shape);
+        EmTensor *t = (EmTensor *)PyTuple_GET_ITEM(tup, i);
+        if (t->ndim == nd && !memcmp(t->sizes, shape, nd * sizeof(int64_t))) { /* torch: the tensor itself */
+            PyTuple_SET_ITEM(res, i, Py_NewRef((PyObject *)t));
+            continue;
+        }
+        EmTensor *v = em_expand(t, nd, shape);
         if (!v) {
             Py_CLEAR(res);
             break;
