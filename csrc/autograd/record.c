@@ -121,7 +121,9 @@ int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
 static PyObject *args_without_tensors(const EmOpDef *def, EmCall *c) {
     PyObject *t = PyTuple_New(def->sig.nparams);
     for (int i = 0; t && i < def->sig.nparams; i++) {
-        PyObject *a = c->args[i] && !em_is_tensor(c->args[i]) ? c->args[i] : Py_None;
+        /* an `object` parameter keeps its tensor: x[mask]'s key is needed by the formula */
+        bool keep = def->sig.params[i].type == EM_ARG_OBJECT;
+        PyObject *a = c->args[i] && (keep || !em_is_tensor(c->args[i])) ? c->args[i] : Py_None;
         PyTuple_SET_ITEM(t, i, Py_NewRef(a));
     }
     return t;
