@@ -69,6 +69,9 @@ CASES = [
      [X, 5.0], [[[0, 1, 1, 0], [1] * 4, [0] * 4], 6.0]),
     ("y[[0]] = v (1, 1, 4)", _setitem([0]), [X, [[[1.0, 2.0, 3.0, 4.0]]]],
      [[[0] * 4, [1] * 4, [1] * 4], [[[1.0] * 4]]]),
+    ("plain y[1:, [0, 2]] = v", lambda L, v: (y := L.zeros(3, 4, dtype=L.float64),
+                                              y.__setitem__((slice(1, None), [0, 2]), v), y)[-1],
+     [[1.0, 2.0]], [[2.0, 2.0]]),
     ("index_put accumulate dup", lambda L, x, v: x.index_put((L.tensor([0, 0]),), v, accumulate=True),
      [[1.0, 2.0], [3.0, 4.0]], [[1.0, 1.0], [1.0, 1.0]]),
     ("index_put dup", lambda L, x, v: x.index_put((L.tensor([0, 0]),), v), [[1.0, 2.0], [3.0, 4.0]],
@@ -219,3 +222,16 @@ def test_gradgradcheck_masked_fill_tensor_value():
     rng = np.random.default_rng(5)
     a, b = (ember.from_numpy(rng.uniform(0.5, 2.0, (2, 3))).requires_grad_() for _ in range(2))
     assert gradgradcheck(lambda a, b: (a * a).masked_fill(b > 1.2, (b * b)[0, 0]), (a, b))
+
+
+def test_backward_repeats_no_warning():
+    """The forward warns about a list read as a tuple and uint8 masks; its backward doesn't again."""
+    import warnings
+    x = _leaf(ember, X)
+    with pytest.warns(UserWarning):
+        y = x[[[0, 1], [2, 2]]]
+        z = x[ember.tensor([1, 0, 1], dtype=ember.uint8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ember.autograd.backward([y, z], [ember.ones_like(y), ember.ones_like(z)])
+    assert x.grad.tolist() == [[1, 1, 2, 1], [0, 0, 1, 0], [1, 1, 1, 1]]

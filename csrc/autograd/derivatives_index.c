@@ -378,6 +378,40 @@ static int bw_masked_scatter(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* ---------------------------------------------------------- x[key] */
 
+/* x[key] once more, without the deprecation warnings the forward already
+ * gave (a list read as a tuple, uint8 masks) */
+static bool warns(PyObject *key) {
+    if (PyList_Check(key)) return true;
+    if (is_t(key)) return ((EmTensor *)key)->dtype == EM_UINT8;
+    if (PyTuple_Check(key))
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++)
+            if (warns(PyTuple_GET_ITEM(key, i))) return true;
+    return false;
+}
+
+static PyObject *index_again(Scratch *s, PyObject *t, PyObject *key) {
+    if (!t || !warns(key)) return call(s, EM_OP__index, 2, t, key, NULL, NULL);
+    PyObject *mod = PyImport_ImportModule("warnings"), *cm = NULL, *r = NULL;
+    cm = mod ? PyObject_CallMethod(mod, "catch_warnings", NULL) : NULL;
+    PyObject *entered = cm ? PyObject_CallMethod(cm, "__enter__", NULL) : NULL;
+    PyObject *f = entered ? PyObject_CallMethod(mod, "simplefilter", "s", "ignore") : NULL;
+    if (f) r = call(s, EM_OP__index, 2, t, key, NULL, NULL);
+    if (entered) { /* restore the filters, keeping an error of the call */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *ex = PyObject_CallMethod(cm, "__exit__", "OOO", Py_None, Py_None, Py_None);
+        Py_XDECREF(ex);
+        if (et) PyErr_Restore(et, ev, tb);
+        else if (!ex) r = NULL;
+    }
+    Py_XDECREF(f);
+    Py_XDECREF(entered);
+    Py_XDECREF(cm);
+    Py_XDECREF(mod);
+    if (!r) s->failed = true;
+    return r;
+}
+
 /* A basic key (ints, slices, None, ...) gives a view: its gradient is
  * copied into the same view of zeros. An advanced key copies, and may read
  * an element several times (x[[0, 0]]): the gradient is added at the
@@ -385,7 +419,7 @@ static int bw_masked_scatter(EmNode *n, EmTensor **go, EmTensor **gi) {
 static int bw_index(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *key = ARG(1), *g = G(0), *z = ZEROS(0);
-    PyObject *v = OP2(_index, z, key);
+    PyObject *v = index_again(S, z, key);
     if (!v) END;
     if (((EmTensor *)v)->storage == ((EmTensor *)z)->storage) {
         if (OP2(copy_, v, g)) SET(0, z);
@@ -398,7 +432,7 @@ static int bw_index(EmNode *n, EmTensor **go, EmTensor **gi) {
         int64_t *p = (int64_t *)em_data(pos);
         for (int64_t i = 0; i < count; i++) p[i] = i;
     }
-    PyObject *at = OP2(_index, OP2(reshape, (PyObject *)pos, IN_SIZE(0)), key);
+    PyObject *at = index_again(S, OP2(reshape, (PyObject *)pos, IN_SIZE(0)), key);
     PyObject *flatz = OP2(new_zeros, g, keep(S, Py_BuildValue("(L)", (long long)count)));
     SET(0, OP2(reshape, OP4(index_add, flatz, INT(0), flat(S, at), flat(S, g)), IN_SIZE(0)));
     END;
