@@ -73,14 +73,19 @@ def _usable(op, s, layout):
         return False  # an empty result: see test_gradcheck_empty_output
     if op.kind == "view" and alias_expectation(op, s, "contig" if layout == "0d" else layout) == "error":
         return False  # view() of a layout it can't view: an error, not a gradient
-    return True
+    # an area's own filter (tests/autograd_cases_<area>.py usable(op, sample, layout)): ties, duplicates
+    return all(m.usable(op, s, layout) for m in AREAS if hasattr(m, "usable"))
 
 
 def _result_shape(op, s):
     """The result's shape: broadcast for elementwise ops, the NumPy reference's otherwise."""
     if op.kind == "ew":
         return np.broadcast_shapes(*[a.shape for a in s.args if isinstance(a, TS)])
-    vals = [a.values if isinstance(a, TS) else a for a in s.args]
+    def val(a):
+        if isinstance(a, (list, tuple)):  # index_put's indices
+            return type(a)(val(x) for x in a)
+        return a.values if isinstance(a, TS) else a
+    vals = [val(a) for a in s.args]
     r = op.ref(*vals, **s.kwargs)
     return np.shape(r[0] if isinstance(r, tuple) else r)
 

@@ -433,13 +433,6 @@ static int bw_diagonal(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_index(EmNode *n, EmTensor **go, EmTensor **gi) {
-    BEGIN;
-    PyObject *z = ZEROS(0);
-    SET(0, scatter_through(S, n, OP2(_index, z, ARG(1)), z, G(0)));
-    END;
-}
-
 /* unbind / split / chunk: each output's gradient into its slice of zeros */
 static int bw_pieces(EmNode *n, EmTensor **go, EmTensor **gi, int dim_param) {
     BEGIN;
@@ -606,7 +599,6 @@ static const EmFormula formulas[] = {
     FORMULA(narrow, 0, bw_narrow, "SliceBackward0")
     FORMULA(select, 0, bw_select, "SelectBackward0")
     FORMULA(diagonal, 0, bw_diagonal, "DiagonalBackward0")
-    FORMULA(_index, 0, bw_index, "IndexBackward0")
     FORMULA(unbind, 0, bw_unbind, "UnbindBackward0")
     FORMULA(split, 0, bw_split, "SplitBackward0")
     FORMULA(chunk, 0, bw_chunk, "SplitBackward0")
@@ -704,18 +696,6 @@ const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result) {
             for (const char *p = eq; p < arrow && !contracts; p++)
                 contracts = ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) && !strchr(arrow + 2, *p);
         return arrow && !contracts ? "MulBackward0" : "ViewBackward0";
-    }
-    case EM_OP__index: { /* basic indexing: named after the last step torch takes */
-        PyObject *key = a[1], *last = key;
-        if (PyTuple_Check(key)) {
-            last = NULL;
-            for (Py_ssize_t i = PyTuple_GET_SIZE(key) - 1; i >= 0 && !last; i--)
-                if (PyTuple_GET_ITEM(key, i) != Py_Ellipsis) last = PyTuple_GET_ITEM(key, i);
-        }
-        if (!last || last == Py_Ellipsis) return "AliasBackward0";
-        if (last == Py_None || PyBool_Check(last)) return "UnsqueezeBackward0";
-        if (PySlice_Check(last)) return "SliceBackward0";
-        return "SelectBackward0";
     }
     default: return em_derivatives[op].namer ? em_derivatives[op].namer(c, result) : em_derivatives[op].name;
     }

@@ -135,7 +135,9 @@ static PyObject *args_without_tensors(const EmOpDef *def, EmCall *c) {
             PyTuple_SET_ITEM(t, i, a);
             continue;
         }
-        PyTuple_SET_ITEM(t, i, Py_NewRef(em_is_tensor(a) ? Py_None : a));
+        /* an `object` parameter keeps its tensor: x[mask]'s key is needed by the formula */
+        bool keep = ty == EM_ARG_OBJECT;
+        PyTuple_SET_ITEM(t, i, Py_NewRef(em_is_tensor(a) && !keep ? Py_None : a));
     }
     return t;
 }

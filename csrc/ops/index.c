@@ -349,8 +349,11 @@ static EmTensor *value_tensor(EmTensor *self, PyObject *value) {
     if (!v) return NULL;
     int lead = 0;
     while (lead < v->ndim && v->sizes[lead] == 1) lead++;
-    if (lead) {
-        EmTensor *s = em_view_of(v, v->ndim - lead, v->sizes + lead, v->strides + lead, v->offset);
+    if (lead) { /* through the op table: a value that requires grad keeps its graph */
+        PyObject *shape = em_size_new(v->ndim - lead, v->sizes + lead);
+        PyObject *args[2] = {(PyObject *)v, shape};
+        EmTensor *s = shape ? em_op_t(EM_OP_view, 2, args) : NULL;
+        Py_XDECREF(shape);
         Py_SETREF(v, s);
     }
     return v;
@@ -381,6 +384,28 @@ int em_setitem(EmTensor *t, PyObject *key, PyObject *value) {
      * the view): the version bump and, with autograd, Note [in-place on views] */
     PyObject *res = NULL;
     if (nadv) {
+        /* a key with no basic part writes into t itself (torch's IndexPutBackward0, not CopySlices) */
+        bool same = view->ndim == t->ndim && view->offset == t->offset;
+        for (int i = 0; same && i < t->ndim; i++) same = view->sizes[i] == t->sizes[i] && view->strides[i] == t->strides[i];
+        if (same) {
+            Py_SETREF(view, (EmTensor *)Py_NewRef(t));
+        } else if (em_grad_enabled() && em_requires_grad(t)) {
+            /* the same view made by a recorded op, so autograd sees the write's
+             * self gradient (CopySlices asks the index_put node for it) */
+            PyObject *sz = em_size_new(view->ndim, view->sizes), *st = em_size_new(view->ndim, view->strides);
+            PyObject *off = PyLong_FromLongLong(view->offset);
+            PyObject *args[4] = {(PyObject *)t, sz, st, off};
+            EmTensor *tracked = sz && st && off ? em_op_t(EM_OP_as_strided, 4, args) : NULL;
+            Py_XDECREF(sz);
+            Py_XDECREF(st);
+            Py_XDECREF(off);
+            if (!tracked) {
+                for (int i = 0; i < view->ndim; i++) Py_XDECREF(idx[i]);
+                Py_DECREF(view);
+                return -1;
+            }
+            Py_SETREF(view, tracked);
+        }
         EmTensor *v = value_tensor(t, value);
         /* index_put_'s indices: one entry per dim, a mask standing for all it covers */
         PyObject *indices = v ? PyList_New(0) : NULL;
