@@ -58,3 +58,4 @@ from . import functional, linalg  # noqa: E402,F401
 from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)
 from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402
 from ._tensor_str import set_printoptions  # noqa: E402
+from .serialization import save, load  # noqa: E402
