@@ -49,6 +49,8 @@ _TORCH_DTYPE_NAMES.update({"float": "float32", "double": "float64", "half": "flo
                            "long": "int64", "int": "int32", "short": "int16"})
 
 _ALIGNMENT = 64  # torch's record alignment (.storage_alignment)
+_ZIP64_SIZE = 0xFFFFFFFF  # sizes/offsets from here on need ZIP64 fields
+_ZIP64_COUNT = 0xFFFF  # as do this many records
 
 
 def _dtype_name(dtype):
@@ -80,7 +82,7 @@ class _ZipWriter:
         mv = memoryview(data).cast("B")
         size = mv.nbytes
         crc = zlib.crc32(mv)
-        zip64 = size >= 0xFFFFFFFF
+        zip64 = size >= _ZIP64_SIZE
         extra64 = struct.pack("<HHQQ", 1, 16, size, size) if zip64 else b""
         data_start = self.offset + 30 + len(name_b) + len(extra64) + 4
         pad = -data_start % _ALIGNMENT
@@ -96,7 +98,7 @@ class _ZipWriter:
     def finish(self):
         cd_start = self.offset
         for name_b, crc, size, off in self.entries:
-            zip64 = size >= 0xFFFFFFFF or off >= 0xFFFFFFFF
+            zip64 = size >= _ZIP64_SIZE or off >= _ZIP64_SIZE
             extra = struct.pack("<HHQQQ", 1, 24, size, size, off) if zip64 else b""
             small, small_off = (0xFFFFFFFF, 0xFFFFFFFF) if zip64 else (size, off)
             self._write(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 45 if zip64 else 20,
@@ -105,7 +107,7 @@ class _ZipWriter:
                         + name_b + extra)
         cd_size = self.offset - cd_start
         n = len(self.entries)
-        if n >= 0xFFFF or cd_start >= 0xFFFFFFFF or cd_size >= 0xFFFFFFFF:
+        if n >= _ZIP64_COUNT or cd_start >= _ZIP64_SIZE or cd_size >= _ZIP64_SIZE:
             eocd64 = self.offset
             self._write(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, n, n, cd_size, cd_start))
             self._write(struct.pack("<IIQI", 0x07064B50, 0, eocd64, 1))
@@ -480,9 +482,11 @@ class _Unpickler(pickle._Unpickler):
         return super().find_class(module, name)
 
     def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
+        # zip format: ('storage', type, key, location, numel); the legacy format adds view metadata
+        if not (isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] == "storage"):
             raise pickle.UnpicklingError(f"corrupt checkpoint: unknown persistent id {pid!r:.200}")
-        _, storage_type, key, location, numel = pid
+        _, storage_type, key, location, numel = pid[:5]
+        view = pid[5] if len(pid) == 6 else None
         if isinstance(storage_type, _C.dtype):
             dtype_name = _dtype_name(storage_type)
         elif type(storage_type) is _StorageType:
@@ -492,6 +496,8 @@ class _Unpickler(pickle._Unpickler):
         if not isinstance(key, str) or not isinstance(location, str):
             raise pickle.UnpicklingError("corrupt checkpoint: storage key and location must be strings")
         numel = _check_int(numel, "storage numel")
+        if len(pid) == 6:
+            return self.storage_loader(key, location, dtype_name, numel, view)
         return self.storage_loader(key, location, dtype_name, numel)
 
     def load_build(self):
@@ -574,8 +580,17 @@ class _Archive:
                 raise RuntimeError(f"ember.load: corrupt checkpoint: record '{name}' runs past the end of the file")
             return self.mmap_array[start:start + nbytes]
         arr = np.empty(nbytes, dtype=np.uint8)
-        with self.zf.open(info) as rf:
-            got = rf.readinto(memoryview(arr))
+        if info.compress_type == 0:
+            # Stored (torch always stores): read straight into the array, then check the CRC.
+            fp = self.zf.fp
+            fp.seek(_record_data_offset(self.zf, info))
+            got = fp.readinto(memoryview(arr))
+            # CRC 0 means torch was told not to compute it (set_crc32_options(False)).
+            if got == nbytes and info.CRC != 0 and zlib.crc32(arr) != info.CRC:
+                raise RuntimeError(f"ember.load: corrupt checkpoint: Bad CRC-32 for record '{name}'")
+        else:
+            with self.zf.open(info) as rf:
+                got = rf.readinto(memoryview(arr))
         if got != nbytes:
             raise RuntimeError(f"ember.load: corrupt checkpoint: record '{name}' is truncated")
         return arr
@@ -663,6 +678,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=Fa
         magic = fp.read(4)
         fp.seek(start)
         if magic[:2] != b"PK":
+            if magic[:1] == b"\x80" and _read_small_pickle(fp) == _LEGACY_MAGIC:
+                return _load_legacy(fp, map_location, bool(weights_only))
             _raise_not_zip(fp, magic)
         return _load_zip(fp, path, map_location, bool(weights_only), mmap)
     finally:
@@ -673,16 +690,85 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=Fa
 def _raise_not_zip(fp, magic):
     if not magic:
         raise EOFError("Ran out of input: ember.load got an empty file")
-    if magic[:1] == b"\x80":
-        try:
-            first = pickle.Unpickler(io.BytesIO(fp.read(64))).load()  # only an int literal is accepted here
-        except Exception:  # noqa: BLE001  (anything else isn't the legacy magic)
-            first = None
-        if type(first) is int and first == _LEGACY_MAGIC:
-            raise RuntimeError("ember.load: this checkpoint uses PyTorch's legacy (pre-1.6, non-zip) format, "
-                               "which ember can't read. Re-save it with torch.save in PyTorch >= 1.6.")
-    raise RuntimeError("ember.load: not a PyTorch zip checkpoint (PytorchStreamReader failed reading zip "
+    raise RuntimeError("ember.load: not a PyTorch checkpoint (PytorchStreamReader failed reading zip "
                        "archive: failed finding central directory)")
+
+
+def _read_small_pickle(fp):
+    """One of the legacy format's header pickles (ints, strings, dicts), read
+    with the restricted unpickler; None if it is not a pickle."""
+    try:
+        return _Unpickler(fp, True, None).load()
+    except Exception:  # noqa: BLE001  (not the legacy format's header)
+        return None
+
+
+class _LegacyStorages:
+    """Storages of a legacy (pre-1.6, non-zip) checkpoint. Their bytes come
+    after the object pickle, so each storage is created zero-filled when the
+    pickle names it and filled in afterwards (tensors share its memory)."""
+
+    def __init__(self, map_location):
+        self.map_location = map_location
+        self.roots = {}  # key -> (uint8 NumPy array, dtype name, numel)
+        self.loaded = {}  # (key, view) -> _LoadedStorage
+
+    def load_storage(self, key, location, dtype_name, numel, view=None):
+        dtype = _C._dtypes[dtype_name]
+        itemsize = _C.empty(0, dtype=dtype).element_size()
+        if key not in self.roots:
+            self.roots[key] = (np.zeros(numel * itemsize, dtype=np.uint8), dtype_name, numel)
+        arr, root_dtype, root_numel = self.roots[key]
+        if root_dtype != dtype_name or root_numel != numel:
+            raise RuntimeError(f"ember.load: corrupt legacy checkpoint: storage '{key}' is described twice "
+                               "with different types or sizes")
+        cache_key = (key, view if isinstance(view, tuple) else None)
+        if cache_key in self.loaded:
+            return self.loaded[cache_key]
+        typed = _C.from_numpy(arr).view(dtype) if numel else _C.empty(0, dtype=dtype)
+        if view is not None:  # (view key, element offset, element count): a slice of the root storage
+            if not (isinstance(view, tuple) and len(view) == 3):
+                raise pickle.UnpicklingError(f"corrupt legacy checkpoint: bad storage view {view!r:.100}")
+            offset, count = _check_int(view[1], "view offset"), _check_int(view[2], "view size")
+            if offset < 0 or count < 0 or offset + count > numel:
+                raise RuntimeError(f"ember.load: corrupt legacy checkpoint: storage view [{offset}, "
+                                   f"{offset + count}) is outside storage '{key}' of {numel} elements")
+            typed = typed[offset:offset + count] if count else _C.empty(0, dtype=dtype)
+        _resolve_location(location, self.map_location, typed)
+        loaded = self.loaded[cache_key] = _LoadedStorage(typed, key)
+        return loaded
+
+    def read_data(self, fp, keys):
+        """The raw storages: for each key, an int64 element count and the bytes."""
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise RuntimeError("ember.load: corrupt legacy checkpoint: bad storage key list")
+        for key in keys:
+            if key not in self.roots:
+                raise RuntimeError(f"ember.load: corrupt legacy checkpoint: storage '{key}' was never described")
+            arr, dtype_name, numel = self.roots[key]
+            head = fp.read(8)
+            if len(head) != 8 or struct.unpack("<q", head)[0] != numel:
+                raise RuntimeError(f"ember.load: corrupt legacy checkpoint: storage '{key}' should hold "
+                                   f"{numel} elements")
+            if fp.readinto(memoryview(arr)) != arr.nbytes:
+                raise RuntimeError(f"ember.load: corrupt legacy checkpoint: storage '{key}' is truncated")
+
+
+def _load_legacy(fp, map_location, weights_only):
+    """PyTorch's pre-1.6 format: pickles of the magic number, the protocol
+    version, system info and the object, a pickled list of storage keys, then
+    each storage's raw bytes."""
+    version = _read_small_pickle(fp)
+    info = _read_small_pickle(fp)
+    if version != 1001 or not isinstance(info, dict):
+        raise RuntimeError(f"ember.load: unsupported legacy checkpoint (protocol version {version!r:.50})")
+    if not info.get("little_endian", True):
+        raise RuntimeError("ember.load: big-endian legacy checkpoints are not supported")
+    storages = _LegacyStorages(map_location)
+    obj = _unpickle(_Unpickler(fp, weights_only, storages.load_storage))
+    keys = _unpickle(_Unpickler(fp, True, None))
+    storages.read_data(fp, keys)
+    return obj
 
 
 def _load_zip(fp, path, map_location, weights_only, mmap):
@@ -716,16 +802,21 @@ def _load_zip(fp, path, map_location, weights_only, mmap):
             data = zf.read(f"{prefix}/data.pkl")
         except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:
             raise RuntimeError(f"ember.load: corrupt checkpoint: can't read data.pkl: {e}") from None
-        unpickler = _Unpickler(io.BytesIO(data), weights_only, archive.load_storage)
         try:
-            return unpickler.load()
-        except (RuntimeError, pickle.UnpicklingError, MemoryError):
-            raise
+            return _unpickle(_Unpickler(io.BytesIO(data), weights_only, archive.load_storage))
         except zipfile.BadZipFile as e:
             raise RuntimeError(f"ember.load: corrupt checkpoint: {e}") from None
-        except Exception as e:
-            if not weights_only:
-                raise
-            raise pickle.UnpicklingError(
-                f"Weights only load failed: the checkpoint's data.pkl is malformed "
-                f"({type(e).__name__}: {e})") from None
+
+
+def _unpickle(unpickler):
+    """Run the unpickler; with weights_only, any error other than ember's own
+    (RuntimeError for bad tensors) becomes an UnpicklingError naming the cause."""
+    try:
+        return unpickler.load()
+    except (RuntimeError, pickle.UnpicklingError, MemoryError, OSError):
+        raise
+    except Exception as e:
+        if not unpickler.weights_only or type(e).__name__ == "BadZipFile":
+            raise
+        raise pickle.UnpicklingError(f"Weights only load failed: the checkpoint's pickle is malformed "
+                                     f"({type(e).__name__}: {e})") from None
