@@ -39,8 +39,8 @@ def values(dtype, shape):
 
 def make(dtype, shape):
     v = values(dtype, shape)
-    data = v.tolist() if v.ndim else float(v)
-    return ember.tensor(data, dtype=ember.float64).to(getattr(ember, dtype))
+    flat = ember.tensor(v.reshape(-1).tolist(), dtype=ember.float64)
+    return flat.reshape(shape).to(getattr(ember, dtype))
 
 
 def as_np(t):
@@ -692,3 +692,62 @@ def test_zip64_records_and_directory(monkeypatch, tmp_path):
         return
     got = torch.load(tmp_path / "z.pt", weights_only=True)
     assert got["t"].tolist() == np.arange(40).reshape(5, 8).T.tolist()
+
+
+def test_zip_bomb_records_are_refused():
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("archive/data.pkl", b"\x80\x02N" + b"\x00" * (50 << 20) + b".")  # 50 MB of zeros
+    with pytest.raises(RuntimeError, match="expand"):
+        ember.load(io.BytesIO(out.getvalue()))
+
+
+def test_legacy_storage_larger_than_file_is_refused():
+    data = (FIXTURES / "torch_legacy.pt").read_bytes()
+    # the first storage's persistent id: ('storage', <type>, key, 'cpu', numel, None) with a BININT1/BININT numel
+    pos = data.index(b"X\x03\x00\x00\x00cpu") + 8
+    if data[pos:pos + 1] == b"q":  # BINPUT memoizing 'cpu'
+        pos += 2
+    assert data[pos:pos + 1] in (b"K", b"J", b"M")
+    evil = data[:pos] + b"J" + struct.pack("<i", 2 ** 30) + data[pos + {b"K": 2, b"M": 3, b"J": 5}[data[pos:pos + 1]]:]
+    with pytest.raises(RuntimeError, match="more than"):
+        ember.load(io.BytesIO(evil))
+
+
+# -- property: random views of random tensors survive a round trip (and torch reads them) ----------------
+from hypothesis import given, settings, HealthCheck, strategies as hst  # noqa: E402
+
+
+@hst.composite
+def _views(draw):
+    dtype = draw(hst.sampled_from(DTYPES))
+    shape = tuple(draw(hst.lists(hst.integers(0, 5), min_size=1, max_size=3)))
+    keys = tuple(slice(draw(hst.integers(0, n)), draw(hst.integers(0, n)) if n else 0, draw(hst.integers(1, 3)))
+                 for n in shape)
+    perm = draw(hst.permutations(range(len(shape))))
+    return dtype, shape, keys, tuple(perm)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(_views())
+def test_random_views_roundtrip(case):
+    dtype, shape, keys, perm = case
+    base = make(dtype, shape)
+    view = base[keys].permute(*perm)
+    expected = values(dtype, shape)[keys].transpose(perm)
+    buf = io.BytesIO()
+    ember.save({"base": base, "view": view}, buf)
+    out = ember.load(io.BytesIO(buf.getvalue()))
+    np.testing.assert_array_equal(as_np(out["view"]), expected)
+    assert tuple(out["view"].stride()) == tuple(view.stride())
+    assert out["view"].storage_offset() == view.storage_offset()
+    if base.numel():
+        assert out["view"].untyped_storage() is out["base"].untyped_storage()
+    try:
+        import torch
+    except ImportError:
+        return
+    got = torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
+    np.testing.assert_array_equal(got["view"].double().numpy(), expected)
+    assert got["view"].stride() == tuple(view.stride())

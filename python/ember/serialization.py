@@ -332,10 +332,8 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
             f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
             f"{base.element_size()} requiring a storage size of {needed * base.element_size()} are out of "
             f"bounds for storage of size {numel * base.element_size()} (storage record '{storage.key}')")
-    if numel == 0:  # only tensors with no elements fit an empty storage
-        t = _C.empty(size, dtype=base.dtype)
-    else:
-        t = base.as_strided(size, stride, offset).detach()  # detach: a plain tensor, not a view of `base`
+    # detach: a plain tensor (as torch loads it), not an autograd view of `base`
+    t = base.as_strided(size, stride, offset).detach()
     if requires_grad:
         t.requires_grad_(bool(requires_grad))
     return t
@@ -572,6 +570,7 @@ class _Archive:
             raise RuntimeError(
                 f"ember.load: corrupt checkpoint: storage record '{name}' holds {info.file_size} bytes "
                 f"but the tensors need a storage of {nbytes} bytes")
+        _check_compression(info)
         if self.mmap_array is not None:
             start = _record_data_offset(self.zf, info)
             if info.compress_type != 0:
@@ -621,6 +620,14 @@ class _Archive:
         _resolve_location(location, self.map_location, typed)
         loaded = self.typed[(key, dtype_name)] = _LoadedStorage(typed, key)
         return loaded
+
+
+def _check_compression(info):
+    """torch stores records uncompressed; a deflated record that would expand
+    more than 100x (a zip bomb) is refused before it is inflated."""
+    if info.compress_type != 0 and info.file_size > 100 * info.compress_size + (1 << 20):
+        raise RuntimeError(f"ember.load: refusing record '{info.filename}': {info.compress_size} compressed "
+                           f"bytes claim to expand to {info.file_size}")
 
 
 def _record_data_offset(zf, info):
@@ -708,8 +715,9 @@ class _LegacyStorages:
     after the object pickle, so each storage is created zero-filled when the
     pickle names it and filled in afterwards (tensors share its memory)."""
 
-    def __init__(self, map_location):
+    def __init__(self, map_location, file_size):
         self.map_location = map_location
+        self.file_size = file_size  # no storage can be larger than the file
         self.roots = {}  # key -> (uint8 NumPy array, dtype name, numel)
         self.loaded = {}  # (key, view) -> _LoadedStorage
 
@@ -717,6 +725,9 @@ class _LegacyStorages:
         dtype = _C._dtypes[dtype_name]
         itemsize = _C.empty(0, dtype=dtype).element_size()
         if key not in self.roots:
+            if numel < 0 or numel * itemsize > self.file_size:
+                raise RuntimeError(f"ember.load: corrupt legacy checkpoint: storage '{key}' claims {numel} "
+                                   f"elements, more than the {self.file_size}-byte file holds")
             self.roots[key] = (np.zeros(numel * itemsize, dtype=np.uint8), dtype_name, numel)
         arr, root_dtype, root_numel = self.roots[key]
         if root_dtype != dtype_name or root_numel != numel:
@@ -764,7 +775,10 @@ def _load_legacy(fp, map_location, weights_only):
         raise RuntimeError(f"ember.load: unsupported legacy checkpoint (protocol version {version!r:.50})")
     if not info.get("little_endian", True):
         raise RuntimeError("ember.load: big-endian legacy checkpoints are not supported")
-    storages = _LegacyStorages(map_location)
+    here = fp.tell()
+    file_size = fp.seek(0, io.SEEK_END)
+    fp.seek(here)
+    storages = _LegacyStorages(map_location, file_size)
     obj = _unpickle(_Unpickler(fp, weights_only, storages.load_storage))
     keys = _unpickle(_Unpickler(fp, True, None))
     storages.read_data(fp, keys)
@@ -799,6 +813,7 @@ def _load_zip(fp, path, map_location, weights_only, mmap):
             mmap_array = np.memmap(path, dtype=np.uint8, mode="c")
         archive = _Archive(zf, prefix, map_location, mmap_array, byteswap)
         try:
+            _check_compression(zf.getinfo(f"{prefix}/data.pkl"))
             data = zf.read(f"{prefix}/data.pkl")
         except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:
             raise RuntimeError(f"ember.load: corrupt checkpoint: can't read data.pkl: {e}") from None
