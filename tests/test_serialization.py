@@ -751,3 +751,18 @@ def test_random_views_roundtrip(case):
     got = torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
     np.testing.assert_array_equal(got["view"].double().numpy(), expected)
     assert got["view"].stride() == tuple(view.stride())
+
+
+def test_saved_file_modes(tmp_path):
+    old = os.umask(0o022)
+    try:
+        ember.save(ember.ones(2), tmp_path / "new.pt")
+        st.save_file({"a": ember.ones(2)}, tmp_path / "new.safetensors")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.pt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "new.safetensors").stat().st_mode & 0o777 == 0o644
+    os.chmod(tmp_path / "new.pt", 0o600)
+    ember.save(ember.zeros(2), tmp_path / "new.pt")  # replacing a file keeps its mode
+    assert (tmp_path / "new.pt").stat().st_mode & 0o777 == 0o600
+    np.testing.assert_array_equal(ember.load(tmp_path / "new.pt").numpy(), [0, 0])

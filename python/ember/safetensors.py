@@ -18,11 +18,11 @@ bytes, and every field is validated before a tensor is built.
 import json
 import os
 import struct
-import tempfile
 
 import numpy as np
 
 from . import _C
+from .serialization import _atomic_write
 
 __all__ = ["SafetensorError", "save_file", "load_file", "save", "load"]
 
@@ -126,24 +126,12 @@ def save_file(tensors, filename, metadata=None):
     written under a temporary name and renamed when complete, so a failed
     save leaves an existing file untouched."""
     head, chunks = _layout(tensors, metadata)
-    path = os.fspath(filename)
-    fd, tmp = tempfile.mkstemp(prefix=".ember-save-", dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "wb") as fp:
-            fp.write(head)
-            for c in chunks:
-                fp.write(memoryview(c))
-        if os.path.exists(path):
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+    def write(fp):
+        fp.write(head)
+        for c in chunks:
+            fp.write(memoryview(c))
+    _atomic_write(os.fspath(filename), write)
 
 
 # -- reading ---------------------------------------------------------------------

@@ -26,7 +26,6 @@ import io
 import os
 import pickle
 import struct
-import tempfile
 import zlib
 
 import numpy as np
@@ -241,26 +240,37 @@ def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seriali
     if _is_path(f):
         path = os.fspath(f)
         stem = os.path.splitext(os.path.basename(path))[0] or "archive"
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".ember-save-", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as fp:
-                _save_to(obj, fp, stem, pickle_protocol, _disable_byteorder_record)
-            if os.path.exists(path):
-                os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-            else:  # mkstemp creates 0600; give the file the usual umask-based mode
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        _atomic_write(path, lambda fp: _save_to(obj, fp, stem, pickle_protocol, _disable_byteorder_record))
     else:
         if not hasattr(f, "write"):
             raise TypeError(f"ember.save: expected a path or a file object with write(), got {type(f).__name__}")
         _save_to(obj, f, "archive", pickle_protocol, _disable_byteorder_record)
+
+
+def _atomic_write(path, write):
+    """Run write(binary file) on a new file next to `path`, flush it to disk,
+    then rename it over `path`: an existing file is replaced only by a
+    complete one, and a failure leaves it (and no temporary file) behind."""
+    directory = os.path.dirname(os.path.abspath(path))
+    while True:
+        tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(6).hex()}.tmp")
+        try:  # mode 0o666 & ~umask, like any new file
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            write(fp)
+            fp.flush()
+            os.fsync(fp.fileno())
+        if os.path.exists(path):
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _save_to(obj, fp, archive_name, protocol, no_byteorder):
