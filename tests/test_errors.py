@@ -44,7 +44,8 @@ KWARGS = ["dim", "dtype", "out", "alpha", "generator", "device", "requires_grad"
 
 FUNCS = sorted(n for n in dir(ember) if not n.startswith("_") and callable(getattr(ember, n)) and n not in {
     "set_default_dtype", "set_printoptions", "set_num_threads", "set_rng_state", "manual_seed", "seed",
-    "Tensor", "Size", "device", "dtype", "Generator", "UntypedStorage", "finfo", "iinfo"})
+    "Tensor", "Size", "device", "dtype", "Generator", "UntypedStorage", "finfo", "iinfo",
+    "save", "load"})  # file I/O: junk paths would write files; tested in test_serialization.py
 METHODS = sorted(n for n in dir(ember.Tensor) if not n.startswith("__") and n not in {
     "_make_subclass", "data", "grad", "grad_fn", "requires_grad", "shape", "T", "mT", "device", "dtype",
     "is_leaf", "ndim", "itemsize", "nbytes", "output_nr", "_base", "_version", "is_cuda", "is_cpu",

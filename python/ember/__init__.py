@@ -62,3 +62,4 @@ from ._tensor_str import set_printoptions  # noqa: E402
 from . import amp, backends  # noqa: E402,F401
 from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
 from ._compile import compile, set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402,F401,A004
+from .serialization import save, load  # noqa: E402
