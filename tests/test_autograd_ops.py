@@ -182,6 +182,10 @@ EXTRA = {  # op -> [GC]: what op_db's samples don't cover
     "uniform_": _calls("uniform_", _random_inplace("uniform_", -1, 2), X34),
     "normal_": _calls("normal_", _random_inplace("normal_", 1, 2), X34),
     "bernoulli_": _calls("bernoulli_", _random_inplace("bernoulli_", 0.3), X34),
+    # bernoulli(p): a seeded draw, constant in p (gradient zero, as torch's BernoulliBackward0)
+    "bernoulli": _calls("bernoulli", lambda L, p: (L.bernoulli(p.clamp(0.1, 0.9), generator=_gen(L)) + p) * 2,
+                        X34, torch_ref=False)
+    + _calls("bernoulli", lambda L, p: (b := L.bernoulli(p * 0), b + p)[-1], X34, desc="p = 0"),
     "random_": _calls("random_", _random_inplace("random_", 0, 10), X34),
     "exponential_": _calls("exponential_", _random_inplace("exponential_", 2.0), X34),
     # casts: finite differences through the narrower dtype need a wider step
@@ -256,7 +260,8 @@ def test_every_backward_op_is_gradchecked():
     assert not missing, f"ops with a backward formula but no gradcheck case: {missing}"
     # and every op that has an in-place method is checked in place too
     no_inplace = sorted(n for n in BACKWARD if hasattr(ember.Tensor, n + "_") and not n.endswith("_")
-                        and not CASES[(n, "inplace")])
+                        and not CASES[(n, "inplace")]
+                        and not (n + "_" in BACKWARD and CASES[(n + "_", "")]))  # its own row (bernoulli_)
     assert not no_inplace, f"in-place methods without an in-place gradcheck: {no_inplace}"
 
 

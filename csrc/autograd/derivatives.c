@@ -82,7 +82,7 @@ static int bw_div(EmNode *n, EmTensor **go, EmTensor **gi) {
 static int bw_remainder(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, G(0));
-    if (need(n, 1)) SET(1, NEG(MUL(G(0), OP2(floor_divide, IN(0), IN(1)))));
+    if (need(n, 1)) SET(1, NEG(MUL(G(0), OP1(floor, DIV(IN(0), IN(1))))));
     END;
 }
 
@@ -533,6 +533,7 @@ static const EmFormula formulas[] = {
     FORMULA(abs, IN0, bw_abs, "AbsBackward0")
     FORMULA(absolute, IN0, bw_abs, "AbsBackward0")
     FORMULA(sign, 0, bw_zero, "SignBackward0")
+    FORMULA(bernoulli, 0, bw_zero, "BernoulliBackward0")
     FORMULA(sgn, 0, bw_zero, "SgnBackward0")
     FORMULA(square, IN0, bw_square, "PowBackward0")
     FORMULA(floor, 0, bw_zero, "FloorBackward0")

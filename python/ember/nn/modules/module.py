@@ -142,25 +142,10 @@ class Module:
         if hasattr(self, name) and name not in own:
             raise KeyError(f"attribute '{name}' already exists")
 
-    def _lookup(self, target, what):
-        """The module, parameter or buffer at a dotted path."""
-        if target == "":
-            return self
-        *path, last = target.split(".")
+    def _walk(self, path):
+        """The submodule at a list of attribute names (torch's errors on the way)."""
         mod = self
-        for i, item in enumerate(path):
-            if not hasattr(mod, item):
-                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
-            mod = getattr(mod, item)
-            if not isinstance(mod, Module):
-                raise AttributeError(f"`{item}` is not an nn.Module")
-        return mod, last
-
-    def get_submodule(self, target):
-        if target == "":
-            return self
-        mod = self
-        for item in target.split("."):
+        for item in path:
             if not hasattr(mod, item):
                 raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
             mod = getattr(mod, item)
@@ -168,10 +153,18 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def _lookup(self, target):
+        """(owning module, last name) of a dotted path."""
+        *path, last = target.split(".")
+        return self._walk(path), last
+
+    def get_submodule(self, target):
+        return self if target == "" else self._walk(target.split("."))
+
     def set_submodule(self, target, module, strict=False):
         if target == "":
             raise ValueError("Cannot set the submodule without a target name!")
-        mod, last = self._lookup(target, "module")
+        mod, last = self._lookup(target)
         if strict and not hasattr(mod, last):
             raise AttributeError(f"{type(mod).__name__} has no attribute `{last}`")
         if hasattr(mod, last) and not isinstance(getattr(mod, last), Module):
@@ -179,7 +172,7 @@ class Module:
         setattr(mod, last, module)
 
     def get_parameter(self, target):
-        mod, name = self._lookup(target, "parameter")
+        mod, name = self._lookup(target)
         if not hasattr(mod, name):
             raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
         p = getattr(mod, name)
@@ -188,7 +181,7 @@ class Module:
         return p
 
     def get_buffer(self, target):
-        mod, name = self._lookup(target, "buffer")
+        mod, name = self._lookup(target)
         if not hasattr(mod, name):
             raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
         if name not in mod._buffers:
