@@ -23,6 +23,7 @@ from ember.autograd import gradcheck, gradgradcheck
 import autograd_cases_index
 import autograd_cases_join
 import autograd_cases_reduce
+import autograd_cases_loss
 from autograd_common import (ALL4, GC, S0, V4, X34, Y34, _calls, _ts, _vals, build)
 from op_db import DT, OPS_BY_NAME, TS, is_float, rng_for
 from test_ops import alias_expectation
@@ -224,7 +225,7 @@ INPLACE_VIEW_EXTRA = [
 
 # the areas' cases (tests/autograd_cases_*.py): op_db kinds whose samples are
 # used, extra cases, second-derivative checks
-AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index)
+AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index, autograd_cases_loss)
 DB_KINDS = {"ew", "view", "plain", "mm"}.union(*(m.DB_KINDS for m in AREAS))
 for _m in AREAS:
     for _op, _cs in _m.EXTRA.items():

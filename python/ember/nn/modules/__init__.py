@@ -4,3 +4,5 @@ from .container import Sequential, ModuleList, ModuleDict, ParameterList, Parame
 from .linear import Identity, Linear, Bilinear  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .activation import ReLU, Sigmoid, Tanh  # noqa: F401
+from .loss import *  # noqa: F401,F403  (CrossEntropyLoss, MSELoss, ... CosineSimilarity, PairwiseDistance)
+from .softmax import Softmax, LogSoftmax, Softmin  # noqa: F401
