@@ -168,9 +168,12 @@ ROW_BWD(double, exp_f64)
 #define SM_HAVE_AVX2 1
 #define SM_AVX2 __attribute__((target("avx2,fma")))
 
+/* Only ever called on x <= 0 (x - max, log-probabilities), so there is no
+ * overflow branch; operands are ordered so that a NaN x passes through the
+ * clamp (max/min return their second operand on NaN) and stays NaN. */
 SM_AVX2 static inline __m256 exp8(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.33654f), hi = _mm256_set1_ps(88.72283f);
-    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    const __m256 lo = _mm256_set1_ps(-87.33654f);
+    __m256 xc = _mm256_max_ps(lo, x);
     __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504f), _mm256_set1_ps(12582912.0f));
     __m256i k = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4b400000));
     __m256 kf = _mm256_sub_ps(t, _mm256_set1_ps(12582912.0f));
@@ -184,10 +187,8 @@ SM_AVX2 static inline __m256 exp8(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256 sc = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
-    __m256 y = _mm256_mul_ps(p, sc);
-    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
-    y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
-    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); /* NaN stays NaN */
+    /* below the normal range (and -inf): 0 */
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), _mm256_mul_ps(p, sc));
 }
 
 SM_AVX2 static inline float hsum8(__m256 v) {
