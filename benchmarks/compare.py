@@ -199,6 +199,39 @@ CASES += [
          targets={"torch": ("<=", 1.0)}),
     Case("AdamW.step() vs torch fused=True, 1M f32", M,
          {lib: (lambda n, lib=lib: adamw_step(lib, n, {"fused": True})) for lib in ("ember", "torch")}),
+# softmax and cross-entropy (nnloss part: ops/softmax.c, ops/loss.c, cpu/softmax.c)
+def _rows(x, cols):
+    """x (n elements) as rows of `cols` (fewer in --smoke runs)."""
+    cols = min(cols, x.shape[0])
+    return x.reshape(x.shape[0] // cols, cols)
+
+
+def _np_softmax(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def _cross_entropy_step(m, a, b, c):
+    """forward + backward of cross_entropy over (rows, 8192) logits with class-index targets."""
+    x = _rows(a, 8192).clone().requires_grad_()
+    t = (_rows(b, 8192)[:, 0] * x.shape[1]).long()
+
+    def step():
+        x.grad = None
+        m.nn.functional.cross_entropy(x, t).backward()
+    return step
+
+
+CASES += [
+    Case("softmax(x, 1), 512x1024 f32", 512 * 1024,
+         per_lib(lambda m, a, b: (lambda x: lambda: m.softmax(x, 1))(_rows(a, 1024)),
+                 lambda a, b: (lambda x: lambda: _np_softmax(x))(_rows(a, 1024))),
+         unit="GB/s", bytes_per_elem=8, targets={"torch": (">=", 1.0)}),
+    Case("log_softmax(x, 1), 512x1024 f32", 512 * 1024,
+         per_lib(lambda m, a, b: (lambda x: lambda: m.log_softmax(x, 1))(_rows(a, 1024)),
+                 lambda a, b: (lambda x: lambda: np.log(_np_softmax(x)))(_rows(a, 1024))),
+         unit="GB/s", bytes_per_elem=8),
+    Case("cross_entropy fwd+bwd, 512x8192 f32", 512 * 8192, autograd_libs(_cross_entropy_step)),
 ]
 
 

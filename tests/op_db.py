@@ -2608,6 +2608,128 @@ OPS += [
            layouts=("contig", "T", "0d", "empty"),
            call=lambda L, x, p, training: L.nn.functional.dropout(x, p, training)),
 ]
+# nn: softmax family and losses (nnloss part; tests/test_nn_loss.py and
+# tests/autograd_cases_loss.py test them further, against torch too)
+def _np_softmax(x, dim, dtype=None, log=False):
+    x = np.asarray(x, np.float64)
+    if x.ndim == 0:
+        return np.float64(0.0 if log else 1.0)
+    m = x.max(axis=dim, keepdims=True) if x.size else x
+    z = x - m
+    lse = np.log(np.exp(z).sum(axis=dim, keepdims=True))
+    return z - lse if log else np.exp(z - lse)
+
+
+def _softmax_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout, (3, 4))
+    x = TS(rng.uniform(-3, 3, sh), dtype)
+    return [Sample((x, 0)), Sample((x, -1))] + ([Sample((x, 1))] if len(sh) == 2 else [])
+
+
+def _softmax_bw_ref(g, y, dim, log):
+    g, y = np.asarray(g, np.float64), np.asarray(y, np.float64)
+    if log:
+        return g - np.exp(y) * g.sum(axis=dim, keepdims=True)
+    return y * (g - (g * y).sum(axis=dim, keepdims=True))
+
+
+def _softmax_bw_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout, (3, 4))
+    y = _np_softmax(rng.uniform(-2, 2, sh), -1)
+    g = TS(rng.uniform(-1, 1, sh), dtype, False)
+    return [Sample((g, TS(y, dtype), -1, False)), Sample((g, TS(np.log(y), dtype), -1, True))]
+
+
+def _nll_ref(x, t, w=None, reduction=1, ignore_index=-100):
+    x, t = np.asarray(x, np.float64), np.asarray(t)
+    keep = t != ignore_index
+    ts = np.where(keep, t, 0)
+    ww = (np.ones(x.shape[1]) if w is None else np.asarray(w, np.float64))[ts] * keep
+    terms = -ww * np.take_along_axis(x, ts[:, None], 1)[:, 0]
+    return terms if reduction == 0 else terms.sum() if reduction == 2 else terms.sum() / ww.sum()
+
+
+def _nll_bw_ref(g, x, t, w=None, reduction=1, ignore_index=-100):
+    x, t = np.asarray(x, np.float64), np.asarray(t)
+    keep = t != ignore_index
+    ts = np.where(keep, t, 0)
+    ww = (np.ones(x.shape[1]) if w is None else np.asarray(w, np.float64))[ts] * keep
+    gi = np.zeros_like(x)
+    scale = np.asarray(g, np.float64) * (1 / ww.sum() if reduction == 1 else 1)
+    gi[np.arange(len(t)), ts] = -ww * scale
+    return gi
+
+
+def _nll_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    x = TS(rng.uniform(-3, 0, (3, 4)), dtype)
+    t = TS(np.array([1, 3, -100]), "int64", False)
+    w = TS(rng.uniform(0.5, 2, 4), dtype, False)
+    if op.name == "_nll_loss":
+        return [Sample((x, t, None, r, -100)) for r in (0, 1, 2)] + [Sample((x, t, w, 1, -100))]
+    g0, g1 = TS(rng.uniform(-1, 1, (3,)), dtype, False), TS(np.float64(0.7), dtype, False)
+    return [Sample((g0, x, t, None, 0, -100)), Sample((g1, x, t, w, 1, -100)), Sample((g1, x, t, None, 2, -100))]
+
+
+def _pointwise_ref(x, y, w, pw, kind, reduction, param):
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    d, ad = x - y, np.abs(x - y)
+    loss = [d * d, np.where(ad < param, 0.5 * d * d / param, ad - 0.5 * param),
+            np.where(ad < param, 0.5 * d * d, param * (ad - 0.5 * param)),
+            -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log(1 - x), -100)),
+            (1 - y) * x + np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)][kind]
+    return loss if reduction == 0 else loss.mean() if reduction == 1 else loss.sum()
+
+
+def _pointwise_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    sh = layout_shape(layout, (3, 4))
+    x, y = TS(rng.uniform(-2, 2, sh), dtype), TS(rng.uniform(-2, 2, sh), dtype)
+    p, q = TS(rng.uniform(0.05, 0.95, sh), dtype), TS(rng.uniform(0, 1, sh), dtype)
+    return ([Sample((x, y, None, None, k, r, 0.8)) for k in (0, 1, 2, 4) for r in (0, 1, 2)] +
+            [Sample((p, q, None, None, 3, r, 1.0)) for r in (0, 1, 2)])
+
+
+def _torch_pointwise(T):
+    nn_ = T._C._nn
+    kinds = [lambda x, y, w, pw, r, p: nn_.mse_loss(x, y, r), lambda x, y, w, pw, r, p: nn_.smooth_l1_loss(x, y, r, p),
+             lambda x, y, w, pw, r, p: nn_.huber_loss(x, y, r, p),
+             lambda x, y, w, pw, r, p: nn_.binary_cross_entropy(x, y, w, r),
+             lambda x, y, w, pw, r, p: T.binary_cross_entropy_with_logits(x, y, w, pw, r)]
+    return lambda x, y, w, pw, kind, r, p: kinds[kind](x, y, w, pw, r, p)
+
+
+# the internal ops: ember's _C functions, and torch's own internals doing the same
+_NN_INTERNAL = {
+    "_softmax_backward_data": lambda T: lambda g, y, d, log: (
+        T._log_softmax_backward_data if log else T._softmax_backward_data)(g, y, d, y.dtype),
+    "_nll_loss": lambda T: T._C._nn.nll_loss,
+    "_nll_loss_backward": lambda T: lambda g, x, t, w, r, i: T.ops.aten.nll_loss_backward(
+        g, x, t, w, r, i, T.ops.aten.nll_loss_forward(x, t, w, r, i)[1]),
+    "_pointwise_loss": _torch_pointwise,
+}
+
+
+def _nn_fn(name):
+    return lambda L: getattr(L._C, name) if hasattr(L._C, name) else _NN_INTERNAL[name](L)
+
+
+_NN_TOL = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
+OPS += [OpInfo("softmax", _np_softmax, dtypes=FLOATS, variants="FM", kind="nn", samples=_softmax_samples,
+               tol=_NN_TOL),
+        OpInfo("log_softmax", lambda x, d: _np_softmax(x, d, log=True), dtypes=FLOATS, variants="FM", kind="nn",
+               samples=_softmax_samples, tol=_NN_TOL),
+        OpInfo("_softmax_backward_data", fn=_nn_fn("_softmax_backward_data"), ref=_softmax_bw_ref, dtypes=FLOATS, unsupported=None, variants="F",
+               kind="nn", samples=_softmax_bw_samples, layouts=("contig", "T", "slice"), tol=_NN_TOL),
+        OpInfo("_nll_loss", fn=_nn_fn("_nll_loss"), ref=_nll_ref, dtypes=FLOATS, unsupported=None, variants="F", kind="nn",
+               samples=_nll_samples, layouts=("contig", "T", "slice"), tol=_NN_TOL),
+        OpInfo("_nll_loss_backward", fn=_nn_fn("_nll_loss_backward"), ref=_nll_bw_ref, dtypes=FLOATS, unsupported=None, variants="F", kind="nn",
+               samples=_nll_samples, layouts=("contig", "T", "slice"), tol=_NN_TOL),
+        OpInfo("_pointwise_loss", fn=_nn_fn("_pointwise_loss"), ref=_pointwise_ref, dtypes=FLOATS, unsupported=None, variants="F", kind="nn",
+               samples=_pointwise_samples, layouts=("contig", "T", "slice", "empty"), tol=_NN_TOL)]
+
 
 OPS_BY_NAME = {op.name: op for op in OPS}
 
@@ -3101,3 +3223,4 @@ ERRORS += [
     ("median-out-no-dim", lambda L: L.median(L.ones(3), out=L.empty(0)), TypeError, None),
     ("mode-empty", lambda L: L.ones(0).mode(), IndexError, None),
 ]
+

@@ -22,6 +22,7 @@ import ember
 from ember.autograd import gradcheck, gradgradcheck
 import autograd_cases_index
 import autograd_cases_join
+import autograd_cases_loss
 import autograd_cases_nn
 import autograd_cases_reduce
 from autograd_common import (ALL4, GC, S0, V4, X34, Y34, _calls, _ts, _vals, build)
@@ -239,7 +240,8 @@ INPLACE_VIEW_EXTRA = [
 
 # the areas' cases (tests/autograd_cases_*.py): op_db kinds whose samples are
 # used, extra cases, second-derivative checks
-AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index, autograd_cases_nn)
+AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index, autograd_cases_nn,
+         autograd_cases_loss)
 DB_KINDS = {"ew", "view", "plain", "mm"}.union(*(m.DB_KINDS for m in AREAS))
 for _m in AREAS:
     for _op, _cs in _m.EXTRA.items():

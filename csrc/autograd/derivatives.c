@@ -728,5 +728,6 @@ int em_init_derivatives(void) {
     em_formulas_join();
     em_formulas_index();
     em_formulas_nn();
+    em_formulas_loss();
     return 0;
 }

@@ -121,3 +121,278 @@ def sigmoid(input):
 
 def tanh(input):
     return _C.tanh(input)
+
+
+# ---------------------------------------------------------------------------
+# softmax family and losses (nnloss part). softmax / log_softmax, nll_loss and
+# the pointwise losses (mse, smooth_l1, huber, binary cross-entropy) are C ops
+# with their own autograd nodes (csrc/ops/softmax.c, csrc/ops/loss.c); the
+# others compose ember ops the way torch composes them, so the graphs (and
+# node names) are torch's.
+
+import warnings as _warnings
+
+__all__ += ["softmax", "log_softmax", "softmin", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+            "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+            "kl_div", "cosine_similarity", "pairwise_distance", "normalize"]
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _legacy_reduction(size_average, reduce, emit_warning=True):
+    """torch's mapping of the deprecated size_average / reduce flags to a reduction string."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    if emit_warning:
+        _warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                       stacklevel=3)
+    return ret
+
+
+def _reduction_enum(reduction, size_average=None, reduce=None, allowed=_REDUCTIONS):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in allowed:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return allowed[reduction]
+
+
+def _softmax_dim(name, ndim, stacklevel):
+    _warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
+                   "Change the call to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along dim, in one fused C pass per row."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.dim(), _stacklevel)
+    return _C.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
+    return _C.log_softmax(input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x): torch's graph is SoftmaxBackward0 over NegBackward0."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
+    return _C.softmax(-input, dim, dtype)
+
+
+def _no_weight_grad(weight):
+    from ..autograd.grad_mode import is_grad_enabled
+    if weight is not None and weight.requires_grad and is_grad_enabled():
+        raise RuntimeError("The function 'nll_loss_forward' is not differentiable with respect to argument "
+                           "'weight'. This input cannot have requires_grad True.")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    _no_weight_grad(weight)
+    return _C._nll_loss(input, target, weight, _reduction_enum(reduction, size_average, reduce), ignore_index)
+
+
+def _class_weight_view(weight, ndim):
+    """weight (C) shaped to broadcast along the class dim (1, or 0 for 1-D input)."""
+    return weight if ndim == 1 else weight.view(1, -1, *([1] * (ndim - 2)))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """log_softmax over the class dim (1, or 0 for unbatched input), then NLL for class-index
+    targets or -sum(target * logp) for class-probability targets (torch's composition)."""
+    red = _reduction_enum(reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if input.dim() == 0:
+        raise RuntimeError("cross_entropy(): input must have at least one dimension (the classes)")
+    class_dim = 0 if input.dim() == 1 else 1
+    n_classes = input.shape[class_dim]
+    logp = _C.log_softmax(input, class_dim)
+    if target.is_floating_point() and tuple(target.shape) == tuple(input.shape):
+        return _cross_entropy_probs(logp, target, weight, red, label_smoothing, class_dim, n_classes)
+    if target.is_floating_point() or target.dtype not in (_int64(), _uint8()):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype_name(target.dtype)}")
+    _no_weight_grad(weight)
+    nll = _C._nll_loss(logp, target, weight, red, ignore_index)
+    if label_smoothing == 0.0:
+        return nll
+    # the smoothing term: -sum_c w_c logp_c per element, ignored targets excluded
+    keep = target != ignore_index
+    lw = logp * _class_weight_view(weight, input.dim()) if weight is not None else logp
+    smooth = -lw.sum(class_dim)
+    smooth = smooth.masked_fill(~keep, 0.0)
+    if red == 1:
+        if weight is not None:
+            denom = weight.gather(0, target.masked_select(keep).long().flatten()).sum()
+            smooth = smooth.sum() / denom
+        else:
+            smooth = smooth.sum() / keep.sum()
+    elif red == 2:
+        smooth = smooth.sum()
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+def _cross_entropy_probs(logp, target, weight, red, label_smoothing, class_dim, n_classes):
+    if label_smoothing > 0.0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+    if weight is not None:
+        logp = logp * _class_weight_view(weight, logp.dim())
+    terms = logp * target
+    if red == 0:
+        return -terms.sum(class_dim)
+    if red == 2:
+        return -terms.sum()
+    return -terms.sum() / (logp.numel() / n_classes)
+
+
+def _int64():
+    from .. import int64
+    return int64
+
+
+def _uint8():
+    from .. import uint8
+    return uint8
+
+
+def _dtype_name(dtype):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int32": "Int",
+            "int16": "Short", "int8": "Char", "bool": "Bool", "int64": "Long", "uint8": "Byte"}.get(
+                str(dtype).replace("ember.", ""), str(dtype))
+
+
+def _warn_size(input, target, stacklevel=3):
+    if tuple(target.shape) != tuple(input.shape):
+        _warnings.warn(f"Using a target size ({target.size()}) that is different to the input size "
+                       f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
+                       "Please ensure they have the same size.", stacklevel=stacklevel)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    red = _reduction_enum(reduction, size_average, reduce)
+    _warn_size(input, target)
+    if weight is not None:
+        return _weighted(_C._pointwise_loss(input, target, None, None, 0, 0, 1.0), input, weight, red, True)
+    return _C._pointwise_loss(input, target, None, None, 0, red, 1.0)
+
+
+def _weighted(loss, input, weight, red, mean_by_weight):
+    """torch's weighted mse / l1 / huber: loss * weight, then summed, and divided by the weights'
+    sum (mse, l1) or their count (huber) for 'mean'."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
+    if red == 0:
+        return loss
+    if red == 2:
+        return loss.sum()
+    return loss.sum() / weight.sum() if mean_by_weight else loss.mean()
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """|input - target|, reduced with ember's mean / sum (torch's graph: MeanBackward0 over AbsBackward0)."""
+    red = _reduction_enum(reduction, size_average, reduce)
+    _warn_size(input, target)
+    loss = (input - target).abs()
+    if weight is not None:
+        return _weighted(loss, input, weight, red, True)
+    return loss if red == 0 else loss.mean() if red == 1 else loss.sum()
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    red = _reduction_enum(reduction, size_average, reduce)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _warn_size(input, target)
+    if beta == 0.0:  # torch: plain l1_loss then
+        return l1_loss(input, target, reduction=reduction)
+    return _C._pointwise_loss(input, target, None, None, 1, red, float(beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    red = _reduction_enum(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _warn_size(input, target)
+    if weight is not None:
+        return _weighted(_C._pointwise_loss(input, target, None, None, 2, 0, float(delta)), input, weight, red, False)
+    return _C._pointwise_loss(input, target, None, None, 2, red, float(delta))
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    red = _reduction_enum(reduction, size_average, reduce)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.size()}) that is different to the input size "
+                         f"({input.size()}) is deprecated. Please ensure they have the same size.")
+    if weight is not None:
+        weight = weight.expand(target.shape)
+    return _C._pointwise_loss(input, target, weight, None, 3, red, 1.0)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """Numerically stable: (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x), never exp of a large x."""
+    red = _reduction_enum(reduction, size_average, reduce)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    return _C._pointwise_loss(input, target, weight, pos_weight, 4, red, 1.0)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise target * (log target - input) (input holds log-probabilities), as torch composes it."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if reduction == "mean":
+        _warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                       stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        zero = target == 0  # xlogy(t, t): 0 where t == 0, without a NaN gradient there
+        safe = target.masked_fill(zero, 1.0)
+        loss = (target * safe.log()).masked_fill(zero, 0.0) - target * input
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / input.shape[0] if input.dim() != 0 else loss.sum()
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """sum((x1 / max(|x1|, eps)) * (x2 / max(|x2|, eps)), dim) over the broadcast inputs."""
+    from .. import broadcast_tensors, linalg
+    a, b = broadcast_tensors(x1, x2)
+    if not a.is_floating_point():
+        a, b = a.float(), b.float()
+    na = linalg.vector_norm(a, 2, dim=dim, keepdim=True).clamp_min(eps)
+    nb = linalg.vector_norm(b, 2, dim=dim, keepdim=True).clamp_min(eps)
+    return ((a / na) * (b / nb)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """p-norm of x1 - x2 + eps along the last dim."""
+    from .. import norm
+    out_dim = max(x1.dim(), x2.dim())
+    if out_dim == 0:
+        return norm(x1 - x2 + eps, p, None, keepdim)
+    return norm(x1 - x2 + eps, p, out_dim - 1, keepdim)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p along dim, eps)."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return input / denom
+    from .. import div
+    return div(input, denom, out=out)

@@ -7,3 +7,5 @@ from .activation import ReLU, Sigmoid, Tanh  # noqa: F401
 from .normalization import LayerNorm, RMSNorm  # noqa: F401
 from .sparse import Embedding  # noqa: F401
 from .dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
+from .loss import *  # noqa: F401,F403  (CrossEntropyLoss, MSELoss, ... CosineSimilarity, PairwiseDistance)
+from .softmax import Softmax, LogSoftmax, Softmin  # noqa: F401

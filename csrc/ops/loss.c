@@ -1,0 +1,285 @@
+/* loss.c — front-ends of the losses with their own autograd nodes (torch's
+ * NllLossBackward0, MseLossBackward0, ...): the negative log-likelihood
+ * (kernel in cpu/softmax.c, Note [nll layout]) with its backward, and the
+ * pointwise losses, computed here with ember ops (grad mode off inside; the
+ * op's own node is recorded around the call). The composite losses
+ * (cross-entropy, l1, kl_div, ...) are in python/ember/nn/functional.py. */
+#include "../cpu/softmax.h"
+#include "loss.h"
+
+enum { RED_NONE = 0, RED_MEAN = 1, RED_SUM = 2 };
+
+static int arg_reduction(EmCall *c, int i, int64_t *r) {
+    if (em_arg_int(c, i, r) < 0) return -1;
+    if (*r < 0 || *r > 2) {
+        PyErr_Format(PyExc_ValueError, "%lld is not a valid value for reduction", (long long)*r);
+        return -1;
+    }
+    return 0;
+}
+
+/* A contiguous copy (or t itself) in dtype. */
+static EmTensor *contig_as(EmTensor *t, EmDType dt) {
+    EmTensor *x = em_to_dtype(t, dt, false), *r;
+    if (!x) return NULL;
+    r = em_contiguous(x);
+    Py_DECREF(x);
+    return r;
+}
+
+/* --------------------------------------------------------------------- NLL */
+
+typedef struct {
+    EmTensor *x, *t, *w; /* contiguous: input in the compute dtype, int64 target, weight or NULL */
+    EmNll p;
+} NllArgs;
+
+static void nll_clear(NllArgs *a) {
+    Py_CLEAR(a->x);
+    Py_CLEAR(a->t);
+    Py_CLEAR(a->w);
+}
+
+/* torch's shape rules: input (C) with a 0-d target, (N, C) with (N), or
+ * (N, C, d1, ...) with (N, d1, ...); weight of C elements. */
+static int nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ignore, NllArgs *a) {
+    char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+    memset(a, 0, sizeof *a);
+    if (em_check_cpu(in, "nll_loss") < 0 || em_check_cpu(target, "nll_loss") < 0 ||
+        (weight && em_check_cpu(weight, "nll_loss") < 0))
+        return -1;
+    EM_CHECK(in->ndim >= 1, PyExc_RuntimeError, "input tensor should be 1D or 2D, got a %dD tensor", in->ndim);
+    EM_CHECK(em_is_float(in->dtype), PyExc_RuntimeError,
+             "\"nll_loss\" not implemented for '%s'", em_dtype_name((EmDType)in->dtype));
+    EM_CHECK(target->dtype == EM_INT64 || target->dtype == EM_UINT8, PyExc_RuntimeError,
+             "expected target dtype to be Long or Byte, but got %s", em_dtype_name((EmDType)target->dtype));
+    if (in->ndim == 1) {
+        EM_CHECK(target->ndim <= 1 && (target->ndim == 0 || target->sizes[0] == 1), PyExc_RuntimeError,
+                 "0D or 1D target tensor expected, multi-target not supported (input of shape %s, target of shape %s)",
+                 em_shape_str(in->ndim, in->sizes, b1, sizeof b1), em_shape_str(target->ndim, target->sizes, b2, sizeof b2));
+    } else if (in->ndim == 2) {
+        EM_CHECK(target->ndim >= 1 && target->sizes[0] == in->sizes[0], PyExc_ValueError,
+                 "Expected input batch_size (%lld) to match target batch_size (%lld).",
+                 (long long)in->sizes[0], (long long)(target->ndim ? target->sizes[0] : 0));
+        EM_CHECK(target->ndim == 1, PyExc_RuntimeError,
+                 "0D or 1D target tensor expected, multi-target not supported (input of shape %s, target of shape %s)",
+                 em_shape_str(in->ndim, in->sizes, b1, sizeof b1), em_shape_str(target->ndim, target->sizes, b2, sizeof b2));
+    } else {
+        int64_t want[EM_MAX_DIMS];
+        want[0] = in->sizes[0];
+        for (int d = 2; d < in->ndim; d++) want[d - 1] = in->sizes[d];
+        bool ok = target->ndim == in->ndim - 1;
+        for (int d = 0; ok && d < target->ndim; d++) ok = target->sizes[d] == want[d];
+        EM_CHECK(ok, PyExc_RuntimeError, "Expected target size %s, got %s", em_shape_str(in->ndim - 1, want, b1, sizeof b1),
+                 em_shape_str(target->ndim, target->sizes, b2, sizeof b2));
+    }
+    int64_t C = in->ndim == 1 ? in->sizes[0] : in->sizes[1];
+    if (weight)
+        EM_CHECK(weight->numel == C, PyExc_RuntimeError,
+                 "weight tensor should be defined either for all %lld classes or no classes but got weight tensor of shape: %s",
+                 (long long)C, em_shape_str(weight->ndim, weight->sizes, b1, sizeof b1));
+    EmDType cdt = em_compute_dtype((EmDType)in->dtype);
+    EM_TRY(a->x = contig_as(in, cdt));
+    EM_TRY(a->t = contig_as(target, EM_INT64)); /* Byte targets are widened */
+    if (weight) EM_TRY(a->w = contig_as(weight, cdt));
+    a->p.x = em_data(a->x);
+    a->p.t = (const int64_t *)em_data(a->t);
+    a->p.w = a->w ? em_data(a->w) : NULL;
+    a->p.dt = cdt;
+    a->p.N = in->ndim == 1 ? 1 : in->sizes[0];
+    a->p.C = C;
+    a->p.inner = 1;
+    for (int d = 2; d < in->ndim; d++) a->p.inner *= in->sizes[d];
+    a->p.ignore = ignore;
+    int64_t bad = em_cpu_nll_check(&a->p);
+    EM_CHECK(bad < 0, PyExc_IndexError, "Target %lld is out of bounds.", (long long)(bad >= 0 ? a->p.t[bad] : 0));
+    return 0;
+fail:
+    nll_clear(a);
+    return -1;
+}
+
+PyObject *em_impl_nll_loss(EmCall *c) {
+    EmTensor *in = em_arg_tensor(c, 0), *target = em_arg_tensor(c, 1), *weight = em_arg_tensor(c, 2), *out = NULL;
+    int64_t reduction, ignore;
+    NllArgs a;
+    if (arg_reduction(c, 3, &reduction) < 0 || em_arg_int(c, 4, &ignore) < 0) return NULL;
+    if (nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
+    double total, total_w;
+    if (reduction == RED_NONE) {
+        EM_TRY(out = em_empty(target->ndim, target->sizes, a.p.dt, em_cpu()));
+        em_cpu_nll_forward(&a.p, em_data(out), &total, &total_w);
+    } else {
+        em_cpu_nll_forward(&a.p, NULL, &total, &total_w);
+        /* mean over nothing (every target ignored) is 0/0 = nan, as torch */
+        EmScalar s = {'f', {.f = reduction == RED_MEAN ? total / total_w : total}};
+        EM_TRY(out = em_scalar_tensor(s, a.p.dt, em_cpu()));
+    }
+    nll_clear(&a);
+    if (out->dtype != in->dtype) Py_SETREF(out, em_to_dtype(out, (EmDType)in->dtype, false));
+    return (PyObject *)out;
+fail:
+    nll_clear(&a);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index):
+ * the gradient for input — zeros but -weight[t] * grad (/ total weight for
+ * mean) at each target. */
+PyObject *em_impl_nll_loss_backward(EmCall *c) {
+    EmTensor *go = em_arg_tensor(c, 0), *in = em_arg_tensor(c, 1), *target = em_arg_tensor(c, 2),
+             *weight = em_arg_tensor(c, 3), *g = NULL, *gi = NULL;
+    int64_t reduction, ignore;
+    NllArgs a;
+    if (arg_reduction(c, 4, &reduction) < 0 || em_arg_int(c, 5, &ignore) < 0) return NULL;
+    if (nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
+    int64_t want = reduction == RED_NONE ? target->numel : 1;
+    EM_CHECK(go->numel == want, PyExc_RuntimeError,
+             "nll_loss_backward: expected a gradient of %lld elements, got %lld", (long long)want, (long long)go->numel);
+    EM_TRY(g = contig_as(go, a.p.dt));
+    EM_TRY(gi = em_zeros(in->ndim, in->sizes, a.p.dt, em_cpu()));
+    double scale = 1.0;
+    if (reduction == RED_MEAN) {
+        double total, total_w;
+        em_cpu_nll_forward(&a.p, NULL, &total, &total_w);
+        scale = 1.0 / total_w;
+    }
+    em_cpu_nll_backward(&a.p, em_data(g), reduction != RED_NONE, scale, em_data(gi));
+    nll_clear(&a);
+    Py_DECREF(g);
+    if (gi->dtype != in->dtype) Py_SETREF(gi, em_to_dtype(gi, (EmDType)in->dtype, false));
+    return (PyObject *)gi;
+fail:
+    nll_clear(&a);
+    Py_XDECREF(g);
+    Py_XDECREF(gi);
+    return NULL;
+}
+
+/* --------------------------------------------------------- pointwise losses */
+
+/* A small expression scratch (as formula.h's, for the forward): results of
+ * ember ops kept until the end of the call. */
+typedef struct {
+    PyObject *o[32];
+    int n;
+    bool failed;
+} Keep;
+static PyObject *kp(Keep *k, PyObject *o) {
+    if (!o || k->n == 32) {
+        Py_XDECREF(o);
+        k->failed = true;
+        return NULL;
+    }
+    return k->o[k->n++] = o;
+}
+static PyObject *op(Keep *k, EmOpId id, int n, PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *args[3] = {a, b, c};
+    for (int i = 0; i < n; i++)
+        if (!args[i]) {
+            k->failed = true;
+            return NULL;
+        }
+    return kp(k, em_op(id, n, args));
+}
+#define K (&keep)
+#define O1(id, a) op(K, EM_OP_##id, 1, (a), NULL, NULL)
+#define O2(id, a, b) op(K, EM_OP_##id, 2, (a), (b), NULL)
+#define O3(id, a, b, c) op(K, EM_OP_##id, 3, (a), (b), (c))
+#define NUMF(v) kp(K, PyFloat_FromDouble(v))
+
+/* binary_cross_entropy's inputs are probabilities */
+static int check_unit_interval(EmTensor *in) {
+    EmTensor *x = contig_as(in, EM_FLOAT64);
+    if (!x) return -1;
+    const double *p = (const double *)em_data(x);
+    bool ok = true;
+    for (int64_t i = 0; i < x->numel; i++) ok &= p[i] >= 0 && p[i] <= 1;
+    Py_DECREF(x);
+    if (!ok) {
+        PyErr_SetString(PyExc_RuntimeError, "all elements of input should be between 0 and 1");
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *em_pointwise_loss_terms(int kind, PyObject *x, PyObject *y, PyObject *pos_weight, double param) {
+    Keep keep = {{0}, 0, false};
+    PyObject *l = NULL, *one = NUMF(1.0);
+    switch (kind) {
+    case EM_LOSS_MSE: {
+        PyObject *d = O2(sub, x, y);
+        l = O2(mul, d, d);
+        break;
+    }
+    case EM_LOSS_SMOOTH_L1:
+    case EM_LOSS_HUBER: {
+        PyObject *d = O2(sub, x, y), *ad = O1(abs, d);
+        if (kind == EM_LOSS_SMOOTH_L1 && param == 0) {
+            l = ad;
+            break;
+        }
+        PyObject *sq = O2(mul, O2(mul, d, d), NUMF(kind == EM_LOSS_HUBER ? 0.5 : 0.5 / param));
+        PyObject *lin = O2(sub, ad, NUMF(0.5 * param));
+        if (kind == EM_LOSS_HUBER) lin = O2(mul, lin, NUMF(param));
+        l = O3(where, O2(lt, ad, NUMF(param)), sq, lin);
+        break;
+    }
+    case EM_LOSS_BCE: { /* -(y log x + (1 - y) log(1 - x)), each log at least -100 */
+        PyObject *lx = O2(clamp_min, O1(log, x), NUMF(-100));
+        PyObject *l1x = O2(clamp_min, O1(log, O2(sub, one, x)), NUMF(-100));
+        l = O1(neg, O2(add, O2(mul, y, lx), O2(mul, O2(sub, one, y), l1x)));
+        break;
+    }
+    case EM_LOSS_BCE_LOGITS: { /* (1 - y) x + lw softplus(-x), lw = 1 + (pos_weight - 1) y */
+        PyObject *sp = em_softplus_neg(x);
+        kp(K, sp);
+        PyObject *lw = pos_weight ? O2(add, one, O2(mul, O2(sub, pos_weight, one), y)) : NULL;
+        l = O2(add, O2(mul, O2(sub, one, y), x), lw ? O2(mul, lw, sp) : sp);
+        break;
+    }
+    default:
+        PyErr_Format(PyExc_ValueError, "pointwise_loss: unknown kind %d", kind);
+        keep.failed = true;
+    }
+    if (l) Py_INCREF(l);
+    for (int i = 0; i < keep.n; i++) Py_DECREF(keep.o[i]);
+    if (keep.failed) {
+        Py_XDECREF(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* softplus(-x) = log(1 + exp(-x)), computed as max(-x, 0) + log1p(exp(-|x|)) so that it never overflows */
+PyObject *em_softplus_neg(PyObject *x) {
+    Keep keep = {{0}, 0, false};
+    PyObject *r = O2(add, O2(clamp_min, O1(neg, x), NUMF(0)), O1(log1p, O1(exp, O1(neg, O1(abs, x)))));
+    Py_XINCREF(r);
+    for (int i = 0; i < keep.n; i++) Py_DECREF(keep.o[i]);
+    if (keep.failed) Py_CLEAR(r);
+    return r;
+}
+
+PyObject *em_impl_pointwise_loss(EmCall *c) {
+    EmTensor *in = em_arg_tensor(c, 0), *target = em_arg_tensor(c, 1), *weight = em_arg_tensor(c, 2),
+             *pos_weight = em_arg_tensor(c, 3);
+    int64_t kind, reduction;
+    double param;
+    if (em_arg_int(c, 4, &kind) < 0 || arg_reduction(c, 5, &reduction) < 0 || em_arg_float(c, 6, &param) < 0)
+        return NULL;
+    if (kind == EM_LOSS_BCE && check_unit_interval(in) < 0) return NULL;
+    bool grad = em_grad_enabled();
+    em_set_grad_enabled(false); /* the op records one node of its own */
+    Keep keep = {{0}, 0, false};
+    PyObject *l = kp(K, em_pointwise_loss_terms((int)kind, (PyObject *)in, (PyObject *)target,
+                                                (PyObject *)pos_weight, param));
+    if (weight) l = O2(mul, l, (PyObject *)weight);
+    PyObject *r = reduction == RED_NONE ? l : reduction == RED_MEAN ? O1(mean, l) : O1(sum, l);
+    Py_XINCREF(r);
+    em_set_grad_enabled(grad);
+    for (int i = 0; i < keep.n; i++) Py_DECREF(keep.o[i]);
+    if (keep.failed) Py_CLEAR(r);
+    return r;
+}

@@ -1,0 +1,120 @@
+/* softmax.c — front-ends of softmax, log_softmax and their fused backward
+ * (_softmax_backward_data). The input is cast to dtype= when given (torch's
+ * rule), half types are computed in float32, and the kernel (cpu/softmax.c)
+ * sees a contiguous [outer, n, inner] block (Note [softmax layout]). */
+#include "../cpu/softmax.h"
+
+/* outer, n, inner of a contiguous t around dim (a 0-d tensor is one row of 1) */
+static void split_dims(const EmTensor *t, int dim, int64_t *outer, int64_t *n, int64_t *inner) {
+    *outer = 1;
+    *n = 1;
+    *inner = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (d < dim) *outer *= t->sizes[d];
+        else if (d == dim) *n = t->sizes[d];
+        else *inner *= t->sizes[d];
+    }
+}
+
+/* A contiguous copy (or t itself) in the kernel's dtype. */
+static EmTensor *kernel_input(EmTensor *t, EmDType cdt) {
+    EmTensor *x = em_to_dtype(t, cdt, false), *r;
+    if (!x) return NULL;
+    r = em_contiguous(x);
+    Py_DECREF(x);
+    return r;
+}
+
+/* r (stolen) cast to dtype when the kernel computed in a wider one */
+static PyObject *finish(EmTensor *r, EmDType dtype) {
+    if (!r || r->dtype == dtype) return (PyObject *)r;
+    EmTensor *c = em_to_dtype(r, dtype, false);
+    Py_DECREF(r);
+    return (PyObject *)c;
+}
+
+static PyObject *softmax_common(EmCall *c, bool lg) {
+    const char *name = lg ? "log_softmax" : "softmax";
+    EmTensor *in = em_arg_tensor(c, 0), *x = NULL, *y = NULL;
+    int64_t dim64;
+    int dim;
+    EmDType dtype;
+    int given = em_arg_dtype(c, 2, &dtype);
+    if (given < 0 || em_arg_int(c, 1, &dim64) < 0) return NULL;
+    if (given == 1) dtype = (EmDType)in->dtype;
+    if (em_check_cpu(in, name) < 0) return NULL;
+    if (!em_is_float(dtype)) {
+        PyErr_Format(PyExc_NotImplementedError, "\"%s_lastdim_kernel_impl\" not implemented for '%s'", name,
+                     em_dtype_name(dtype));
+        return NULL;
+    }
+    if (em_wrap_dim(dim64, in->ndim > 0 ? in->ndim : 1, &dim) < 0) return NULL;
+    EmDType cdt = em_compute_dtype(dtype);
+    EM_TRY(x = kernel_input(in, cdt));
+    EM_TRY(y = em_empty(x->ndim, x->sizes, cdt, em_cpu()));
+    if (x->numel > 0) {
+        int64_t outer, n, inner;
+        split_dims(x, dim, &outer, &n, &inner);
+        const char *xd = em_data(x);
+        char *yd = em_data(y);
+        Py_BEGIN_ALLOW_THREADS
+        em_cpu_softmax(xd, yd, cdt, outer, n, inner, lg);
+        Py_END_ALLOW_THREADS
+    }
+    Py_DECREF(x);
+    return finish(y, dtype);
+fail:
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return NULL;
+}
+
+PyObject *em_impl_softmax(EmCall *c) { return softmax_common(c, false); }
+PyObject *em_impl_log_softmax(EmCall *c) { return softmax_common(c, true); }
+
+/* _softmax_backward_data(grad_output, output, dim, log): the gradient of
+ * softmax / log_softmax from its output, in output's dtype. */
+PyObject *em_impl_softmax_backward_data(EmCall *c) {
+    EmTensor *go = em_arg_tensor(c, 0), *out = em_arg_tensor(c, 1), *g = NULL, *y = NULL, *gi = NULL;
+    int64_t dim64;
+    bool lg;
+    int dim;
+    char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+    if (em_arg_int(c, 2, &dim64) < 0 || em_arg_bool(c, 3, &lg) < 0) return NULL;
+    if (em_check_cpu(go, "_softmax_backward_data") < 0 || em_check_cpu(out, "_softmax_backward_data") < 0)
+        return NULL;
+    bool same = go->ndim == out->ndim;
+    for (int d = 0; same && d < go->ndim; d++) same = go->sizes[d] == out->sizes[d];
+    if (!same) {
+        PyErr_Format(PyExc_RuntimeError, "_softmax_backward_data: grad_output of shape %s does not match output of shape %s",
+                     em_shape_str(go->ndim, go->sizes, b1, sizeof b1), em_shape_str(out->ndim, out->sizes, b2, sizeof b2));
+        return NULL;
+    }
+    if (!em_is_float(out->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "_softmax_backward_data: expected a floating point output, got %s",
+                     em_dtype_name((EmDType)out->dtype));
+        return NULL;
+    }
+    if (em_wrap_dim(dim64, out->ndim > 0 ? out->ndim : 1, &dim) < 0) return NULL;
+    EmDType cdt = em_compute_dtype((EmDType)out->dtype);
+    EM_TRY(g = kernel_input(go, cdt));
+    EM_TRY(y = kernel_input(out, cdt));
+    EM_TRY(gi = em_empty(y->ndim, y->sizes, cdt, em_cpu()));
+    if (y->numel > 0) {
+        int64_t outer, n, inner;
+        split_dims(y, dim, &outer, &n, &inner);
+        const char *gd = em_data(g), *yd = em_data(y);
+        char *gid = em_data(gi);
+        Py_BEGIN_ALLOW_THREADS
+        em_cpu_softmax_backward(gd, yd, gid, cdt, outer, n, inner, lg);
+        Py_END_ALLOW_THREADS
+    }
+    Py_DECREF(g);
+    Py_DECREF(y);
+    return finish(gi, (EmDType)out->dtype);
+fail:
+    Py_XDECREF(g);
+    Py_XDECREF(y);
+    Py_XDECREF(gi);
+    return NULL;
+}
