@@ -746,5 +746,6 @@ int em_init_derivatives(void) {
     em_formulas_reduce();
     em_formulas_join();
     em_formulas_index();
+    em_formulas_act();
     return 0;
 }

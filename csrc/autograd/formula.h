@@ -132,6 +132,7 @@ void em_formulas_linalg(void);
 void em_formulas_reduce(void);
 void em_formulas_join(void);
 void em_formulas_index(void);
+void em_formulas_act(void);
 
 #define ALLIN EM_SAVE_ALL_IN
 #define IN0 EM_SAVE_IN(0)
