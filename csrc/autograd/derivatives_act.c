@@ -9,7 +9,7 @@
  * strictly inside (min, max) (and at NaN), hardswish is 0 at x <= -3 and 1 at
  * x >= 3, hardsigmoid is 1/6 strictly inside (-3, 3), ELU takes its
  * exponential side at 0, leaky_relu its slope at 0, threshold is 0 at
- * x == threshold, softplus is linear only where beta·x > threshold. */
+ * x == threshold (NaN passes), softplus is linear only where beta·x > threshold. */
 #include "formula.h"
 
 #define X IN(0)
@@ -148,7 +148,7 @@ static int bw_log_sigmoid(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 static int bw_threshold(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
-    SET(0, OP3(where, OP2(gt, X, ARG(1)), G(0), NUM(0.0)));
+    SET(0, OP3(where, OP2(le, X, ARG(1)), NUM(0.0), G(0))); /* NaN passes g, as torch's */
     END;
 }
 
@@ -165,12 +165,12 @@ static int bw_glu(EmNode *n, EmTensor **go, EmTensor **gi) {
     PyObject *s = OP1(sigmoid, b);
     PyObject *ga = MUL(g, s);
     PyObject *gb = MUL(MUL(ga, a), OP2(rsub, s, NUM(1.0)));
-    PyObject *parts = (ga && gb) ? keep(S, PyList_New(2)) : NULL;
-    if (parts) {
-        PyList_SET_ITEM(parts, 0, Py_NewRef(ga));
-        PyList_SET_ITEM(parts, 1, Py_NewRef(gb));
-    }
-    SET(0, OP2(cat, parts, dd));
+    /* the two halves written into zeros through views (copy_ into a view is
+     * differentiable: CopySlices), so that double backward works */
+    PyObject *z = ZEROS(0);
+    OP2(copy_, OP4(narrow, z, dd, INT(0), INT(h)), ga);
+    OP2(copy_, OP4(narrow, z, dd, INT(h), INT(h)), gb);
+    SET(0, z);
     END;
 }
 

@@ -24,12 +24,20 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline float em_bits_to_f32(int32_t i) {
+/* forced inline: the kernels' AVX2/AVX-512 clones (cpu/activation.c) only
+ * vectorize what is inlined into them */
+#if defined(__GNUC__)
+#define EM_ACT_INLINE static inline __attribute__((always_inline))
+#else
+#define EM_ACT_INLINE static inline
+#endif
+
+EM_ACT_INLINE float em_bits_to_f32(int32_t i) {
     float f;
     memcpy(&f, &i, 4);
     return f;
 }
-static inline int32_t em_f32_to_bits(float f) {
+EM_ACT_INLINE int32_t em_f32_to_bits(float f) {
     int32_t i;
     memcpy(&i, &f, 4);
     return i;
@@ -37,7 +45,7 @@ static inline int32_t em_f32_to_bits(float f) {
 
 /* exp(x) for float32, branch-free: inf above 88.72, 0 below -87.33 (the
  * subnormal range is flushed: activations never need it), NaN stays NaN. */
-static inline float em_vexpf(float x) {
+EM_ACT_INLINE float em_vexpf(float x) {
     const float hi = 88.7228394f, lo = -87.3365479f;
     float xc = x > hi ? hi : x;
     xc = xc < lo ? lo : xc;
@@ -69,7 +77,7 @@ static inline float em_vexpf(float x) {
  * exp(-(h² + l(2h + l))/2) = exp(-h²/2)·exp(-l(2h + l)/2); the second
  * factor's argument is below 2^-11·x², small enough for a short series
  * where it matters (past |x| ~ 13 the result is 0 anyway). */
-static inline float em_vexp_neg_half_sq(float x) {
+EM_ACT_INLINE float em_vexp_neg_half_sq(float x) {
     float ax = fabsf(x);
     float h = em_bits_to_f32(em_f32_to_bits(ax) & (int32_t)0xfffff000);
     float l = ax - h;
@@ -80,7 +88,7 @@ static inline float em_vexp_neg_half_sq(float x) {
 }
 
 /* Φ(x) = P(X <= x) for X ~ N(0, 1), float32, see Note [vector gelu]. */
-static inline float em_vnormcdf(float x) {
+EM_ACT_INLINE float em_vnormcdf(float x) {
     const float rsqrt2 = 0.707106781f;
     float z = fabsf(x) * rsqrt2;
     /* |z| < 1: 0.5 + 0.5·erf(x/√2), erf(z) = z·P(z²) */
@@ -115,33 +123,33 @@ static inline float em_vnormcdf(float x) {
 }
 
 /* GELU, exact form: x·Φ(x) */
-static inline float em_gelu_f(float x) { return x * em_vnormcdf(x); }
-static inline double em_gelu_d(double x) { return x * 0.5 * (1.0 + erf(x * M_SQRT1_2)); }
+EM_ACT_INLINE float em_gelu_f(float x) { return x * em_vnormcdf(x); }
+EM_ACT_INLINE double em_gelu_d(double x) { return x * 0.5 * (1.0 + erf(x * M_SQRT1_2)); }
 
 /* GELU, tanh form: 0.5·x·(1 + tanh(k·(x + 0.044715·x³))), k = √(2/π).
  * float32 uses 0.5·(1 + tanh(y)) = 1 / (1 + exp(-2y)): no cancellation. */
 #define EM_GELU_BETA 0.7978845608028654 /* √2 · (2/√π) · 0.5, as torch spells it */
 #define EM_GELU_KAPPA 0.044715
-static inline float em_gelu_tanh_f(float x) {
+EM_ACT_INLINE float em_gelu_tanh_f(float x) {
     float inner = (float)EM_GELU_BETA * (x + (float)EM_GELU_KAPPA * x * x * x);
     return x / (1.0f + em_vexpf(-2.0f * inner));
 }
-static inline double em_gelu_tanh_d(double x) {
+EM_ACT_INLINE double em_gelu_tanh_d(double x) {
     double inner = EM_GELU_BETA * (x + EM_GELU_KAPPA * x * x * x);
     return 0.5 * x * (1.0 + tanh(inner));
 }
 
 /* d/dx GELU = Φ(x) + x·φ(x), φ the normal density */
 #define EM_INV_SQRT_2PI 0.3989422804014327
-static inline float em_gelu_grad_f(float x) {
+EM_ACT_INLINE float em_gelu_grad_f(float x) {
     return em_vnormcdf(x) + x * (float)EM_INV_SQRT_2PI * em_vexpf(-0.5f * x * x);
 }
-static inline double em_gelu_grad_d(double x) {
+EM_ACT_INLINE double em_gelu_grad_d(double x) {
     return 0.5 * (1.0 + erf(x * M_SQRT1_2)) + x * EM_INV_SQRT_2PI * exp(-0.5 * x * x);
 }
 /* d/dx of the tanh form: 0.5(1 + t) + 0.5·x·(1 - t²)·k·(1 + 3·0.044715·x²) */
 #define EM_DEFINE_GELU_TANH_GRAD(T, SUF, TANH)                                 \
-    static inline T em_gelu_tanh_grad_##SUF(T x) {                             \
+    EM_ACT_INLINE T em_gelu_tanh_grad_##SUF(T x) {                             \
         T inner = (T)EM_GELU_BETA * (x + (T)EM_GELU_KAPPA * x * x * x);        \
         T t = TANH(inner);                                                     \
         T dinner = (T)EM_GELU_BETA * (1 + 3 * (T)EM_GELU_KAPPA * x * x);       \
@@ -149,7 +157,7 @@ static inline double em_gelu_grad_d(double x) {
     }
 /* float32: 1 + t and 1 - t² straight from E = exp(-2|u|) (1 + t = 2/(1 + E)
  * for u >= 0, 2E/(1 + E) below; 1 - t² = 4E/(1 + E)²), with no cancellation */
-static inline float em_gelu_tanh_grad_f(float x) {
+EM_ACT_INLINE float em_gelu_tanh_grad_f(float x) {
     float x2 = x * x;
     float inner = (float)EM_GELU_BETA * (x + (float)EM_GELU_KAPPA * x2 * x);
     float dinner = (float)EM_GELU_BETA * (1.0f + 3.0f * (float)EM_GELU_KAPPA * x2);
@@ -162,13 +170,13 @@ static inline float em_gelu_tanh_grad_f(float x) {
 EM_DEFINE_GELU_TANH_GRAD(double, d, tanh)
 
 /* SiLU x·σ(x) and its derivative σ(x)·(1 + x·(1 - σ(x))) */
-static inline float em_silu_f(float x) { return x / (1.0f + em_vexpf(-x)); }
-static inline double em_silu_d(double x) { return x / (1.0 + exp(-x)); }
-static inline float em_silu_grad_f(float x) {
+EM_ACT_INLINE float em_silu_f(float x) { return x / (1.0f + em_vexpf(-x)); }
+EM_ACT_INLINE double em_silu_d(double x) { return x / (1.0 + exp(-x)); }
+EM_ACT_INLINE float em_silu_grad_f(float x) {
     float s = 1.0f / (1.0f + em_vexpf(-x));
     return s * (1.0f + x * (1.0f - s));
 }
-static inline double em_silu_grad_d(double x) {
+EM_ACT_INLINE double em_silu_grad_d(double x) {
     double s = 1.0 / (1.0 + exp(-x));
     return s * (1.0 + x * (1.0 - s));
 }

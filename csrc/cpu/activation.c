@@ -8,11 +8,17 @@
  * float32 GELU/SiLU use the branch-free math of act_math.h (Note [vector
  * gelu]) so that their loops vectorize; each kernel is also built for AVX2
  * and AVX-512 and picked at load time. */
+/* The kernels' ternaries must become blends for the loops to vectorize,
+ * which GCC only does when comparisons may not trap: no code here reads
+ * floating-point exception flags. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "loops.h"
 #include "act_math.h"
 
 #if defined(__x86_64__) && !defined(EM_NO_CLONES) && !defined(__clang__) && __GNUC__ >= 8
-#define ACT_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define ACT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ACT_CLONES
 #endif
