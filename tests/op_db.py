@@ -2525,7 +2525,8 @@ def _act_clamp(x, lo, hi):
 
 
 def _act_fn(name):
-    return lambda L: getattr(L.nn.functional, name)
+    """nn.functional's function, reached as an internal op (the `call` form)"""
+    return lambda L, *args, **kw: getattr(L.nn.functional, name)(*args, **kw)
 
 
 def _act_aten(name, ember_name):
@@ -2550,35 +2551,35 @@ def _glu_ref(x, dim=-1):
 _ACT_F = dict(variants="F", dtypes=FLOATS)
 OPS += [
     # torch's float32 gelu(+inf) is nan (its vectorized erf); ember's is inf: left out
-    EW("_gelu", _act_ref_gelu, fn=_act_fn("gelu"), specials=[v for v in SPECIALS if v != np.inf], kwargs=lambda d: [{}, {"approximate": "tanh"}], **_ACT_F),
+    EW("_gelu", _act_ref_gelu, call=_act_fn("gelu"), specials=[v for v in SPECIALS if v != np.inf], kwargs=lambda d: [{}, {"approximate": "tanh"}], **_ACT_F),
     EW("_gelu_backward", lambda g, x, approximate="none": g * _act_gelu_grad(x, approximate), nargs=2,
        doms=[(-3, 3), (-5, 5)], call=_act_aten("gelu_backward", "_gelu_backward"), specials=False,
        kwargs=lambda d: [{}, {"approximate": "tanh"}], **_ACT_F),
-    EW("_silu", lambda x: x * _act_sigmoid(x), fn=_act_fn("silu"), **_ACT_F),
+    EW("_silu", lambda x: x * _act_sigmoid(x), call=_act_fn("silu"), **_ACT_F),
     EW("_silu_backward", lambda g, x: g * _act_sigmoid(x) * (1 + x * (1 - _act_sigmoid(x))), nargs=2,
        doms=[(-3, 3), (-5, 5)], call=_act_aten("silu_backward", "_silu_backward"), specials=False, **_ACT_F),
-    EW("_mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), fn=_act_fn("mish"), **_ACT_F),
+    EW("_mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), call=_act_fn("mish"), **_ACT_F),
     EW("_softplus", lambda x, beta=1.0, threshold=20.0: np.where(x * beta > threshold, x,
                                                                 np.log1p(np.exp(x * beta)) / beta),
-       fn=_act_fn("softplus"), kwargs=lambda d: [{}, {"beta": 2.0, "threshold": 3.0}], **_ACT_F),
-    EW("_elu", _act_elu, fn=_act_fn("elu"), kwargs=lambda d: [{}, {"alpha": 0.5}], **_ACT_F),
+       call=_act_fn("softplus"), kwargs=lambda d: [{}, {"beta": 2.0, "threshold": 3.0}], **_ACT_F),
+    EW("_elu", _act_elu, call=_act_fn("elu"), kwargs=lambda d: [{}, {"alpha": 0.5}], **_ACT_F),
     EW("selu", lambda x: _act_elu(x, _SELU_ALPHA, _SELU_SCALE), **_ACT_F),
     EW("celu", lambda x, alpha=1.0: _act_elu(x, alpha, 1.0, 1 / alpha), kwargs=lambda d: [{}, {"alpha": 2.0}],
        **_ACT_F),
     EW("_leaky_relu", lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
-       fn=_act_fn("leaky_relu"), kwargs=lambda d: [{}, {"negative_slope": 0.2}], **_ACT_F),
+       call=_act_fn("leaky_relu"), kwargs=lambda d: [{}, {"negative_slope": 0.2}], **_ACT_F),
     EW("_hardtanh", lambda x, min_val=-1.0, max_val=1.0: _act_clamp(x, min_val, max_val),
-       fn=_act_fn("hardtanh"), variants="F", dtypes=NUMERIC,
+       call=_act_fn("hardtanh"), variants="F", dtypes=NUMERIC,
        kwargs=lambda d: [{}, {"min_val": -2.0, "max_val": 3.0} if is_float(d) else {"min_val": -2, "max_val": 3}]),
-    EW("_hardswish", lambda x: x * _act_clamp(x + 3, 0, 6) / 6, fn=_act_fn("hardswish"), **_ACT_F),
-    EW("_hardsigmoid", lambda x: _act_clamp(x + 3, 0, 6) / 6, fn=_act_fn("hardsigmoid"), **_ACT_F),
-    EW("_log_sigmoid", lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), fn=_act_fn("logsigmoid"),
+    EW("_hardswish", lambda x: x * _act_clamp(x + 3, 0, 6) / 6, call=_act_fn("hardswish"), **_ACT_F),
+    EW("_hardsigmoid", lambda x: _act_clamp(x + 3, 0, 6) / 6, call=_act_fn("hardsigmoid"), **_ACT_F),
+    EW("_log_sigmoid", lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), call=_act_fn("logsigmoid"),
        **_ACT_F),
     EW("threshold", lambda x, threshold, value: np.where(x <= threshold, _cast(value, x), x).astype(x.dtype),
        variants="F", dtypes=NUMERIC,
        kwargs=lambda d: [{"threshold": 0.5, "value": -2.0}] if is_float(d) else [{"threshold": 1, "value": -2}]),
-    OpInfo("_glu", _glu_ref, kind="join", variants="F", dtypes=FLOATS, samples=_glu_samples,
-           fn=_act_fn("glu"), layouts=("contig", "T", "slice", "empty")),
+    OpInfo("_glu", _glu_ref, kind="plain", variants="F", dtypes=FLOATS, samples=_glu_samples,
+           call=_act_fn("glu"), layouts=("contig", "T", "slice", "empty")),
 ]
 
 OPS_BY_NAME = {op.name: op for op in OPS}

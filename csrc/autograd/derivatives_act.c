@@ -1,8 +1,8 @@
 /* derivatives_act.c — backward formulas of the nn activations (ops.def's
  * "nn activations" block), under torch's node names. They are written with
  * ember ops (formula.h), so double backward works; GELU and SiLU call their
- * fused backward ops, whose own formulas (GeluBackwardBackward0,
- * SiluBackwardBackward0) are here too.
+ * fused backward ops (GELU's has its own formula, GeluBackwardBackward0;
+ * SiLU's, like torch's, is replaced by ember ops under create_graph).
  *
  * At kinks each formula picks the side torch picks (checked against torch in
  * tests/test_nn_activation.py): relu6/hardtanh pass the gradient only
@@ -50,22 +50,17 @@ static int bw_gelu_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
+/* silu: g·σ(1 + x(1 - σ)). The fused kernel when the gradient is not itself
+ * differentiated; under create_graph the same formula in ember ops, as torch
+ * does (its silu_backward has no derivative) */
 static int bw_silu(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
-    SET(0, OP2(_silu_backward, G(0), X));
-    END;
-}
-
-/* silu_backward(g, x) = g·σ(1 + x(1 - σ)); f'' = σ(1 - σ)(2 + x(1 - 2σ)) */
-static int bw_silu_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
-    BEGIN;
-    PyObject *gg = G(0), *x = IN(1);
-    if (need(n, 0)) SET(0, OP2(_silu_backward, gg, x));
-    if (need(n, 1)) {
+    PyObject *x = X, *g = G(0);
+    if (!em_grad_enabled()) {
+        SET(0, OP2(_silu_backward, g, x));
+    } else {
         PyObject *s = OP1(sigmoid, x);
-        PyObject *f2 = MUL(MUL(s, OP2(rsub, s, NUM(1.0))),
-                           ADD(MUL(x, OP2(rsub, MUL(s, NUM(2.0)), NUM(1.0))), NUM(2.0)));
-        SET(1, MUL(MUL(gg, IN(0)), f2));
+        SET(0, MUL(g, MUL(s, ADD(MUL(x, OP2(rsub, s, NUM(1.0))), NUM(1.0)))));
     }
     END;
 }
@@ -188,7 +183,6 @@ static const EmFormula formulas[] = {
     FORMULA(_gelu, IN0, bw_gelu, "GeluBackward0")
     FORMULA(_gelu_backward, IN0 | IN1, bw_gelu_backward, "GeluBackwardBackward0")
     FORMULA(_silu, IN0, bw_silu, "SiluBackward0")
-    FORMULA(_silu_backward, IN0 | IN1, bw_silu_backward, "SiluBackwardBackward0")
     FORMULA(_mish, IN0, bw_mish, "MishBackward0")
     FORMULA(_softplus, IN0, bw_softplus, "SoftplusBackward0")
     FORMULA_NAMED(_elu, IN0, bw_elu, name_elu)

@@ -68,9 +68,35 @@
 /* NaN-keeping clamp of t to [lo, hi] (comparisons with NaN are false) */
 #define CLAMP(t, lo, hi) ((t) < (lo) ? (lo) : (t) > (hi) ? (hi) : (t))
 
-EM_KERNELS(ACT, gelu, EM_TYPES_FLOAT, em_gelu(x))
-EM_KERNELS(ACT, gelu_tanh, EM_TYPES_FLOAT, em_gelu_tanh(x))
-EM_KERNELS(ACT, silu, EM_TYPES_FLOAT, em_silu(x))
+/* The hottest float32 loops get a full-width AVX-512 build of their own,
+ * called when the CPU has it (target_clones' builds keep 256-bit vectors). */
+#if defined(__x86_64__) && !defined(EM_NO_CLONES) && !defined(__clang__) && __GNUC__ >= 12
+#define ACT_HOT_F32(name, EXPR)                                                \
+    __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))         \
+    static void name##_f32_avx512(float *o, const float *in, int64_t n) {      \
+        for (int64_t i = 0; i < n; i++) {                                      \
+            float x = in[i];                                                   \
+            o[i] = (EXPR);                                                     \
+        }                                                                      \
+    }                                                                          \
+    ACT_INST(name##_generic, EXPR, FLOAT32, float)                             \
+    static void EM_KNAME(name, FLOAT32)(char **d, const int64_t *s, int64_t n) { \
+        if (s[0] == 4 && s[1] == 4 && __builtin_cpu_supports("avx512f"))       \
+            name##_f32_avx512((float *)d[0], (const float *)d[1], n);          \
+        else                                                                   \
+            EM_KNAME(name##_generic, FLOAT32)(d, s, n);                        \
+    }
+#else
+#define ACT_HOT_F32(name, EXPR) ACT_INST(name, EXPR, FLOAT32, float)
+#endif
+#define ACT_HOT(name, EXPR)                                                    \
+    ACT_HOT_F32(name, EXPR)                                                    \
+    ACT_INST(name, EXPR, FLOAT64, double)                                      \
+    EM_TABLE(name, EM_TYPES_FLOAT(EM_ENTRY, name))
+
+ACT_HOT(gelu, em_gelu(x))
+ACT_HOT(gelu_tanh, em_gelu_tanh(x))
+ACT_HOT(silu, em_silu(x))
 EM_KERNELS(ACT, mish, EM_TYPES_FLOAT, x * tanh(log1p(exp(x))))
 /* a = beta, b = threshold: linear where beta·x > threshold */
 EM_KERNELS(ACT, softplus, EM_TYPES_FLOAT, x * a > b ? x : log1p(exp(x * a)) / a)
