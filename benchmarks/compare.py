@@ -235,6 +235,23 @@ CASES += [
 ]
 
 
+# nn activations (ops/activation.c): the float32 GELU kernel (Note [vector gelu]);
+# NumPy has no erf, so these are ember next to torch
+def activation_libs(make):
+    return {lib: (lambda n, lib=lib: make(module(lib), (inputs(lib, n, 1)[0] - 0.5) * 8))
+            for lib in ("ember", "torch")}
+
+
+CASES += [
+    Case("gelu(a), 16M f32", 16 * M, activation_libs(lambda m, a: lambda: m.nn.functional.gelu(a)),
+         unit="GB/s", bytes_per_elem=8, targets={"torch": (">=", 1.0)}),
+    Case("gelu(a, 'tanh'), 16M f32", 16 * M,
+         activation_libs(lambda m, a: lambda: m.nn.functional.gelu(a, approximate="tanh")),
+         unit="GB/s", bytes_per_elem=8),
+    Case("silu(a), 16M f32", 16 * M, activation_libs(lambda m, a: lambda: m.nn.functional.silu(a)),
+         unit="GB/s", bytes_per_elem=8),
+]
+
 def loop_time(fn, inner):
     """Seconds per call of fn, over inner back-to-back calls."""
     t0 = time.perf_counter_ns()

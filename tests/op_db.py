@@ -2730,6 +2730,98 @@ OPS += [OpInfo("softmax", _np_softmax, dtypes=FLOATS, variants="FM", kind="nn", 
         OpInfo("_pointwise_loss", fn=_nn_fn("_pointwise_loss"), ref=_pointwise_ref, dtypes=FLOATS, unsupported=None, variants="F", kind="nn",
                samples=_pointwise_samples, layouts=("contig", "T", "slice", "empty"), tol=_NN_TOL)]
 
+# nn activations (nnact): ember's `_` rows are reached through nn.functional;
+# the fused backward ops through torch.ops.aten. References in float64.
+def _act_ref_gelu(x, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return x * 0.5 * (1 + _erf(x / math.sqrt(2)))
+
+
+def _act_gelu_grad(x, approximate="none"):
+    if approximate == "tanh":
+        k, kappa = math.sqrt(2 / math.pi), 0.044715
+        t = np.tanh(k * (x + kappa * x ** 3))
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * kappa * x * x)
+    return 0.5 * (1 + _erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+def _act_sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _act_elu(x, alpha=1.0, scale=1.0, input_scale=1.0):
+    return np.where(x <= 0, np.expm1(np.minimum(x, 0) * input_scale) * alpha * scale, x * scale)
+
+
+def _act_clamp(x, lo, hi):
+    """min then max: the lower bound wins when lo > hi (as torch's clamp)"""
+    if x.dtype.kind in "iu":  # integer bounds, saturated to the dtype's range
+        info = np.iinfo(x.dtype)
+        lo, hi = np.clip(int(lo), info.min, info.max), np.clip(int(hi), info.min, info.max)
+    return np.maximum(np.minimum(x, _cast(hi, x)), _cast(lo, x)).astype(x.dtype)
+
+
+def _act_fn(name):
+    """nn.functional's function, reached as an internal op (the `call` form)"""
+    return lambda L, *args, **kw: getattr(L.nn.functional, name)(*args, **kw)
+
+
+def _act_aten(name, ember_name):
+    def call(L, *args, **kw):
+        if L.__name__ == "torch":
+            return getattr(L.ops.aten, name)(*args, **kw)
+        return getattr(L._C, ember_name)(*args, **kw)
+    return call
+
+
+def _glu_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    x = TS(gen_values(rng, dtype, layout_shape(layout, (3, 4)), (-3, 3)), dtype)
+    return [Sample((x,)), Sample((x, 1)), Sample((x,), {"dim": -1})]
+
+
+def _glu_ref(x, dim=-1):
+    a, b = np.split(x, 2, axis=dim)
+    return a * _act_sigmoid(b)
+
+
+_ACT_F = dict(variants="F", dtypes=FLOATS)
+OPS += [
+    # torch's float32 gelu(+inf) is nan (its vectorized erf); ember's is inf: left out
+    EW("_gelu", _act_ref_gelu, call=_act_fn("gelu"), specials=[v for v in SPECIALS if v != np.inf], kwargs=lambda d: [{}, {"approximate": "tanh"}], **_ACT_F),
+    EW("_gelu_backward", lambda g, x, approximate="none": g * _act_gelu_grad(x, approximate), nargs=2,
+       doms=[(-3, 3), (-5, 5)], call=_act_aten("gelu_backward", "_gelu_backward"), specials=False,
+       kwargs=lambda d: [{}, {"approximate": "tanh"}], **_ACT_F),
+    EW("_silu", lambda x: x * _act_sigmoid(x), call=_act_fn("silu"), **_ACT_F),
+    EW("_silu_backward", lambda g, x: g * _act_sigmoid(x) * (1 + x * (1 - _act_sigmoid(x))), nargs=2,
+       doms=[(-3, 3), (-5, 5)], call=_act_aten("silu_backward", "_silu_backward"), specials=False, **_ACT_F),
+    EW("_mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), call=_act_fn("mish"), **_ACT_F),
+    EW("_softplus", lambda x, beta=1.0, threshold=20.0: np.where(x * beta > threshold, x,
+                                                                np.log1p(np.exp(x * beta)) / beta),
+       call=_act_fn("softplus"), kwargs=lambda d: [{}, {"beta": 2.0, "threshold": 3.0}], **_ACT_F),
+    EW("_elu", _act_elu, call=_act_fn("elu"), kwargs=lambda d: [{}, {"alpha": 0.5}], **_ACT_F),
+    EW("selu", lambda x: _act_elu(x, _SELU_ALPHA, _SELU_SCALE), **_ACT_F),
+    EW("celu", lambda x, alpha=1.0: _act_elu(x, alpha, 1.0, 1 / alpha), kwargs=lambda d: [{}, {"alpha": 2.0}],
+       **_ACT_F),
+    EW("_leaky_relu", lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
+       call=_act_fn("leaky_relu"), kwargs=lambda d: [{}, {"negative_slope": 0.2}], **_ACT_F),
+    EW("_hardtanh", lambda x, min_val=-1.0, max_val=1.0: _act_clamp(x, min_val, max_val),
+       call=_act_fn("hardtanh"), variants="F", dtypes=NUMERIC,
+       kwargs=lambda d: [{}, {"min_val": -2.0, "max_val": 3.0} if is_float(d) else {"min_val": -2, "max_val": 3}]),
+    EW("_hardswish", lambda x: x * _act_clamp(x + 3, 0, 6) / 6, call=_act_fn("hardswish"), **_ACT_F),
+    EW("_hardsigmoid", lambda x: _act_clamp(x + 3, 0, 6) / 6, call=_act_fn("hardsigmoid"), **_ACT_F),
+    EW("_log_sigmoid", lambda x: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), call=_act_fn("logsigmoid"),
+       **_ACT_F),
+    EW("threshold", lambda x, threshold, value: np.where(x <= threshold, _cast(value, x), x).astype(x.dtype),
+       variants="F", dtypes=NUMERIC,
+       kwargs=lambda d: [{"threshold": 0.5, "value": -2.0}] if is_float(d) else [{"threshold": 1, "value": -2}]),
+    OpInfo("_glu", _glu_ref, kind="plain", variants="F", dtypes=FLOATS, samples=_glu_samples,
+           call=_act_fn("glu"), layouts=("contig", "T", "slice", "empty")),
+]
 
 OPS_BY_NAME = {op.name: op for op in OPS}
 

@@ -20,6 +20,7 @@ import pytest
 
 import ember
 from ember.autograd import gradcheck, gradgradcheck
+import autograd_cases_act
 import autograd_cases_index
 import autograd_cases_join
 import autograd_cases_loss
@@ -241,7 +242,7 @@ INPLACE_VIEW_EXTRA = [
 # the areas' cases (tests/autograd_cases_*.py): op_db kinds whose samples are
 # used, extra cases, second-derivative checks
 AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index, autograd_cases_nn,
-         autograd_cases_loss)
+         autograd_cases_loss, autograd_cases_act)
 DB_KINDS = {"ew", "view", "plain", "mm"}.union(*(m.DB_KINDS for m in AREAS))
 for _m in AREAS:
     for _op, _cs in _m.EXTRA.items():
@@ -253,7 +254,7 @@ CASES = {}
 for _name in BACKWARD:
     _c = _db_cases(_name)
     CASES[(_name, "")] = _c[""] + EXTRA.get(_name, [])
-    CASES[(_name, "inplace")] = _c["inplace"]
+    CASES[(_name, "inplace")] = _c["inplace"] + [c for m in AREAS for c in getattr(m, "INPLACE", {}).get(_name, [])]
     CASES[(_name, "inplace_view")] = _c["inplace_view"]
 
 

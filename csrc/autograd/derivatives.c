@@ -305,7 +305,7 @@ static int bw_neg(EmNode *n, EmTensor **go, EmTensor **gi) {
 #define R OUT(0)
 UNARY(abs, MUL(g, OP1(sign, X)))
 UNARY(square, MUL(g, MUL(X, NUM(2.0))))
-UNARY(relu, OP3(where, OP2(gt, R, NUM(0.0)), g, NUM(0.0)))
+UNARY(relu, OP3(where, OP2(le, R, NUM(0.0)), NUM(0.0), g)) /* NaN passes g, as torch's */
 UNARY(exp, MUL(g, R))
 UNARY(exp2, MUL(g, MUL(R, NUM(M_LN2))))
 UNARY(expm1, MUL(g, ADD(R, NUM(1.0))))
@@ -729,5 +729,6 @@ int em_init_derivatives(void) {
     em_formulas_index();
     em_formulas_nn();
     em_formulas_loss();
+    em_formulas_act();
     return 0;
 }

@@ -3,7 +3,8 @@ from .module import Module  # noqa: F401
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 from .linear import Identity, Linear, Bilinear  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
-from .activation import ReLU, Sigmoid, Tanh  # noqa: F401
+from .activation import (ReLU, Sigmoid, Tanh, GELU, SiLU, Mish, Softplus, Softsign, ELU, SELU, CELU,  # noqa: F401
+                         LeakyReLU, Hardtanh, ReLU6, Hardswish, Hardsigmoid, LogSigmoid, Threshold, GLU)
 from .normalization import LayerNorm, RMSNorm  # noqa: F401
 from .sparse import Embedding  # noqa: F401
 from .dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
