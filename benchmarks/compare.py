@@ -199,6 +199,9 @@ CASES += [
          targets={"torch": ("<=", 1.0)}),
     Case("AdamW.step() vs torch fused=True, 1M f32", M,
          {lib: (lambda n, lib=lib: adamw_step(lib, n, {"fused": True})) for lib in ("ember", "torch")}),
+]
+
+
 # softmax and cross-entropy (nnloss part: ops/softmax.c, ops/loss.c, cpu/softmax.c)
 def _rows(x, cols):
     """x (n elements) as rows of `cols` (fewer in --smoke runs)."""
@@ -251,6 +254,7 @@ CASES += [
     Case("silu(a), 16M f32", 16 * M, activation_libs(lambda m, a: lambda: m.nn.functional.silu(a)),
          unit="GB/s", bytes_per_elem=8),
 ]
+
 
 def loop_time(fn, inner):
     """Seconds per call of fn, over inner back-to-back calls."""

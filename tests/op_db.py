@@ -2077,10 +2077,6 @@ def _np_axis(dim, ndim):
     return None if not dims else tuple(d % ndim for d in dims)
 
 
-def _wide(x):
-    return x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)
-
-
 def _split(dim=None, keepdim=False, **kw):
     return dim, keepdim, kw
 
