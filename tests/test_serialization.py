@@ -766,3 +766,14 @@ def test_saved_file_modes(tmp_path):
     ember.save(ember.zeros(2), tmp_path / "new.pt")  # replacing a file keeps its mode
     assert (tmp_path / "new.pt").stat().st_mode & 0o777 == 0o600
     np.testing.assert_array_equal(ember.load(tmp_path / "new.pt").numpy(), [0, 0])
+
+
+def test_state_dict_metadata_survives_a_round_trip(tmp_path):
+    """A module's state_dict keeps _metadata as an attribute, not as a key."""
+    m = ember.nn.Sequential(ember.nn.Linear(2, 3), ember.nn.LayerNorm(3))
+    path = tmp_path / "sd.pt"
+    ember.save(m.state_dict(), str(path))
+    sd = ember.load(str(path))
+    assert list(sd) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert sd._metadata == m.state_dict()._metadata
+    ember.nn.Sequential(ember.nn.Linear(2, 3), ember.nn.LayerNorm(3)).load_state_dict(sd)

@@ -516,7 +516,7 @@ class _Unpickler(pickle._Unpickler):
         if isinstance(inst, _C.Tensor):
             _set_state(inst, state)
         elif type(inst) is collections.OrderedDict and isinstance(state, dict):
-            inst.update(state)  # what BUILD does for an OrderedDict's state
+            inst.__dict__.update(state)  # its attributes: a state_dict's _metadata (the items came by SETITEMS)
         else:
             raise pickle.UnpicklingError(
                 f"Weights only load failed: ember.load(weights_only=True) can only set state on tensors "
