@@ -28,19 +28,7 @@
     ACT_CLONES static void EM_KNAME(name, DT)(char **d, const int64_t *s, int64_t n) { \
         const T a = *(const T *)d[2], b = *(const T *)d[3], c = *(const T *)d[4]; \
         (void)a, (void)b, (void)c;                                             \
-        if (s[0] == sizeof(T) && s[1] == sizeof(T)) {                          \
-            T *o = (T *)d[0];                                                  \
-            const T *in = (const T *)d[1];                                     \
-            for (int64_t i = 0; i < n; i++) {                                  \
-                T x = in[i];                                                   \
-                o[i] = (T)(EXPR);                                              \
-            }                                                                  \
-        } else {                                                               \
-            for (int64_t i = 0; i < n; i++) {                                  \
-                T x = *(const T *)(d[1] + i * s[1]);                           \
-                *(T *)(d[0] + i * s[0]) = (T)(EXPR);                           \
-            }                                                                  \
-        }                                                                      \
+        EM_UNARY_BODY(EXPR, T, T)                                              \
     }
 
 /* out[i] = EXPR(g, x): a backward kernel */

@@ -23,22 +23,27 @@
 
 #define EM_KNAME(name, DT) k_##name##_##DT
 
+/* The body of a unary loop over (d, s, n): out[i] = EXPR(x), with a
+ * contiguous fast path the compiler vectorizes. */
+#define EM_UNARY_BODY(EXPR, OT, T)                                             \
+    if (s[0] == sizeof(OT) && s[1] == sizeof(T)) {                             \
+        OT *o = (OT *)d[0];                                                    \
+        const T *in = (const T *)d[1];                                         \
+        for (int64_t i = 0; i < n; i++) {                                      \
+            T x = in[i];                                                       \
+            o[i] = (OT)(EXPR);                                                 \
+        }                                                                      \
+    } else {                                                                   \
+        for (int64_t i = 0; i < n; i++) {                                      \
+            T x = *(const T *)(d[1] + i * s[1]);                               \
+            *(OT *)(d[0] + i * s[0]) = (OT)(EXPR);                             \
+        }                                                                      \
+    }
+
 /* out[i] = EXPR(x) */
 #define EM_INST_UNARY_OT(name, EXPR, OT, DT, T)                                \
     static void EM_KNAME(name, DT)(char **d, const int64_t *s, int64_t n) {    \
-        if (s[0] == sizeof(OT) && s[1] == sizeof(T)) {                         \
-            OT *o = (OT *)d[0];                                                \
-            const T *in = (const T *)d[1];                                     \
-            for (int64_t i = 0; i < n; i++) {                                  \
-                T x = in[i];                                                   \
-                o[i] = (OT)(EXPR);                                             \
-            }                                                                  \
-        } else {                                                               \
-            for (int64_t i = 0; i < n; i++) {                                  \
-                T x = *(const T *)(d[1] + i * s[1]);                           \
-                *(OT *)(d[0] + i * s[0]) = (OT)(EXPR);                         \
-            }                                                                  \
-        }                                                                      \
+        EM_UNARY_BODY(EXPR, OT, T)                                             \
     }
 #define EM_INST_UNARY(name, EXPR, DT, T) EM_INST_UNARY_OT(name, EXPR, T, DT, T)
 #define EM_INST_UNARY_BOOL(name, EXPR, DT, T) EM_INST_UNARY_OT(name, EXPR, bool, DT, T)
