@@ -8,6 +8,7 @@
  * input.shape[:axis] + (1,) * len(normalized_shape) (torch's layout) so the
  * formula can reuse them; _rms_norm returns (y, rstd). */
 #include "../ember.h"
+#include "../cpu/reduce.h" /* EM_CLONES */
 #include <math.h>
 
 #ifdef _OPENMP
@@ -16,8 +17,47 @@
 #define OMP_ROWS
 #endif
 
-/* y = (x - mean) * rstd * w + b over rows of n; w/b may be NULL; rms: mean 0 */
-#define NORM_ROWS(NAME, T)                                                                          \
+/* One row: statistics over LANES independent accumulators of type A (so the
+ * loops vectorize without reassociating sums; float32 rows accumulate in
+ * float lanes as torch's kernel does), two passes for an accurate variance,
+ * then y = (x - mean) * rstd * w + b; w/b may be NULL; rms: mean 0. */
+#define LANES 16
+#define NORM_ROW(NAME, T, A)                                                                        \
+    EM_CLONES static void NAME(const T *x, T *y, const T *w, const T *b, T *mean_out, T *rstd_out,   \
+                               int64_t n, double eps, bool rms) {                                   \
+        A acc[LANES] = {0};                                                                         \
+        double mean = 0, ss = 0;                                                                    \
+        int64_t i = 0;                                                                              \
+        if (!rms) {                                                                                 \
+            for (; i + LANES <= n; i += LANES)                                                      \
+                for (int j = 0; j < LANES; j++) acc[j] += (A)x[i + j];                              \
+            for (; i < n; i++) mean += (double)x[i];                                                \
+            for (int j = 0; j < LANES; j++) mean += acc[j], acc[j] = 0;                             \
+            mean /= (double)n;                                                                      \
+        }                                                                                           \
+        for (i = 0; i + LANES <= n; i += LANES)                                                     \
+            for (int j = 0; j < LANES; j++) {                                                       \
+                A d = (A)x[i + j] - (A)mean;                                                        \
+                acc[j] += d * d;                                                                    \
+            }                                                                                       \
+        for (; i < n; i++) ss += ((double)x[i] - mean) * ((double)x[i] - mean);                     \
+        for (int j = 0; j < LANES; j++) ss += acc[j];                                               \
+        double rstd = 1.0 / sqrt(ss / (double)n + eps);                                             \
+        if (mean_out) *mean_out = (T)mean;                                                          \
+        *rstd_out = (T)rstd;                                                                        \
+        const T m = (T)mean, s = (T)rstd;                                                           \
+        if (w && b)                                                                                 \
+            for (i = 0; i < n; i++) y[i] = (x[i] - m) * s * w[i] + b[i];                            \
+        else if (w)                                                                                 \
+            for (i = 0; i < n; i++) y[i] = (x[i] - m) * s * w[i];                                   \
+        else if (b)                                                                                 \
+            for (i = 0; i < n; i++) y[i] = (x[i] - m) * s + b[i];                                   \
+        else                                                                                        \
+            for (i = 0; i < n; i++) y[i] = (x[i] - m) * s;                                          \
+    }
+
+/* every row, threaded over rows for big inputs */
+#define NORM_ROWS(NAME, ROW, T)                                                                     \
     static void NAME(const void *xv, void *yv, const void *wv, const void *bv, void *mv, void *sv,   \
                      int64_t rows, int64_t n, double eps, bool rms) {                               \
         const T *x = xv, *w = wv, *b = bv;                                                          \
@@ -26,34 +66,13 @@
         if (em_num_threads > 1 && rows > 1 && rows * n >= 2 * EM_GRAIN)                             \
             nt = em_num_threads < rows ? em_num_threads : (int)rows;                                \
         OMP_ROWS                                                                                    \
-        for (int64_t r = 0; r < rows; r++) {                                                         \
-            const T *xr = x + r * n;                                                                \
-            T *yr = y + r * n;                                                                      \
-            double mean = 0, ss = 0;                                                                \
-            if (!rms) {                                                                             \
-                for (int64_t i = 0; i < n; i++) mean += xr[i];                                      \
-                mean /= (double)n;                                                                  \
-            }                                                                                       \
-            for (int64_t i = 0; i < n; i++) {                                                       \
-                double d = xr[i] - mean;                                                            \
-                ss += d * d;                                                                        \
-            }                                                                                       \
-            double rstd = 1.0 / sqrt(ss / (double)n + eps);                                         \
-            if (mean_out) mean_out[r] = (T)mean;                                                    \
-            rstd_out[r] = (T)rstd;                                                                  \
-            const T m = (T)mean, s = (T)rstd;                                                       \
-            if (w && b)                                                                             \
-                for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * s * w[i] + b[i];              \
-            else if (w)                                                                             \
-                for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * s * w[i];                     \
-            else if (b)                                                                             \
-                for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * s + b[i];                     \
-            else                                                                                    \
-                for (int64_t i = 0; i < n; i++) yr[i] = (xr[i] - m) * s;                            \
-        }                                                                                           \
+        for (int64_t r = 0; r < rows; r++)                                                          \
+            ROW(x + r * n, y + r * n, w, b, mean_out ? mean_out + r : NULL, rstd_out + r, n, eps, rms); \
     }
-NORM_ROWS(norm_rows_f32, float)
-NORM_ROWS(norm_rows_f64, double)
+NORM_ROW(norm_row_f32, float, float)
+NORM_ROW(norm_row_f64, double, double)
+NORM_ROWS(norm_rows_f32, norm_row_f32, float)
+NORM_ROWS(norm_rows_f64, norm_row_f64, double)
 
 static const char *cpp_type(EmDType dt) {
     static const char *names[EM_NUM_DTYPES] = {
