@@ -4,6 +4,15 @@
 `Tensor` type, dtypes, devices, creation functions and every op of the op
 table as `ember.<op>` and `Tensor.<op>` (see csrc/ops/ops.def).
 """
+import os as _os
+
+# OpenMP threads that spin after a parallel region steal the cores OpenBLAS's
+# threads need for the next product (an addmm after a bias copy ran 12x
+# slower): idle OpenMP threads sleep instead, unless the user chose otherwise.
+# (Read when libgomp loads, i.e. with ember._C below.)
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+del _os
+
 try:
     from . import _C
 except ImportError:  # OpenBLAS not found through the rpath (e.g. an in-place build)
