@@ -500,3 +500,60 @@ def glu(input, dim=-1):
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     return _C._glu(input, dim)
+
+
+# ---------------------------------------------------------------------------
+# attention. For now the composition torch documents as its reference (scores,
+# mask, softmax, dropout, weighted sum) on ember's C ops; the fused CPU kernel
+# that never materializes the L x S scores is still to come (#5).
+__all__ += ["scaled_dot_product_attention"]
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(q k^T * scale + mask) v over the last two dims. attn_mask: bool
+    (True takes part) or additive; is_causal: the top-left lower triangle.
+    Rows where nothing takes part come out zero, as torch's CPU kernel gives."""
+    import math
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
+        raise RuntimeError("scaled_dot_product_attention: query, key and value must have at least 2 dimensions")
+    if query.size(-1) != key.size(-1) or key.size(-2) != value.size(-2):
+        raise RuntimeError(f"scaled_dot_product_attention: shapes query {tuple(query.shape)}, key "
+                           f"{tuple(key.shape)} and value {tuple(value.shape)} don't fit")
+    L, S = query.size(-2), key.size(-2)
+    if enable_gqa and query.dim() >= 3 and key.size(-3) != query.size(-3):
+        hq, hk = query.size(-3), key.size(-3)
+        if hq % hk or hq % value.size(-3):
+            raise RuntimeError(f"scaled_dot_product_attention: number of query heads ({hq}) must be a multiple "
+                               f"of the key/value heads ({hk})")
+        key = key.repeat_interleave(hq // hk, -3)
+        value = value.repeat_interleave(hq // value.size(-3), -3)
+    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * scale
+    keep = None
+    if is_causal:
+        keep = _C.ones((L, S), dtype=_bool()).tril()
+    elif attn_mask is not None:
+        if attn_mask.dtype == _bool():
+            keep = attn_mask
+        else:
+            scores = scores + attn_mask
+    if keep is None:
+        attn = _C.softmax(scores, -1)
+    else:
+        scores = scores.masked_fill(~keep, float("-inf"))
+        rows_used = keep.any(-1, keepdim=True)
+        if bool(rows_used.all()):
+            attn = _C.softmax(scores, -1)
+        else:  # an all -inf row would be 0/0: give it zeros (and no gradient)
+            attn = _C.softmax(scores.masked_fill(~rows_used, 0.0), -1) * rows_used
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p)
+    return attn @ value
+
+
+def _bool():
+    from .. import bool as b
+    return b
