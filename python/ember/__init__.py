@@ -10,6 +10,7 @@ import os as _os
 # threads need for the next product (an addmm after a bias copy ran 12x
 # slower): idle OpenMP threads sleep instead, unless the user chose otherwise.
 # (Read when libgomp loads, i.e. with ember._C below.)
+_omp_wait_policy_set_by_ember = "OMP_WAIT_POLICY" not in _os.environ
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 del _os
 
