@@ -10,3 +10,4 @@ from .sparse import Embedding  # noqa: F401
 from .dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
 from .loss import *  # noqa: F401,F403  (CrossEntropyLoss, MSELoss, ... CosineSimilarity, PairwiseDistance)
 from .softmax import Softmax, LogSoftmax, Softmin  # noqa: F401
+from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder  # noqa: F401
