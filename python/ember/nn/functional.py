@@ -557,3 +557,150 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 def _bool():
     from .. import bool as b
     return b
+
+
+# ---------------------------------------------------------------------------
+# padding, im2col and convolution, composed on C ops (index_select, as_strided,
+# matmul); the direct C convolution kernels are still to come (#5)
+__all__ += ["pad", "unfold", "conv1d", "conv2d"]
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad (or, with negative sizes, crop) the last len(pad) // 2 dims: pad =
+    (left, right) of the last dim, then of the one before, ..."""
+    import numpy as np
+    pad = [int(p) for p in pad]
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k = len(pad) // 2
+    if k > input.dim():
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
+                           f"got padding length {len(pad)} and input of dimension {input.dim()}")
+    if mode == "constant":
+        x = input
+        for i in range(k):
+            d, lo, hi = input.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
+            if lo < 0:
+                x = x.narrow(d, -lo, x.size(d) + lo)
+            if hi < 0:
+                x = x.narrow(d, 0, x.size(d) + hi)
+        shape = list(x.shape)
+        where = [slice(None)] * x.dim()
+        for i in range(k):
+            d, lo, hi = x.dim() - 1 - i, max(pad[2 * i], 0), max(pad[2 * i + 1], 0)
+            shape[d] += lo + hi
+            where[d] = slice(lo, lo + x.size(d))
+        out = x.new_full(shape, 0 if value is None else value)
+        out[tuple(where)] = x
+        return out
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument.')
+    if k not in (1, 2, 3) or input.dim() not in (k + 1, k + 2):
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.")
+    x = input
+    for i in range(k):
+        d, lo, hi = input.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
+        n = x.size(d)
+        limit = n if mode == "reflect" else n + 1 if mode == "circular" else None
+        if limit is not None and (lo >= limit or hi >= limit):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({lo}, {hi}) at dimension {d} of input {list(input.shape)}")
+        idx = np.arange(-lo, n + hi)
+        if mode == "reflect":
+            idx = np.abs(idx)
+            idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+        elif mode == "replicate":
+            idx = np.clip(idx, 0, n - 1)
+        else:
+            idx = idx % n
+        x = x.index_select(d, _C.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)))
+    return x
+
+
+def _pair(v, name):
+    v = tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+    if len(v) != 2:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of 2 values to match the "
+                           f"convolution dimensions, but got {name}={list(v)}")
+    return v
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: (N, C, H, W) -> (N, C * kh * kw, L), the sliding blocks as columns."""
+    if input.dim() not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    batched = input.dim() == 4
+    x = input if batched else input.unsqueeze(0)
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (_pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"),
+                                              _pair(padding, "padding"), _pair(stride, "stride"))
+    if ph or pw:
+        x = pad(x, (pw, pw, ph, ph))
+    x = x.contiguous()
+    N, C, H, W = x.shape
+    oh, ow = (H - dh * (kh - 1) - 1) // sh + 1, (W - dw * (kw - 1) - 1) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"Given input with spatial size ({H - 2 * ph}, {W - 2 * pw}), kernel_size=({kh}, {kw}), "
+                           f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of the array of "
+                           f"sliding blocks as ({oh}, {ow}), but its components must be at least one.")
+    s = x.stride()
+    blocks = x.as_strided((N, C, kh, kw, oh, ow), (s[0], s[1], s[2] * dh, s[3] * dw, s[2] * sh, s[3] * sw),
+                          x.storage_offset())
+    cols = blocks.reshape(N, C * kh * kw, oh * ow)
+    return cols if batched else cols.squeeze(0)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """Cross-correlation of (N, C, H, W) with (C_out, C / groups, kh, kw), as one
+    matrix product per group over the unfolded input."""
+    batched = input.dim() == 4
+    if input.dim() not in (3, 4) or weight.dim() != 4:
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+                           f"{list(input.shape)}")
+    x = input if batched else input.unsqueeze(0)
+    N, C, H, W = x.shape
+    Cout, Cg, kh, kw = weight.shape
+    if C != Cg * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(x.shape)} to have {Cg * groups} channels, but got {C} channels instead")
+    if Cout % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size {list(weight.shape)} instead")
+    dh, dw = _pair(dilation, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = 0
+        elif padding == "same":
+            if _pair(stride, "stride") != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            th, tw = dh * (kh - 1), dw * (kw - 1)
+            x = pad(x, (tw // 2, tw - tw // 2, th // 2, th - th // 2))
+            padding = 0
+        else:
+            raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+    cols = unfold(x, (kh, kw), (dh, dw), padding, stride)  # (N, C * kh * kw, L)
+    sh, sw = _pair(stride, "stride")
+    ph, pw = _pair(padding, "padding")
+    oh = (x.shape[2] + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (x.shape[3] + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    per_group = Cg * kh * kw
+    outs = [weight[g * (Cout // groups):(g + 1) * (Cout // groups)].reshape(Cout // groups, per_group)
+            @ cols[:, g * per_group:(g + 1) * per_group] for g in range(groups)]
+    out = outs[0] if groups == 1 else _C.cat(outs, 1)
+    if bias is not None:
+        out = out + bias.view(1, Cout, 1)
+    out = out.view(N, Cout, oh, ow)
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """conv2d over a height of one."""
+    if input.dim() not in (2, 3) or weight.dim() != 3:
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
+                           f"{list(input.shape)}")
+    one = lambda v: v[0] if isinstance(v, (tuple, list)) else v  # noqa: E731
+    pad_arg = padding if isinstance(padding, str) else (0, one(padding))
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, one(stride)), pad_arg, (1, one(dilation)),
+                 groups)
+    return out.squeeze(-2)

@@ -11,3 +11,4 @@ from .dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
 from .loss import *  # noqa: F401,F403  (CrossEntropyLoss, MSELoss, ... CosineSimilarity, PairwiseDistance)
 from .softmax import Softmax, LogSoftmax, Softmin  # noqa: F401
 from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder  # noqa: F401
+from .conv import Conv1d, Conv2d  # noqa: F401
