@@ -704,3 +704,135 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, one(stride)), pad_arg, (1, one(dilation)),
                  groups)
     return out.squeeze(-2)
+
+
+# ---------------------------------------------------------------------------
+# pooling, composed on C ops: windows as an as_strided view of the padded
+# input, reduced by max (the gradient goes to the chosen element) or sum / count
+__all__ += ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d"]
+
+
+def _pool_out(n, k, s, p, d, ceil_mode):
+    span = n + 2 * p - d * (k - 1) - 1
+    if span < 0:
+        raise RuntimeError(f"Given input size {n} is too small for kernel {k} with padding {p} and dilation {d}")
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1  # the last window would start in the right padding
+    return out
+
+
+def _pool_geometry(x, k, s, p, d, ceil_mode):
+    """(oh, ow, extra_h, extra_w): output size and the overhang ceil_mode adds past the padding."""
+    H, W = x.shape[-2:]
+    if p[0] > k[0] // 2 or p[1] > k[1] // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={max(p)}, "
+                           f"kernel_size={max(k)} and dilation={max(d)}")
+    oh, ow = _pool_out(H, k[0], s[0], p[0], d[0], ceil_mode), _pool_out(W, k[1], s[1], p[1], d[1], ceil_mode)
+    eh = max((oh - 1) * s[0] + d[0] * (k[0] - 1) + 1 - (H + 2 * p[0]), 0)
+    ew = max((ow - 1) * s[1] + d[1] * (k[1] - 1) + 1 - (W + 2 * p[1]), 0)
+    return oh, ow, eh, ew
+
+
+def _windows(x, k, s, d, oh, ow, pads, fill):
+    """(N, C, oh, ow, kh * kw): the windows of x padded by pads = (left, right, top, bottom) with fill."""
+    if any(pads):
+        x = pad(x, pads, value=fill)
+    x = x.contiguous()
+    st = x.stride()
+    win = x.as_strided(tuple(x.shape[:2]) + (oh, ow, k[0], k[1]),
+                       (st[0], st[1], st[2] * s[0], st[3] * s[1], st[2] * d[0], st[3] * d[1]), x.storage_offset())
+    return win.reshape(x.shape[0], x.shape[1], oh, ow, k[0] * k[1])
+
+
+def _pool_args(input, name, spatial, kernel_size, stride, padding, dilation):
+    """The input as (N, C, H, W) and (kernel, stride, padding, dilation) as pairs (1-d pools: H = 1)."""
+    want = (spatial + 1, spatial + 2)
+    if input.dim() not in want:
+        raise RuntimeError(f"{name}: Expected {want[0]}D or {want[1]}D (batch mode) tensor for input, but got "
+                           f"{input.dim()}D")
+    x = input if input.dim() == want[1] else input.unsqueeze(0)
+    if spatial == 1:
+        x = x.unsqueeze(-2)
+        lift = lambda v, one: (one, v if isinstance(v, int) else v[0])  # noqa: E731
+    else:
+        lift = lambda v, one: _pair(v, "kernel_size")  # noqa: E731
+    stride = kernel_size if stride is None or (isinstance(stride, (list, tuple)) and not stride) else stride
+    return x, lift(kernel_size, 1), lift(stride, 1), lift(padding, 0), lift(dilation, 1)
+
+
+def _pool_result(out, input, spatial):
+    out = out.squeeze(-2) if spatial == 1 else out
+    return out if input.dim() == spatial + 2 else out.squeeze(0)
+
+
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, spatial):
+    x, k, s, p, d = _pool_args(input, f"max_pool{spatial}d", spatial, kernel_size, stride, padding, dilation)
+    oh, ow, eh, ew = _pool_geometry(x, k, s, p, d, ceil_mode)
+    pads = (p[1], p[1] + ew, p[0], p[0] + eh)
+    values, pick = _windows(x, k, s, d, oh, ow, pads, float("-inf")).max(-1)
+    out = _pool_result(values, input, spatial)
+    if not return_indices:
+        return out
+    H, W = x.shape[-2:]
+    where = _windows(_C.arange(H * W).view(1, 1, H, W), k, s, d, oh, ow, pads, -1)
+    idx = where.expand(x.shape[0], x.shape[1], -1, -1, -1).gather(-1, pick.unsqueeze(-1)).squeeze(-1)
+    return out, _pool_result(idx, input, spatial)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, spatial):
+    x, k, s, p, d = _pool_args(input, f"avg_pool{spatial}d", spatial, kernel_size, stride, padding, 1)
+    oh, ow, eh, ew = _pool_geometry(x, k, s, p, d, ceil_mode)
+    total = _windows(x, k, s, d, oh, ow, (p[1], p[1] + ew, p[0], p[0] + eh), 0.0).sum(-1)
+    if divisor_override:
+        return _pool_result(total / divisor_override, input, spatial)
+    # how many elements each window averages: the padding counts when asked, ceil_mode's overhang never
+    ones = _C.ones((1, 1) + tuple(x.shape[-2:]), dtype=x.dtype)
+    if count_include_pad:
+        ones = pad(ones, (p[1], p[1], p[0], p[0]), value=1.0)
+        count = _windows(ones, k, s, d, oh, ow, (0, ew, 0, eh), 0.0).sum(-1)
+    else:
+        count = _windows(ones, k, s, d, oh, ow, (p[1], p[1] + ew, p[0], p[0] + eh), 0.0).sum(-1)
+    return _pool_result(total / count, input, spatial)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def _adaptive_avg(x, size, dim):
+    """Average x over `size` windows along dim: window i covers [floor(i n / size), ceil((i + 1) n / size))."""
+    n = x.shape[dim]
+    if size is None or size == n:
+        return x
+    if n % size == 0:
+        shape = tuple(x.shape[:dim]) + (size, n // size) + tuple(x.shape[dim + 1:])
+        return x.reshape(shape).mean(dim + 1)
+    parts = [x.narrow(dim, (i * n) // size, -(-((i + 1) * n) // size) - (i * n) // size).mean(dim, keepdim=True)
+             for i in range(size)]
+    return _C.cat(parts, dim)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    x, *_ = _pool_args(input, "adaptive_avg_pool2d", 2, 1, 1, 0, 1)
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    return _pool_result(_adaptive_avg(_adaptive_avg(x, oh, 2), ow, 3), input, 2)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    x, *_ = _pool_args(input, "adaptive_avg_pool1d", 1, 1, 1, 0, 1)
+    size = output_size if isinstance(output_size, int) else output_size[0]
+    return _pool_result(_adaptive_avg(x, size, 3), input, 1)

@@ -12,3 +12,4 @@ from .loss import *  # noqa: F401,F403  (CrossEntropyLoss, MSELoss, ... CosineSi
 from .softmax import Softmax, LogSoftmax, Softmin  # noqa: F401
 from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder  # noqa: F401
 from .conv import Conv1d, Conv2d  # noqa: F401
+from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d  # noqa: F401
