@@ -836,3 +836,60 @@ def adaptive_avg_pool1d(input, output_size):
     x, *_ = _pool_args(input, "adaptive_avg_pool1d", 1, 1, 1, 0, 1)
     size = output_size if isinstance(output_size, int) else output_size[0]
     return _pool_result(_adaptive_avg(x, size, 3), input, 1)
+
+
+# ---------------------------------------------------------------------------
+# batch and group normalization, composed on C ops (statistics by var_mean)
+__all__ += ["batch_norm", "group_norm"]
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalize each channel (dim 1) by the batch's statistics (training: the
+    running ones are updated in place) or by the running ones (evaluation)."""
+    if input.dim() < 2:
+        raise ValueError(f"expected 2D or more input (got {input.dim()}D input)")
+    C = input.shape[1]
+    shape = (1, C) + (1,) * (input.dim() - 2)
+    dims = [0] + list(range(2, input.dim()))
+    if training:
+        count = input.numel() // max(C, 1)
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+        var, mean = _C.var_mean(input, dims, correction=0)
+        if running_mean is not None or running_var is not None:
+            from ..autograd.grad_mode import no_grad
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
+                if running_var is not None:
+                    unbiased = var.detach() * (count / (count - 1))
+                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        mean, var = running_mean, running_var
+    out = (input - mean.view(shape)) * (var.view(shape) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.view(shape)
+    if bias is not None:
+        out = out + bias.view(shape)
+    return out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalize each group of num_groups channel groups over its channels and positions."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    N, C = input.shape[0], input.shape[1]
+    if C % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    x = input.reshape(N, num_groups, -1)
+    var, mean = _C.var_mean(x, [2], correction=0, keepdim=True)
+    out = ((x - mean) * (var + eps).rsqrt()).view(tuple(input.shape))
+    shape = (1, C) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        out = out * weight.view(shape)
+    if bias is not None:
+        out = out + bias.view(shape)
+    return out

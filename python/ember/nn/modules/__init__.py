@@ -13,3 +13,4 @@ from .softmax import Softmax, LogSoftmax, Softmin  # noqa: F401
 from .transformer import MultiheadAttention, TransformerEncoderLayer, TransformerEncoder  # noqa: F401
 from .conv import Conv1d, Conv2d  # noqa: F401
 from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d  # noqa: F401
+from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm  # noqa: F401
