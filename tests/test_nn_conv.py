@@ -82,6 +82,10 @@ def test_conv_errors_and_shapes():
         F.conv2d(x, T(np.ones((2, 3, 3, 3))), padding="same", stride=2)
     with pytest.raises(RuntimeError):
         F.conv2d(x, T(np.ones((2, 3, 7, 7))))
+    with pytest.raises(RuntimeError, match="stride"):
+        F.conv2d(x, T(np.ones((2, 3, 3, 3))), stride=0)
+    with pytest.raises(RuntimeError, match="padding"):
+        F.unfold(x, 2, padding=-1)
     assert F.conv2d(T(np.ones((3, 5, 5))), T(np.ones((2, 3, 3, 3))), padding="same").shape == (2, 5, 5)
     assert F.conv1d(T(np.ones((2, 3, 9))), T(np.ones((4, 3, 3))), stride=2).shape == (2, 4, 4)
 

@@ -31,6 +31,11 @@ def test_pools_by_hand():
     np.testing.assert_allclose(F.adaptive_avg_pool1d(ember.arange(5.0).view(1, 5), 2).numpy(), [[1.0, 3.0]])
     with pytest.raises(RuntimeError, match="pad should be at most half"):
         F.max_pool2d(x, 2, padding=2)
+    for bad in ({"kernel_size": 0}, {"kernel_size": 2, "stride": 0}, {"kernel_size": 2, "padding": -1}):
+        with pytest.raises(RuntimeError):
+            F.avg_pool2d(x, **bad)
+    with pytest.raises(RuntimeError, match="dilation"):
+        F.max_pool2d(x, 2, dilation=0)
 
 
 def test_gradcheck_pools():

@@ -627,6 +627,14 @@ def _pair(v, name):
     return v
 
 
+def _check_window(k, s, d, p):
+    """Kernel, stride and dilation must be positive, padding non-negative (as torch checks)."""
+    for name, v, low in (("kernel_size", k, 1), ("stride", s, 1), ("dilation", d, 1), ("padding", p, 0)):
+        if any(x < low for x in v):
+            raise RuntimeError(f"{name} should be {'greater than zero' if low else 'non-negative'}, but got "
+                               f"{name}={list(v)}")
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """im2col: (N, C, H, W) -> (N, C * kh * kw, L), the sliding blocks as columns."""
     if input.dim() not in (3, 4):
@@ -635,6 +643,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = input if batched else input.unsqueeze(0)
     (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (_pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"),
                                               _pair(padding, "padding"), _pair(stride, "stride"))
+    _check_window((kh, kw), (sh, sw), (dh, dw), (ph, pw))
     if ph or pw:
         x = pad(x, (pw, pw, ph, ph))
     x = x.contiguous()
@@ -758,7 +767,9 @@ def _pool_args(input, name, spatial, kernel_size, stride, padding, dilation):
     else:
         lift = lambda v, one: _pair(v, "kernel_size")  # noqa: E731
     stride = kernel_size if stride is None or (isinstance(stride, (list, tuple)) and not stride) else stride
-    return x, lift(kernel_size, 1), lift(stride, 1), lift(padding, 0), lift(dilation, 1)
+    k, s, p, d = lift(kernel_size, 1), lift(stride, 1), lift(padding, 0), lift(dilation, 1)
+    _check_window(k, s, d, p)
+    return x, k, s, p, d
 
 
 def _pool_result(out, input, spatial):

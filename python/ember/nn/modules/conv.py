@@ -1,11 +1,10 @@
 """Conv1d and Conv2d (torch.nn's): weights (out, in / groups, *kernel),
 initialized as torch initializes them; padding_mode pads explicitly first."""
-import math
 
 from ... import _C
 from .. import functional as F
-from .. import init
 from ..parameter import Parameter
+from .linear import reset_fan_in_uniform
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d"]
@@ -51,12 +50,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_fan_in_uniform(self.weight, self.bias, empty_bias_zero=False)
 
     def extra_repr(self):
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"

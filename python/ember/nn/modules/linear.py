@@ -10,6 +10,18 @@ from .module import Module
 __all__ = ["Identity", "Linear", "Bilinear", "NonDynamicallyQuantizableLinear"]
 
 
+def reset_fan_in_uniform(weight, bias, empty_bias_zero=True):
+    """torch's Linear/Conv init: kaiming_uniform_ with a = sqrt(5), i.e.
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from the same range. With
+    no inputs (fan_in 0) Linear zeroes its bias, Conv leaves it as it is."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        if fan_in > 0 or empty_bias_zero:
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(bias, -bound, bound)
+
+
 class Identity(Module):
     """Returns its input; accepts (and ignores) any constructor arguments."""
 
@@ -35,12 +47,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # kaiming_uniform_ with a = sqrt(5): U(-1/sqrt(fan_in), 1/sqrt(fan_in)), for the bias too
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_fan_in_uniform(self.weight, self.bias)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
