@@ -84,6 +84,36 @@ class BuildExt(build_ext):
             ext.extra_link_args += links + omp
         super().build_extensions()
 
+    def build_extension(self, ext):
+        # Rebuild only the objects whose source or headers changed (gcc -MMD
+        # writes each object's header list next to it): a one-file change in
+        # a development checkout then recompiles one file, not all of them.
+        compile_all = self.compiler.compile
+
+        def compile_stale(sources, output_dir=None, extra_postargs=None, **kw):
+            objects = self.compiler.object_filenames(sources, output_dir=output_dir)
+            stale = [s for s, o in zip(sources, objects) if self.force or out_of_date(o)]
+            if stale:
+                compile_all(stale, output_dir=output_dir,
+                            extra_postargs=list(extra_postargs or []) + ["-MMD"], **kw)
+            return objects
+        self.compiler.compile = compile_stale
+        try:
+            super().build_extension(ext)
+        finally:
+            self.compiler.compile = compile_all
+
+
+def out_of_date(obj):
+    """True when obj is missing or older than a file its .d list names."""
+    dep = os.path.splitext(obj)[0] + ".d"
+    if not (os.path.exists(obj) and os.path.exists(dep)):
+        return True
+    with open(dep) as f:
+        names = f.read().replace("\\\n", " ").split(":", 1)[-1].split()
+    built = os.path.getmtime(obj)
+    return any(not os.path.exists(n) or os.path.getmtime(n) > built for n in names)
+
 
 sources = sorted(glob.glob("csrc/**/*.c", recursive=True))
 setup(
