@@ -256,6 +256,20 @@ CASES += [
 ]
 
 
+# the issue's training benchmark (benchmarks/gpt.py): one nanoGPT-style step,
+# 4 layers, 256 wide, 64 tokens, batch 8, AdamW
+def _gpt(lib, n):
+    from benchmarks.gpt import gpt_step
+    return gpt_step(module(lib))
+
+
+CASES += [
+    Case("GPT train step (4x256, T=64, B=8, AdamW)", 8 * 64,
+         {lib: (lambda n, lib=lib: _gpt(lib, n)) for lib in ("ember", "torch")},
+         targets={"torch": ("<=", 0.8)}),
+]
+
+
 def loop_time(fn, inner):
     """Seconds per call of fn, over inner back-to-back calls."""
     t0 = time.perf_counter_ns()

@@ -228,6 +228,9 @@ EmStorage *em_storage_wrap(void *data, int64_t nbytes, EmDevice device, PyObject
 /* Allocator (core/alloc.c). */
 void *em_alloc_cpu(size_t nbytes);
 void em_free_cpu(void *p, size_t nbytes);
+/* Note [CPU block cache] (core/alloc.c) */
+void em_cpu_cache_clear(void);
+void em_cpu_cache_stats(int64_t out[3]);
 
 /* ------------------------------------------------------------------ tensor */
 

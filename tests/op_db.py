@@ -2589,6 +2589,43 @@ def _dropout_samples(op, dtype, layout):
             Sample((x, 0.5, False), desc="eval")]
 
 
+def _ln_backward_samples(op, dtype, layout):
+    """grad_out, input, normalized_shape and input's own mean / rstd (eps 1e-5)."""
+    rng = rng_for(op.name, dtype, layout)
+    shape = layout_shape(layout) or (4,)
+    out = []
+    for k, with_w in ((1, True), (1, False), (len(shape), True)):
+        x = TS(gen_values(rng, dtype, shape, (-3, 3)), dtype)
+        axes = tuple(range(len(shape) - k, len(shape)))
+        x64 = x.values.astype(np.float64)
+        mean = x64.mean(axes, keepdims=True)
+        rstd = 1 / np.sqrt(x64.var(axes, keepdims=True) + 1e-5)
+        stat = lambda v: TS(np.broadcast_to(v, x64.shape[:len(shape) - k] + (1,) * k), dtype, False)  # noqa: E731
+        w = TS(gen_values(rng, dtype, shape[-k:], (-2, 2)), dtype, False) if with_w else None
+        out.append(Sample((TS(gen_values(rng, dtype, shape), dtype), x, tuple(shape[-k:]), stat(mean), stat(rstd), w),
+                          desc=f"{k} dims" + ("" if with_w else ", no weight")))
+    return out
+
+
+def _ln_backward_call(L, g, x, ns, mean, rstd, w=None):
+    if L.__name__ != "torch":
+        return L._C._native_layer_norm_backward(g, x, ns, mean, rstd, w)
+    # torch's op wants a weight for the weight/bias gradients; ones change nothing
+    w = L.ones(ns, dtype=x.dtype) if w is None else w
+    return L.ops.aten.native_layer_norm_backward(g, x, list(ns), mean, rstd, w, w, [True, True, True])
+
+
+def _np_ln_backward(g, x, ns, mean, rstd, w=None):
+    g, x = np.asarray(g, np.float64), np.asarray(x, np.float64)
+    mean, rstd = np.asarray(mean, np.float64), np.asarray(rstd, np.float64)
+    axes = tuple(range(x.ndim - len(ns), x.ndim))
+    lead = tuple(range(x.ndim - len(ns)))
+    xh = (x - mean) * rstd
+    gw = g * (1 if w is None else np.asarray(w, np.float64))
+    dx = rstd * (gw - gw.mean(axes, keepdims=True) - xh * (gw * xh).mean(axes, keepdims=True))
+    return dx, (g * xh).sum(lead), g.sum(lead)
+
+
 OPS += [
     OpInfo("_native_layer_norm", _np_norm(False), kind="plain", dtypes=FLOATS, unsupported=NotImplementedError,
            variants="F", samples=_norm_samples, layouts=("contig", "T", "slice", "expand", "0d", "empty"),
@@ -2596,6 +2633,10 @@ OPS += [
     OpInfo("_rms_norm", _np_norm(True), kind="plain", dtypes=FLOATS, unsupported=NotImplementedError,
            variants="F", samples=_norm_samples, layouts=("contig", "T", "slice", "expand", "0d", "empty"),
            call=_norm_call(True), tol={"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}),
+    OpInfo("_native_layer_norm_backward", _np_ln_backward, kind="plain", dtypes=FLOATS,
+           unsupported=NotImplementedError, variants="F", samples=_ln_backward_samples,
+           layouts=("contig", "T", "slice", "0d"), call=_ln_backward_call,
+           tol={"float16": (3e-2, 3e-2), "bfloat16": (1e-1, 1e-1)}),
     OpInfo("embedding", lambda w, i, padding_idx=None: np.asarray(w)[np.asarray(i)], kind="plain",
            dtypes=DTYPES, variants="F", samples=_embedding_samples, layouts=("contig",),
            call=lambda L, w, i, **kw: L.nn.functional.embedding(i, w, **kw)),

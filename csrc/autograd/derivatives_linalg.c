@@ -18,10 +18,32 @@ static PyObject *scaled(Scratch *s, PyObject *x, PyObject *alpha) {
 }
 #define SCALED(x, a) scaled(S, (x), (a))
 
+/* A matrix stored column by column, as w.t() of a contiguous w is. */
+static bool col_major(PyObject *t) {
+    const EmTensor *x = (const EmTensor *)t;
+    return x && em_is_tensor(t) && x->ndim == 2 && x->strides[0] == 1 && x->strides[1] == x->sizes[0] && x->sizes[1] > 1;
+}
+
+/* The gradients of a @ b: g @ b^T and a^T @ g, each computed in the
+ * layout of its input — for a column-major input as the transpose of the
+ * product taken the other way round — so that the gradient of a linear
+ * layer's weight (seen through w.t()) arrives contiguous for .grad and is
+ * not copied there. */
+#define CALL1(s, id, a) call(s, EM_OP_##id, 1, (a), NULL, NULL, NULL)
+#define CALL2(s, id, a, b) call(s, EM_OP_##id, 2, (a), (b), NULL, NULL)
+static PyObject *mm_grad_a(Scratch *s, PyObject *g, PyObject *a, PyObject *b) {
+    if (col_major(a)) return CALL1(s, t, CALL2(s, mm, b, CALL1(s, t, g)));
+    return CALL2(s, mm, g, CALL1(s, t, b));
+}
+static PyObject *mm_grad_b(Scratch *s, PyObject *g, PyObject *a, PyObject *b) {
+    if (col_major(b)) return CALL1(s, t, CALL2(s, mm, CALL1(s, t, g), a));
+    return CALL2(s, mm, CALL1(s, t, a), g);
+}
+
 static int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
-    if (need(n, 0)) SET(0, OP2(mm, G(0), OP1(t, IN(1))));
-    if (need(n, 1)) SET(1, OP2(mm, OP1(t, IN(0)), G(0)));
+    if (need(n, 0)) SET(0, mm_grad_a(S, G(0), IN(0), IN(1)));
+    if (need(n, 1)) SET(1, mm_grad_b(S, G(0), IN(0), IN(1)));
     END;
 }
 
@@ -104,8 +126,8 @@ static int bw_outer(EmNode *n, EmTensor **go, EmTensor **gi) {
 static int bw_addmm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, SCALED(G(0), BETA));
-    if (need(n, 1)) SET(1, SCALED(OP2(mm, G(0), OP1(t, IN(2))), ALPHA));
-    if (need(n, 2)) SET(2, SCALED(OP2(mm, OP1(t, IN(1)), G(0)), ALPHA));
+    if (need(n, 1)) SET(1, SCALED(mm_grad_a(S, G(0), IN(1), IN(2)), ALPHA));
+    if (need(n, 2)) SET(2, SCALED(mm_grad_b(S, G(0), IN(1), IN(2)), ALPHA));
     END;
 }
 

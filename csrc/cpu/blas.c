@@ -40,6 +40,77 @@ void em_blas_set_threads(int n) {
 #endif
 }
 
+/* Note [one thread pool]: OpenBLAS normally runs its parallel GEMMs on its
+ * own pthreads, which spin for a long while after each call and so take
+ * the cores from ember's OpenMP threads in the op that follows (a GPT
+ * training step spent a third of its time in OpenBLAS's idle loop). Since
+ * 0.3.27 OpenBLAS can hand its jobs to a callback instead: ember runs them
+ * on its OpenMP team, so one pool of threads does all the work, as in
+ * PyTorch. OpenBLAS's jobs wait on each other, so they must all run at
+ * once: inside an OpenMP region (where a nested team would get a single
+ * thread) they get threads of their own. */
+#if defined(EM_CBLAS) && defined(_OPENMP)
+#include <omp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#if defined(EM_BLAS_SCIPY)
+#define EM_BLAS_CALLBACK scipy_openblas_set_threads_callback_function
+#else
+#define EM_BLAS_CALLBACK openblas_set_threads_callback_function
+#endif
+typedef void (*BlasJob)(int thread_num, void *jobdata, int dojob_data);
+typedef void (*BlasThreads)(int sync, BlasJob dojob, int numjobs, size_t elsize, void *jobdata,
+                            int dojob_data);
+void EM_BLAS_CALLBACK(BlasThreads cb) __attribute__((weak)); /* absent before OpenBLAS 0.3.27 */
+
+typedef struct {
+    BlasJob job;
+    int i, dd;
+    void *data;
+} JobArg;
+
+static void *run_job(void *p) {
+    JobArg *a = p;
+    a->job(a->i, a->data, a->dd);
+    return NULL;
+}
+
+static void blas_jobs(int sync, BlasJob job, int n, size_t elsize, void *data, int dd) {
+    (void)sync; /* always synchronous: every job has finished when this returns */
+    if (n <= 1) {
+        if (n == 1) job(0, data, dd);
+        return;
+    }
+    if (!omp_in_parallel() && !omp_get_dynamic() && omp_get_thread_limit() >= n) {
+#pragma omp parallel for schedule(static, 1) num_threads(n)
+        for (int i = 0; i < n; i++) job(i, (char *)data + (size_t)i * elsize, dd);
+        return;
+    }
+    pthread_t *th = malloc(sizeof(pthread_t) * (size_t)n);
+    JobArg *args = malloc(sizeof(JobArg) * (size_t)n);
+    bool *started = calloc((size_t)n, sizeof(bool));
+    for (int i = 0; i < n; i++) {
+        args[i] = (JobArg){job, i, dd, (char *)data + (size_t)i * elsize};
+        /* job 0 runs here; the others on threads of their own */
+        if (i > 0 && th && args && started) started[i] = pthread_create(&th[i], NULL, run_job, &args[i]) == 0;
+    }
+    job(0, data, dd);
+    for (int i = 1; i < n; i++)
+        if (started && started[i]) pthread_join(th[i], NULL);
+    free(th);
+    free(args);
+    free(started);
+}
+
+void em_blas_init(int threads) {
+    em_blas_set_threads(threads);
+    const char *e = getenv("EMBER_BLAS_POOL");
+    if (EM_BLAS_CALLBACK && !(e && !strcmp(e, "openblas"))) EM_BLAS_CALLBACK(blas_jobs);
+}
+#else
+void em_blas_init(int threads) { em_blas_set_threads(threads); }
+#endif
+
 bool em_gemm_uses_blas(EmDType d) {
 #ifdef EM_CBLAS
     return d == EM_FLOAT32 || d == EM_FLOAT64;

@@ -28,5 +28,7 @@ bool em_gemm_uses_blas(EmDType d);
 double em_dot_f64(int64_t n, const double *x, int64_t incx, const double *y, int64_t incy);
 float em_dot_f32(int64_t n, const float *x, int64_t incx, const float *y, int64_t incy);
 void em_blas_set_threads(int n);
+/* At import: BLAS uses `threads` threads, from ember's OpenMP pool (Note [one thread pool]). */
+void em_blas_init(int threads);
 extern const char *em_blas_name;
 #endif

@@ -6,7 +6,10 @@
  *
  * _native_layer_norm returns (y, mean, rstd) with mean/rstd shaped
  * input.shape[:axis] + (1,) * len(normalized_shape) (torch's layout) so the
- * formula can reuse them; _rms_norm returns (y, rstd). */
+ * formula can reuse them; _rms_norm returns (y, rstd).
+ * _native_layer_norm_backward is layer_norm's first-order backward in one
+ * pass per row (the formula uses it unless the gradient is itself to be
+ * differentiated). */
 #include "../ember.h"
 #include "../cpu/reduce.h" /* EM_CLONES */
 #include <math.h>
@@ -186,3 +189,142 @@ done:
 
 PyObject *em_impl__native_layer_norm(EmCall *c) { return normalize(c, false); }
 PyObject *em_impl__rms_norm(EmCall *c) { return normalize(c, true); }
+
+/* ------------------------------------------------------------ backward */
+
+/* One row of layer_norm's backward, x̂ = (x - mean)·rstd, gw = g·w:
+ *   dx = rstd·(gw - mean(gw) - x̂·mean(gw·x̂)),
+ * and the row's share of dw = Σ g·x̂ and db = Σ g added to dw/db. */
+#define LN_BWD_ROW(NAME, T)                                                                         \
+    EM_CLONES static void NAME(const T *g, const T *x, T mean, T rstd, const T *w, T *dx, T *dw,     \
+                               T *db, int64_t n) {                                                  \
+        T s1 = 0, s2 = 0;                                                                           \
+        for (int64_t i = 0; i < n; i++) {                                                           \
+            T xh = (x[i] - mean) * rstd, gw = w ? g[i] * w[i] : g[i];                               \
+            s1 += gw;                                                                               \
+            s2 += gw * xh;                                                                          \
+            dw[i] += g[i] * xh;                                                                     \
+            db[i] += g[i];                                                                          \
+        }                                                                                           \
+        const T m1 = s1 / (T)n, m2 = s2 / (T)n;                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                           \
+            T xh = (x[i] - mean) * rstd, gw = w ? g[i] * w[i] : g[i];                               \
+            dx[i] = rstd * (gw - m1 - xh * m2);                                                     \
+        }                                                                                           \
+    }
+LN_BWD_ROW(ln_bwd_row_f32, float)
+LN_BWD_ROW(ln_bwd_row_f64, double)
+
+/* Every row, threaded: each thread sums its rows' dw/db into its own slice
+ * of `part` (nt x 2n, zeroed), which are then added up in order. */
+#define LN_BWD_ROWS(NAME, ROW, T)                                                                   \
+    static void NAME(const void *gv, const void *xv, const void *mv, const void *sv, const void *wv,  \
+                     void *dxv, void *dwv, void *dbv, void *partv, int nt, int64_t rows, int64_t n) { \
+        const T *g = gv, *x = xv, *mean = mv, *rstd = sv, *w = wv;                                  \
+        T *dx = dxv, *dw = dwv, *db = dbv, *part = partv;                                           \
+        OMP_ROWS                                                                                    \
+        for (int t = 0; t < nt; t++) {                                                              \
+            int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;                                   \
+            T *pw = part + (size_t)t * 2 * n, *pb = pw + n;                                         \
+            for (int64_t r = r0; r < r1; r++)                                                       \
+                ROW(g + r * n, x + r * n, mean[r], rstd[r], w, dx + r * n, pw, pb, n);              \
+        }                                                                                           \
+        for (int64_t i = 0; i < n; i++) {                                                           \
+            T sw = 0, sb = 0;                                                                       \
+            for (int t = 0; t < nt; t++) sw += part[(size_t)t * 2 * n + i], sb += part[(size_t)t * 2 * n + n + i]; \
+            dw[i] = sw;                                                                             \
+            db[i] = sb;                                                                             \
+        }                                                                                           \
+    }
+LN_BWD_ROWS(ln_bwd_rows_f32, ln_bwd_row_f32, float)
+LN_BWD_ROWS(ln_bwd_rows_f64, ln_bwd_row_f64, double)
+
+/* a contiguous copy of t in dtype ct whose shape must be `want` */
+static EmTensor *operand(EmTensor *t, const char *what, int nd, const int64_t *want, EmDType ct) {
+    bool ok = t->ndim == nd;
+    for (int i = 0; ok && i < nd; i++) ok = t->sizes[i] == want[i];
+    if (!ok) {
+        char a[256], b[256];
+        shape_str(a, sizeof a, t->ndim, t->sizes);
+        shape_str(b, sizeof b, nd, want);
+        PyErr_Format(PyExc_RuntimeError, "native_layer_norm_backward: expected %s of shape %s, but got %s", what,
+                     b, a);
+        return NULL;
+    }
+    EmTensor *c = em_to_dtype(t, ct, false), *r = c ? em_contiguous(c) : NULL;
+    Py_XDECREF(c);
+    return r;
+}
+
+/* (grad_out, input, normalized_shape, mean, rstd, weight?) -> (grad_input, grad_weight, grad_bias) */
+PyObject *em_impl__native_layer_norm_backward(EmCall *c) {
+    EmTensor *g = em_arg_tensor(c, 0), *in = em_arg_tensor(c, 1), *m = em_arg_tensor(c, 3),
+             *s = em_arg_tensor(c, 4), *w = em_arg_tensor(c, 5);
+    int64_t ns[EM_MAX_DIMS], stat[EM_MAX_DIMS];
+    int nn = 0;
+    if (em_arg_intlist(c, 2, &nn, ns) < 0) return NULL;
+    bool fits = nn >= 1 && in->ndim >= nn;
+    for (int i = 0; fits && i < nn; i++) fits = in->sizes[in->ndim - nn + i] == ns[i];
+    if (!fits) {
+        char a[256], b[256];
+        shape_str(a, sizeof a, nn, ns);
+        shape_str(b, sizeof b, in->ndim, in->sizes);
+        PyErr_Format(PyExc_RuntimeError, "native_layer_norm_backward: normalized_shape %s does not end input's "
+                     "shape %s", a, b);
+        return NULL;
+    }
+    if (!em_is_float(in->dtype)) {
+        PyErr_Format(PyExc_NotImplementedError, "\"LayerNormBackwardKernelImpl\" not implemented for '%s'",
+                     cpp_type((EmDType)in->dtype));
+        return NULL;
+    }
+    EmDType dt = (EmDType)in->dtype, ct = dt == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
+    int axis = in->ndim - nn;
+    int64_t rows = 1, n = 1;
+    for (int d = 0; d < in->ndim; d++) {
+        if (d < axis) rows *= in->sizes[d];
+        else n *= in->sizes[d];
+        stat[d] = d < axis ? in->sizes[d] : 1;
+    }
+    int nt = 1;
+    if (em_num_threads > 1 && rows > 1 && rows * n >= 2 * EM_GRAIN)
+        nt = em_num_threads < rows ? em_num_threads : (int)rows;
+    EmTensor *gc = NULL, *xc = NULL, *mc = NULL, *sc = NULL, *wc = NULL, *dx = NULL, *dw = NULL, *db = NULL,
+             *part = NULL, *dxo = NULL, *dwo = NULL, *dbo = NULL;
+    PyObject *res = NULL;
+    int64_t psize = (int64_t)nt * 2 * n;
+    if (!(gc = operand(g, "grad_out", in->ndim, in->sizes, ct)) || !(xc = operand(in, "input", in->ndim, in->sizes, ct)) ||
+        !(mc = operand(m, "mean", in->ndim, stat, ct)) || !(sc = operand(s, "rstd", in->ndim, stat, ct)) ||
+        (w && !(wc = operand(w, "weight", nn, ns, ct))))
+        goto done;
+    if (!(dx = em_empty(in->ndim, in->sizes, ct, em_cpu())) || !(dw = em_empty(nn, ns, ct, em_cpu())) ||
+        !(db = em_empty(nn, ns, ct, em_cpu())) || !(part = em_zeros(1, &psize, ct, em_cpu())))
+        goto done;
+    {
+        PyThreadState *ts = rows * n >= 65536 ? PyEval_SaveThread() : NULL;
+        if (ct == EM_FLOAT32)
+            ln_bwd_rows_f32(em_data(gc), em_data(xc), em_data(mc), em_data(sc), wc ? em_data(wc) : NULL,
+                            em_data(dx), em_data(dw), em_data(db), em_data(part), nt, rows, n);
+        else
+            ln_bwd_rows_f64(em_data(gc), em_data(xc), em_data(mc), em_data(sc), wc ? em_data(wc) : NULL,
+                            em_data(dx), em_data(dw), em_data(db), em_data(part), nt, rows, n);
+        if (ts) PyEval_RestoreThread(ts);
+    }
+    EmDType pdt = w ? (EmDType)w->dtype : dt;
+    if ((dxo = em_to_dtype(dx, dt, false)) && (dwo = em_to_dtype(dw, pdt, false)) && (dbo = em_to_dtype(db, pdt, false)))
+        res = PyTuple_Pack(3, dxo, dwo, dbo);
+done:
+    Py_XDECREF(gc);
+    Py_XDECREF(xc);
+    Py_XDECREF(mc);
+    Py_XDECREF(sc);
+    Py_XDECREF(wc);
+    Py_XDECREF(dx);
+    Py_XDECREF(dw);
+    Py_XDECREF(db);
+    Py_XDECREF(part);
+    Py_XDECREF(dxo);
+    Py_XDECREF(dwo);
+    Py_XDECREF(dbo);
+    return res;
+}

@@ -1,8 +1,11 @@
 /* sum_to.c — Tensor.sum_to_size: sum a tensor down to a shape it was
  * broadcast from (integer and bool sums give int64, as torch's). The
- * autograd engine uses it to undo broadcasting in gradients. Accumulates in
- * double (int64 for integers) over a plain multi-index walk. */
+ * autograd engine uses it to undo broadcasting in gradients (bias gradients
+ * of every linear layer), so it is one pass of the sum reduction. */
 #include "../ember.h"
+#include "../cpu/reduce.h"
+
+extern const EmReduceKernels em_reduce_sum;
 
 static int expandable_to(int nd, const int64_t *shape, const EmTensor *t) {
     if (nd > t->ndim) return 0;
@@ -22,37 +25,29 @@ EmTensor *em_sum_to(EmTensor *t, int nd, const int64_t *shape) {
     }
     if (nd == t->ndim && !memcmp(shape, t->sizes, nd * sizeof(int64_t))) return (EmTensor *)Py_NewRef(t);
     if (em_check_cpu(t, "sum_to_size") < 0) return NULL;
-    EmDType d = (EmDType)t->dtype, acc = em_is_float(d) ? EM_FLOAT64 : EM_INT64;
-    EmTensor *sum = em_zeros(nd, shape, acc, em_cpu()), *res = NULL;
-    EmTensor *src = em_to_dtype(t, acc, false);
-    if (!sum || !src) goto done;
-    /* map each source element to its target: leading dims and size-1 target dims collapse */
+    /* one reduction over the leading dims and the dims the target has as 1 */
+    EmDType d = (EmDType)t->dtype, acc = em_is_float(d) ? d : EM_INT64;
     int lead = t->ndim - nd;
-    int64_t tstride[EM_MAX_DIMS], idx[EM_MAX_DIMS] = {0}, tgt = 0, srcoff = 0;
+    uint64_t mask = 0;
+    int64_t kept[EM_MAX_DIMS];
     for (int dd = 0; dd < t->ndim; dd++) {
         int td = dd - lead;
-        tstride[dd] = td < 0 || shape[td] == 1 ? 0 : sum->strides[td];
+        bool reduced = td < 0 || (shape[td] == 1 && t->sizes[dd] != 1);
+        if (reduced) mask |= (uint64_t)1 << dd;
+        kept[dd] = reduced ? 1 : t->sizes[dd];
     }
-    char *sp = em_data(src);
-    int isz = 8;
-    for (int64_t n = 0; n < t->numel; n++) {
-        if (acc == EM_FLOAT64)
-            ((double *)em_data(sum))[tgt] += *(double *)(sp + srcoff * isz);
-        else
-            ((int64_t *)em_data(sum))[tgt] += *(int64_t *)(sp + srcoff * isz);
-        for (int dd = t->ndim - 1; dd >= 0; dd--) { /* odometer step */
-            if (++idx[dd] < t->sizes[dd]) {
-                tgt += tstride[dd];
-                srcoff += src->strides[dd];
-                break;
-            }
-            tgt -= tstride[dd] * (t->sizes[dd] - 1);
-            srcoff -= src->strides[dd] * (t->sizes[dd] - 1);
-            idx[dd] = 0;
-        }
+    EmTensor *src = acc == d ? (EmTensor *)Py_NewRef(t) : em_to_dtype(t, acc, false);
+    EmTensor *sum = src ? em_empty(t->ndim, kept, acc, em_cpu()) : NULL, *res = NULL;
+    if (sum) {
+        EmReduceConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.kernel = &em_reduce_sum.k[acc];
+        cfg.in = src;
+        cfg.mask = mask;
+        cfg.out[0] = sum;
+        cfg.params.divisor = 1.0;
+        if (em_reduce_run(&cfg) == 0) res = em_reshape(sum, nd, kept + lead); /* drops the leading 1s */
     }
-    res = em_to_dtype(sum, em_is_float(d) ? d : EM_INT64, false); /* integer sums are int64 */
-done:
     Py_XDECREF(sum);
     Py_XDECREF(src);
     return res;

@@ -94,7 +94,21 @@ static PyObject *build_info(PyObject *m, PyObject *u) {
     return Py_BuildValue("{s:s,s:O}", "blas", em_blas_name, "openmp", omp ? Py_True : Py_False);
 }
 
+static PyObject *cpu_cache_info(PyObject *m, PyObject *u) {
+    int64_t s[3];
+    em_cpu_cache_stats(s);
+    return Py_BuildValue("{s:L,s:L,s:L}", "cached_bytes", (long long)s[0], "hits", (long long)s[1],
+                         "misses", (long long)s[2]);
+}
+
+static PyObject *cpu_cache_clear(PyObject *m, PyObject *u) {
+    em_cpu_cache_clear();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_cpu_cache_info", cpu_cache_info, METH_NOARGS, "The CPU block cache's counters (Note [CPU block cache])."},
+    {"_cpu_cache_clear", cpu_cache_clear, METH_NOARGS, "Return the CPU block cache's blocks to the system."},
     {"_op_names", em_op_names, METH_NOARGS, "Names of every op in the op table."},
     {"_set_helpers", em_set_helpers, METH_O, "Register Python helpers (repr, ...)."},
     {"_from_bytes", em_from_bytes, METH_VARARGS, "A tensor from raw bytes (unpickling)."},
@@ -123,6 +137,7 @@ PyMODINIT_FUNC PyInit__C(void) {
 #ifdef _OPENMP
     em_num_threads = omp_get_max_threads();
 #endif
+    em_blas_init(em_num_threads);
     if (em_init_dtypes(m) < 0 || em_init_devices(m) < 0 || em_init_storage(m) < 0 ||
         em_init_size(m) < 0 || em_init_generator(m) < 0 || em_init_tensor_type(m) < 0 ||
         em_init_factories(m) < 0 || em_init_random(m) < 0 || em_init_return_types(m) < 0 ||
