@@ -220,12 +220,17 @@ void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, co
     }
     if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0) {
         int A = ta ? CBLAS_TRANS : CBLAS_NO_TRANS, B = tb ? CBLAS_TRANS : CBLAS_NO_TRANS;
+        /* small products on one thread (callers that run GEMMs in parallel
+         * already set BLAS to one thread around their region) */
+        bool one_thread = parallel && em_num_threads > 1 && (double)m * n * k <= EM_BLAS_SINGLE_THREAD_MNK;
+        if (one_thread) EM_BLAS_THREADS(1);
         if (d == EM_FLOAT32)
             EM_CBLAS(sgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, (float)fa, a, (int)lda,
                             b, (int)ldb, (float)fb, c, (int)ldc);
         else
             EM_CBLAS(dgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, fa, a, (int)lda, b,
                             (int)ldb, fb, c, (int)ldc);
+        if (one_thread) EM_BLAS_THREADS(em_num_threads);
         return;
     }
 #endif
