@@ -1,8 +1,8 @@
 """examples/quickstart.ipynb keeps working: its code cells run in order in one
 namespace (here, in-process: no Jupyter needed; a cell that raises fails the
 test), again with `import torch` in place of ember where PyTorch is installed,
-and in a real Jupyter kernel through nbclient where nbclient and ipykernel are
-installed (`pip install ".[dev]"`). The committed notebook carries the outputs
+and in a real Jupyter kernel through nbclient (nbclient and ipykernel are in
+the test extra; those tests skip where they are missing). The committed notebook carries the outputs
 of a real run."""
 import json
 import os
