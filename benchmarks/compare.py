@@ -256,6 +256,53 @@ CASES += [
 ]
 
 
+
+# pooling and batch norm (poolnorm part: ops/poolnorm.c, cpu/poolnorm.c): an
+# image batch of (32, 64, 32, 32) float32 (smaller in --smoke runs)
+def _nchw(lib, n):
+    c = 64 if n >= 64 * 1024 else 4
+    x = inputs(lib, max(c * 1024, n - n % (c * 1024)), 1)[0]
+    return x.reshape(-1, c, 32, 32)
+
+
+def _pool_step(m, x, backward):
+    F = m.nn.functional
+    if not backward:
+        return lambda: F.max_pool2d(x, 2)
+    x = x.clone().requires_grad_()
+    gy = F.max_pool2d(x.detach(), 2) * 0 + 1
+
+    def step():
+        x.grad = None
+        F.max_pool2d(x, 2).backward(gy)
+    return step
+
+
+def _batch_norm_step(m, x):
+    F, c = m.nn.functional, x.shape[1]
+    x = x.clone().requires_grad_()
+    w, b = m.ones(c, requires_grad=True), m.zeros(c, requires_grad=True)
+    rm, rv, gy = m.zeros(c), m.ones(c), x.detach() * 0 + 1
+
+    def step():
+        x.grad = w.grad = b.grad = None
+        F.batch_norm(x, rm, rv, w, b, training=True).backward(gy)
+    return step
+
+
+def _image_libs(make):
+    return {lib: (lambda n, lib=lib: make(module(lib), _nchw(lib, n))) for lib in ("ember", "torch")}
+
+
+CASES += [
+    Case("max_pool2d 2x2, 32x64x32x32 f32", 32 * 64 * 1024, _image_libs(lambda m, x: _pool_step(m, x, False)),
+         targets={"torch": ("<=", 1.25)}),
+    Case("max_pool2d 2x2 fwd+bwd, 32x64x32x32 f32", 32 * 64 * 1024,
+         _image_libs(lambda m, x: _pool_step(m, x, True)), targets={"torch": ("<=", 1.25)}),
+    Case("batch_norm train fwd+bwd, 32x64x32x32 f32", 32 * 64 * 1024, _image_libs(_batch_norm_step),
+         targets={"torch": ("<=", 1.25)}),
+]
+
 # the training benchmark (benchmarks/gpt.py): one nanoGPT-style step,
 # 4 layers, 256 wide, 64 tokens, batch 8, AdamW
 def _gpt(lib, n):

@@ -2860,6 +2860,275 @@ OPS += [
            call=_act_fn("glu"), layouts=("contig", "T", "slice", "empty")),
 ]
 
+# ---------------------------------------------------------------------------
+# 2-d pools and batch / group norm (poolnorm part: ops/poolnorm.c). Reached
+# through nn.functional; the fused backward ops through ember._C and
+# torch.ops.aten. References: loops over the windows in float64.
+# tests/test_nn_pool.py, test_nn_batchnorm.py and autograd_cases_poolnorm.py
+# test them further.
+def _pn_out(n, k, s, p, d, ceil):
+    span = n + 2 * p - d * (k - 1) - 1
+    out = (-(-span // s) if ceil else span // s) + 1
+    return out - 1 if ceil and (out - 1) * s >= n + p else out
+
+
+def _pn_taps(o, n, k, s, p, d):
+    return [t for t in (o * s - p + i * d for i in range(k)) if 0 <= t < n]
+
+
+def _np_max_pool(x, k, s, p, d, ceil):
+    """(values, flat indices): the first maximum of each window, in row-major order."""
+    x = np.asarray(x)
+    (H, W), lead = x.shape[-2:], x.shape[:-2]
+    OH, OW = _pn_out(H, k[0], s[0], p[0], d[0], ceil), _pn_out(W, k[1], s[1], p[1], d[1], ceil)
+    out, idx = np.zeros(lead + (OH, OW), np.float64), np.zeros(lead + (OH, OW), np.int64)
+    for oh in range(OH):
+        for ow in range(OW):
+            pos = [h * W + w for h in _pn_taps(oh, H, k[0], s[0], p[0], d[0])
+                   for w in _pn_taps(ow, W, k[1], s[1], p[1], d[1])]
+            vals = x.reshape(lead + (H * W,))[..., pos].astype(np.float64)
+            best = np.argmax(vals, axis=-1)
+            idx[..., oh, ow] = np.asarray(pos)[best]
+            out[..., oh, ow] = np.take_along_axis(vals, best[..., None], -1)[..., 0]
+    return out, idx
+
+
+def _np_avg_windows(H, W, k, s, p, ceil, cip, div):
+    """[(oh, ow, rows, cols, divisor)] of avg_pool2d."""
+    OH, OW = _pn_out(H, k[0], s[0], p[0], 1, ceil), _pn_out(W, k[1], s[1], p[1], 1, ceil)
+    wins = []
+    for oh in range(OH):
+        for ow in range(OW):
+            h0, w0 = oh * s[0] - p[0], ow * s[1] - p[1]
+            h1, w1 = min(h0 + k[0], H + p[0]), min(w0 + k[1], W + p[1])
+            rows, cols = range(max(h0, 0), min(h1, H)), range(max(w0, 0), min(w1, W))
+            n = div or ((h1 - h0) * (w1 - w0) if cip else len(rows) * len(cols))
+            wins.append((oh, ow, rows, cols, n))
+    return wins, OH, OW
+
+
+def _np_adaptive_windows(H, W, OH, OW):
+    return [(oh, ow, range(oh * H // OH, -(-(oh + 1) * H // OH)), range(ow * W // OW, -(-(ow + 1) * W // OW)),
+             None) for oh in range(OH) for ow in range(OW)]
+
+
+def _np_pool_apply(x, wins, OH, OW):
+    x = np.asarray(x, np.float64)
+    out = np.zeros(x.shape[:-2] + (OH, OW))
+    for oh, ow, rows, cols, n in wins:
+        out[..., oh, ow] = x[..., rows.start:rows.stop, cols.start:cols.stop].sum((-1, -2)) / (n or len(rows) * len(cols))
+    return out
+
+
+def _np_pool_spread(g, size, wins):
+    g, gi = np.asarray(g, np.float64), np.zeros(tuple(size))
+    for oh, ow, rows, cols, n in wins:
+        gi[..., rows.start:rows.stop, cols.start:cols.stop] += (g[..., oh, ow] / (n or len(rows) * len(cols)))[..., None, None]
+    return gi
+
+
+def _np_avg_pool(x, k, s, p, ceil=False, cip=True, div=None):
+    x = np.asarray(x)
+    wins, OH, OW = _np_avg_windows(*x.shape[-2:], k, s, p, ceil, cip, div)
+    out = _np_pool_apply(x, wins, OH, OW)
+    return np.trunc(out) if x.dtype.kind in "iu" else out  # integer pools divide as C does
+
+
+def _pn_values(rng, dtype, shape):
+    if is_float(dtype):  # distinct values: no ties for the maximum
+        return rng.permutation(np.prod(shape)).reshape(shape) / 4 - 5
+    return gen_values(rng, dtype, shape)
+
+
+def _pool_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    t = lambda *shape: TS(_pn_values(rng, dtype, shape), dtype)  # noqa: E731
+    if op.name == "_max_pool2d_with_indices":
+        return [Sample((t(2, 3, 6, 7), (2, 2), (2, 2), (0, 0), (1, 1), False)),
+                Sample((t(3, 7, 6), (3, 3), (2, 2), (1, 1), (1, 1), True), desc="unbatched, ceil_mode"),
+                Sample((t(2, 2, 7, 8), (2, 3), (1, 2), (1, 1), (2, 1), False), desc="dilation")]
+    if op.name == "_avg_pool2d":
+        return [Sample((t(2, 3, 6, 7), (2, 2), (2, 2), (0, 0))),
+                Sample((t(3, 7, 6), (3, 3), (2, 2), (1, 1), True, False), desc="unbatched, ceil_mode, no pad count"),
+                Sample((t(2, 2, 5, 8), (2, 3), (1, 2), (1, 1), False, True, 5), desc="divisor_override")]
+    return [Sample((t(2, 3, 7, 8), (3, 5))), Sample((t(3, 6, 4), (4, 4)), desc="unbatched, upsampling"),
+            Sample((t(2, 3, 7, 8), (1, 1)), desc="one window")]
+
+
+def _pool_expect(op, sample, values):
+    out, idx = _np_max_pool(*values)
+    dt = sample.args[0].dtype
+    return (quantize(out, dt), idx), (dt, "int64")
+
+
+def _pool_bw_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    t = lambda *shape: TS(_pn_values(rng, dtype, shape), dtype)  # noqa: E731
+    if op.name == "_max_pool2d_backward":  # (x, g, k, s, p, d, ceil): the forward's indices, then the scatter
+        return [Sample((t(2, 3, 6, 7), t(2, 3, 3, 3), (2, 2), (2, 2), (0, 0), (1, 1), False)),
+                Sample((t(3, 5, 6), t(3, 4, 5), (2, 2), (1, 1), (0, 0), (1, 1), False), desc="overlapping")]
+    if op.name == "_avg_pool2d_backward":  # (g, input_size, k, s, p, ceil, cip, div)
+        return [Sample((t(2, 3, 3, 3), (2, 3, 6, 7), (2, 2), (2, 2), (0, 0), False, True, None)),
+                Sample((t(3, 4, 4), (3, 7, 6), (3, 3), (2, 2), (1, 1), True, False, None), desc="ceil, no pad count"),
+                Sample((t(2, 2, 6, 4), (2, 2, 5, 8), (2, 3), (1, 2), (1, 1), False, True, 5), desc="divisor")]
+    return [Sample((t(2, 3, 3, 5), (2, 3, 7, 8))), Sample((t(3, 4, 4), (3, 6, 4)), desc="upsampling")]
+
+
+def _max_pool_bw_call(L, x, g, k, s, p, d, ceil):
+    _, idx = L.nn.functional.max_pool2d(x, k, s, p, d, ceil, return_indices=True)
+    if L.__name__ == "ember":
+        return L._C._max_pool2d_backward(g, idx, x.shape)
+    return L.ops.aten.max_pool2d_with_indices_backward(g, x, k, s, p, d, ceil, idx)
+
+
+def _np_max_pool_bw(x, g, k, s, p, d, ceil):
+    _, idx = _np_max_pool(x, k, s, p, d, ceil)
+    lead, plane = x.shape[:-2], x.shape[-2] * x.shape[-1]
+    gi = np.zeros((int(np.prod(lead)), plane))
+    gf, idf = np.asarray(g, np.float64).reshape(len(gi), -1), idx.reshape(len(gi), -1)
+    for r in range(len(gi)):
+        np.add.at(gi[r], idf[r], gf[r])
+    return gi.reshape(x.shape)
+
+
+def _avg_pool_bw_call(L, g, size, k, s, p, ceil, cip, div):
+    if L.__name__ == "ember":
+        return L._C._avg_pool2d_backward(g, size, k, s, p, ceil, cip, div)
+    return L.ops.aten.avg_pool2d_backward(g, L.empty(size, dtype=g.dtype), k, s, p, ceil, cip, div)
+
+
+def _adaptive_bw_call(L, g, size):
+    if L.__name__ == "ember":
+        return L._C._adaptive_avg_pool2d_backward(g, size)
+    return L.ops.aten._adaptive_avg_pool2d_backward(g, L.empty(size, dtype=g.dtype))
+
+
+def _np_adaptive(x, size):
+    x = np.asarray(x)
+    return _np_pool_apply(x, _np_adaptive_windows(*x.shape[-2:], *size), *size)
+
+
+def _np_avg_pool_bw(g, size, k, s, p, ceil, cip, div):
+    return _np_pool_spread(g, size, _np_avg_windows(*size[-2:], k, s, p, ceil, cip, div)[0])
+
+
+def _np_adaptive_bw(g, size):
+    return _np_pool_spread(g, size, _np_adaptive_windows(*size[-2:], *np.shape(g)[-2:]))
+
+
+def _np_bn_stats(x, dims):
+    x = np.asarray(x, np.float64)
+    return x.mean(dims, keepdims=True), x.var(dims, keepdims=True)
+
+
+def _np_batch_norm(x, w, b, rm, rv, training, momentum, eps):
+    x = np.asarray(x, np.float64)
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    mean, var = _np_bn_stats(x, dims) if training else (np.reshape(rm, shape), np.reshape(rv, shape))
+    y = (x - mean) / np.sqrt(var + eps)
+    return y * (1 if w is None else np.reshape(w, shape)) + (0 if b is None else np.reshape(b, shape))
+
+
+def _np_group_norm(x, w, b, groups, eps):
+    x = np.asarray(x, np.float64)
+    xg = x.reshape(x.shape[0], groups, -1)
+    y = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + eps)).reshape(x.shape)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    return y * (1 if w is None else np.reshape(w, shape)) + (0 if b is None else np.reshape(b, shape))
+
+
+def _norm_samples_pn(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    t = lambda *shape: TS(gen_values(rng, dtype, shape, (-3, 3)), dtype)  # noqa: E731
+    v = lambda *shape: TS(gen_values(rng, dtype, shape, (0.5, 2)), dtype, False)  # noqa: E731
+    if op.name == "_native_batch_norm":
+        return [Sample((t(4, 3, 5), v(3), v(3), v(3), v(3), True, 0.1, 1e-5)),
+                Sample((t(2, 3, 4, 5), None, None, v(3), v(3), False, 0.1, 1e-3), desc="evaluation"),
+                Sample((t(6, 3), v(3), None, None, None, True, 0.1, 1e-5), desc="2-d, no running stats")]
+    return [Sample((t(2, 6, 5), v(6), v(6), 3, 1e-5)), Sample((t(3, 4, 2, 3), None, None, 1, 1e-3), desc="one group"),
+            Sample((t(2, 6), v(6), None, 2, 1e-5), desc="2-d")]
+
+
+def _bn_call(L, x, w, b, rm, rv, training, momentum, eps):
+    return L.nn.functional.batch_norm(x, rm, rv, w, b, training, momentum, eps)
+
+
+def _norm_bw_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    t = lambda *shape: TS(gen_values(rng, dtype, shape, (-3, 3)), dtype)  # noqa: E731
+    v = lambda *shape: TS(gen_values(rng, dtype, shape, (0.5, 2)), dtype, False)  # noqa: E731
+    if op.name == "_native_batch_norm_backward":  # (g, x, w, mean, invstd, train)
+        return [Sample((t(4, 3, 5), t(4, 3, 5), v(3), v(3), v(3), True)),
+                Sample((t(2, 3, 2, 2), t(2, 3, 2, 2), None, v(3), v(3), False), desc="evaluation, no weight")]
+    return [Sample((t(2, 6, 5), t(2, 6, 5), v(2, 3), v(2, 3), v(6), 3)),  # (g, x, mean, rstd, w, group)
+            Sample((t(3, 4), t(3, 4), v(3, 1), v(3, 1), None, 1), desc="2-d, one group, no weight")]
+
+
+def _bn_bw_call(L, g, x, w, mean, invstd, train):
+    if L.__name__ == "ember":
+        return L._C._native_batch_norm_backward(g, x, w, mean, invstd, train)
+    rv = 1 / (invstd.double() ** 2)  # evaluation reads the running statistics: var + eps = 1 / invstd^2
+    return L.ops.aten.native_batch_norm_backward(g, x, w, mean, rv.to(mean.dtype), mean, invstd, train, 0.0,
+                                                 [True, True, True])
+
+
+def _np_bn_bw(g, x, w, mean, invstd, train):
+    g, x = np.asarray(g, np.float64), np.asarray(x, np.float64)
+    dims, shape = (0,) + tuple(range(2, x.ndim)), (1, -1) + (1,) * (x.ndim - 2)
+    mean, inv = np.reshape(mean, shape).astype(np.float64), np.reshape(invstd, shape).astype(np.float64)
+    wv = 1.0 if w is None else np.reshape(w, shape).astype(np.float64)
+    xh = (x - mean) * inv
+    gx = wv * inv * (g - g.mean(dims, keepdims=True) - xh * (g * xh).mean(dims, keepdims=True)) if train \
+        else wv * inv * g
+    return gx, (g * xh).sum(dims), g.sum(dims)
+
+
+def _gn_bw_call(L, g, x, mean, rstd, w, group):
+    if L.__name__ == "ember":
+        return L._C._native_group_norm_backward(g, x, mean, rstd, w, group)
+    N, C = x.shape[:2]
+    return L.ops.aten.native_group_norm_backward(g, x, mean, rstd, w, N, C, x.numel() // max(N * C, 1), group,
+                                                 [True, True, True])
+
+
+def _np_gn_bw(g, x, mean, rstd, w, group):
+    g, x = np.asarray(g, np.float64), np.asarray(x, np.float64)
+    N, C = x.shape[:2]
+    shape, dims = (1, -1) + (1,) * (x.ndim - 2), (0,) + tuple(range(2, x.ndim))
+    wv = 1.0 if w is None else np.reshape(w, shape).astype(np.float64)
+    m3, r3 = np.reshape(mean, (N, group, 1)), np.reshape(rstd, (N, group, 1))
+    xh = ((x.reshape(N, group, -1) - m3) * r3).reshape(x.shape)
+    gw3, xh3 = (g * wv).reshape(N, group, -1), xh.reshape(N, group, -1)
+    gx = r3 * (gw3 - gw3.mean(-1, keepdims=True) - xh3 * (gw3 * xh3).mean(-1, keepdims=True))
+    return gx.reshape(x.shape), (g * xh).sum(dims), g.sum(dims)
+
+
+_PN_TOL = {"float16": (2e-2, 2e-2), "bfloat16": (6e-2, 6e-2)}
+_PN_LAYOUTS = ("contig", "T", "slice")
+_PN = dict(kind="plain", variants="F", layouts=_PN_LAYOUTS, tol=_PN_TOL)
+OPS += [
+    OpInfo("_max_pool2d_with_indices", _np_max_pool, dtypes=DTYPES[1:], samples=_pool_samples, expect=_pool_expect,
+           call=lambda L, x, *a: L.nn.functional.max_pool2d(x, *a, return_indices=True), **_PN),
+    OpInfo("_max_pool2d_backward", _np_max_pool_bw, dtypes=FLOATS, unsupported=None, samples=_pool_bw_samples,
+           call=_max_pool_bw_call, **_PN),
+    OpInfo("_avg_pool2d", _np_avg_pool, dtypes=FLOATS + ("int64",), samples=_pool_samples,
+           call=lambda L, x, *a: L.nn.functional.avg_pool2d(x, *a), **_PN),
+    OpInfo("_avg_pool2d_backward", _np_avg_pool_bw, dtypes=FLOATS, unsupported=None, samples=_pool_bw_samples,
+           call=_avg_pool_bw_call, **_PN),
+    OpInfo("_adaptive_avg_pool2d", _np_adaptive, dtypes=FLOATS, samples=_pool_samples,
+           call=lambda L, x, size: L.nn.functional.adaptive_avg_pool2d(x, size), **_PN),
+    OpInfo("_adaptive_avg_pool2d_backward", _np_adaptive_bw, dtypes=FLOATS, unsupported=None,
+           samples=_pool_bw_samples, call=_adaptive_bw_call, **_PN),
+    OpInfo("_native_batch_norm", _np_batch_norm, dtypes=FLOATS, samples=_norm_samples_pn, call=_bn_call, **_PN),
+    OpInfo("_native_batch_norm_backward", _np_bn_bw, dtypes=FLOATS, unsupported=None, samples=_norm_bw_samples,
+           call=_bn_bw_call, **_PN),
+    OpInfo("_native_group_norm", _np_group_norm, dtypes=FLOATS, samples=_norm_samples_pn,
+           call=lambda L, x, w, b, groups, eps: L.nn.functional.group_norm(x, groups, w, b, eps), **_PN),
+    OpInfo("_native_group_norm_backward", _np_gn_bw, dtypes=FLOATS, unsupported=None, samples=_norm_bw_samples,
+           call=_gn_bw_call, **_PN),
+]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 
 

@@ -25,6 +25,7 @@ import autograd_cases_index
 import autograd_cases_join
 import autograd_cases_loss
 import autograd_cases_nn
+import autograd_cases_poolnorm
 import autograd_cases_reduce
 from autograd_common import (ALL4, GC, S0, V4, X34, Y34, _calls, _ts, _vals, build)
 from op_db import DT, OPS_BY_NAME, TS, is_float, rng_for
@@ -243,6 +244,7 @@ INPLACE_VIEW_EXTRA = [
 # used, extra cases, second-derivative checks
 AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index, autograd_cases_nn,
          autograd_cases_loss, autograd_cases_act)
+AREAS += (autograd_cases_poolnorm,)
 DB_KINDS = {"ew", "view", "plain", "mm"}.union(*(m.DB_KINDS for m in AREAS))
 for _m in AREAS:
     for _op, _cs in _m.EXTRA.items():

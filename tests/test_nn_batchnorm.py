@@ -1,4 +1,4 @@
-"""batch_norm / group_norm and BatchNorm1d/2d / GroupNorm: values against
+"""batch_norm / group_norm (C kernels: csrc/ops/poolnorm.c) and BatchNorm1d/2d / GroupNorm: values against
 NumPy, running statistics by hand, gradcheck; values, gradients, running
 buffers and reprs against torch when installed."""
 import numpy as np
@@ -84,3 +84,76 @@ def test_modules_match_torch(name, args, shape):
             m.zero_grad()
         for a, b in zip(*res):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)
+
+
+def test_running_stats_written_in_place():
+    """The kernel writes the running statistics into the caller's tensors (any
+    dtype, views too) and bumps their version, as an in-place op does."""
+    x = RNG.standard_normal((5, 4, 3))
+    base = ember.zeros(2, 4, dtype=ember.float32)
+    rm, rv = base[1], ember.ones(4, dtype=ember.float32)
+    v0 = rv._version
+    F.batch_norm(ember.from_numpy(x), rm, rv, training=True, momentum=0.5)
+    np.testing.assert_allclose(base.numpy()[1], 0.5 * x.mean((0, 2)), rtol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), 0.5 + 0.5 * x.var((0, 2), ddof=1), rtol=1e-6)
+    assert rv._version > v0 and base.numpy()[0].sum() == 0
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'running_mean'"):
+        F.batch_norm(ember.from_numpy(x), ember.zeros(4, dtype=ember.float64, requires_grad=True), None,
+                     training=True)
+    with pytest.raises(RuntimeError, match="running_mean should contain 4 elements not 3"):
+        F.batch_norm(ember.from_numpy(x), ember.zeros(3), ember.ones(3))
+    with pytest.raises(RuntimeError, match="weight to be a vector of size equal to the number of channels"):
+        F.group_norm(ember.from_numpy(x), 2, ember.ones(3))
+    with pytest.raises(NotImplementedError):
+        F.batch_norm(ember.ones(4, 3, dtype=ember.int64), None, None, training=True)
+
+
+def test_statistics_by_hand():
+    """The C op's extra outputs: the batch's mean and 1 / sqrt(var + eps) per
+    channel (the running ones in evaluation); group norm's per (sample, group)."""
+    x = RNG.standard_normal((4, 3, 5))
+    _, mean, invstd = ember._C._native_batch_norm(ember.from_numpy(x), None, None, None, None, True, 0.1, 1e-3)
+    np.testing.assert_allclose(mean.numpy(), x.mean((0, 2)), rtol=1e-12)
+    np.testing.assert_allclose(invstd.numpy(), 1 / np.sqrt(x.var((0, 2)) + 1e-3), rtol=1e-12)
+    _, mean, rstd = ember._C._native_group_norm(ember.from_numpy(x.reshape(4, 3, 5)), None, None, 3, 1e-3)
+    np.testing.assert_allclose(mean.numpy(), x.mean(2), rtol=1e-12)
+    np.testing.assert_allclose(rstd.numpy(), 1 / np.sqrt(x.var(2) + 1e-3), rtol=1e-12)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_half_and_float_match_torch(dtype):
+    x = RNG.standard_normal((6, 4, 5, 3)) * 3 + 1
+    tol = {"float32": 1e-5, "float16": 2e-2, "bfloat16": 6e-2}[dtype]
+    res = []
+    for L in (ember, _torch):
+        xi = L.tensor(x).to(getattr(L, dtype)).requires_grad_()
+        rm, rv = L.zeros(4), L.ones(4)
+        y = L.nn.functional.batch_norm(xi, rm, rv, training=True) + L.nn.functional.group_norm(xi, 2)
+        y.backward(L.ones_like(y))
+        res.append([t.float().numpy() for t in (y.detach(), xi.grad, rm, rv)] + [str(y.dtype)[6:]])
+    assert res[0][-1] == res[1][-1]
+    for a, b in zip(res[0][:-1], res[1][:-1]):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["train", "eval", "group"])
+def test_double_backward_matches_torch(kind):
+    """Gradients of the gradients (through x and the affine parameters): the fused
+    backward must leave the statistics' paths to the formula."""
+    x, w, b = RNG.standard_normal((4, 6, 5)), RNG.standard_normal(6), RNG.standard_normal(6)
+    rms = RNG.standard_normal(6), RNG.random(6) + 0.5
+    res = []
+    for L in (ember, _torch):
+        xi, wi, bi = (L.tensor(v, requires_grad=True) for v in (x, w, b))
+        F_ = L.nn.functional
+        if kind == "group":
+            y = F_.group_norm(xi, 3, wi, bi)
+        else:
+            y = F_.batch_norm(xi, *(L.tensor(v) for v in rms), wi, bi, kind == "train")
+        gx, gw, gb = L.autograd.grad((y * y * y).sum(), (xi, wi, bi), create_graph=True)
+        (gx.sin().sum() + (gw * gw).sum() + gb.sum()).backward()
+        res.append([t.detach().numpy() for t in (y, gx, gw, gb, xi.grad, wi.grad)])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-9)

@@ -716,79 +716,38 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 # ---------------------------------------------------------------------------
-# pooling, composed on C ops: windows as an as_strided view of the padded
-# input, reduced by max (the gradient goes to the chosen element) or sum / count
+# pooling: C ops over (C, H, W) / (N, C, H, W) planes (csrc/ops/poolnorm.c);
+# the 1-d pools run on a height of one, as torch's do
 __all__ += ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d"]
 
 
-def _pool_out(n, k, s, p, d, ceil_mode):
-    span = n + 2 * p - d * (k - 1) - 1
-    if span < 0:
-        raise RuntimeError(f"Given input size {n} is too small for kernel {k} with padding {p} and dilation {d}")
-    out = (-(-span // s) if ceil_mode else span // s) + 1
-    if ceil_mode and (out - 1) * s >= n + p:
-        out -= 1  # the last window would start in the right padding
-    return out
-
-
-def _pool_geometry(x, k, s, p, d, ceil_mode):
-    """(oh, ow, extra_h, extra_w): output size and the overhang ceil_mode adds past the padding."""
-    H, W = x.shape[-2:]
-    if p[0] > k[0] // 2 or p[1] > k[1] // 2:
-        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={max(p)}, "
-                           f"kernel_size={max(k)} and dilation={max(d)}")
-    oh, ow = _pool_out(H, k[0], s[0], p[0], d[0], ceil_mode), _pool_out(W, k[1], s[1], p[1], d[1], ceil_mode)
-    eh = max((oh - 1) * s[0] + d[0] * (k[0] - 1) + 1 - (H + 2 * p[0]), 0)
-    ew = max((ow - 1) * s[1] + d[1] * (k[1] - 1) + 1 - (W + 2 * p[1]), 0)
-    return oh, ow, eh, ew
-
-
-def _windows(x, k, s, d, oh, ow, pads, fill):
-    """(N, C, oh, ow, kh * kw): the windows of x padded by pads = (left, right, top, bottom) with fill."""
-    if any(pads):
-        x = pad(x, pads, value=fill)
-    x = x.contiguous()
-    st = x.stride()
-    win = x.as_strided(tuple(x.shape[:2]) + (oh, ow, k[0], k[1]),
-                       (st[0], st[1], st[2] * s[0], st[3] * s[1], st[2] * d[0], st[3] * d[1]), x.storage_offset())
-    return win.reshape(x.shape[0], x.shape[1], oh, ow, k[0] * k[1])
-
-
 def _pool_args(input, name, spatial, kernel_size, stride, padding, dilation):
-    """The input as (N, C, H, W) and (kernel, stride, padding, dilation) as pairs (1-d pools: H = 1)."""
+    """The input as (C, H, W) or (N, C, H, W) and (kernel, stride, padding, dilation) as pairs (1-d pools: H = 1)."""
     want = (spatial + 1, spatial + 2)
     if input.dim() not in want:
         raise RuntimeError(f"{name}: Expected {want[0]}D or {want[1]}D (batch mode) tensor for input, but got "
                            f"{input.dim()}D")
-    x = input if input.dim() == want[1] else input.unsqueeze(0)
     if spatial == 1:
-        x = x.unsqueeze(-2)
+        x = input.unsqueeze(-2)
         lift = lambda v, one: (one, v if isinstance(v, int) else v[0])  # noqa: E731
     else:
+        x = input
         lift = lambda v, one: _pair(v, "kernel_size")  # noqa: E731
     stride = kernel_size if stride is None or (isinstance(stride, (list, tuple)) and not stride) else stride
     k, s, p, d = lift(kernel_size, 1), lift(stride, 1), lift(padding, 0), lift(dilation, 1)
     _check_window(k, s, d, p)
+    if p[0] > k[0] // 2 or p[1] > k[1] // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={max(p)}, "
+                           f"kernel_size={max(k)} and dilation={max(d)}")
     return x, k, s, p, d
-
-
-def _pool_result(out, input, spatial):
-    out = out.squeeze(-2) if spatial == 1 else out
-    return out if input.dim() == spatial + 2 else out.squeeze(0)
 
 
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, spatial):
     x, k, s, p, d = _pool_args(input, f"max_pool{spatial}d", spatial, kernel_size, stride, padding, dilation)
-    oh, ow, eh, ew = _pool_geometry(x, k, s, p, d, ceil_mode)
-    pads = (p[1], p[1] + ew, p[0], p[0] + eh)
-    values, pick = _windows(x, k, s, d, oh, ow, pads, float("-inf")).max(-1)
-    out = _pool_result(values, input, spatial)
-    if not return_indices:
-        return out
-    H, W = x.shape[-2:]
-    where = _windows(_C.arange(H * W).view(1, 1, H, W), k, s, d, oh, ow, pads, -1)
-    idx = where.expand(x.shape[0], x.shape[1], -1, -1, -1).gather(-1, pick.unsqueeze(-1)).squeeze(-1)
-    return out, _pool_result(idx, input, spatial)
+    out, idx = _C._max_pool2d_with_indices(x, k, s, p, d, bool(ceil_mode))
+    if spatial == 1:
+        out, idx = out.squeeze(-2), idx.squeeze(-2)
+    return (out, idx) if return_indices else out
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -796,62 +755,47 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if not return_indices and not input.dtype.is_floating_point:  # torch's kernel without indices: floats only
+        names = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long"}
+        raise NotImplementedError(f"\"max_pool1d_impl\" not implemented for '{names[str(input.dtype)[6:]]}'")
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
-
-
-def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, spatial):
-    x, k, s, p, d = _pool_args(input, f"avg_pool{spatial}d", spatial, kernel_size, stride, padding, 1)
-    oh, ow, eh, ew = _pool_geometry(x, k, s, p, d, ceil_mode)
-    total = _windows(x, k, s, d, oh, ow, (p[1], p[1] + ew, p[0], p[0] + eh), 0.0).sum(-1)
-    if divisor_override:
-        return _pool_result(total / divisor_override, input, spatial)
-    # how many elements each window averages: the padding counts when asked, ceil_mode's overhang never
-    ones = _C.ones((1, 1) + tuple(x.shape[-2:]), dtype=x.dtype)
-    if count_include_pad:
-        ones = pad(ones, (p[1], p[1], p[0], p[0]), value=1.0)
-        count = _windows(ones, k, s, d, oh, ow, (0, ew, 0, eh), 0.0).sum(-1)
-    else:
-        count = _windows(ones, k, s, d, oh, ow, (p[1], p[1] + ew, p[0], p[0] + eh), 0.0).sum(-1)
-    return _pool_result(total / count, input, spatial)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+    x, k, s, p, _ = _pool_args(input, "avg_pool2d", 2, kernel_size, stride, padding, 1)
+    return _C._avg_pool2d(x, k, s, p, bool(ceil_mode), bool(count_include_pad), divisor_override)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+    x, k, s, p, _ = _pool_args(input, "avg_pool1d", 1, kernel_size, stride, padding, 1)
+    return _C._avg_pool2d(x, k, s, p, bool(ceil_mode), bool(count_include_pad), None).squeeze(-2)
 
 
-def _adaptive_avg(x, size, dim):
-    """Average x over `size` windows along dim: window i covers [floor(i n / size), ceil((i + 1) n / size))."""
-    n = x.shape[dim]
-    if size is None or size == n:
-        return x
-    if n % size == 0:
-        shape = tuple(x.shape[:dim]) + (size, n // size) + tuple(x.shape[dim + 1:])
-        return x.reshape(shape).mean(dim + 1)
-    parts = [x.narrow(dim, (i * n) // size, -(-((i + 1) * n) // size) - (i * n) // size).mean(dim, keepdim=True)
-             for i in range(size)]
-    return _C.cat(parts, dim)
+def _adaptive_avg_pool2d(x, oh, ow):
+    """x (C, H, W) or (N, C, H, W); a size of None keeps the input's."""
+    oh = x.shape[-2] if oh is None else oh
+    ow = x.shape[-1] if ow is None else ow
+    if oh == 1 and ow == 1 and x.numel():  # one window: a mean, as torch computes it (MeanBackward1)
+        return x.mean((-1, -2), keepdim=True)
+    return _C._adaptive_avg_pool2d(x, (oh, ow))
 
 
 def adaptive_avg_pool2d(input, output_size):
     x, *_ = _pool_args(input, "adaptive_avg_pool2d", 2, 1, 1, 0, 1)
-    oh, ow = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
-    return _pool_result(_adaptive_avg(_adaptive_avg(x, oh, 2), ow, 3), input, 2)
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) or output_size is None else output_size
+    return _adaptive_avg_pool2d(x, oh, ow)
 
 
 def adaptive_avg_pool1d(input, output_size):
     x, *_ = _pool_args(input, "adaptive_avg_pool1d", 1, 1, 1, 0, 1)
     size = output_size if isinstance(output_size, int) else output_size[0]
-    return _pool_result(_adaptive_avg(x, size, 3), input, 1)
+    return _C._adaptive_avg_pool2d(x, (1, size)).squeeze(-2)
 
 
 # ---------------------------------------------------------------------------
-# batch and group normalization, composed on C ops (statistics by var_mean)
-__all__ += ["batch_norm", "group_norm"]
+# batch, instance and group normalization: C ops (csrc/ops/poolnorm.c)
+__all__ += ["batch_norm", "instance_norm", "group_norm"]
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
@@ -859,48 +803,55 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     running ones are updated in place) or by the running ones (evaluation)."""
     if input.dim() < 2:
         raise ValueError(f"expected 2D or more input (got {input.dim()}D input)")
-    C = input.shape[1]
-    shape = (1, C) + (1,) * (input.dim() - 2)
-    dims = [0] + list(range(2, input.dim()))
     if training:
+        C = input.shape[1]
         count = input.numel() // max(C, 1)
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
-        var, mean = _C.var_mean(input, dims, correction=0)
-        if running_mean is not None or running_var is not None:
-            from ..autograd.grad_mode import no_grad
-            with no_grad():
-                if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
-                if running_var is not None:
-                    unbiased = var.detach() * (count / (count - 1))
-                    running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-        mean, var = running_mean, running_var
-    out = (input - mean.view(shape)) * (var.view(shape) + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.view(shape)
-    if bias is not None:
-        out = out + bias.view(shape)
-    return out
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and t.requires_grad and _C.is_grad_enabled():
+            raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with respect to argument "
+                               f"'{name}'. This input cannot have requires_grad True.")
+    return _C._native_batch_norm(input, weight, bias, running_mean, running_var, bool(training), momentum, eps)[0]
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalize each (sample, channel) over its positions: batch_norm on the
+    (1, N * C, ...) view; running statistics (when given) move toward the
+    batch's average over the samples."""
+    if use_input_stats:
+        count = 1
+        for n in input.shape[2:]:
+            count *= n
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    N, C = input.shape[0], input.shape[1]
+    shape = (1, N * C) + tuple(input.shape[2:])
+    repeat = lambda t: None if t is None else t.repeat(N)  # noqa: E731
+    rm, rv = repeat(running_mean), repeat(running_var)
+    if not use_input_stats and (rm is None or rv is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+    out = _C._native_batch_norm(input.reshape(shape), repeat(weight), repeat(bias), rm, rv, bool(use_input_stats),
+                                momentum, eps)[0]
+    if use_input_stats:  # the per-sample running statistics, averaged back into the caller's
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            if running_mean is not None:
+                running_mean.copy_(rm.view(N, C).mean(0))
+            if running_var is not None:
+                running_var.copy_(rv.view(N, C).mean(0))
+    return out.view(tuple(input.shape))
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalize each group of num_groups channel groups over its channels and positions."""
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
-    N, C = input.shape[0], input.shape[1]
-    if C % num_groups:
+    C = input.shape[1]
+    if num_groups <= 0 or C % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
-    x = input.reshape(N, num_groups, -1)
-    var, mean = _C.var_mean(x, [2], correction=0, keepdim=True)
-    out = ((x - mean) * (var + eps).rsqrt()).view(tuple(input.shape))
-    shape = (1, C) + (1,) * (input.dim() - 2)
-    if weight is not None:
-        out = out * weight.view(shape)
-    if bias is not None:
-        out = out + bias.view(shape)
-    return out
+    return _C._native_group_norm(input, weight, bias, num_groups, eps)[0]

@@ -13,16 +13,17 @@ class _BatchNorm(Module):
     _version = 2
     _dims = ()
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, bias=True,
-                 device=None, dtype=None):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None, *, bias=True):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = Parameter(_C.empty(num_features, **kw))
-            self.bias = Parameter(_C.empty(num_features, **kw)) if bias else None
-            if not bias:
+            if bias:
+                self.bias = Parameter(_C.empty(num_features, **kw))
+            else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
