@@ -40,76 +40,18 @@ void em_blas_set_threads(int n) {
 #endif
 }
 
-/* Note [one thread pool]: OpenBLAS normally runs its parallel GEMMs on its
- * own pthreads, which spin for a long while after each call and so take
- * the cores from ember's OpenMP threads in the op that follows (a GPT
- * training step spent a third of its time in OpenBLAS's idle loop). Since
- * 0.3.27 OpenBLAS can hand its jobs to a callback instead: ember runs them
- * on its OpenMP team, so one pool of threads does all the work, as in
- * PyTorch. OpenBLAS's jobs wait on each other, so they must all run at
- * once: inside an OpenMP region (where a nested team would get a single
- * thread) they get threads of their own. */
-#if defined(EM_CBLAS) && defined(_OPENMP)
-#include <omp.h>
-#include <pthread.h>
-#include <stdlib.h>
-#if defined(EM_BLAS_SCIPY)
-#define EM_BLAS_CALLBACK scipy_openblas_set_threads_callback_function
-#else
-#define EM_BLAS_CALLBACK openblas_set_threads_callback_function
-#endif
-typedef void (*BlasJob)(int thread_num, void *jobdata, int dojob_data);
-typedef void (*BlasThreads)(int sync, BlasJob dojob, int numjobs, size_t elsize, void *jobdata,
-                            int dojob_data);
-void EM_BLAS_CALLBACK(BlasThreads cb) __attribute__((weak)); /* absent before OpenBLAS 0.3.27 */
-
-typedef struct {
-    BlasJob job;
-    int i, dd;
-    void *data;
-} JobArg;
-
-static void *run_job(void *p) {
-    JobArg *a = p;
-    a->job(a->i, a->data, a->dd);
-    return NULL;
-}
-
-static void blas_jobs(int sync, BlasJob job, int n, size_t elsize, void *data, int dd) {
-    (void)sync; /* always synchronous: every job has finished when this returns */
-    if (n <= 1) {
-        if (n == 1) job(0, data, dd);
-        return;
-    }
-    if (!omp_in_parallel() && !omp_get_dynamic() && omp_get_thread_limit() >= n) {
-#pragma omp parallel for schedule(static, 1) num_threads(n)
-        for (int i = 0; i < n; i++) job(i, (char *)data + (size_t)i * elsize, dd);
-        return;
-    }
-    pthread_t *th = malloc(sizeof(pthread_t) * (size_t)n);
-    JobArg *args = malloc(sizeof(JobArg) * (size_t)n);
-    bool *started = calloc((size_t)n, sizeof(bool));
-    for (int i = 0; i < n; i++) {
-        args[i] = (JobArg){job, i, dd, (char *)data + (size_t)i * elsize};
-        /* job 0 runs here; the others on threads of their own */
-        if (i > 0 && th && args && started) started[i] = pthread_create(&th[i], NULL, run_job, &args[i]) == 0;
-    }
-    job(0, data, dd);
-    for (int i = 1; i < n; i++)
-        if (started && started[i]) pthread_join(th[i], NULL);
-    free(th);
-    free(args);
-    free(started);
-}
-
-void em_blas_init(int threads) {
-    em_blas_set_threads(threads);
-    const char *e = getenv("EMBER_BLAS_POOL");
-    if (EM_BLAS_CALLBACK && !(e && !strcmp(e, "openblas"))) EM_BLAS_CALLBACK(blas_jobs);
-}
-#else
-void em_blas_init(int threads) { em_blas_set_threads(threads); }
-#endif
+/* Note [GEMM threads]: OpenBLAS's own threaded GEMM splits one product
+ * between threads that wait on each other at every panel, and they spin
+ * (in OpenBLAS's pool, apart from ember's OpenMP team) while they wait. On
+ * a busy 2-core machine a descheduled partner stalls the whole product: a
+ * GPT step took 2.7x longer on two threads than on one, half of it in
+ * OpenBLAS's wait loop. So OpenBLAS always runs single-threaded, and ember
+ * splits big products itself into independent slabs of rows (or columns)
+ * of C, run by its OpenMP team with dynamic scheduling: no slab waits for
+ * another, and a thread that is held up leaves its remaining slabs to the
+ * others. Each slab re-packs the operand it shares with the other slabs,
+ * so the split is along the side that makes that operand the smaller one. */
+void em_blas_init(void) { em_blas_set_threads(1); }
 
 bool em_gemm_uses_blas(EmDType d) {
 #ifdef EM_CBLAS
@@ -203,6 +145,45 @@ static void gemv(EmDType d, bool trans, int64_t rows, int64_t cols, double alpha
 }
 #endif
 
+#ifdef EM_CBLAS
+static void blas_gemm(EmDType d, int A, int B, int64_t m, int64_t n, int64_t k, double fa, const void *a,
+                      int64_t lda, const void *b, int64_t ldb, double fb, void *c, int64_t ldc) {
+    if (d == EM_FLOAT32)
+        EM_CBLAS(sgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, (float)fa, a, (int)lda, b, (int)ldb,
+                        (float)fb, c, (int)ldc);
+    else
+        EM_CBLAS(dgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, fa, a, (int)lda, b, (int)ldb, fb, c,
+                        (int)ldc);
+}
+
+/* Note [GEMM threads]: slabs of C's rows when C is taller than wide (each
+ * slab re-packs B), else of its columns (each re-packs A); two slabs per
+ * thread, at least 64 wide, multiples of 16. */
+static void blas_gemm_split(EmDType d, int A, int B, int64_t m, int64_t n, int64_t k, double fa, const void *a,
+                            int64_t lda, const void *b, int64_t ldb, double fb, void *c, int64_t ldc) {
+    const int nt = em_num_threads;
+    const bool rows = m >= n;
+    const int64_t len = rows ? m : n, isz = d == EM_FLOAT32 ? 4 : 8;
+    int64_t step = (len + 2 * nt - 1) / (2 * nt);
+    step = (step + 15) / 16 * 16;
+    if (step < 64) step = 64;
+    const int64_t slabs = (len + step - 1) / step;
+    const bool ta = A == CBLAS_TRANS, tb = B == CBLAS_TRANS;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (slabs > 1)
+#endif
+    for (int64_t s = 0; s < slabs; s++) {
+        int64_t lo = s * step, w = len - lo < step ? len - lo : step;
+        if (rows) /* rows lo.. of op(A) and C */
+            blas_gemm(d, A, B, w, n, k, fa, (const char *)a + (ta ? lo : lo * lda) * isz, lda, b, ldb, fb,
+                      (char *)c + lo * ldc * isz, ldc);
+        else /* columns lo.. of op(B) and C */
+            blas_gemm(d, A, B, m, w, k, fa, a, lda, (const char *)b + (tb ? lo * ldb : lo) * isz, ldb, fb,
+                      (char *)c + lo * isz, ldc);
+    }
+}
+#endif
+
 void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                 int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc, EmScalar alpha,
                 EmScalar beta, bool parallel) {
@@ -220,17 +201,11 @@ void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, co
     }
     if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0) {
         int A = ta ? CBLAS_TRANS : CBLAS_NO_TRANS, B = tb ? CBLAS_TRANS : CBLAS_NO_TRANS;
-        /* small products on one thread (callers that run GEMMs in parallel
-         * already set BLAS to one thread around their region) */
-        bool one_thread = parallel && em_num_threads > 1 && (double)m * n * k <= EM_BLAS_SINGLE_THREAD_MNK;
-        if (one_thread) EM_BLAS_THREADS(1);
-        if (d == EM_FLOAT32)
-            EM_CBLAS(sgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, (float)fa, a, (int)lda,
-                            b, (int)ldb, (float)fb, c, (int)ldc);
-        else
-            EM_CBLAS(dgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, fa, a, (int)lda, b,
-                            (int)ldb, fb, c, (int)ldc);
-        if (one_thread) EM_BLAS_THREADS(em_num_threads);
+        if (parallel && em_num_threads > 1 && (double)m * n * k > EM_BLAS_SINGLE_THREAD_MNK) {
+            blas_gemm_split(d, A, B, m, n, k, fa, a, lda, b, ldb, fb, c, ldc);
+            return;
+        }
+        blas_gemm(d, A, B, m, n, k, fa, a, lda, b, ldb, fb, c, ldc);
         return;
     }
 #endif

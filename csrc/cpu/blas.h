@@ -21,17 +21,16 @@ void em_gemm(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
              int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
 /* Whether dtype d goes to BLAS (which takes a transposed B as is). */
 bool em_gemm_uses_blas(EmDType d);
-/* GEMMs of at most this m*n*k run on one thread: OpenBLAS would split
- * those above 262144 (its SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD),
- * but waking a second thread costs more than it saves below about 2M
- * (a 320x32x96 product took 3x longer on two threads of a busy 2-core
- * machine). Batches of such GEMMs are what ember splits across its own
- * threads instead. */
+/* GEMMs of at most this m*n*k run on one thread: waking a second costs
+ * more than it saves below about 2M (a 320x32x96 product took 3x longer on
+ * two threads of a busy 2-core machine). Bigger ones are split into slabs
+ * (Note [GEMM threads] in blas.c); batches of small ones are what ember
+ * splits across its threads instead. */
 #define EM_BLAS_SINGLE_THREAD_MNK 2097152.0
 double em_dot_f64(int64_t n, const double *x, int64_t incx, const double *y, int64_t incy);
 float em_dot_f32(int64_t n, const float *x, int64_t incx, const float *y, int64_t incy);
 void em_blas_set_threads(int n);
-/* At import: BLAS uses `threads` threads, from ember's OpenMP pool (Note [one thread pool]). */
-void em_blas_init(int threads);
+/* At import: OpenBLAS runs single-threaded; ember splits big GEMMs (Note [GEMM threads]). */
+void em_blas_init(void);
 extern const char *em_blas_name;
 #endif

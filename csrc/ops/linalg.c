@@ -206,12 +206,10 @@ static void plan_run(const Plan *p, EmScalar alpha, EmScalar beta, bool sum) {
     bool split = !sum && nbatch > 1 && em_num_threads > 1 && mnk <= EM_BLAS_SINGLE_THREAD_MNK &&
                  mnk * (double)nbatch >= 1048576.0; /* enough to pay for a parallel region */
     if (split) {
-        em_blas_set_threads(1); /* each of ember's threads runs whole GEMMs */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(em_num_threads)
 #endif
         for (int64_t i = 0; i < nbatch; i++) plan_gemm(p, i, alpha, beta, false);
-        em_blas_set_threads(em_num_threads);
         return;
     }
     for (int64_t i = 0; i < nbatch; i++) plan_gemm(p, i, alpha, sum && i > 0 ? ONE : beta, true);

@@ -79,7 +79,6 @@ static PyObject *set_num_threads(PyObject *m, PyObject *arg) {
 #ifdef _OPENMP
     omp_set_num_threads((int)n);
 #endif
-    em_blas_set_threads((int)n);
     Py_RETURN_NONE;
 }
 
@@ -137,7 +136,7 @@ PyMODINIT_FUNC PyInit__C(void) {
 #ifdef _OPENMP
     em_num_threads = omp_get_max_threads();
 #endif
-    em_blas_init(em_num_threads);
+    em_blas_init();
     if (em_init_dtypes(m) < 0 || em_init_devices(m) < 0 || em_init_storage(m) < 0 ||
         em_init_size(m) < 0 || em_init_generator(m) < 0 || em_init_tensor_type(m) < 0 ||
         em_init_factories(m) < 0 || em_init_random(m) < 0 || em_init_return_types(m) < 0 ||
