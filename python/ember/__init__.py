@@ -6,10 +6,11 @@ table as `ember.<op>` and `Tensor.<op>` (see csrc/ops/ops.def).
 """
 import os as _os
 
-# OpenMP threads that spin after a parallel region steal the cores OpenBLAS's
-# threads need for the next product (an addmm after a bias copy ran 12x
-# slower): idle OpenMP threads sleep instead, unless the user chose otherwise.
-# (Read when libgomp loads, i.e. with ember._C below.)
+# Idle OpenMP threads sleep instead of spinning, unless the user chose
+# otherwise: on a machine whose cores are shared (other processes, a
+# DataLoader's workers) spinning threads take the cores the working ones need
+# (a GPT step ran several times slower with OMP_WAIT_POLICY=ACTIVE on a busy
+# 2-core machine). (Read when libgomp loads, i.e. with ember._C below.)
 _omp_wait_policy_set_by_ember = "OMP_WAIT_POLICY" not in _os.environ
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 del _os
