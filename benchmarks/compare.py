@@ -434,5 +434,29 @@ def main(argv=None):
             *("-" if r is None else f"{r:.2f}x" for r in ratios), fmt_targets(case, times))
 
 
+# fused cross-entropy (xent part: ops/cross_entropy.c, cpu/cross_entropy.c): GPT-like
+# shapes — a character vocabulary (65 classes) and a larger batch of a big one
+def _cross_entropy_case(cols, **kw):
+    def make(m, a, b, c):
+        k = min(cols, a.shape[0])
+        n = a.shape[0] // k * k  # whole rows (--smoke sizes need not divide)
+        x = (a[:n] * 4).reshape(n // k, k).clone().requires_grad_()
+        t = (b[:n].reshape(n // k, k)[:, 0] * k).long()
+
+        def step():
+            x.grad = None
+            m.nn.functional.cross_entropy(x, t, **kw).backward()
+        return step
+    return make
+
+
+CASES += [
+    Case("cross_entropy fwd+bwd, 4096x65 f32", 4096 * 65, autograd_libs(_cross_entropy_case(65))),
+    Case("cross_entropy fwd+bwd, 2048x8192 f32", 2048 * 8192, autograd_libs(_cross_entropy_case(8192))),
+    Case("cross_entropy fwd+bwd label_smoothing=0.1, 512x8192 f32", 512 * 8192,
+         autograd_libs(_cross_entropy_case(8192, label_smoothing=0.1))),
+]
+
+
 if __name__ == "__main__":
     main()

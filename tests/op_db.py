@@ -1911,12 +1911,55 @@ def _topk_ref(x, k, dim=-1, largest=True, sorted=True):
     return np.take(v, range(k), axis=dim), np.take(i, range(k), axis=dim)
 
 
+def _torch_select(vals, k):
+    """The index torch's kthvalue returns for the k-th (0-based) smallest of a 1-d slice: its
+    median-of-three quickselect on a copy (Numerical Recipes' `select`; NaN largest, -0.0 == 0.0),
+    which decides which of several equal values is reported (Note [kthvalue ties])."""
+    a = [float(v) for v in vals]
+    ix = list(range(len(a)))
+
+    def gt(p, q):
+        return (p != p and q == q) or p > q
+
+    def sw(p, q):
+        a[p], a[q], ix[p], ix[q] = a[q], a[p], ix[q], ix[p]
+    lo, hi = 0, len(a) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if gt(a[lo], a[hi]):
+                sw(lo, hi)
+            break
+        sw(lo + (hi - lo) // 2, lo + 1)
+        for p, q in ((lo + 1, hi), (lo, hi), (lo + 1, lo)):
+            if gt(a[p], a[q]):
+                sw(p, q)
+        i, j, piv = lo + 1, hi, a[lo]
+        while True:
+            i += 1
+            while gt(piv, a[i]):
+                i += 1
+            j -= 1
+            while gt(a[j], piv):
+                j -= 1
+            if j < i:
+                break
+            sw(i, j)
+        sw(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return ix[k]
+
+
 def _kthvalue_ref(x, k, dim=-1, keepdim=False):
     v, i = _sort_ref(x, dim)
     if x.ndim == 0:
         return v, i
-    v, i = np.take(v, [k - 1], axis=dim), np.take(i, [k - 1], axis=dim)
-    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+    xm = np.moveaxis(np.asarray(x), dim, -1)
+    idx = np.array([_torch_select(r, k - 1) for r in xm.reshape(-1, xm.shape[-1])], np.int64).reshape(xm.shape[:-1])
+    v = np.take_along_axis(xm, idx[..., None], -1)[..., 0]
+    return (np.expand_dims(v, dim), np.expand_dims(idx, dim)) if keepdim else (v, idx)
 
 
 def _sort_expected(op, sample, values):
@@ -2766,6 +2809,71 @@ OPS += [OpInfo("softmax", _np_softmax, dtypes=FLOATS, variants="FM", kind="nn", 
                samples=_nll_samples, layouts=("contig", "T", "slice"), tol=_NN_TOL),
         OpInfo("_pointwise_loss", fn=_nn_fn("_pointwise_loss"), ref=_pointwise_ref, dtypes=FLOATS, unsupported=None, variants="F", kind="nn",
                samples=_pointwise_samples, layouts=("contig", "T", "slice", "empty"), tol=_NN_TOL)]
+
+# the fused cross-entropy (xent): _cross_entropy's loss (output 0) through F.cross_entropy in both
+# libraries, and its backward from the lse of ember's forward / torch's autograd; references in float64
+def _xent_ref_terms(x, t, w, ignore_index, ls):
+    x, t = np.asarray(x, np.float64), np.asarray(t)
+    C = x.shape[1]
+    lp = x - np.log(np.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True)) - x.max(1, keepdims=True)
+    keep = t != ignore_index
+    ts = np.where(keep, t, 0)
+    wv = np.ones(C) if w is None else np.asarray(w, np.float64)
+    wt = wv[ts] * keep
+    nll = -wt * np.take_along_axis(lp, ts[:, None], 1)[:, 0]
+    smooth = -(lp * wv).sum(1) * keep
+    return lp, keep, ts, wv, wt, (1 - ls) * nll + ls / C * smooth
+
+
+def _xent_ref(x, t, w=None, reduction=1, ignore_index=-100, ls=0.0):
+    *_, wt, terms = _xent_ref_terms(x, t, w, ignore_index, ls)
+    return terms if reduction == 0 else terms.sum() if reduction == 2 else terms.sum() / wt.sum()
+
+
+def _xent_bw_ref(g, x, t, w=None, reduction=1, ignore_index=-100, ls=0.0):
+    lp, keep, ts, wv, wt, _ = _xent_ref_terms(x, t, w, ignore_index, ls)
+    C = lp.shape[1]
+    s = np.asarray(g, np.float64) * keep / (wt.sum() if reduction == 1 else 1)
+    onehot = np.eye(C)[ts]
+    glp = -s[:, None] * ((1 - ls) * wt[:, None] * onehot + ls / C * wv)
+    return glp - np.exp(lp) * glp.sum(1, keepdims=True)
+
+
+def _xent_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    x = TS(rng.uniform(-3, 3, (3, 4)), dtype)
+    t, t3 = TS(np.array([1, 3, -100]), "int64", False), TS(np.array([1, 3, 0]), "int64", False)
+    w = TS(rng.uniform(0.5, 2, 4), dtype, False)
+    cases = [(t, None, r, -100, 0.0) for r in (0, 1, 2)] + [(t, w, 1, -100, 0.3), (t3, w, 0, 3, 0.1),
+                                                           (t, None, 2, -100, 1.0)]
+    if op.name == "_cross_entropy":
+        return [Sample((x,) + c) for c in cases]
+    g0, g1 = TS(rng.uniform(-1, 1, (3,)), dtype, False), TS(np.float64(0.7), dtype, False)
+    return [Sample((g0 if c[2] == 0 else g1, x) + c) for c in cases]
+
+
+def _xent_fn(L):
+    reds = ("none", "mean", "sum")
+    return lambda x, t, w, r, i, ls: L.nn.functional.cross_entropy(x, t, weight=w, reduction=reds[r], ignore_index=i,
+                                                                    label_smoothing=ls)
+
+
+def _xent_bw_fn(L):
+    if L.__name__ == "ember":
+        return lambda g, x, t, w, r, i, ls: L._C._cross_entropy_backward(
+            g, x, t, w, L._C._cross_entropy(x, t, w, r, i, ls)[1], r, i, ls)
+
+    def torch_bw(g, x, t, w, r, i, ls):
+        x = x.detach().requires_grad_()
+        return L.autograd.grad(_xent_fn(L)(x, t, w, r, i, ls), x, g)[0]
+    return torch_bw
+
+
+OPS += [OpInfo("_cross_entropy", fn=_xent_fn, ref=_xent_ref, dtypes=FLOATS, unsupported=None, variants="F", kind="nn",
+               samples=_xent_samples, layouts=("contig", "T", "slice"), tol=_NN_TOL),
+        OpInfo("_cross_entropy_backward", fn=_xent_bw_fn, ref=_xent_bw_ref, dtypes=FLOATS, unsupported=None,
+               variants="F", kind="nn", samples=_xent_samples, layouts=("contig", "T", "slice"), tol=_NN_TOL)]
+
 
 # nn activations (nnact): ember's `_` rows are reached through nn.functional;
 # the fused backward ops through torch.ops.aten. References in float64.

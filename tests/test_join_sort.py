@@ -158,6 +158,69 @@ def test_kthvalue_ties(dtype):
     assert v.shape == (1, 3001) and i.shape == (1, 3001)
 
 
+# Note [kthvalue ties]: torch's index among equal values comes from its median-of-three quickselect;
+# these are torch's answers (checked with torch 2.x, every k)
+KTH_TIES = [
+    ([1, 1, 1, 1], [1, 0, 2, 3]),
+    ([2, 1, 1, 2], [2, 1, 0, 3]),
+    ([0, 5, 0, 5, 0], [2, 0, 4, 1, 3]),
+    ([3, 3, 1, 3, 2, 3], [2, 4, 0, 3, 1, 5]),
+    ([1, 1, 0, 1, 2, 1, 1], [2, 5, 3, 0, 1, 6, 4]),
+    ([1, 1, 1, 2, 0, 2, 0, 1, 0, 0], [4, 6, 8, 9, 2, 0, 1, 7, 5, 3]),
+    ([2, 1, 2, 2, 2, 0, 1, 0, 2, 0, 2, 1, 1, 2, 0, 1], [14, 9, 7, 5, 12, 11, 15, 1, 6, 13, 2, 4, 8, 10, 3, 0]),
+]
+
+
+@pytest.mark.parametrize("dtype", ("int64", "uint8", "float32", "float64", "float16", "bfloat16"))
+@pytest.mark.parametrize("vals,want", KTH_TIES)
+def test_kthvalue_tie_index_is_torchs(dtype, vals, want):
+    x = np.array(vals)
+    got = [int(ember.kthvalue(T(x, dtype), k).indices) for k in range(1, len(x) + 1)]
+    assert got == want
+    # along another dim of a strided (transposed) tensor, and with keepdim
+    xt = T(np.stack([x, x], 1), dtype)  # (n, 2)
+    r = ember.kthvalue(xt.t().contiguous().t(), 2, 0, keepdim=True)
+    assert N(r.indices).tolist() == [[want[1], want[1]]]
+
+
+def test_kthvalue_nan_and_signed_zero_ties_are_torchs():
+    """NaN is the largest value, -0.0 equals 0.0 (torch's answers)"""
+    x = T(np.array([np.nan, 0.0, -0.0, np.nan, 0.0, 1.0]))
+    assert [int(ember.kthvalue(x, k).indices) for k in range(1, 7)] == [2, 4, 1, 5, 3, 0]
+
+
+@needs_torch
+def test_kthvalue_ties_match_torch():
+    rng = np.random.default_rng(7)
+    for n in (3, 8, 33, 100, 1000):
+        x = rng.integers(0, 3, (4, n)).astype(np.float32)
+        x[rng.random((4, n)) < 0.1] = np.nan
+        for k in sorted({1, 2, n // 2, n - 1, n}):
+            for dim, xx in ((1, x), (0, x.T.copy())):
+                e = ember.kthvalue(T(xx), k, dim)
+                t = torch.kthvalue(torch.from_numpy(xx), k, dim)
+                np.testing.assert_array_equal(N(e.indices), t.indices.numpy())
+
+
+def test_numpy_keyword_names_like_torch():
+    """torch accepts NumPy's keyword names for every op: axis / keepdims / x, a, x1 / x2"""
+    a, b = T(np.arange(6.0).reshape(2, 3)), T(np.ones((2, 3)))
+    want = np.concatenate([N(a), N(b)], 1)
+    for f in (ember.cat, ember.concat, ember.concatenate):
+        np.testing.assert_array_equal(N(f([a, b], dim=1)), want)
+        np.testing.assert_array_equal(N(f([a, b], axis=1)), want)
+    np.testing.assert_array_equal(N(ember.concatenate((a, b), -1)), want)
+    np.testing.assert_array_equal(N(ember.sum(a, axis=1, keepdims=True)), [[3.0], [12.0]])
+    np.testing.assert_array_equal(N(a.sum(axis=0)), [3.0, 5.0, 7.0])
+    np.testing.assert_array_equal(N(ember.add(x1=a, x2=b)), N(a) + 1)
+    assert float(ember.sum(a=a)) == 15.0
+    assert int(ember.kthvalue(a, 1, axis=0).indices[0]) == 0
+    with pytest.raises(TypeError, match="multiple values"):
+        ember.sum(a, axis=0, dim=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'axes'"):
+        ember.cat([a, b], axes=1)
+
+
 def test_topk_nan_is_largest():
     x = T(np.array([1.0, 5.0, np.nan, 2.0]))
     assert np.isnan(N(ember.topk(x, 1).values)[0])

@@ -1,5 +1,6 @@
 /* derivatives_loss.c — backward formulas of softmax, log_softmax and the
- * losses with their own nodes (ops/softmax.c, ops/loss.c).
+ * losses with their own nodes (ops/softmax.c, ops/loss.c,
+ * ops/cross_entropy.c).
  *
  * softmax:      gi = y * (g - sum(g * y, dim, keepdim))
  * log_softmax:  gi = g - exp(y) * sum(g, dim, keepdim)
@@ -48,6 +49,97 @@ static int bw_nll_loss(EmNode *n, EmTensor **go, EmTensor **gi) {
         SET(0, call_n(S, EM_OP__nll_loss_backward, 6, args));
     }
     END;
+}
+
+/* nll_loss_backward(grad_output, input, target, weight, reduction,
+ * ignore_index) is linear in grad_output and does not depend on input's
+ * values: grad_output's gradient is nll_loss of the incoming gradient,
+ * input's is zero (torch's formula), so nll_loss differentiates twice. */
+static int bw_nll_loss_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 0)) {
+        PyObject *args[5] = {G(0), IN(2), OPT_IN(3), ARG(4), ARG(5)};
+        SET(0, call_n(S, EM_OP__nll_loss, 5, args));
+    }
+    if (need(n, 1)) SET(1, ZEROS(1));
+    END;
+}
+
+/* _cross_entropy(input, target, weight, reduction, ignore_index,
+ * label_smoothing) -> (loss, lse), Note [fused cross-entropy]. Without
+ * create_graph one fused pass (_cross_entropy_backward) reads the saved lse.
+ * Under create_graph the gradient of torch's composition is written with
+ * ember ops, so it differentiates again:
+ *   gl = (1 - e) nll_loss_backward(g) - e / C * s * w     (w's view, or ones)
+ *   gx = gl - softmax(x) * sum(gl, class dim)
+ * with s the scale of each kept position (g, / total weight for 'mean'). */
+static int bw_cross_entropy(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (!need(n, 0)) END;
+    const EmMeta *xm = &n->in_meta[0];
+    int cdim = xm->ndim == 1 ? 0 : 1;
+    int64_t C = em_meta_sizes(xm)[cdim];
+    double e = PyFloat_AsDouble(ARG(5));
+    long red = PyLong_AsLong(ARG(3));
+    PyObject *x = IN(0), *t = IN(1), *w = OPT_IN(2), *dim = INT(cdim), *gx = NULL;
+    if (G(0) && !em_grad_enabled()) {
+        PyObject *args[8] = {G(0), x, t, w, OUT(1), ARG(3), ARG(4), ARG(5)};
+        gx = call_n(S, EM_OP__cross_entropy_backward, 8, args);
+    } else if (G(0)) {
+        PyObject *args[6] = {G(0), x, t, w, ARG(3), ARG(4)};
+        PyObject *gl = call_n(S, EM_OP__nll_loss_backward, 6, args);
+        if (e > 0) {
+            double scale = 1.0;
+            if (red == RED_MEAN) {
+                double tw = 0;
+                if (!t || em_nll_total_weight((EmTensor *)t, w == Py_None ? NULL : (EmTensor *)w,
+                                              PyLong_AsLongLong(ARG(4)), &tw) < 0)
+                    sc.failed = true;
+                scale = tw > 0 ? 1.0 / tw : 0.0; /* every target ignored: no gradient */
+            }
+            PyObject *s = MUL(MUL(G(0), OP2(ne, t, ARG(4))), NUM(scale));
+            s = OP2(unsqueeze, s, dim);
+            PyObject *sw;
+            if (w != Py_None) {
+                PyObject *shape = keep(S, PyTuple_New(xm->ndim));
+                for (int d = 0; shape && d < xm->ndim; d++)
+                    PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(d == cdim ? C : 1));
+                sw = MUL(s, OP2(reshape, w, shape));
+            } else {
+                sw = OP2(expand_as, s, x);
+            }
+            gl = SUB(MUL(gl, NUM(1 - e)), MUL(sw, NUM(e / (double)C)));
+        }
+        gx = SUB(gl, MUL(OP2(softmax, x, dim), OP3(sum, gl, dim, Py_True)));
+    }
+    if (G(1)) { /* the lse output, when a caller used it: d lse / dx = softmax(x) */
+        PyObject *t1 = MUL(OP2(unsqueeze, G(1), dim), OP2(softmax, x, dim));
+        gx = gx ? ADD(gx, t1) : t1;
+    }
+    if (gx) SET(0, gx);
+    END;
+}
+
+/* torch's top node of nll_loss: NllLoss for 1-d and 2-d input, NllLoss2D
+ * beyond — under a View that restores the shape of an unreduced loss when
+ * the input is not 4-d (torch reshapes other ranks to 4-d). */
+static const char *nll_name_for(int ndim, long reduction) {
+    if (ndim <= 2) return "NllLossBackward0";
+    return ndim == 4 || reduction != RED_NONE ? "NllLoss2DBackward0" : "ViewBackward0";
+}
+static const char *nll_loss_name(EmCall *c, PyObject *result) {
+    (void)result;
+    return nll_name_for(((EmTensor *)c->args[0])->ndim, PyLong_AsLong(c->args[3]));
+}
+static const char *nll_loss_backward_name(EmCall *c, PyObject *result) {
+    (void)result;
+    return ((EmTensor *)c->args[1])->ndim <= 2 ? "NllLossBackwardBackward0" : "NllLoss2DBackwardBackward0";
+}
+/* cross_entropy's: nll_loss's, or the Add that mixes in the smoothing term */
+static const char *cross_entropy_name(EmCall *c, PyObject *result) {
+    (void)result;
+    if (PyFloat_AsDouble(c->args[5]) > 0) return "AddBackward0";
+    return nll_name_for(((EmTensor *)c->args[0])->ndim, PyLong_AsLong(c->args[3]));
 }
 
 /* Elements of the unreduced loss: the broadcast of the tensor inputs. */
@@ -141,7 +233,9 @@ static const char *pointwise_name(EmCall *c, PyObject *result) {
 static const EmFormula formulas[] = {
     FORMULA(softmax, SOUT, bw_softmax, "SoftmaxBackward0")
     FORMULA(log_softmax, SOUT, bw_log_softmax, "LogSoftmaxBackward0")
-    FORMULA(_nll_loss, IN0 | IN1 | IN2, bw_nll_loss, "NllLossBackward0")
+    FORMULA_NAMED(_nll_loss, IN0 | IN1 | IN2, bw_nll_loss, nll_loss_name)
+    FORMULA_NAMED(_nll_loss_backward, IN2 | EM_SAVE_IN(3), bw_nll_loss_backward, nll_loss_backward_name)
+    FORMULA_NAMED(_cross_entropy, IN0 | IN1 | IN2 | SOUT, bw_cross_entropy, cross_entropy_name)
     FORMULA_NAMED(_pointwise_loss, IN0 | IN1 | IN2 | EM_SAVE_IN(3), bw_pointwise_loss, pointwise_name)
 };
 

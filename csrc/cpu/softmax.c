@@ -6,50 +6,14 @@
  * only summed for log_softmax), then a scale (softmax) or a shift
  * (log_softmax). Rows strided by `inner` run the same passes across `inner`
  * lanes at once, so every loop is a unit-stride loop the compiler
- * vectorizes. float32 uses a branch-free exp (below) that vectorizes;
+ * vectorizes. float32 uses a branch-free exp (fast_exp.h) that vectorizes;
  * float64 calls libm. Rows are split across OpenMP threads.
  */
 #include "softmax.h"
+#include "fast_exp.h"
 #include <math.h>
 #include <stdlib.h>
 
-#if defined(__x86_64__) && !defined(EM_NO_CLONES) && \
-    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 8))
-#define SM_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define SM_CLONES
-#endif
-
-/* exp for float32, about 1 ulp, written without branches so that loops over
- * it vectorize: x = k ln2 + r with |r| <= ln2/2 (k by the 1.5*2^23 rounding
- * trick), e^r by a degree-6 polynomial (Cephes' coefficients), 2^k through
- * the exponent bits. Below -87.3 (where 2^k leaves the normal range) the
- * result is 0, above 88.7 it is inf; NaN passes through. */
-static inline float exp_f32(float x) {
-    const float lo = -87.33654f, hi = 88.72283f;
-    float xc = x < lo ? lo : (x > hi ? hi : x);
-    float t = xc * 1.44269504f + 12582912.0f; /* round(x / ln2) in the low mantissa bits */
-    int32_t tb;
-    memcpy(&tb, &t, 4);
-    int32_t k = tb - 0x4b400000;
-    float kf = t - 12582912.0f;
-    float r = xc - kf * 0.693359375f;
-    r = r + kf * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    int32_t sb = (k + 127) << 23;
-    float s;
-    memcpy(&s, &sb, 4);
-    float y = p * s;
-    y = x < lo ? 0.0f : y;
-    y = x > hi ? INFINITY : y;
-    return x != x ? x : y;
-}
 /* Reductions in vector lanes (reassociated sums, as torch's vectorized
  * kernels): OpenMP's simd reductions where the compiler has OpenMP. */
 #define SM_PRAGMA(x) _Pragma(#x)
@@ -163,48 +127,7 @@ ROW_BWD(double, exp_f64)
 /* GCC does not vectorize the exp-and-sum loop above (it keeps the integer
  * exponent trick scalar), so the contiguous float32 rows get explicit AVX2
  * code: the same exp as exp_f32, eight lanes at a time. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define SM_HAVE_AVX2 1
-#define SM_AVX2 __attribute__((target("avx2,fma")))
-
-/* Only ever called on x <= 0 (x - max, log-probabilities), so there is no
- * overflow branch; operands are ordered so that a NaN x passes through the
- * clamp (max/min return their second operand on NaN) and stays NaN. */
-SM_AVX2 static inline __m256 exp8(__m256 x) {
-    const __m256 lo = _mm256_set1_ps(-87.33654f);
-    __m256 xc = _mm256_max_ps(lo, x);
-    __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504f), _mm256_set1_ps(12582912.0f));
-    __m256i k = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4b400000));
-    __m256 kf = _mm256_sub_ps(t, _mm256_set1_ps(12582912.0f));
-    __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(0.693359375f), xc);
-    r = _mm256_fmadd_ps(kf, _mm256_set1_ps(2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256 sc = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
-    /* below the normal range (and -inf): 0 */
-    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), _mm256_mul_ps(p, sc));
-}
-
-SM_AVX2 static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-SM_AVX2 static inline float hmax8(__m256 v) {
-    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_max_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
+#if SM_HAVE_AVX2
 SM_AVX2 static void row_fwd_avx2(const float *x, float *y, int64_t n, bool lg) {
     int64_t v = n & ~(int64_t)7, i;
     __m256 mv = _mm256_set1_ps(-INFINITY);
@@ -262,14 +185,7 @@ SM_AVX2 static void row_bwd_avx2(const float *g, const float *y, float *gi, int6
     for (; i < n; i++) gi[i] = lg ? g[i] - exp_f32(y[i]) * s : y[i] * (g[i] - s);
 }
 
-static bool use_avx2(void) {
-    static int has = -1;
-    if (has < 0) has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return has;
-}
 #else
-#define SM_HAVE_AVX2 0
-static bool use_avx2(void) { return false; }
 static void row_fwd_avx2(const float *x, float *y, int64_t n, bool lg) { row_fwd_float(x, y, n, lg); }
 static void row_bwd_avx2(const float *g, const float *y, float *gi, int64_t n, bool lg) {
     row_bwd_float(g, y, gi, n, lg);

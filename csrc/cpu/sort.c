@@ -12,7 +12,8 @@
  *
  * Algorithms: insertion + merge sort for short slices, LSD radix sort on the
  * key bytes for long ones (passes whose byte is constant are skipped), and
- * introselect (quickselect that falls back to sorting) for topk / kthvalue.
+ * introselect (quickselect that falls back to sorting) for topk, and
+ * torch's own quickselect for kthvalue (Note [kthvalue ties]).
  * Slices run in parallel with OpenMP, with the GIL released. Values are
  * copied from the input by index, so they keep their exact bits. */
 #include "../ember.h"
@@ -225,6 +226,48 @@ static void select_nth(Pair *a, int64_t n, int64_t k) {
     insertion_sort(a + lo, hi - lo);
 }
 
+/* Note [kthvalue ties]: torch's kthvalue is a median-of-three quickselect
+ * (Numerical Recipes' `select`) on a copy of the slice that compares values
+ * only, so among equal values the index it returns is whichever the
+ * partitioning leaves at position k — deterministic, but not the first. We
+ * run the same steps on the keys (key order is torch's order with NaN
+ * largest, Note [sort keys]) to return torch's index. Worst case O(n^2),
+ * as torch's. */
+static inline void swap_pairs(Pair *a, int64_t i, int64_t j) {
+    Pair t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+}
+
+static void select_kth_as_torch(Pair *a, int64_t n, int64_t k) {
+    int64_t lo = 0, hi = n - 1;
+    for (;;) {
+        if (hi <= lo) return;
+        if (hi == lo + 1) {
+            if (a[lo].key > a[hi].key) swap_pairs(a, lo, hi);
+            return;
+        }
+        /* the median of a[lo], a[mid], a[hi] ends in a[lo], the smallest in a[lo + 1], the largest in a[hi] */
+        swap_pairs(a, lo + (hi - lo) / 2, lo + 1);
+        if (a[lo + 1].key > a[hi].key) swap_pairs(a, lo + 1, hi);
+        if (a[lo].key > a[hi].key) swap_pairs(a, lo, hi);
+        if (a[lo + 1].key > a[lo].key) swap_pairs(a, lo + 1, lo);
+        uint64_t pivot = a[lo].key;
+        int64_t i = lo + 1, j = hi;
+        for (;;) { /* a[lo + 1] and a[hi] are sentinels */
+            do i++;
+            while (pivot > a[i].key);
+            do j--;
+            while (a[j].key > pivot);
+            if (j < i) break;
+            swap_pairs(a, i, j);
+        }
+        swap_pairs(a, lo, j);
+        if (j <= k) lo = i;
+        if (j >= k) hi = j - 1;
+    }
+}
+
 #define BLOCK 4096
 
 /* The k smallest pairs of a slice, for small k, streaming: a max-heap of the
@@ -307,8 +350,8 @@ static void run_slice(const SortJob *j, int64_t s, Pair *a) {
         } else if (j->mode == EM_SELECT_TOPK) { /* select, then sort the k (no longer in index order) */
             select_nth(a, n, j->k - 1);
             merge_sort(a, a + n, j->k);
-        } else { /* the k-th, 1-based */
-            select_nth(a, n, j->k - 1);
+        } else { /* the k-th, 1-based, with torch's index among ties */
+            select_kth_as_torch(a, n, j->k - 1);
             res = a + j->k - 1;
         }
     }

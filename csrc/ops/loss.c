@@ -4,12 +4,10 @@
  * pointwise losses, computed here with ember ops (grad mode off inside; the
  * op's own node is recorded around the call). The composite losses
  * (cross-entropy, l1, kl_div, ...) are in python/ember/nn/functional.py. */
-#include "../cpu/softmax.h"
 #include "loss.h"
 
-enum { RED_NONE = 0, RED_MEAN = 1, RED_SUM = 2 };
 
-static int arg_reduction(EmCall *c, int i, int64_t *r) {
+int em_arg_reduction(EmCall *c, int i, int64_t *r) {
     if (em_arg_int(c, i, r) < 0) return -1;
     if (*r < 0 || *r > 2) {
         PyErr_Format(PyExc_ValueError, "%lld is not a valid value for reduction", (long long)*r);
@@ -29,12 +27,7 @@ static EmTensor *contig_as(EmTensor *t, EmDType dt) {
 
 /* --------------------------------------------------------------------- NLL */
 
-typedef struct {
-    EmTensor *x, *t, *w; /* contiguous: input in the compute dtype, int64 target, weight or NULL */
-    EmNll p;
-} NllArgs;
-
-static void nll_clear(NllArgs *a) {
+void em_nll_clear(NllArgs *a) {
     Py_CLEAR(a->x);
     Py_CLEAR(a->t);
     Py_CLEAR(a->w);
@@ -42,7 +35,7 @@ static void nll_clear(NllArgs *a) {
 
 /* torch's shape rules: input (C) with a 0-d target, (N, C) with (N), or
  * (N, C, d1, ...) with (N, d1, ...); weight of C elements. */
-static int nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ignore, NllArgs *a) {
+int em_nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ignore, NllArgs *a) {
     char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
     memset(a, 0, sizeof *a);
     if (em_check_cpu(in, "nll_loss") < 0 || em_check_cpu(target, "nll_loss") < 0 ||
@@ -95,7 +88,7 @@ static int nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t
     EM_CHECK(bad < 0, PyExc_IndexError, "Target %lld is out of bounds.", (long long)(bad >= 0 ? a->p.t[bad] : 0));
     return 0;
 fail:
-    nll_clear(a);
+    em_nll_clear(a);
     return -1;
 }
 
@@ -103,8 +96,8 @@ PyObject *em_impl_nll_loss(EmCall *c) {
     EmTensor *in = em_arg_tensor(c, 0), *target = em_arg_tensor(c, 1), *weight = em_arg_tensor(c, 2), *out = NULL;
     int64_t reduction, ignore;
     NllArgs a;
-    if (arg_reduction(c, 3, &reduction) < 0 || em_arg_int(c, 4, &ignore) < 0) return NULL;
-    if (nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
+    if (em_arg_reduction(c, 3, &reduction) < 0 || em_arg_int(c, 4, &ignore) < 0) return NULL;
+    if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
     double total, total_w;
     if (reduction == RED_NONE) {
         EM_TRY(out = em_empty(target->ndim, target->sizes, a.p.dt, em_cpu()));
@@ -115,11 +108,11 @@ PyObject *em_impl_nll_loss(EmCall *c) {
         EmScalar s = {'f', {.f = reduction == RED_MEAN ? total / total_w : total}};
         EM_TRY(out = em_scalar_tensor(s, a.p.dt, em_cpu()));
     }
-    nll_clear(&a);
+    em_nll_clear(&a);
     if (out->dtype != in->dtype) Py_SETREF(out, em_to_dtype(out, (EmDType)in->dtype, false));
     return (PyObject *)out;
 fail:
-    nll_clear(&a);
+    em_nll_clear(&a);
     Py_XDECREF(out);
     return NULL;
 }
@@ -132,8 +125,8 @@ PyObject *em_impl_nll_loss_backward(EmCall *c) {
              *weight = em_arg_tensor(c, 3), *g = NULL, *gi = NULL;
     int64_t reduction, ignore;
     NllArgs a;
-    if (arg_reduction(c, 4, &reduction) < 0 || em_arg_int(c, 5, &ignore) < 0) return NULL;
-    if (nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
+    if (em_arg_reduction(c, 4, &reduction) < 0 || em_arg_int(c, 5, &ignore) < 0) return NULL;
+    if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
     int64_t want = reduction == RED_NONE ? target->numel : 1;
     EM_CHECK(go->numel == want, PyExc_RuntimeError,
              "nll_loss_backward: expected a gradient of %lld elements, got %lld", (long long)want, (long long)go->numel);
@@ -146,12 +139,12 @@ PyObject *em_impl_nll_loss_backward(EmCall *c) {
         scale = 1.0 / total_w;
     }
     em_cpu_nll_backward(&a.p, em_data(g), reduction != RED_NONE, scale, em_data(gi));
-    nll_clear(&a);
+    em_nll_clear(&a);
     Py_DECREF(g);
     if (gi->dtype != in->dtype) Py_SETREF(gi, em_to_dtype(gi, (EmDType)in->dtype, false));
     return (PyObject *)gi;
 fail:
-    nll_clear(&a);
+    em_nll_clear(&a);
     Py_XDECREF(g);
     Py_XDECREF(gi);
     return NULL;
@@ -267,7 +260,7 @@ PyObject *em_impl_pointwise_loss(EmCall *c) {
              *pos_weight = em_arg_tensor(c, 3);
     int64_t kind, reduction;
     double param;
-    if (em_arg_int(c, 4, &kind) < 0 || arg_reduction(c, 5, &reduction) < 0 || em_arg_float(c, 6, &param) < 0)
+    if (em_arg_int(c, 4, &kind) < 0 || em_arg_reduction(c, 5, &reduction) < 0 || em_arg_float(c, 6, &param) < 0)
         return NULL;
     if (kind == EM_LOSS_BCE && check_unit_interval(in) < 0) return NULL;
     bool grad = em_grad_enabled();

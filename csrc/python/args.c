@@ -188,6 +188,21 @@ static int type_error(const EmSignature *sig, int i, PyObject *v, bool positiona
     return -1;
 }
 
+/* NumPy's keyword names, which torch accepts for every op: axis for dim,
+ * keepdims for keepdim, x / a / x1 for input, x2 for other. The parameter
+ * they stand for, or -1. */
+static int numpy_alias(const EmSignature *sig, PyObject *key) {
+    static const char *const alias[][2] = {{"axis", "dim"}, {"keepdims", "keepdim"}, {"x", "input"},
+                                           {"a", "input"},  {"x1", "input"},        {"x2", "other"}};
+    for (size_t k = 0; k < sizeof alias / sizeof alias[0]; k++) {
+        if (PyUnicode_CompareWithASCIIString(key, alias[k][0])) continue;
+        for (int i = 0; i < sig->nparams; i++)
+            if (!PyUnicode_CompareWithASCIIString(sig->params[i].name, alias[k][1])) return i;
+        return -1;
+    }
+    return -1;
+}
+
 int em_bind_args(const EmSignature *sig, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames, EmCall *c) {
     const int np = sig->nparams;
@@ -236,6 +251,7 @@ int em_bind_args(const EmSignature *sig, PyObject *self, PyObject *const *args, 
                 if (sig->params[i].name == key) idx = i;
             for (int i = 0; i < np && idx < 0; i++)
                 if (PyUnicode_Compare(sig->params[i].name, key) == 0) idx = i;
+            if (idx < 0) idx = numpy_alias(sig, key);
             if (idx < 0 || (self && idx == 0)) {
                 PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
                              sig->fname, key);

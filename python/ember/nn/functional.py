@@ -210,8 +210,10 @@ def _class_weight_view(weight, ndim):
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
-    """log_softmax over the class dim (1, or 0 for unbatched input), then NLL for class-index
-    targets or -sum(target * logp) for class-probability targets (torch's composition)."""
+    """Class-index targets: one fused op (_C._cross_entropy: log-sum-exp and the picked logit in
+    one pass, no log-probabilities written; Note [fused cross-entropy]) whose node is torch's top
+    node (NllLossBackward0, or AddBackward0 with label smoothing). Class-probability targets:
+    log_softmax over the class dim (1, or 0 for unbatched input), then -sum(target * logp)."""
     red = _reduction_enum(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -219,29 +221,16 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise RuntimeError("cross_entropy(): input must have at least one dimension (the classes)")
     class_dim = 0 if input.dim() == 1 else 1
     n_classes = input.shape[class_dim]
-    logp = _C.log_softmax(input, class_dim)
-    if target.is_floating_point() and tuple(target.shape) == tuple(input.shape):
+    if tuple(target.shape) == tuple(input.shape):
+        if not target.is_floating_point():
+            raise RuntimeError("Expected floating point type for target with class probabilities, "
+                               f"got {_dtype_name(target.dtype)}")
+        logp = _C.log_softmax(input, class_dim)
         return _cross_entropy_probs(logp, target, weight, red, label_smoothing, class_dim, n_classes)
     if target.is_floating_point() or target.dtype not in (_int64(), _uint8()):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_dtype_name(target.dtype)}")
     _no_weight_grad(weight)
-    nll = _C._nll_loss(logp, target, weight, red, ignore_index)
-    if label_smoothing == 0.0:
-        return nll
-    # the smoothing term: -sum_c w_c logp_c per element, ignored targets excluded
-    keep = target != ignore_index
-    lw = logp * _class_weight_view(weight, input.dim()) if weight is not None else logp
-    smooth = -lw.sum(class_dim)
-    smooth = smooth.masked_fill(~keep, 0.0)
-    if red == 1:
-        if weight is not None:
-            denom = weight.gather(0, target.masked_select(keep).long().flatten()).sum()
-            smooth = smooth.sum() / denom
-        else:
-            smooth = smooth.sum() / keep.sum()
-    elif red == 2:
-        smooth = smooth.sum()
-    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
+    return _C._cross_entropy(input, target, weight, red, ignore_index, float(label_smoothing))[0]
 
 
 def _cross_entropy_probs(logp, target, weight, red, label_smoothing, class_dim, n_classes):
