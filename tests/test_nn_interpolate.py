@@ -75,7 +75,7 @@ for _shape, _mode in [((2, 3, 5), "nearest"), ((2, 3, 5), "nearest-exact"), ((2,
     _nd = len(_shape) - 2
     _kws = [dict(size=9 if _nd == 1 else (9, 4)), dict(size=3 if _nd == 1 else (3, 11)), dict(size=1),
             dict(scale_factor=2), dict(scale_factor=0.5), dict(scale_factor=1.7), dict(scale_factor=0.37),
-            dict(scale_factor=2.9), dict(scale_factor=1.3, recompute_scale_factor=True),
+            dict(scale_factor=2.9), dict(scale_factor=3), dict(scale_factor=1.3, recompute_scale_factor=True),
             dict(scale_factor=(1.5,) if _nd == 1 else (1.5, 0.8))]
     for _kw in _kws:
         if _mode in ("linear", "bilinear", "bicubic"):
@@ -160,6 +160,21 @@ def test_big_threaded_planes_match_numpy():
             np.testing.assert_allclose(x.grad.numpy(), ref_backward(g, mats), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("shape", [(1, 1, 150, 120), (1, 2, 151, 33), (1, 3, 700)])
+def test_few_big_planes_split_into_row_bands(shape):
+    """Fewer planes than threads: the forward splits output rows among threads."""
+    saved = ember.get_num_threads()
+    ember.set_num_threads(3)
+    try:
+        xv = _x(shape)
+        for mode in (["nearest", "bilinear", "bicubic", "nearest-exact"] if len(shape) == 4 else ["nearest", "linear"]):
+            mats = ref_matrices(shape, mode, scale_factor=1.9)
+            y = F.interpolate(ember.from_numpy(xv), scale_factor=1.9, mode=mode)
+            np.testing.assert_allclose(y.numpy(), ref_forward(xv, mats), rtol=1e-12, atol=1e-12)
+    finally:
+        ember.set_num_threads(saved)
+
+
 def test_empty_batch_and_area():
     y = F.interpolate(ember.zeros(0, 2, 5), size=3, mode="linear")
     assert tuple(y.shape) == (0, 2, 3)
@@ -178,6 +193,10 @@ def test_dtypes():
     assert y.dtype == ember.uint8
     mats = ref_matrices((1, 1, 3, 4), "nearest", size=(5, 7))
     np.testing.assert_array_equal(y.numpy(), ref_forward(u.numpy(), mats).astype(np.uint8))
+    for k in (2, 3):  # integer factors: each element repeated k x k times
+        np.testing.assert_array_equal(F.interpolate(u, scale_factor=k).numpy(),
+                                      u.numpy().repeat(k, axis=2).repeat(k, axis=3))
+        np.testing.assert_array_equal(F.interpolate(u[0], scale_factor=k).numpy(), u[0].numpy().repeat(k, axis=2))
     for dt in (ember.float16, ember.bfloat16):
         xv = _x((1, 2, 4, 5)).astype(np.float32)
         x = ember.from_numpy(xv).to(dt)

@@ -41,6 +41,23 @@ static int threads_for(int64_t planes, int64_t work) {
     return nt < 1 ? 1 : nt;
 }
 
+/* Forward work is split into (plane, band of output rows) items, so that a
+ * few big planes still keep every thread busy (output rows are independent;
+ * the backward's are not: it splits planes only). */
+static int64_t bands_for(int64_t planes, int64_t rows) {
+    int64_t nt = em_num_threads;
+    if (nt <= 1 || planes >= nt) return 1;
+    int64_t b = (nt + planes - 1) / planes;
+    return b > rows ? rows : b;
+}
+
+static void band_of(int64_t item, int64_t bands, int64_t rows, int64_t *p, int64_t *o0, int64_t *o1) {
+    int64_t b = item % bands;
+    *p = item / bands;
+    *o0 = rows * b / bands;
+    *o1 = rows * (b + 1) / bands;
+}
+
 /* ------------------------------------------------------------ index rules */
 
 /* torch's cubic convolution weights (Keys, A = -0.75) at distance t of the
@@ -175,14 +192,24 @@ void em_interp_axis_free(EmInterpAxis *a) {
 
 /* ------------------------------------------------------------ nearest */
 
+/* One output row. rep > 0: the row repeats each input element rep times
+ * (an integer upscale), written without the index table so that it vectorizes. */
 #define GATHER(U)                                                                        \
     do {                                                                                 \
         const U *xr = (const U *)src;                                                    \
         U *yr = (U *)dst;                                                                \
-        for (int64_t o = 0; o < ow; o++) yr[o] = xr[widx[o]];                            \
+        if (rep == 2) {                                                                  \
+            for (int64_t i = 0; i < ow / 2; i++) yr[2 * i] = yr[2 * i + 1] = xr[i];     \
+        } else if (rep > 0) {                                                            \
+            for (int64_t i = 0; i < ow / rep; i++)                                       \
+                for (int64_t j = 0; j < rep; j++) yr[i * rep + j] = xr[i];               \
+        } else {                                                                         \
+            for (int64_t o = 0; o < ow; o++) yr[o] = xr[widx[o]];                        \
+        }                                                                                \
     } while (0)
 
-IP_CLONES static void nearest_row(const char *src, char *dst, int itemsize, int64_t ow, const int64_t *widx) {
+IP_CLONES static void nearest_row(const char *src, char *dst, int itemsize, int64_t ow, const int64_t *widx,
+                                  int64_t rep) {
     switch (itemsize) {
     case 1: GATHER(uint8_t); break;
     case 2: GATHER(uint16_t); break;
@@ -191,23 +218,35 @@ IP_CLONES static void nearest_row(const char *src, char *dst, int itemsize, int6
     }
 }
 
+/* k when idx[o] == o / k for every o (out == k * in), else 0 */
+static int64_t repeat_factor(const EmInterpAxis *a) {
+    if (a->out % a->in) return 0;
+    int64_t k = a->out / a->in;
+    for (int64_t o = 0; o < a->out; o++)
+        if (a->idx[o] != o / k) return 0;
+    return k;
+}
+
 void em_cpu_interp_nearest(const char *x, char *y, int itemsize, int64_t planes, const EmInterpAxis *h,
                            const EmInterpAxis *w) {
     int64_t ih = h->in, oh = h->out, iw = w->in, ow = w->out;
     size_t in_plane = (size_t)(ih * iw) * (size_t)itemsize, row = (size_t)ow * (size_t)itemsize;
-    const int64_t *hidx = h->idx, *widx = w->idx;
-    int nt = threads_for(planes, planes * oh * ow);
+    const int64_t *hidx = h->idx, *widx = w->idx, rep = repeat_factor(w);
+    int64_t bands = bands_for(planes, oh), items = planes * bands;
+    int nt = threads_for(items, planes * oh * ow);
     (void)nt;
     OMP_FOR
-    for (int64_t p = 0; p < planes; p++) {
+    for (int64_t it = 0; it < items; it++) {
+        int64_t p, o0, o1;
+        band_of(it, bands, oh, &p, &o0, &o1);
         const char *xp = x + (size_t)p * in_plane;
         char *yp = y + (size_t)p * (size_t)oh * row;
-        for (int64_t o = 0; o < oh; o++) {
+        for (int64_t o = o0; o < o1; o++) {
             char *yr = yp + (size_t)o * row;
-            if (o > 0 && hidx[o] == hidx[o - 1]) /* a repeated row: copy the one just made */
+            if (o > o0 && hidx[o] == hidx[o - 1]) /* a repeated row: copy the one just made */
                 memcpy(yr, yr - row, row);
             else
-                nearest_row(xp + (size_t)hidx[o] * (size_t)iw * (size_t)itemsize, yr, itemsize, ow, widx);
+                nearest_row(xp + (size_t)hidx[o] * (size_t)iw * (size_t)itemsize, yr, itemsize, ow, widx, rep);
         }
     }
 }
@@ -235,17 +274,18 @@ void em_cpu_interp_nearest(const char *x, char *y, int itemsize, int64_t planes,
             }                                                                            \
         }                                                                                \
     }                                                                                    \
-    /* one plane; ring: taps rows of the output width */                                 \
+    /* output rows [o0, o1) of one plane; ring: taps rows of the output width */        \
     IP_CLONES static void plane_fwd_##T(const T *x, T *y, const EmInterpAxis *h,         \
-                                        const EmInterpAxis *w, T *ring) {                \
+                                        const EmInterpAxis *w, T *ring, int64_t o0,      \
+                                        int64_t o1) {                                    \
         int64_t iw = w->in, ow = w->out, K = h->taps;                                    \
         const T *wh = h->w;                                                              \
         int64_t tag[4] = {-1, -1, -1, -1};                                               \
-        for (int64_t o = 0; o < h->out; o++) {                                           \
+        for (int64_t o = o0; o < o1; o++) {                                              \
             const int64_t *r = h->idx + o * K;                                           \
             T *yr = y + o * ow;                                                          \
             if (K == 1) { /* nearest rows (weight 1), or the unit axis of 1-d ops */      \
-                if (o > 0 && r[0] == r[-1]) memcpy(yr, yr - ow, (size_t)ow * sizeof(T)); \
+                if (o > o0 && r[0] == r[-1]) memcpy(yr, yr - ow, (size_t)ow * sizeof(T)); \
                 else width_pass_##T(x + r[0] * iw, yr, w);                              \
                 continue;                                                                \
             }                                                                            \
@@ -291,7 +331,8 @@ void em_cpu_interp_nearest(const char *x, char *y, int itemsize, int64_t planes,
                           const EmInterpAxis *w, bool fwd) {                             \
         int64_t in_plane = h->in * w->in, out_plane = h->out * w->out;                   \
         int64_t scratch = fwd ? h->taps * w->out : w->in;                                \
-        int nt = threads_for(planes, planes * (in_plane + out_plane));                   \
+        int64_t bands = fwd ? bands_for(planes, h->out) : 1, items = planes * bands;     \
+        int nt = threads_for(items, planes * (in_plane + out_plane));                    \
         bool ok = true;                                                                  \
         (void)nt;                                                                        \
         OMP_PARALLEL                                                                     \
@@ -302,10 +343,14 @@ void em_cpu_interp_nearest(const char *x, char *y, int itemsize, int64_t planes,
                 ok = false;                                                              \
             }                                                                            \
             OMP_FOR_IN                                                                   \
-            for (int64_t p = 0; p < planes; p++) {                                       \
+            for (int64_t it = 0; it < items; it++) {                                     \
+                int64_t p, o0, o1;                                                       \
                 if (!scr) continue;                                                      \
-                if (fwd) plane_fwd_##T(src + p * in_plane, dst + p * out_plane, h, w, scr); \
-                else plane_bwd_##T(src + p * out_plane, dst + p * in_plane, h, w, scr);  \
+                band_of(it, bands, h->out, &p, &o0, &o1);                                \
+                if (fwd)                                                                 \
+                    plane_fwd_##T(src + p * in_plane, dst + p * out_plane, h, w, scr, o0, o1); \
+                else                                                                     \
+                    plane_bwd_##T(src + p * out_plane, dst + p * in_plane, h, w, scr);   \
             }                                                                            \
             free(scr);                                                                   \
         }                                                                                \
