@@ -46,7 +46,8 @@ def ref_matrices(x_shape, mode, size=None, scale_factor=None, align_corners=None
     in_sp = list(x_shape[2:])
     out, scales = ref_sizes(in_sp, size, scale_factor, recompute)
     shortcut = mode == "nearest" and len(in_sp) == 2  # upsample_nearest2d's copy / o // 2 (see op_db)
-    return [interp_matrix(AXIS_MODE[mode], i, o, bool(align_corners), s, shortcut) for i, o, s in zip(in_sp, out, scales)]
+    return [interp_matrix(AXIS_MODE[mode], i, o, bool(align_corners), s, shortcut)
+            for i, o, s in zip(in_sp, out, scales)]
 
 
 def ref_forward(x, mats):
@@ -345,7 +346,8 @@ def test_deprecated_aliases_warn():
 def test_modules():
     nn = ember.nn
     assert repr(nn.Upsample(scale_factor=2)) == "Upsample(scale_factor=2.0, mode='nearest')"
-    assert repr(nn.Upsample(size=(3, 4), mode="bilinear", align_corners=True)) == "Upsample(size=(3, 4), mode='bilinear')"
+    assert repr(nn.Upsample(size=(3, 4), mode="bilinear", align_corners=True)) == \
+        "Upsample(size=(3, 4), mode='bilinear')"
     assert repr(nn.Upsample(scale_factor=(2, 3), mode="bicubic")) == "Upsample(scale_factor=(2.0, 3.0), mode='bicubic')"
     assert repr(nn.UpsamplingNearest2d(scale_factor=2)) == "UpsamplingNearest2d(scale_factor=2.0, mode='nearest')"
     assert repr(nn.UpsamplingBilinear2d(size=4)) == "UpsamplingBilinear2d(size=4, mode='bilinear')"

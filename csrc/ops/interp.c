@@ -68,8 +68,8 @@ static PyObject *upsample(EmCall *c, const UpsampleSpec *sp) {
                  "Input and output sizes should be greater than 0, but got input (H: %lld, W: %lld) output (H: %lld, "
                  "W: %lld)", (long long)ih, (long long)iw, (long long)oh, (long long)ow);
     if (sp->backward) {
-        EM_CHECK(t->ndim == nd, PyExc_RuntimeError, "Expected grad_output to be a tensor of dimension %d but got: dimension %d",
-                 nd, t->ndim);
+        EM_CHECK(t->ndim == nd, PyExc_RuntimeError,
+                 "Expected grad_output to be a tensor of dimension %d but got: dimension %d", nd, t->ndim);
         for (int d = 0; d < nd; d++) {
             int64_t want = d < 2 ? isize[d] : osize[d - 2];
             EM_CHECK(t->sizes[d] == want, PyExc_RuntimeError,
