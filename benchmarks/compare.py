@@ -303,6 +303,7 @@ CASES += [
          targets={"torch": ("<=", 1.25)}),
 ]
 
+
 # the training benchmark (benchmarks/gpt.py): one nanoGPT-style step,
 # 4 layers, 256 wide, 64 tokens, batch 8, AdamW
 def _gpt(lib, n):
@@ -314,6 +315,29 @@ CASES += [
     Case("GPT train step (4x256, T=64, B=8, AdamW)", 8 * 64,
          {lib: (lambda n, lib=lib: _gpt(lib, n)) for lib in ("ember", "torch")},
          targets={"torch": ("<=", 0.8)}),
+]
+
+
+# upsampling (interp part: ops/interp.c, cpu/interp.c): F.interpolate 2x of
+# (8, 64, 64, 64) float32; NumPy has no interpolate, so ember next to torch.
+# "time" per call: lower is better, the target is torch's speed or better.
+def interp_libs(make):
+    def planes(x, n):  # (n / 64^3, 64, 64, 64); the smoke run's few elements: one 64-wide plane
+        return x.reshape(-1, 64, 64, 64) if n % 64 ** 3 == 0 else x.reshape(1, 1, -1, 64)
+    return {lib: (lambda n, lib=lib: make(module(lib), planes(inputs(lib, n, 1)[0], n)))
+            for lib in ("ember", "torch")}
+
+
+CASES += [
+    Case("interpolate bilinear 2x fwd, 8x64x64x64 f32", 8 * 64 * 64 * 64,
+         interp_libs(lambda m, x: lambda: m.nn.functional.interpolate(x, scale_factor=2, mode="bilinear")),
+         targets={"torch": ("<=", 1.0)}),
+    Case("interpolate nearest 2x fwd, 8x64x64x64 f32", 8 * 64 * 64 * 64,
+         interp_libs(lambda m, x: lambda: m.nn.functional.interpolate(x, scale_factor=2)),
+         targets={"torch": ("<=", 1.0)}),
+    Case("interpolate bilinear 2x fwd+bwd, 8x64x64x64 f32", 8 * 64 * 64 * 64,
+         interp_libs(lambda m, x: (lambda x: lambda: m.nn.functional.interpolate(
+             x, scale_factor=2, mode="bilinear").sum().backward())(x.clone().requires_grad_()))),
 ]
 
 
@@ -460,3 +484,4 @@ CASES += [
 
 if __name__ == "__main__":
     main()
+

@@ -3236,6 +3236,141 @@ OPS += [
     OpInfo("_native_group_norm_backward", _np_gn_bw, dtypes=FLOATS, unsupported=None, samples=_norm_bw_samples,
            call=_gn_bw_call, **_PN),
 ]
+# upsampling (interp part: csrc/ops/interp.c): the ops behind F.interpolate,
+# reached as ember._C._upsample_* and torch._C._nn.upsample_* /
+# torch.ops.aten.*_backward. The reference builds each axis's (out, in)
+# weight matrix from the documented rules; the 2-d result is Ah @ x @ Aw^T
+# per plane and the backward op's is Ah^T @ g @ Aw.
+def interp_matrix(mode, n_in, n_out, align_corners=False, scale=None, shortcut=False):
+    """(n_out, n_in) float64 weights of one axis. mode: nearest | nearest-exact |
+    linear | cubic. Nearest works with a float32 scale (1/scale or in/out), as
+    torch; shortcut: upsample_nearest2d's copy (out == in) and o // 2 (out == 2 in)."""
+    A = np.zeros((n_out, n_in))
+    given = scale is not None and scale > 0
+    o = np.arange(n_out)
+    if mode in ("nearest", "nearest-exact"):
+        s = np.float32(1.0 / scale) if given else np.float32(n_in) / np.float32(n_out)
+        if shortcut and n_out in (n_in, 2 * n_in):
+            src = o // (n_out // n_in)
+        elif mode == "nearest":
+            src = np.floor(o.astype(np.float32) * s)
+        else:
+            src = np.floor(((o + 0.5) * np.float64(s)).astype(np.float32))
+        A[o, np.minimum(src.astype(np.int64), n_in - 1)] = 1
+        return A
+    if align_corners:
+        s = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        s = 1.0 / scale if given else n_in / n_out
+
+    def keys(x, a=-0.75):  # Keys' cubic convolution kernel
+        x = abs(x)
+        return ((a + 2) * x - (a + 3)) * x * x + 1 if x <= 1 else ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    for j in range(n_out):
+        r = s * j if align_corners else s * (j + 0.5) - 0.5
+        if mode == "linear":
+            if n_in == n_out:
+                A[j, j] = 1
+                continue
+            r = max(r, 0.0)
+        i0 = min(math.floor(r), n_in - 1)
+        t = min(max(r - i0, 0.0), 1.0)
+        if mode == "linear":
+            A[j, i0] += 1 - t
+            A[j, min(i0 + 1, n_in - 1)] += t
+        else:
+            for k, w in enumerate((keys(t + 1), keys(t), keys(1 - t), keys(2 - t))):
+                A[j, min(max(i0 - 1 + k, 0), n_in - 1)] += w
+    return A
+
+
+_INTERP_OPS = {  # ember row: (torch name, mode, spatial dims, has align_corners)
+    "_upsample_nearest1d": ("upsample_nearest1d", "nearest", 1, False),
+    "_upsample_nearest2d": ("upsample_nearest2d", "nearest", 2, False),
+    "_upsample_nearest_exact1d": ("_upsample_nearest_exact1d", "nearest-exact", 1, False),
+    "_upsample_nearest_exact2d": ("_upsample_nearest_exact2d", "nearest-exact", 2, False),
+    "_upsample_linear1d": ("upsample_linear1d", "linear", 1, True),
+    "_upsample_bilinear2d": ("upsample_bilinear2d", "linear", 2, True),
+    "_upsample_bicubic2d": ("upsample_bicubic2d", "cubic", 2, True),
+}
+
+
+def interp_ref(name, x, output_size, *rest, backward_to=None):
+    """The forward op's result (backward_to None) or, with backward_to the input
+    size, the backward op's result for gradient x."""
+    _, mode, spatial, has_ac = _INTERP_OPS[name]
+    ac = bool(rest[0]) if has_ac else False
+    scales = list(rest[1:] if has_ac else rest) + [None] * spatial
+    in_sp = list(backward_to[2:]) if backward_to is not None else list(np.shape(x)[2:])
+    mats = [interp_matrix(mode, i, o, ac, s, shortcut=spatial == 2)
+            for i, o, s in zip(in_sp, output_size, scales)]
+    x = np.asarray(x, np.float64)
+    if spatial == 1:
+        return np.einsum("ncw,wv->ncv", x, mats[0] if backward_to is not None else mats[0].T)
+    if backward_to is not None:
+        return np.einsum("nchw,hH,wW->ncHW", x, mats[0], mats[1])
+    return np.einsum("ncHW,hH,wW->nchw", x, mats[0], mats[1])
+
+
+def _interp_fn(name, backward):
+    tname = _INTERP_OPS[name][0] + ("_backward" if backward else "")
+    ename = name + ("_backward" if backward else "")
+
+    def fn(L):
+        if L.__name__ == "torch":
+            return getattr(L.ops.aten, tname) if backward else getattr(L._C._nn, tname)
+        return getattr(L._C, ename)
+    return fn
+
+
+def _interp_samples(name, backward):
+    _, mode, spatial, has_ac = _INTERP_OPS[name]
+    # (output size, align_corners, scales): up, down, odd and non-integer scales
+    cfgs2 = [((7, 3), False, ()), ((8, 10), True, (2.0, 2.0)), ((9, 6), False, (2.3, 1.3)), ((2, 3), True, ()),
+             ((1, 1), True, ()), ((3, 2), False, (0.7, 0.45))]
+    cfgs = cfgs2 if spatial == 2 else [((o[1],), ac, s[1:]) for o, ac, s in cfgs2]
+    if mode == "cubic" or (mode == "nearest" and spatial == 1):
+        # torch's backward of these copies (out == in) or halves (out == 2 in) whatever the
+        # scale, unlike its forward: those cases are in tests/test_nn_interpolate.py
+        cfgs = [c for c in cfgs if not c[2] or all(o not in (i, 2 * i) for o, i in zip(c[0], (4, 5)[-spatial:]))]
+
+    def samples(op, dtype, layout):
+        rng = rng_for(op.name, dtype, layout)
+        base = (2, 3, 4, 5)[-(spatial + 2):]
+        if layout == "empty":
+            base = (0,) + base[1:]
+        out = []
+        for osz, ac, sc in cfgs:
+            rest = ((ac,) if has_ac else ()) + tuple(sc)
+            if backward:
+                g = TS(gen_values(rng, dtype, base[:2] + osz, (-3, 3)), dtype)
+                out.append(Sample((g, list(osz), list(base)) + rest))
+            else:
+                out.append(Sample((TS(gen_values(rng, dtype, base, (0, 9) if dtype == "uint8" else (-3, 3)), dtype),
+                                   list(osz)) + rest))
+        return out
+    return samples
+
+
+def _interp_bw_ref(name):
+    return lambda g, osz, isz, *rest: interp_ref(name, g, osz, *rest, backward_to=isz)
+
+
+_INTERP_TOL = {"float32": (2e-5, 2e-5)}  # the kernels' float32 weights (as torch's), against float64 ones
+for _n, (_t, _m, _sp, _ac) in _INTERP_OPS.items():
+    _nearest = _m.startswith("nearest")
+    OPS += [
+        # uint8: torch's nearest copies bytes; its uint8 bilinear/bicubic (a fixed-point
+        # kernel) ember lacks, so those rows claim floats only and skip the dtype sweep
+        OpInfo(_n, (lambda x, *a, _n=_n: interp_ref(_n, x, *a)), kind="plain", variants="F",
+               dtypes=FLOATS + ("uint8",) if _nearest else FLOATS,
+               unsupported=None if _m in ("linear", "cubic") and _sp == 2 else NotImplementedError,
+               fn=_interp_fn(_n, False), samples=_interp_samples(_n, False),
+               layouts=("contig", "T", "slice", "expand", "empty"), tol=_INTERP_TOL),
+        OpInfo(_n + "_backward", _interp_bw_ref(_n), kind="plain", variants="F", dtypes=FLOATS,
+               fn=_interp_fn(_n, True), samples=_interp_samples(_n, True), layouts=("contig", "T", "slice", "expand"),
+               tol=_INTERP_TOL),
+    ]
 
 OPS_BY_NAME = {op.name: op for op in OPS}
 

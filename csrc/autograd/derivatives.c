@@ -731,5 +731,6 @@ int em_init_derivatives(void) {
     em_formulas_loss();
     em_formulas_act();
     em_formulas_poolnorm();
+    em_formulas_interp();
     return 0;
 }

@@ -844,3 +844,144 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
     return _C._native_group_norm(input, weight, bias, num_groups, eps)[0]
+
+
+# ---------------------------------------------------------------------------
+# interpolation (interp part): F.interpolate and its deprecated aliases, on
+# the C upsampling ops (csrc/ops/interp.c, torch's aten upsample_* ops). The
+# size / scale-factor rules, the checks and their order are torch's.
+__all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
+
+_INTERP_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+# (mode, input rank) -> the op; scales follow output_size (and align_corners)
+_INTERP_OPS = {("nearest", 3): "_upsample_nearest1d", ("nearest", 4): "_upsample_nearest2d",
+               ("nearest-exact", 3): "_upsample_nearest_exact1d", ("nearest-exact", 4): "_upsample_nearest_exact2d",
+               ("linear", 3): "_upsample_linear1d", ("bilinear", 4): "_upsample_bilinear2d",
+               ("bicubic", 4): "_upsample_bicubic2d"}
+_INTERP_RANKS = {"linear": 3, "bilinear": 4, "trilinear": 5}
+
+
+def _is_integer(x):
+    if isinstance(x, int):
+        return True
+    if type(x).__module__ == "numpy" and hasattr(x, "dtype") and x.dtype.kind in "iu":
+        return True
+    return isinstance(x, _C.Tensor) and not x.is_floating_point()
+
+
+def _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode):
+    """(output_size, scale_factors): exactly one is a list, as torch resolves them."""
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        scale_factors = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got input with spatial "
+                    f"dimensions of {list(input.shape[2:])} and output size of {size}. Please provide input tensor "
+                    "in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+            if not all(_is_integer(x) for x in size):
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                                f"Tuple[int, int, int], but got size with types {[type(x) for x in size]}")
+            output_size = [int(x) for x in size]
+        else:
+            if not _is_integer(size):
+                raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                                f"Tuple[int, int, int], but got size of type {type(size).__name__}")
+            output_size = [int(size)] * max(dim, 0)
+    elif scale_factor is not None:
+        output_size = None
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but got input with "
+                    f"spatial dimensions of {list(input.shape[2:])} and scale_factor of shape {scale_factor}. "
+                    "Please provide input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, "
+                    "...,sK) format.")
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor)] * max(dim, 0)
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True  # area needs an explicit size
+    if recompute_scale_factor:
+        output_size = [int(input.shape[i + 2] * scale_factors[i]) for i in range(dim)]
+        scale_factors = None
+    return output_size, scale_factors
+
+
+def _interp_out_size(n, scale):
+    v = n * scale
+    if not (-2.0 ** 63 <= v < 2.0 ** 63):  # inf, nan, huge: what torch's int64 cast says
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    return int(v)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    """Resize the spatial dims of (N, C, W) or (N, C, H, W) input to `size`, or
+    by `scale_factor`: nearest (source floor(o * in/out)), nearest-exact
+    (floor((o + 0.5) * in/out)), linear / bilinear / bicubic (half-pixel
+    centres, or corners when align_corners=True), area (adaptive average).
+    Given scale factors set the sampling scale (1 / scale_factor) unless
+    recompute_scale_factor=True, as torch does."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    output_size, scale_factors = _interp_sizes(input, size, scale_factor, recompute_scale_factor, mode)
+    nd = input.dim()
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and nd == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
+                         "4-D tensor as input")
+    if nd == 5 and mode in ("nearest", "nearest-exact", "area", "trilinear"):
+        raise NotImplementedError(f"ember: interpolate(mode='{mode}') of 5-D (volumetric) input is not implemented")
+    if nd == 4 and mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+    if antialias:
+        raise NotImplementedError(f"ember: interpolate(mode='{mode}', antialias=True) is not implemented")
+    if mode == "area" and nd in (3, 4):
+        return (adaptive_avg_pool1d if nd == 3 else adaptive_avg_pool2d)(input, output_size)
+    op = _INTERP_OPS.get((mode, nd))
+    if op is None:
+        want = _INTERP_RANKS.get(mode)
+        if want is not None and nd in (3, 4, 5):
+            raise NotImplementedError(f"Got {nd}D input, but {mode} mode needs {want}D input")
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {nd}D) for the "
+                                  f"modes: {_INTERP_MODES} (got {mode})")
+    if output_size is None:  # torch's rule: in * scale truncated per axis (positive sizes are checked in C)
+        output_size = [_interp_out_size(input.shape[i + 2], s) for i, s in enumerate(scale_factors)]
+    scales = scale_factors if scale_factors is not None else [None] * (nd - 2)
+    if mode in ("nearest", "nearest-exact"):
+        return getattr(_C, op)(input, output_size, *scales)
+    return getattr(_C, op)(input, output_size, bool(align_corners), *scales)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of interpolate."""
+    _warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(..., mode='nearest')."""
+    _warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                   stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated: interpolate(..., mode='bilinear', align_corners=True)."""
+    _warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                   stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
