@@ -14,3 +14,4 @@ from .transformer import MultiheadAttention, TransformerEncoderLayer, Transforme
 from .conv import Conv1d, Conv2d  # noqa: F401
 from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool1d, AdaptiveAvgPool2d  # noqa: F401
 from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm  # noqa: F401
+from .fold import Fold, Unfold  # noqa: F401
