@@ -141,10 +141,10 @@ def test_conv2d_and_backward_against_numpy(kw):
     np.testing.assert_allclose(gb.numpy(), want[2], rtol=1e-11, atol=1e-11)
 
 
-@pytest.mark.parametrize("N,C,O,HW", [(8, 8, 8, 16), (2, 16, 32, 16), (1, 3, 5, 9)])
+@pytest.mark.parametrize("N,C,O,HW", [(8, 8, 8, 16), (2, 16, 32, 16), (1, 16, 32, 24), (1, 3, 5, 9)])
 def test_conv_threaded_paths(N, C, O, HW):
-    """Images split across threads (small GEMMs), one after another with BLAS's threads
-    (big ones), a single image; and a 1x1 convolution (no im2col), in float32."""
+    """Images split across threads, one big image split inside (im2col by channel, GEMMs
+    by column block), a small single-threaded one; and a 1x1 convolution (no im2col)."""
     x, w, b = RNG.standard_normal((N, C, HW, HW)), RNG.standard_normal((O, C, 3, 3)), RNG.standard_normal(O)
     for ww, pad in ((w, 1), (w[:, :, :1, :1], 0)):
         xs, ws = T(x.astype(np.float32), True), T(ww.astype(np.float32), True)

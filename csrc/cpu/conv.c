@@ -8,10 +8,7 @@
  * Backward: gw[grp] += gy[n, grp] @ cols[grp]^T (the columns recomputed),
  * gx[n] = col2im(w[grp]^T @ gy[n, grp]), gb = sum of gy over n and L.
  *
- * Threads: a GEMM big enough for OpenBLAS to thread runs alone, one image
- * after another (im2col/col2im threaded over channels); smaller ones are
- * split by image across ember's threads, each with its own column buffer
- * (and, for gw, its own partial sum), and run single-threaded in BLAS. */
+ * Threads: ember's, with single-threaded GEMMs (Note [conv threads]). */
 #include "conv.h"
 #include "blas.h"
 #include "../cpu/reduce.h" /* EM_CLONES */
@@ -95,7 +92,7 @@ static void inside(int64_t off, int64_t sw, int64_t W, int64_t ow, int64_t *lo, 
     }                                                                                                   \
     /* gb[o] = sum of gy (N, O, L) over n and l, accumulated in A */                                    \
     static void bias_grad_##SUF(const T *gy, T *gb, int64_t N, int64_t O, int64_t L, int nt) {          \
-        EM_OMP_FOR(nt)                                                                                  \
+        OMP_FOR_NT                                                                                  \
         for (int64_t o = 0; o < O; o++) {                                                               \
             ACC_##SUF acc = 0;                                                                          \
             for (int64_t n = 0; n < N; n++) {                                                           \
@@ -106,10 +103,11 @@ static void inside(int64_t off, int64_t sw, int64_t W, int64_t ow, int64_t *lo, 
         }                                                                                               \
     }
 
+/* a parallel loop on `nt` threads: the variable of that name in scope */
 #ifdef _OPENMP
-#define EM_OMP_FOR(nt) _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+#define OMP_FOR_NT _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
 #else
-#define EM_OMP_FOR(nt)
+#define OMP_FOR_NT
 #endif
 #define ACC_f32 double
 #define ACC_f64 double
@@ -142,7 +140,7 @@ void em_im2col_batch(EmDType d, const EmConvGeom *g, int64_t N, const void *x, v
     const int64_t isz = em_dtype_info[d].itemsize, planes = N * g->C;
     const int64_t xplane = g->H * g->W, cplane = g->kh * g->kw * g->oh * g->ow;
     int nt = threads_for(window_work(g) * (double)planes, planes);
-    EM_OMP_FOR(nt)
+    OMP_FOR_NT
     for (int64_t p = 0; p < planes; p++) /* plane p alone: offsets chosen so that its channel index is 0 */
         im2col_planes(d, g, (const char *)x + p * xplane * isz, (char *)cols + p * cplane * isz, 0, 1);
 }
@@ -151,21 +149,39 @@ void em_col2im_batch(EmDType d, const EmConvGeom *g, int64_t N, const void *cols
     const int64_t isz = em_dtype_info[d].itemsize, planes = N * g->C;
     const int64_t xplane = g->H * g->W, cplane = g->kh * g->kw * g->oh * g->ow;
     int nt = threads_for(window_work(g) * (double)planes, planes);
-    EM_OMP_FOR(nt)
+    OMP_FOR_NT
     for (int64_t p = 0; p < planes; p++)
         col2im_planes(d, g, (const char *)cols + p * cplane * isz, (char *)x + p * xplane * isz, 0, 1);
 }
 
-/* one image's im2col / col2im, threaded over its channels when `parallel` */
-static void im2col_image(EmDType d, const EmConvGeom *g, const void *x, void *cols, bool parallel) {
-    int nt = parallel ? threads_for(window_work(g) * (double)g->C, g->C) : 1;
-    EM_OMP_FOR(nt)
+/* one image's im2col / col2im on nt threads (over its channels) */
+static void im2col_image(EmDType d, const EmConvGeom *g, const void *x, void *cols, int nt) {
+    nt = nt > 1 ? threads_for(window_work(g) * (double)g->C, g->C) : 1;
+    OMP_FOR_NT
     for (int64_t c = 0; c < g->C; c++) im2col_planes(d, g, x, cols, c, c + 1);
 }
-static void col2im_image(EmDType d, const EmConvGeom *g, const void *cols, void *x, bool parallel) {
-    int nt = parallel ? threads_for(window_work(g) * (double)g->C, g->C) : 1;
-    EM_OMP_FOR(nt)
+static void col2im_image(EmDType d, const EmConvGeom *g, const void *cols, void *x, int nt) {
+    nt = nt > 1 ? threads_for(window_work(g) * (double)g->C, g->C) : 1;
+    OMP_FOR_NT
     for (int64_t c = 0; c < g->C; c++) col2im_planes(d, g, cols, x, c, c + 1);
+}
+
+/* C (m x n) = op(A) @ op(B) + beta C on nt threads, each a block of C's
+ * columns with a single-threaded GEMM (column block j0.. of op(B): B's
+ * columns, or its rows when tb) */
+static void gemm_split(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const char *a, int64_t lda,
+                       const char *b, int64_t ldb, char *c, int64_t ldc, EmScalar beta, int nt) {
+    const int64_t isz = em_dtype_info[d].itemsize;
+    int64_t chunk = n;
+    if (nt > 1 && (double)m * n * k >= 4.0 * EM_BLAS_SINGLE_THREAD_MNK) chunk = ((n + nt - 1) / nt + 15) / 16 * 16;
+    int64_t nchunks = (n + chunk - 1) / chunk;
+    nt = nchunks > 1 ? nt : 1;
+    OMP_FOR_NT
+    for (int64_t i = 0; i < nchunks; i++) {
+        int64_t j0 = i * chunk, nj = n - j0 < chunk ? n - j0 : chunk;
+        em_gemm_ex(d, ta, tb, m, nj, k, a, lda, b + (tb ? j0 * ldb : j0) * isz, ldb, c + j0 * isz, ldc, ONE, beta,
+                   false);
+    }
 }
 
 /* The sizes every driver needs. */
@@ -188,13 +204,31 @@ static Plan plan_of(EmDType d, const EmConvShape *s) {
     return p;
 }
 
-/* Threads to split the images over: 1 when each GEMM is big enough for
- * BLAS's own threads (then images go one after another). */
-static int image_threads(const EmConvShape *s, const Plan *p) {
-    double mnk = (double)p->Og * (double)p->K * (double)p->L;
-    if (em_num_threads <= 1 || s->N <= 1 || mnk > EM_BLAS_SINGLE_THREAD_MNK) return 1;
-    if (mnk * (double)s->groups * (double)s->N < 1048576.0) return 1; /* too little to pay for threads */
-    return em_num_threads < s->N ? em_num_threads : (int)s->N;
+/* Note [conv threads]: ember's OpenMP threads do all the splitting and
+ * every GEMM runs single-threaded in BLAS (BLAS's own thread pool is set
+ * to one thread meanwhile): OpenMP regions alternating with OpenBLAS's
+ * threaded GEMMs fight over the cores (measured 3-30x slower on a busy
+ * 2-core machine). Batches split by image, each thread with its own column
+ * buffer (and, for gw, its own partial sum); a single image splits its
+ * im2col/col2im by channel and its GEMMs by column blocks. */
+typedef struct {
+    int images; /* threads over images (1: one image after another) */
+    int inner;  /* threads inside one image */
+} Threads;
+
+static Threads threads_of(const EmConvShape *s, const Plan *p) {
+    Threads t = {1, 1};
+    double work = (double)s->N * (double)s->O * (double)p->K * (double)p->L;
+    if (em_num_threads <= 1 || work < 1048576.0) return t; /* too little to pay for threads */
+    if (s->N >= em_num_threads) t.images = em_num_threads;
+    else if (s->N > 1 && (double)p->Og * (double)p->K * (double)p->L * (double)s->groups < 4.0 * EM_BLAS_SINGLE_THREAD_MNK)
+        t.images = (int)s->N;
+    else t.inner = em_num_threads;
+    return t;
+}
+
+static void blas_single(bool on) {
+    if (em_num_threads > 1) em_blas_set_threads(on ? 1 : em_num_threads);
 }
 
 static int thread_id(void) {
@@ -217,10 +251,10 @@ static char *buffers(int nt, int n_bufs, int64_t elems, int64_t isz, bool *fail)
 }
 
 static void forward_image(EmDType d, const EmConvShape *s, const Plan *p, const char *x, const char *w,
-                          const char *b, char *y, char *buf, bool parallel) {
+                          const char *b, char *y, char *buf, int nt) {
     const char *cols = x;
     if (!p->direct) {
-        im2col_image(d, &s->g, x, buf, parallel);
+        im2col_image(d, &s->g, x, buf, nt);
         cols = buf;
     }
     if (b) {
@@ -229,55 +263,55 @@ static void forward_image(EmDType d, const EmConvShape *s, const Plan *p, const 
         else fill_bias_i64((int64_t *)y, (const int64_t *)b, s->O, p->L);
     }
     for (int64_t grp = 0; grp < s->groups; grp++)
-        em_gemm_ex(d, false, false, p->Og, p->L, p->K, w + grp * p->Og * p->K * p->isz, p->K,
-                   cols + grp * p->K * p->L * p->isz, p->L, y + grp * p->Og * p->L * p->isz, p->L, ONE,
-                   b ? ONE : ZERO, parallel);
+        gemm_split(d, false, false, p->Og, p->L, p->K, w + grp * p->Og * p->K * p->isz, p->K,
+                   cols + grp * p->K * p->L * p->isz, p->L, y + grp * p->Og * p->L * p->isz, p->L, b ? ONE : ZERO, nt);
 }
 
 int em_conv_forward(EmDType d, const EmConvShape *s, const void *x, const void *w, const void *b, void *y) {
     Plan p = plan_of(d, s);
-    int nt = image_threads(s, &p);
+    Threads th = threads_of(s, &p);
     bool fail;
-    char *buf = buffers(nt, 1, p.cols, p.isz, &fail);
+    char *buf = buffers(th.images, 1, p.cols, p.isz, &fail);
     if (fail) return -1;
     const char *xc = x, *wc = w, *bc = b;
     char *yc = y;
-    if (nt > 1) {
+    bool threaded = th.images > 1 || th.inner > 1;
+    if (threaded) blas_single(true);
+    if (th.images > 1) {
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(th.images) schedule(static)
 #endif
         for (int64_t n = 0; n < s->N; n++)
             forward_image(d, s, &p, xc + n * p.xstep * p.isz, wc, bc, yc + n * p.ystep * p.isz,
-                          buf ? buf + thread_id() * p.cols * p.isz : NULL, false);
+                          buf ? buf + thread_id() * p.cols * p.isz : NULL, 1);
     } else {
         for (int64_t n = 0; n < s->N; n++)
-            forward_image(d, s, &p, xc + n * p.xstep * p.isz, wc, bc, yc + n * p.ystep * p.isz, buf, true);
+            forward_image(d, s, &p, xc + n * p.xstep * p.isz, wc, bc, yc + n * p.ystep * p.isz, buf, th.inner);
     }
+    if (threaded) blas_single(false);
     free(buf);
     return 0;
 }
 
 /* gw_acc (O, K) += this image's weight gradient; gx (C, H, W) = its input gradient */
 static void backward_image(EmDType d, const EmConvShape *s, const Plan *p, const char *gy, const char *x,
-                           const char *w, char *gx, char *gw_acc, char *colx, char *colg, bool parallel) {
+                           const char *w, char *gx, char *gw_acc, char *colx, char *colg, int nt) {
     if (gw_acc) {
         const char *cols = x;
         if (!p->direct) {
-            im2col_image(d, &s->g, x, colx, parallel);
+            im2col_image(d, &s->g, x, colx, nt);
             cols = colx;
         }
         for (int64_t grp = 0; grp < s->groups; grp++)
-            em_gemm_ex(d, false, true, p->Og, p->K, p->L, gy + grp * p->Og * p->L * p->isz, p->L,
-                       cols + grp * p->K * p->L * p->isz, p->L, gw_acc + grp * p->Og * p->K * p->isz, p->K, ONE,
-                       ONE, parallel);
+            gemm_split(d, false, true, p->Og, p->K, p->L, gy + grp * p->Og * p->L * p->isz, p->L,
+                       cols + grp * p->K * p->L * p->isz, p->L, gw_acc + grp * p->Og * p->K * p->isz, p->K, ONE, nt);
     }
     if (gx) {
         char *target = p->direct ? gx : colg;
         for (int64_t grp = 0; grp < s->groups; grp++)
-            em_gemm_ex(d, true, false, p->K, p->L, p->Og, w + grp * p->Og * p->K * p->isz, p->K,
-                       gy + grp * p->Og * p->L * p->isz, p->L, target + grp * p->K * p->L * p->isz, p->L, ONE,
-                       ZERO, parallel);
-        if (!p->direct) col2im_image(d, &s->g, colg, gx, parallel);
+            gemm_split(d, true, false, p->K, p->L, p->Og, w + grp * p->Og * p->K * p->isz, p->K,
+                       gy + grp * p->Og * p->L * p->isz, p->L, target + grp * p->K * p->L * p->isz, p->L, ZERO, nt);
+        if (!p->direct) col2im_image(d, &s->g, colg, gx, nt);
     }
 }
 
@@ -303,24 +337,26 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
     if (!gx && !gw) return 0;
     const int64_t wsize = s->O * p.K; /* elements of w and gw */
     if (gw) memset(gw, 0, (size_t)(wsize * p.isz));
-    int nt = image_threads(s, &p);
+    Threads th = threads_of(s, &p);
     bool fail, fail_w = false;
     /* per thread: the input's columns (for gw) and the gradient's (for gx) */
-    int64_t per = p.cols;
-    char *buf = buffers(nt, (gw ? 1 : 0) + (gx ? 1 : 0), per, p.isz, &fail);
-    char *partial = nt > 1 && gw ? buffers(nt, 1, wsize, p.isz, &fail_w) : NULL;
+    const int nbuf = (gw ? 1 : 0) + (gx ? 1 : 0);
+    const int64_t per = p.cols;
+    char *buf = buffers(th.images, nbuf, per, p.isz, &fail);
+    char *partial = th.images > 1 && gw ? buffers(th.images, 1, wsize, p.isz, &fail_w) : NULL;
     if (fail || fail_w) {
         free(buf);
         free(partial);
         return -1;
     }
-    if (partial) memset(partial, 0, (size_t)(nt * wsize * p.isz));
+    if (partial) memset(partial, 0, (size_t)(th.images * wsize * p.isz));
     const char *gyc = gy, *xc = x, *wc = w;
     char *gxc = gx;
-    int nbuf = (gw ? 1 : 0) + (gx ? 1 : 0);
-    if (nt > 1) {
+    bool threaded = th.images > 1 || th.inner > 1;
+    if (threaded) blas_single(true);
+    if (th.images > 1) {
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static)
+#pragma omp parallel for num_threads(th.images) schedule(static)
 #endif
         for (int64_t n = 0; n < s->N; n++) {
             int t = thread_id();
@@ -328,16 +364,17 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
             char *colx = gw ? mine : NULL, *colg = mine ? mine + (gw ? per * p.isz : 0) : NULL;
             backward_image(d, s, &p, gyc + n * p.ystep * p.isz, xc + n * p.xstep * p.isz, wc,
                            gxc ? gxc + n * p.xstep * p.isz : NULL, partial ? partial + t * wsize * p.isz : NULL,
-                           colx, colg, false);
+                           colx, colg, 1);
         }
         if (partial)
-            for (int t = 0; t < nt; t++) add_into(d, gw, partial + t * wsize * p.isz, wsize);
+            for (int t = 0; t < th.images; t++) add_into(d, gw, partial + t * wsize * p.isz, wsize);
     } else {
         char *colx = gw ? buf : NULL, *colg = buf ? buf + (gw ? per * p.isz : 0) : NULL;
         for (int64_t n = 0; n < s->N; n++)
             backward_image(d, s, &p, gyc + n * p.ystep * p.isz, xc + n * p.xstep * p.isz, wc,
-                           gxc ? gxc + n * p.xstep * p.isz : NULL, gw, colx, colg, true);
+                           gxc ? gxc + n * p.xstep * p.isz : NULL, gw, colx, colg, th.inner);
     }
+    if (threaded) blas_single(false);
     free(buf);
     free(partial);
     return 0;
