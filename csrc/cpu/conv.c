@@ -221,8 +221,8 @@ static Threads threads_of(const EmConvShape *s, const Plan *p) {
     double work = (double)s->N * (double)s->O * (double)p->K * (double)p->L;
     if (em_num_threads <= 1 || work < 1048576.0) return t; /* too little to pay for threads */
     if (s->N >= em_num_threads) t.images = em_num_threads;
-    else if (s->N > 1 && (double)p->Og * (double)p->K * (double)p->L * (double)s->groups < 4.0 * EM_BLAS_SINGLE_THREAD_MNK)
-        t.images = (int)s->N;
+    else if (s->N > 1 && (double)p->Og * p->K * p->L * s->groups < 4.0 * EM_BLAS_SINGLE_THREAD_MNK)
+        t.images = (int)s->N; /* fewer images than threads, but too little work in one to split it */
     else t.inner = em_num_threads;
     return t;
 }

@@ -132,7 +132,8 @@ PyObject *em_impl__im2col(EmCall *c) {
     bool batched = in->ndim == 4;
     if ((in->ndim != 3 && !batched) || any_zero(in, batched ? 1 : 0)) {
         PyErr_Format(PyExc_RuntimeError, "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other "
-                     "non-zero dimensions for input, but got: %s", em_shape_str(in->ndim, in->sizes, sbuf, sizeof sbuf));
+                     "non-zero dimensions for input, but got: %s",
+                     em_shape_str(in->ndim, in->sizes, sbuf, sizeof sbuf));
         return NULL;
     }
     int b = batched ? 1 : 0;
@@ -151,14 +152,15 @@ PyObject *em_impl__im2col(EmCall *c) {
     EmDType dt = (EmDType)in->dtype;
     if (!em_is_float(dt) && dt != EM_BOOL) return not_implemented("im2col_out_cpu", dt);
     EmDType ct = window_dtype(dt);
-    int64_t shape[3] = {N, 0, 0}, rows, L;
-    if (__builtin_mul_overflow(g.C, g.kh * g.kw, &rows) || __builtin_mul_overflow(g.oh, g.ow, &L) ||
-        (g.kh > INT32_MAX || g.kw > INT32_MAX)) {
+    int64_t shape[3] = {N, 0, 0}, rows, L, kk;
+    if (__builtin_mul_overflow(g.kh, g.kw, &kk) || __builtin_mul_overflow(g.C, kk, &rows) ||
+        __builtin_mul_overflow(g.oh, g.ow, &L)) {
         PyErr_SetString(PyExc_RuntimeError, "im2col: the column matrix is too large");
         return NULL;
     }
     shape[1] = rows, shape[2] = L;
-    EmTensor *x = contiguous_as(in, ct), *out = x ? em_empty(batched ? 3 : 2, batched ? shape : shape + 1, ct, em_cpu()) : NULL;
+    EmTensor *x = contiguous_as(in, ct);
+    EmTensor *out = x ? em_empty(batched ? 3 : 2, batched ? shape : shape + 1, ct, em_cpu()) : NULL;
     if (out && out->numel) {
         PyThreadState *ts = out->numel >= 65536 ? PyEval_SaveThread() : NULL;
         em_im2col_batch(ct, &g, N, em_data(x), em_data(out));
@@ -194,21 +196,23 @@ PyObject *em_impl__col2im(EmCall *c) {
     g.C = rows / kk, g.H = osz[0], g.W = osz[1];
     if (window_count(g.H, g.kh, g.dh, g.ph, g.sh, &g.oh) < 0 || window_count(g.W, g.kw, g.dw, g.pw, g.sw, &g.ow) < 0)
         return NULL;
-    int64_t blocks = g.oh > 0 && g.ow > 0 ? g.oh * g.ow : 0;
-    if (g.oh < 1 || g.ow < 1 || blocks != L || (double)g.oh * (double)g.ow != (double)blocks) {
+    int64_t blocks;
+    if (__builtin_mul_overflow(g.oh, g.ow, &blocks)) blocks = -1;
+    if (g.oh < 1 || g.ow < 1 || blocks != L) {
         PyErr_Format(PyExc_RuntimeError, "Given output_size=(%lld, %lld), kernel_size=(%lld, %lld), dilation=(%lld, "
                      "%lld), padding=(%lld, %lld), stride=(%lld, %lld), expected size of input's dimension 2 to match "
                      "the calculated number of sliding blocks %lld * %lld = %lld, but got input.size(2)=%lld.",
                      (long long)g.H, (long long)g.W, (long long)g.kh, (long long)g.kw, (long long)g.dh,
                      (long long)g.dw, (long long)g.ph, (long long)g.pw, (long long)g.sh, (long long)g.sw,
-                     (long long)g.oh, (long long)g.ow, (long long)(g.oh * g.ow), (long long)L);
+                     (long long)g.oh, (long long)g.ow, (long long)blocks, (long long)L);
         return NULL;
     }
     EmDType dt = (EmDType)in->dtype;
     if (!em_is_float(dt) && dt != EM_BOOL) return not_implemented("col2im_out_cpu", dt);
     EmDType ct = window_dtype(dt);
     int64_t shape[4] = {N, g.C, g.H, g.W};
-    EmTensor *x = contiguous_as(in, ct), *out = x ? em_empty(batched ? 4 : 3, batched ? shape : shape + 1, ct, em_cpu()) : NULL;
+    EmTensor *x = contiguous_as(in, ct);
+    EmTensor *out = x ? em_empty(batched ? 4 : 3, batched ? shape : shape + 1, ct, em_cpu()) : NULL;
     if (out && out->numel) {
         PyThreadState *ts = x->numel >= 65536 ? PyEval_SaveThread() : NULL;
         em_col2im_batch(ct, &g, N, em_data(x), em_data(out));
@@ -238,7 +242,8 @@ static int spatial_list(EmCall *c, int i, const char *name, int spatial, int64_t
     if (got != spatial && got != 1) {
         char buf[EM_SHAPE_BUF];
         PyErr_Format(PyExc_RuntimeError, "expected %s to be a single integer value or a list of %d values to match "
-                     "the convolution dimensions, but got %s=%s", name, spatial, name, em_shape_str(got, tmp, buf, sizeof buf));
+                     "the convolution dimensions, but got %s=%s", name, spatial, name,
+                     em_shape_str(got, tmp, buf, sizeof buf));
         return -1;
     }
     /* a 1-d convolution is a 2-d one of height 1: stride 1, padding 0, dilation 1 there */
@@ -267,7 +272,8 @@ static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *
         return -1;
     }
     cc->spatial = w->ndim - 2;
-    if (spatial_list(c, args, "stride", cc->spatial, st) < 0 || spatial_list(c, args + 1, "padding", cc->spatial, pd) < 0 ||
+    if (spatial_list(c, args, "stride", cc->spatial, st) < 0 ||
+        spatial_list(c, args + 1, "padding", cc->spatial, pd) < 0 ||
         spatial_list(c, args + 2, "dilation", cc->spatial, dl) < 0)
         return -1;
     const char *bad = NULL;
@@ -281,7 +287,8 @@ static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *
     }
     if (in->ndim != w->ndim) {
         PyErr_Format(PyExc_RuntimeError, "Expected %d-dimensional input for %d-dimensional weight %s, but got "
-                     "%d-dimensional input of size %s instead", w->ndim, w->ndim, em_shape_str(w->ndim, w->sizes, a, sizeof a),
+                     "%d-dimensional input of size %s instead", w->ndim, w->ndim,
+                     em_shape_str(w->ndim, w->sizes, a, sizeof a),
                      in->ndim, em_shape_str(in->ndim, in->sizes, b, sizeof b));
         return -1;
     }
@@ -298,11 +305,12 @@ static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *
         return -1;
     }
     int64_t cin;
-    if (__builtin_mul_overflow(w->sizes[1], groups, &cin) || in->sizes[1] != cin) {
-        PyErr_Format(PyExc_RuntimeError, "Given groups=%lld, weight of size %s, expected input%s to have %lld channels, "
-                     "but got %lld channels instead", (long long)groups, em_shape_str(w->ndim, w->sizes, a, sizeof a),
-                     em_shape_str(in->ndim, in->sizes, b, sizeof b), (long long)(w->sizes[1] * groups),
-                     (long long)in->sizes[1]);
+    if (__builtin_mul_overflow(w->sizes[1], groups, &cin)) cin = -1;
+    if (in->sizes[1] != cin) {
+        PyErr_Format(PyExc_RuntimeError, "Given groups=%lld, weight of size %s, expected input%s to have %lld "
+                     "channels, but got %lld channels instead", (long long)groups,
+                     em_shape_str(w->ndim, w->sizes, a, sizeof a), em_shape_str(in->ndim, in->sizes, b, sizeof b),
+                     (long long)cin, (long long)in->sizes[1]);
         return -1;
     }
     EmConvGeom *g = &cc->s.g;
@@ -318,7 +326,8 @@ static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *
         int64_t kern[2] = {g->dh * (g->kh - 1) + 1, g->dw * (g->kw - 1) + 1};
         if (one)
             PyErr_Format(PyExc_RuntimeError, "Calculated padded input size per channel: (%lld). Kernel size: (%lld). "
-                         "Kernel size can't be greater than actual input size", (long long)padded[1], (long long)kern[1]);
+                         "Kernel size can't be greater than actual input size", (long long)padded[1],
+                         (long long)kern[1]);
         else
             PyErr_Format(PyExc_RuntimeError, "Calculated padded input size per channel: (%lld x %lld). Kernel size: "
                          "(%lld x %lld). Kernel size can't be greater than actual input size", (long long)padded[0],
@@ -375,7 +384,8 @@ PyObject *em_impl__convolution(EmCall *c) {
     int64_t shape[4];
     int nd = out_shape(&cc, shape);
     EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
-    if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) || (bias && !(bc = contiguous_as(bias, cc.ct))))
+    if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) ||
+        (bias && !(bc = contiguous_as(bias, cc.ct))))
         goto done;
     if (!(y = em_empty(nd, shape, cc.ct, em_cpu()))) goto done;
     if (y->numel) {
@@ -417,7 +427,8 @@ PyObject *em_impl__convolution_backward(EmCall *c) {
     int64_t zero = 0, O = cc.s.O;
     EmTensor *g = NULL, *x = NULL, *wc = NULL, *res[3] = {NULL, NULL, NULL};
     PyObject *tuple = NULL;
-    if (!(g = contiguous_as(gy, cc.ct)) || !(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct))) goto done;
+    if (!(g = contiguous_as(gy, cc.ct)) || !(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)))
+        goto done;
     const EmTensor *like[3] = {in, w, NULL};
     for (int k = 0; k < 3; k++) {
         if (!mask[k]) res[k] = em_empty(1, &zero, cc.ct, em_cpu());
