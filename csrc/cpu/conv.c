@@ -279,7 +279,7 @@ int em_conv_forward(EmDType d, const EmConvShape *s, const void *x, const void *
     if (threaded) blas_single(true);
     if (th.images > 1) {
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(th.images) schedule(static)
+#pragma omp parallel for num_threads(th.images) schedule(dynamic, 1)
 #endif
         for (int64_t n = 0; n < s->N; n++)
             forward_image(d, s, &p, xc + n * p.xstep * p.isz, wc, bc, yc + n * p.ystep * p.isz,
@@ -356,7 +356,7 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
     if (threaded) blas_single(true);
     if (th.images > 1) {
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(th.images) schedule(static)
+#pragma omp parallel for num_threads(th.images) schedule(dynamic, 1)
 #endif
         for (int64_t n = 0; n < s->N; n++) {
             int t = thread_id();
