@@ -341,6 +341,41 @@ CASES += [
 ]
 
 
+# convolution (conv part: ops/conv.c, cpu/conv.c): a small CNN layer, N images of
+# C x 32 x 32 (N = n / (C * 32 * 32): fewer in --smoke runs); torch runs oneDNN
+def _conv_layer(lib, n, cin, cout, k, backward):
+    m = module(lib)
+    rng = np.random.default_rng(0)
+    batch = max(1, n // (cin * 32 * 32))
+    x, w, b = (m.from_numpy(rng.standard_normal(s, dtype=np.float32))
+               for s in ((batch, cin, 32, 32), (cout, cin, k, k), (cout,)))
+    if not backward:
+        return lambda: m.nn.functional.conv2d(x, w, b, padding=k // 2)
+    for t in (x, w, b):
+        t.requires_grad_()
+    gy = m.from_numpy(rng.standard_normal((batch, cout, 32, 32), dtype=np.float32))
+
+    def step():
+        x.grad = w.grad = b.grad = None
+        m.nn.functional.conv2d(x, w, b, padding=k // 2).backward(gy)
+    return step
+
+
+def conv_libs(cin, cout, k, backward):
+    return {lib: (lambda n, lib=lib: _conv_layer(lib, n, cin, cout, k, backward)) for lib in ("ember", "torch")}
+
+
+CASES += [
+    Case("conv2d 32x32x32x32 -> 64, 3x3 pad 1, f32", 32 * 32 * 32 * 32, conv_libs(32, 64, 3, False),
+         targets={"torch": ("<=", 1.25)}),
+    Case("conv2d fwd+bwd 32x32x32x32 -> 64, 3x3 pad 1, f32", 32 * 32 * 32 * 32, conv_libs(32, 64, 3, True),
+         targets={"torch": ("<=", 1.25)}),
+    Case("conv2d 32x64x32x32 -> 64, 1x1, f32", 32 * 64 * 32 * 32, conv_libs(64, 64, 1, False),
+         targets={"torch": ("<=", 1.25)}),
+    Case("conv2d fwd+bwd 32x64x32x32 -> 64, 1x1, f32", 32 * 64 * 32 * 32, conv_libs(64, 64, 1, True),
+         targets={"torch": ("<=", 1.25)}),
+]
+
 def loop_time(fn, inner):
     """Seconds per call of fn, over inner back-to-back calls."""
     t0 = time.perf_counter_ns()

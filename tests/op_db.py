@@ -3865,3 +3865,175 @@ ERRORS += [
     ("mode-empty", lambda L: L.ones(0).mode(), IndexError, None),
 ]
 
+
+
+# ---------------------------------------------------------------------------
+# convolution and im2col / col2im (conv part: csrc/ops/conv.c). References:
+# direct loops over window positions in float64; 1-d convolutions are 2-d
+# ones of height 1. torch's own internals (aten im2col / col2im /
+# convolution / convolution_backward) are the torch side.
+def _np_window_geometry(H, W, k, d, p, s):
+    oh = (H + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (W + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    return oh, ow
+
+
+def np_im2col(x, k, d, p, s):
+    """(N, C, H, W) or (C, H, W) -> (N, C*kh*kw, L): one loop per window element."""
+    x = np.asarray(x, np.float64)
+    batched = x.ndim == 4
+    x = x if batched else x[None]
+    N, C, H, W = x.shape
+    oh, ow = _np_window_geometry(H, W, k, d, p, s)
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    out = np.zeros((N, C * k[0] * k[1], oh * ow))
+    for c in range(C):
+        for ki in range(k[0]):
+            for kj in range(k[1]):
+                for oy in range(oh):
+                    for ox in range(ow):
+                        out[:, (c * k[0] + ki) * k[1] + kj, oy * ow + ox] = \
+                            xp[:, c, oy * s[0] + ki * d[0], ox * s[1] + kj * d[1]]
+    return out if batched else out[0]
+
+
+def np_col2im(cols, size, k, d, p, s):
+    """(N, C*kh*kw, L) -> (N, C, *size): every column element added where it came from."""
+    cols = np.asarray(cols, np.float64)
+    batched = cols.ndim == 3
+    cols = cols if batched else cols[None]
+    N, CK, L = cols.shape
+    C = CK // (k[0] * k[1])
+    oh, ow = _np_window_geometry(size[0], size[1], k, d, p, s)
+    xp = np.zeros((N, C, size[0] + 2 * p[0], size[1] + 2 * p[1]))
+    for c in range(C):
+        for ki in range(k[0]):
+            for kj in range(k[1]):
+                for oy in range(oh):
+                    for ox in range(ow):
+                        xp[:, c, oy * s[0] + ki * d[0], ox * s[1] + kj * d[1]] += \
+                            cols[:, (c * k[0] + ki) * k[1] + kj, oy * ow + ox]
+    out = xp[:, :, p[0]:p[0] + size[0], p[1]:p[1] + size[1]]
+    return out if batched else out[0]
+
+
+def _np_conv_args(x, w, stride, padding, dilation):
+    """as 2-d: x (N, C, H, W), w (O, Cg, kh, kw) and pairs; one: whether it was 1-d"""
+    x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    one = w.ndim == 3
+    pair = lambda v, fill: ([fill] + list(v)) if one else list(v) * (2 if len(v) == 1 else 1)  # noqa: E731
+    if one:
+        x, w = x[:, :, None], w[:, :, None]
+    return x, w, pair(stride, 1), pair(padding, 0), pair(dilation, 1), one
+
+
+def np_conv(x, w, b, stride, padding, dilation, groups):
+    x, w, s, p, d, one = _np_conv_args(x, w, stride, padding, dilation)
+    N, C, H, W = x.shape
+    O, Cg, kh, kw = w.shape
+    oh, ow = _np_window_geometry(H, W, (kh, kw), d, p, s)
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    out = np.zeros((N, O, oh, ow))
+    Og = O // groups
+    for o in range(O):
+        g = o // Og
+        for i in range(oh):
+            for j in range(ow):
+                patch = xp[:, g * Cg:(g + 1) * Cg, i * s[0]:i * s[0] + d[0] * (kh - 1) + 1:d[0],
+                           j * s[1]:j * s[1] + d[1] * (kw - 1) + 1:d[1]]
+                out[:, o, i, j] = (patch * w[o]).sum((1, 2, 3))
+    if b is not None:
+        out += np.asarray(b, np.float64).reshape(1, -1, 1, 1)
+    return out[:, :, 0] if one else out
+
+
+def np_conv_backward(gy, x, w, stride, padding, dilation, groups, mask=(1, 1, 1)):
+    """(gx, gw, gb) of np_conv for the upstream gradient gy, by the same window loop."""
+    x, w, s, p, d, one = _np_conv_args(x, w, stride, padding, dilation)
+    gy = np.asarray(gy, np.float64)
+    gy = gy[:, :, None] if one else gy
+    N, C, H, W = x.shape
+    O, Cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    Og = O // groups
+    for i in range(gy.shape[2]):
+        for j in range(gy.shape[3]):
+            rows = slice(i * s[0], i * s[0] + d[0] * (kh - 1) + 1, d[0])
+            cols = slice(j * s[1], j * s[1] + d[1] * (kw - 1) + 1, d[1])
+            for g in range(groups):
+                chans, outs = slice(g * Cg, (g + 1) * Cg), slice(g * Og, (g + 1) * Og)
+                gij = gy[:, outs, i, j]  # (N, Og)
+                gw[outs] += np.einsum("no,nckl->ockl", gij, xp[:, chans, rows, cols])
+                gxp[:, chans, rows, cols] += np.einsum("no,ockl->nckl", gij, w[outs])
+    gx = gxp[:, :, p[0]:p[0] + H, p[1]:p[1] + W]
+    gb = gy.sum((0, 2, 3))
+    if one:
+        gx, gw = gx[:, :, 0], gw[:, :, 0]
+    empty = np.zeros(0)
+    return tuple(v if m else empty for v, m in zip((gx, gw, gb), mask))
+
+
+_CONV_TORCH = {
+    "_im2col": lambda T: T._C._nn.im2col,
+    "_col2im": lambda T: T._C._nn.col2im,
+    "_convolution": lambda T: lambda x, w, b, s, p, d, g: T.convolution(x, w, b, s, p, d, False, [0] * len(s), g),
+    "_convolution_backward": lambda T: lambda gy, x, w, s, p, d, g, m: T.ops.aten.convolution_backward(
+        gy, x, w, [w.shape[0]], s, p, d, False, [0] * len(s), g, [bool(v) for v in m]),
+}
+
+
+def _conv_fn(name):
+    return lambda L: getattr(L._C, name) if hasattr(L._C, name) else _CONV_TORCH[name](L)
+
+
+# (input shape, weight shape, bias?, stride, padding, dilation, groups)
+CONV_CASES = [((2, 4, 6, 5), (6, 2, 3, 2), True, [1, 1], [1, 0], [1, 1], 2),
+              ((2, 3, 7, 6), (4, 3, 2, 3), False, [2, 1], [0, 2], [2, 1], 1),
+              ((2, 4, 3, 3), (5, 4, 1, 1), True, [1, 1], [0, 0], [1, 1], 1),
+              ((2, 4, 9), (4, 4, 3), True, [2], [1], [1], 1),
+              ((1, 2, 6), (4, 1, 2), False, [1], [2], [3], 2)]
+# (input shape, kernel, dilation, padding, stride)
+WINDOW_CASES = [((2, 3, 5, 4), [2, 2], [1, 1], [1, 0], [1, 2]),
+                ((3, 6, 7), [3, 2], [2, 1], [1, 1], [2, 1]),
+                ((0, 2, 4, 4), [2, 2], [1, 1], [0, 0], [1, 1])]
+
+
+def _conv_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    t = lambda shape, lay=True: TS(gen_values(rng, dtype, shape, (-2, 2)), dtype, lay)  # noqa: E731
+    out = []
+    if op.name in ("_im2col", "_col2im"):
+        for shape, k, d, p, s in WINDOW_CASES:
+            if op.name == "_im2col":
+                out.append(Sample((t(shape), k, d, p, s)))
+                continue
+            cols = np_im2col(np.zeros(shape), k, d, p, s)
+            out.append(Sample((t(cols.shape), list(shape[-2:]), k, d, p, s)))
+        return out
+    for xs, ws, bias, s, p, d, g in CONV_CASES:
+        if not is_float(dtype) and max(d) > 1:
+            continue  # torch has no dilated integer convolution ("slow_conv_dilated<>" not implemented)
+        x, w = t(xs), t(ws)
+        if op.name == "_convolution":
+            out.append(Sample((x, w, t(ws[:1], False) if bias else None, s, p, d, g)))
+        else:
+            ys = np_conv(np.zeros(xs), np.zeros(ws), None, s, p, d, g).shape
+            out.append(Sample((t(ys), x, w, s, p, d, g, [1, 1, 1])))
+    return out
+
+
+_CONV_TOL = {"float16": (1e-2, 2e-2), "bfloat16": (5e-2, 1e-1)}
+# torch's im2col / col2im take bool too (col2im's sum then is an `or`)
+OPS += [OpInfo("_im2col", fn=_conv_fn("_im2col"), ref=np_im2col, dtypes=FLOATS + ("bool",), variants="F", kind="conv",
+               samples=_conv_samples, layouts=("contig", "T", "slice"), tol=_CONV_TOL),
+        OpInfo("_col2im", fn=_conv_fn("_col2im"), ref=np_col2im, dtypes=FLOATS + ("bool",), variants="F", kind="conv",
+               samples=_conv_samples, layouts=("contig", "T", "slice"), tol=_CONV_TOL),
+        # integer convolutions exist in torch (not bool); uint8/int8 wrap around: only int32/int64 here
+        OpInfo("_convolution", fn=_conv_fn("_convolution"), ref=np_conv, dtypes=FLOATS + ("int32", "int64"),
+               unsupported=None, variants="F", kind="conv", samples=_conv_samples,
+               layouts=("contig", "T", "slice"), tol=_CONV_TOL),
+        OpInfo("_convolution_backward", fn=_conv_fn("_convolution_backward"), ref=np_conv_backward,
+               dtypes=FLOATS, unsupported=None, variants="F", kind="conv", samples=_conv_samples,
+               layouts=("contig", "T", "slice"), tol=_CONV_TOL)]
+OPS_BY_NAME.update({op.name: op for op in OPS[-4:]})

@@ -732,5 +732,6 @@ int em_init_derivatives(void) {
     em_formulas_act();
     em_formulas_poolnorm();
     em_formulas_interp();
+    em_formulas_conv();
     return 0;
 }

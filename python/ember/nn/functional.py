@@ -549,9 +549,9 @@ def _bool():
 
 
 # ---------------------------------------------------------------------------
-# padding, im2col and convolution, composed on C ops (index_select, as_strided,
-# matmul); the direct C convolution kernels are still to come (#5)
-__all__ += ["pad", "unfold", "conv1d", "conv2d"]
+# padding (composed on C ops), and im2col / col2im / convolution on their C
+# kernels (ops/conv.c)
+__all__ += ["pad", "unfold", "fold", "conv1d", "conv2d"]
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -565,23 +565,26 @@ def pad(input, pad, mode="constant", value=None):
     if k > input.dim():
         raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
                            f"got padding length {len(pad)} and input of dimension {input.dim()}")
-    if mode == "constant":
+    if mode == "constant":  # crops narrow; pads concatenate constant blocks (cat: differentiable twice)
         x = input
+        fill = 0 if value is None else value
         for i in range(k):
             d, lo, hi = input.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
             if lo < 0:
                 x = x.narrow(d, -lo, x.size(d) + lo)
             if hi < 0:
                 x = x.narrow(d, 0, x.size(d) + hi)
-        shape = list(x.shape)
-        where = [slice(None)] * x.dim()
-        for i in range(k):
-            d, lo, hi = x.dim() - 1 - i, max(pad[2 * i], 0), max(pad[2 * i + 1], 0)
-            shape[d] += lo + hi
-            where[d] = slice(lo, lo + x.size(d))
-        out = x.new_full(shape, 0 if value is None else value)
-        out[tuple(where)] = x
-        return out
+            parts = []
+            for n in (lo, None, hi):
+                if n is None:
+                    parts.append(x)
+                elif n > 0:
+                    shape = list(x.shape)
+                    shape[d] = n
+                    parts.append(x.new_full(shape, fill))
+            if len(parts) > 1:
+                x = _C.cat(parts, d)
+        return x.clone() if x is input else x
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
@@ -624,84 +627,68 @@ def _check_window(k, s, d, p):
                                f"{name}={list(v)}")
 
 
+def _spatial(v):
+    """An int or a sequence as the list the C ops take (they check its length, as torch's ops do)."""
+    return [int(x) for x in v] if isinstance(v, (tuple, list)) else [int(v)]
+
+
+def _pair_list(v):
+    return [int(x) for x in v] if isinstance(v, (tuple, list)) else [int(v)] * 2
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """im2col: (N, C, H, W) -> (N, C * kh * kw, L), the sliding blocks as columns."""
-    if input.dim() not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
-    batched = input.dim() == 4
-    x = input if batched else input.unsqueeze(0)
-    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (_pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"),
-                                              _pair(padding, "padding"), _pair(stride, "stride"))
-    _check_window((kh, kw), (sh, sw), (dh, dw), (ph, pw))
-    if ph or pw:
-        x = pad(x, (pw, pw, ph, ph))
-    x = x.contiguous()
-    N, C, H, W = x.shape
-    oh, ow = (H - dh * (kh - 1) - 1) // sh + 1, (W - dw * (kw - 1) - 1) // sw + 1
-    if oh <= 0 or ow <= 0:
-        raise RuntimeError(f"Given input with spatial size ({H - 2 * ph}, {W - 2 * pw}), kernel_size=({kh}, {kw}), "
-                           f"dilation=({dh}, {dw}), padding=({ph}, {pw}), calculated shape of the array of "
-                           f"sliding blocks as ({oh}, {ow}), but its components must be at least one.")
-    s = x.stride()
-    blocks = x.as_strided((N, C, kh, kw, oh, ow), (s[0], s[1], s[2] * dh, s[3] * dw, s[2] * sh, s[3] * sw),
-                          x.storage_offset())
-    cols = blocks.reshape(N, C * kh * kw, oh * ow)
-    return cols if batched else cols.squeeze(0)
+    """im2col: (N, C, H, W) -> (N, C * kh * kw, L), the sliding blocks as columns (also unbatched (C, H, W))."""
+    return _C._im2col(input, _pair_list(kernel_size), _pair_list(dilation), _pair_list(padding),
+                      _pair_list(stride))
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """Cross-correlation of (N, C, H, W) with (C_out, C / groups, kh, kw), as one
-    matrix product per group over the unfolded input."""
-    batched = input.dim() == 4
-    if input.dim() not in (3, 4) or weight.dim() != 4:
-        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
-                           f"{list(input.shape)}")
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im: (N, C * kh * kw, L) -> (N, C, *output_size), overlapping blocks summed (also unbatched)."""
+    return _C._col2im(input, _pair_list(output_size), _pair_list(kernel_size), _pair_list(dilation),
+                      _pair_list(padding), _pair_list(stride))
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, spatial, name):
+    """conv1d / conv2d: batched or not, padding as numbers or 'valid' / 'same', on the C op."""
+    if input.dim() not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input to {name}, but "
+                           f"got input of size: {list(input.shape)}")
+    batched = input.dim() == spatial + 2
     x = input if batched else input.unsqueeze(0)
-    N, C, H, W = x.shape
-    Cout, Cg, kh, kw = weight.shape
-    if C != Cg * groups:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
-                           f"{list(x.shape)} to have {Cg * groups} channels, but got {C} channels instead")
-    if Cout % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-                           f"but got weight of size {list(weight.shape)} instead")
-    dh, dw = _pair(dilation, "dilation")
+    stride, dilation = _spatial(stride), _spatial(dilation)
     if isinstance(padding, str):
         if padding == "valid":
-            padding = 0
+            padding = [0]
         elif padding == "same":
-            if _pair(stride, "stride") != (1, 1):
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            th, tw = dh * (kh - 1), dw * (kw - 1)
-            x = pad(x, (tw // 2, tw - tw // 2, th // 2, th - th // 2))
-            padding = 0
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            kernel = list(weight.shape[2:])
+            dil = dilation * len(kernel) if len(dilation) == 1 else dilation
+            if len(dil) == len(kernel):
+                total = [d * (k - 1) for d, k in zip(dil, kernel)]
+                padding = [t // 2 for t in total]
+                if any(t % 2 for t in total):  # odd total: the extra one at the end, as torch pads it
+                    _warnings.warn("Using padding='same' with even kernel lengths and odd dilation may require a "
+                                  "zero-padded copy of the input be created", UserWarning, stacklevel=3)
+                    x = pad(x, [v for t in reversed(total) for v in (0, t % 2)])
+            else:
+                padding = [0]  # the op reports the dilation's length
         else:
-            raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
-    cols = unfold(x, (kh, kw), (dh, dw), padding, stride)  # (N, C * kh * kw, L)
-    sh, sw = _pair(stride, "stride")
-    ph, pw = _pair(padding, "padding")
-    oh = (x.shape[2] + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    ow = (x.shape[3] + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    per_group = Cg * kh * kw
-    outs = [weight[g * (Cout // groups):(g + 1) * (Cout // groups)].reshape(Cout // groups, per_group)
-            @ cols[:, g * per_group:(g + 1) * per_group] for g in range(groups)]
-    out = outs[0] if groups == 1 else _C.cat(outs, 1)
-    if bias is not None:
-        out = out + bias.view(1, Cout, 1)
-    out = out.view(N, Cout, oh, ow)
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        padding = _spatial(padding)
+    out = _C._convolution(x, weight, bias, stride, padding, dilation, int(groups))
     return out if batched else out.squeeze(0)
 
 
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """Cross-correlation of (N, C, H, W) with (C_out, C / groups, kh, kw): im2col + one GEMM per group, in C."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """conv2d over a height of one."""
-    if input.dim() not in (2, 3) or weight.dim() != 3:
-        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
-                           f"{list(input.shape)}")
-    one = lambda v: v[0] if isinstance(v, (tuple, list)) else v  # noqa: E731
-    pad_arg = padding if isinstance(padding, str) else (0, one(padding))
-    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, one(stride)), pad_arg, (1, one(dilation)),
-                 groups)
-    return out.squeeze(-2)
+    """Cross-correlation of (N, C, L) with (C_out, C / groups, k), in C."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
 # ---------------------------------------------------------------------------

@@ -16,3 +16,4 @@ from .pooling import MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d, AdaptiveAvgPool
 from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm  # noqa: F401
 from .instancenorm import InstanceNorm1d, InstanceNorm2d  # noqa: F401
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d  # noqa: F401
+from .fold import Fold, Unfold  # noqa: F401
