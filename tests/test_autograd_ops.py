@@ -21,6 +21,7 @@ import pytest
 import ember
 from ember.autograd import gradcheck, gradgradcheck
 import autograd_cases_act
+import autograd_cases_attn
 import autograd_cases_index
 import autograd_cases_join
 import autograd_cases_loss
@@ -242,7 +243,7 @@ INPLACE_VIEW_EXTRA = [
 # the areas' cases (tests/autograd_cases_*.py): op_db kinds whose samples are
 # used, extra cases, second-derivative checks
 AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index, autograd_cases_nn,
-         autograd_cases_loss, autograd_cases_act)
+         autograd_cases_loss, autograd_cases_act, autograd_cases_attn)
 DB_KINDS = {"ew", "view", "plain", "mm"}.union(*(m.DB_KINDS for m in AREAS))
 for _m in AREAS:
     for _op, _cs in _m.EXTRA.items():

@@ -730,5 +730,6 @@ int em_init_derivatives(void) {
     em_formulas_nn();
     em_formulas_loss();
     em_formulas_act();
+    em_formulas_attn();
     return 0;
 }

@@ -135,6 +135,7 @@ void em_formulas_index(void);
 void em_formulas_nn(void);
 void em_formulas_loss(void);
 void em_formulas_act(void);
+void em_formulas_attn(void);
 
 #define ALLIN EM_SAVE_ALL_IN
 #define IN0 EM_SAVE_IN(0)

@@ -1,0 +1,188 @@
+/* attention.c — fused scaled-dot-product attention on the CPU, flash style
+ * (Note [attention layout] in attention.h).
+ *
+ * Forward: for each (batch, head, block of BQ query rows) the key/value
+ * rows stream by in blocks of BK. Each block's scores (BQ x BK) come from
+ * one GEMM (q k^T), get the mask, and update every row's running max and
+ * sum (the online softmax: when the max grows, what was summed so far and
+ * the output accumulator are rescaled by exp(old - new)); a second GEMM
+ * adds p v into the accumulator. Nothing of size L x S is ever allocated.
+ * Causal problems skip the key blocks that lie wholly right of a query
+ * block's last row. Tasks run on OpenMP threads, dynamic schedule (causal
+ * blocks differ in cost), with per-thread buffers.
+ *
+ * Backward (FlashAttention-2's): p is recomputed block by block as
+ * exp(s - lse); with Di = rowsum(dO o O),
+ *   dv += p^T dO,  dp = dO v^T,  ds = p o (dp - Di),
+ *   dq += scale ds k,  dk += scale ds^T q.
+ * One task owns a (batch, key/value head) pair and every query head that
+ * reads it, so dk and dv accumulate without races.
+ *
+ * Block sizes keep each GEMM at most EM_BLAS_SINGLE_THREAD_MNK, so OpenBLAS
+ * runs it on the calling thread (ember's threads are the parallel layer). */
+#include "attention.h"
+#include "blas.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#define AT_PRAGMA(x) _Pragma(#x)
+#define OMP_PARALLEL AT_PRAGMA(omp parallel num_threads(nt) if (nt > 1))
+#define OMP_FOR_DYNAMIC AT_PRAGMA(omp for schedule(dynamic, 1))
+#define SIMD_MAX(v) AT_PRAGMA(omp simd reduction(max : v))
+#define SIMD_SUM(v) AT_PRAGMA(omp simd reduction(+ : v))
+#else
+#define OMP_PARALLEL
+#define OMP_FOR_DYNAMIC
+#define SIMD_MAX(v)
+#define SIMD_SUM(v)
+#endif
+
+/* ------------------------------------------------------------ exp rows */
+
+/* x[i] = exp(x[i] - m); returns the sum (when `sum`). m is finite. */
+static float exp_rows_f32_plain(float *x, int64_t n, float m, bool sum) {
+    float s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float e = expf(x[i] - m);
+        x[i] = e;
+        s += e;
+    }
+    return sum ? s : 0;
+}
+
+static double exp_rows_f64(double *x, int64_t n, double m, bool sum) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = exp(x[i] - m);
+        x[i] = e;
+        s += e;
+    }
+    return sum ? s : 0;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define AT_AVX2 __attribute__((target("avx2,fma")))
+
+/* e^x, about 1 ulp, eight lanes: x = k ln2 + r, e^r by a degree-6
+ * polynomial (Cephes' coefficients), 2^k through the exponent bits; below
+ * -87.3 (and -inf) 0; a NaN x stays NaN. Called on x <= ~0 only (scores
+ * minus their max or their log-sum-exp), so there is no overflow branch. */
+AT_AVX2 static inline __m256 exp8(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.33654f);
+    __m256 xc = _mm256_max_ps(lo, x);
+    __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504f), _mm256_set1_ps(12582912.0f));
+    __m256i k = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4b400000));
+    __m256 kf = _mm256_sub_ps(t, _mm256_set1_ps(12582912.0f));
+    __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fmadd_ps(kf, _mm256_set1_ps(2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256 sc = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+    __m256 y = _mm256_mul_ps(p, sc);
+    y = _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); /* NaN passes */
+}
+
+AT_AVX2 static float exp_rows_f32_avx2(float *x, int64_t n, float m, bool sum) {
+    __m256 mb = _mm256_set1_ps(m), s8 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mb));
+        _mm256_storeu_ps(x + i, e);
+        s8 = _mm256_add_ps(s8, e);
+    }
+    if (i < n) { /* the tail through a padded lane block */
+        float tmp[8];
+        int64_t r = n - i;
+        for (int j = 0; j < 8; j++) tmp[j] = j < r ? x[i + j] : -INFINITY;
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), mb));
+        _mm256_storeu_ps(tmp, e);
+        s8 = _mm256_add_ps(s8, e);
+        for (int64_t j = 0; j < r; j++) x[i + j] = tmp[j];
+    }
+    if (!sum) return 0;
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static bool has_avx2(void) {
+    static int has = -1;
+    if (has < 0) has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return has;
+}
+static float exp_rows_f32(float *x, int64_t n, float m, bool sum) {
+    return has_avx2() ? exp_rows_f32_avx2(x, n, m, sum) : exp_rows_f32_plain(x, n, m, sum);
+}
+#else
+static float exp_rows_f32(float *x, int64_t n, float m, bool sum) { return exp_rows_f32_plain(x, n, m, sum); }
+#endif
+
+/* ------------------------------------------------------------ blocking */
+
+enum { BQ_MAX = 64, BK_MAX = 512, BK_MIN = 16 };
+
+/* Query rows per block and key rows per block: GEMMs of at most
+ * EM_BLAS_SINGLE_THREAD_MNK multiply-adds, key blocks a multiple of 16. */
+static void block_sizes(const EmAttn *p, int64_t *bq, int64_t *bk) {
+    int64_t d = p->D > p->Dv ? p->D : p->Dv;
+    if (d < 1) d = 1;
+    int64_t q = p->L < BQ_MAX ? p->L : BQ_MAX;
+    if (q < 1) q = 1;
+    int64_t k = (int64_t)(EM_BLAS_SINGLE_THREAD_MNK / ((double)q * (double)d));
+    k = k / BK_MIN * BK_MIN;
+    if (k < BK_MIN) k = BK_MIN;
+    if (k > BK_MAX) k = BK_MAX;
+    if (k > p->S) k = p->S;
+    *bq = q;
+    *bk = k;
+}
+
+double em_cpu_attention_work(const EmAttn *p) {
+    return (double)p->B * (double)p->H * (double)p->L * (double)p->S * (double)(p->D + p->Dv);
+}
+
+static int thread_count(const EmAttn *p, int64_t tasks) {
+    if (em_num_threads <= 1 || tasks < 2 || em_cpu_attention_work(p) < 65536.0) return 1;
+    return em_num_threads < tasks ? em_num_threads : (int)tasks;
+}
+
+/* ------------------------------------------------------------ kernels */
+
+#define T float
+#define SUF f32
+#define EXP_ROWS exp_rows_f32
+#include "attention_tmpl.h"
+#undef T
+#undef SUF
+#undef EXP_ROWS
+
+#define T double
+#define SUF f64
+#define EXP_ROWS exp_rows_f64
+#include "attention_tmpl.h"
+#undef T
+#undef SUF
+#undef EXP_ROWS
+
+int em_cpu_attention_forward(const EmAttn *p, char *out, char *lse) {
+    if (p->dt == EM_FLOAT32) return attention_forward_f32(p, (float *)out, (float *)lse);
+    return attention_forward_f64(p, (double *)out, (double *)lse);
+}
+
+int em_cpu_attention_backward(const EmAttn *p, const EmAttnOperand *grad_out, const EmAttnOperand *out,
+                              const char *lse, char *dq, char *dk, char *dv) {
+    if (p->dt == EM_FLOAT32)
+        return attention_backward_f32(p, grad_out, out, (const float *)lse, (float *)dq, (float *)dk, (float *)dv);
+    return attention_backward_f64(p, grad_out, out, (const double *)lse, (double *)dq, (double *)dk, (double *)dv);
+}
