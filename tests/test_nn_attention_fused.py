@@ -84,6 +84,24 @@ def test_values_lse_and_grads_against_numpy(case):
         np.testing.assert_allclose(got.numpy(), ref, rtol=1e-9, atol=1e-11)
 
 
+def test_both_backward_schedules():
+    """One thread: one pass per (batch, key/value head). More threads than such pairs: a dq pass
+    by query blocks, then a dk / dv pass by key blocks. Both against NumPy."""
+    q, k, v = qkv(1, 3, 1, 150, 130, 16)
+    g = RNG.standard_normal((1, 3, 150, 16))
+    refs = np_attention(q, k, v, None, True, None, grad_out=g)
+    threads = ember.get_num_threads()
+    try:
+        for n in (1, 4):
+            ember.set_num_threads(n)
+            eq, ek, ev = T(q, True), T(k, True), T(v, True)
+            OP(eq, ek, ev, 0.0, True)[0].backward(T(g))
+            for got, ref in zip((eq.grad, ek.grad, ev.grad), refs):
+                np.testing.assert_allclose(got.numpy(), ref, rtol=1e-9, atol=1e-11)
+    finally:
+        ember.set_num_threads(threads)
+
+
 def test_fully_masked_rows_are_zero_with_zero_gradient():
     q, k, v = qkv(1, 1, 1, 4, 5, 3)
     keep = np.ones((4, 5), bool)

@@ -16,7 +16,9 @@
  *   dv += p^T dO,  dp = dO v^T,  ds = p o (dp - Di),
  *   dq += scale ds k,  dk += scale ds^T q.
  * One task owns a (batch, key/value head) pair and every query head that
- * reads it, so dk and dv accumulate without races.
+ * reads it, so dk and dv accumulate without races. With fewer such pairs
+ * than threads, two passes instead: dq by (batch, head, query block), then
+ * dk and dv by (batch, key/value head, key block), recomputing p and ds.
  *
  * Block sizes keep each GEMM at most EM_BLAS_SINGLE_THREAD_MNK, so OpenBLAS
  * runs it on the calling thread (ember's threads are the parallel layer). */
@@ -38,6 +40,14 @@
 #define OMP_FOR_DYNAMIC
 #define SIMD_MAX(v)
 #define SIMD_SUM(v)
+#endif
+
+/* the block loops (mask, max, rescale, ds) also in an AVX2 build, chosen at load time */
+#if defined(__x86_64__) && !defined(EM_NO_CLONES) && \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 8))
+#define AT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define AT_CLONES
 #endif
 
 /* ------------------------------------------------------------ exp rows */
@@ -62,6 +72,29 @@ static double exp_rows_f64(double *x, int64_t n, double m, bool sum) {
     }
     return sum ? s : 0;
 }
+
+/* One row's online-softmax step (n scores, after the mask): the running
+ * max *mx grows to nm = max(*mx, max(x)), x becomes exp(x - nm) and the
+ * running sum *sm is rescaled and grown; returns alpha = exp(old max - nm),
+ * the factor the row's output accumulator must be rescaled by. A row where
+ * nothing took part yet (nm = -inf) is zeroed and returns 1. */
+#define ROW_STEP_PLAIN(NAME, T, EXPR)                                                 \
+    static T NAME(T *x, int64_t n, T *mx, T *sm) {                                    \
+        T bm = -INFINITY;                                                              \
+        SIMD_MAX(bm)                                                                   \
+        for (int64_t c = 0; c < n; c++) bm = x[c] > bm ? x[c] : bm;                    \
+        T nm = bm > *mx ? bm : *mx;                                                    \
+        if (nm == -INFINITY) {                                                         \
+            memset(x, 0, (size_t)n * sizeof(T));                                       \
+            return 1;                                                                  \
+        }                                                                              \
+        T alpha = (T)exp((double)(*mx - nm));                                          \
+        *sm = *sm * alpha + EXPR(x, n, nm, true);                                      \
+        *mx = nm;                                                                      \
+        return alpha;                                                                  \
+    }
+ROW_STEP_PLAIN(row_step_f32_plain, float, exp_rows_f32_plain)
+ROW_STEP_PLAIN(row_step_f64, double, exp_rows_f64)
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -116,6 +149,26 @@ AT_AVX2 static float exp_rows_f32_avx2(float *x, int64_t n, float m, bool sum) {
     return _mm_cvtss_f32(s);
 }
 
+AT_AVX2 static float row_step_f32_avx2(float *x, int64_t n, float *mx, float *sm) {
+    __m256 mv = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) mv = _mm256_max_ps(_mm256_loadu_ps(x + i), mv); /* NaN lanes keep mv */
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    float bm = _mm_cvtss_f32(h);
+    for (; i < n; i++) bm = x[i] > bm ? x[i] : bm;
+    float nm = bm > *mx ? bm : *mx;
+    if (nm == -INFINITY) {
+        memset(x, 0, (size_t)n * sizeof(float));
+        return 1;
+    }
+    float alpha = expf(*mx - nm);
+    *sm = *sm * alpha + exp_rows_f32_avx2(x, n, nm, true);
+    *mx = nm;
+    return alpha;
+}
+
 static bool has_avx2(void) {
     static int has = -1;
     if (has < 0) has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -124,8 +177,12 @@ static bool has_avx2(void) {
 static float exp_rows_f32(float *x, int64_t n, float m, bool sum) {
     return has_avx2() ? exp_rows_f32_avx2(x, n, m, sum) : exp_rows_f32_plain(x, n, m, sum);
 }
+static float row_step_f32(float *x, int64_t n, float *mx, float *sm) {
+    return has_avx2() ? row_step_f32_avx2(x, n, mx, sm) : row_step_f32_plain(x, n, mx, sm);
+}
 #else
 static float exp_rows_f32(float *x, int64_t n, float m, bool sum) { return exp_rows_f32_plain(x, n, m, sum); }
+static float row_step_f32(float *x, int64_t n, float *mx, float *sm) { return row_step_f32_plain(x, n, mx, sm); }
 #endif
 
 /* ------------------------------------------------------------ blocking */
@@ -138,6 +195,8 @@ static void block_sizes(const EmAttn *p, int64_t *bq, int64_t *bk) {
     int64_t d = p->D > p->Dv ? p->D : p->Dv;
     if (d < 1) d = 1;
     int64_t q = p->L < BQ_MAX ? p->L : BQ_MAX;
+    if ((double)q * BK_MIN * (double)d > EM_BLAS_SINGLE_THREAD_MNK) /* huge head dims: fewer rows */
+        q = (int64_t)(EM_BLAS_SINGLE_THREAD_MNK / (BK_MIN * (double)d));
     if (q < 1) q = 1;
     int64_t k = (int64_t)(EM_BLAS_SINGLE_THREAD_MNK / ((double)q * (double)d));
     k = k / BK_MIN * BK_MIN;
@@ -162,18 +221,22 @@ static int thread_count(const EmAttn *p, int64_t tasks) {
 #define T float
 #define SUF f32
 #define EXP_ROWS exp_rows_f32
+#define ROW_STEP row_step_f32
 #include "attention_tmpl.h"
 #undef T
 #undef SUF
 #undef EXP_ROWS
+#undef ROW_STEP
 
 #define T double
 #define SUF f64
 #define EXP_ROWS exp_rows_f64
+#define ROW_STEP row_step_f64
 #include "attention_tmpl.h"
 #undef T
 #undef SUF
 #undef EXP_ROWS
+#undef ROW_STEP
 
 int em_cpu_attention_forward(const EmAttn *p, char *out, char *lse) {
     if (p->dt == EM_FLOAT32) return attention_forward_f32(p, (float *)out, (float *)lse);
