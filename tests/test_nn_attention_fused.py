@@ -218,6 +218,10 @@ def test_errors():
         sdpa(q, k, v, attn_mask=T(np.zeros((3, 5), np.int64)), enable_gqa=True)
     with pytest.raises(RuntimeError, match="must divide"):
         sdpa(q, T(RNG.standard_normal((2, 3, 5, 4))), T(RNG.standard_normal((2, 3, 5, 4))), enable_gqa=True)
+    with pytest.raises(IndexError, match="out of range"):
+        sdpa(q, k, v, attn_mask=T(np.zeros(5)), enable_gqa=True)
+    with pytest.raises(IndexError, match="no dimensions"):
+        sdpa(q, k, v, attn_mask=ember.tensor(0.0, dtype=ember.float64), enable_gqa=True)
 
 
 def test_long_sequence_never_builds_the_scores():
@@ -259,6 +263,8 @@ def _pair(*shapes, dtype=np.float32):
     ("additive 4-d mask", [(2, 2, 6, 8), (2, 2, 70, 8), (2, 2, 70, 8)], {"scale": 0.2}, "add4"),
     ("gqa", [(2, 6, 7, 8), (2, 2, 7, 8), (2, 2, 7, 8)], {"enable_gqa": True, "is_causal": True}, None),
     ("3-d", [(4, 7, 8)] * 3, {}, None),
+    ("decode: one query row, causal", [(1, 2, 1, 8), (1, 2, 5, 8), (1, 2, 5, 8)], {"is_causal": True}, None),
+    ("2-d falls back", [(7, 8)] * 3, {"is_causal": True}, None),
     ("dropout falls back", [(2, 2, 6, 8)] * 3, {"dropout_p": 0.0001}, None),
 ])
 def test_against_torch(desc, shapes, kw, mask):
@@ -293,3 +299,19 @@ def test_double_backward_matches_torch():
         (g,) = lib.autograd.grad(y.sum(), q, create_graph=True)
         with pytest.raises(RuntimeError, match="not implemented"):
             g.sum().backward()
+
+
+@needs_torch
+def test_nan_rows_like_torch():
+    """A query row of NaN has no maximum (maxima skip NaN): zeros and lse 0, as torch's kernel
+    gives; a NaN among finite scores makes its row NaN."""
+    q = RNG.standard_normal((1, 1, 3, 4)).astype(np.float32)
+    k = RNG.standard_normal((1, 1, 5, 4)).astype(np.float32)
+    q[0, 0, 1] = np.nan
+    k[0, 0, 3, 0] = np.nan
+    ke = T(k)
+    ours = OP(T(q), ke, ke)
+    theirs = _torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(*[_torch.from_numpy(a) for a in (q, k, k)])
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert not ours[0][0, 0, 1].numpy().any() and np.isnan(ours[0][0, 0, 0].numpy()).all()

@@ -77,7 +77,8 @@ static double exp_rows_f64(double *x, int64_t n, double m, bool sum) {
  * max *mx grows to nm = max(*mx, max(x)), x becomes exp(x - nm) and the
  * running sum *sm is rescaled and grown; returns alpha = exp(old max - nm),
  * the factor the row's output accumulator must be rescaled by. A row where
- * nothing took part yet (nm = -inf) is zeroed and returns 1. */
+ * nothing took part yet (nm = -inf) is zeroed and returns 1; maxima skip
+ * NaN, so an all-NaN row counts as fully masked, as in torch's kernel. */
 #define ROW_STEP_PLAIN(NAME, T, EXPR)                                                 \
     static T NAME(T *x, int64_t n, T *mx, T *sm) {                                    \
         T bm = -INFINITY;                                                              \
@@ -88,7 +89,7 @@ static double exp_rows_f64(double *x, int64_t n, double m, bool sum) {
             memset(x, 0, (size_t)n * sizeof(T));                                       \
             return 1;                                                                  \
         }                                                                              \
-        T alpha = (T)exp((double)(*mx - nm));                                          \
+        T alpha = *mx == nm ? 1 : (T)exp((double)(*mx - nm)); /* 0 from -inf */        \
         *sm = *sm * alpha + EXPR(x, n, nm, true);                                      \
         *mx = nm;                                                                      \
         return alpha;                                                                  \
@@ -163,7 +164,7 @@ AT_AVX2 static float row_step_f32_avx2(float *x, int64_t n, float *mx, float *sm
         memset(x, 0, (size_t)n * sizeof(float));
         return 1;
     }
-    float alpha = expf(*mx - nm);
+    float alpha = *mx == nm ? 1.0f : expf(*mx - nm); /* most rows: the max stands */
     *sm = *sm * alpha + exp_rows_f32_avx2(x, n, nm, true);
     *mx = nm;
     return alpha;

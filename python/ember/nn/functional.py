@@ -558,6 +558,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
                            f"{_cpp(query.dtype)} key.dtype: {_cpp(key.dtype)} and value.dtype: {_cpp(value.dtype)} "
                            f"instead.")
+    if attn_mask is not None and attn_mask.dim() < 2:  # torch reads the mask's size(-2)
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions" if attn_mask.dim() == 0 else
+                         "Dimension out of range (expected to be in range of [-1, 0], but got -2)")
     if attn_mask is not None and attn_mask.dtype not in (_bool(), _float32(), query.dtype):
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                            f"attn_mask.dtype: {_cpp(attn_mask.dtype)} and  query.dtype: {_cpp(query.dtype)} instead.")
