@@ -303,8 +303,8 @@ def test_double_backward_matches_torch():
 
 @needs_torch
 def test_nan_rows_like_torch():
-    """A query row of NaN has no maximum (maxima skip NaN): zeros and lse 0, as torch's kernel
-    gives; a NaN among finite scores makes its row NaN."""
+    """A query row of NaN has no maximum (maxima skip NaN): treated as fully masked, as torch's
+    kernel does; a NaN among finite scores makes its row NaN."""
     q = RNG.standard_normal((1, 1, 3, 4)).astype(np.float32)
     k = RNG.standard_normal((1, 1, 5, 4)).astype(np.float32)
     q[0, 0, 1] = np.nan
@@ -314,4 +314,6 @@ def test_nan_rows_like_torch():
     theirs = _torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(*[_torch.from_numpy(a) for a in (q, k, k)])
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, equal_nan=True)
-    assert not ours[0][0, 0, 1].numpy().any() and np.isnan(ours[0][0, 0, 0].numpy()).all()
+    # row 1 sees nothing (0 * v: NaN only in v's NaN column); row 0 meets the NaN key
+    assert not ours[0][0, 0, 1, 1:].numpy().any() and ours[1][0, 0, 1].item() == 0
+    assert np.isnan(ours[0][0, 0, 0].numpy()).all()

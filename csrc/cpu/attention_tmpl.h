@@ -60,14 +60,11 @@ AT_CLONES static void FN(forward_block)(const EmAttn *p, int64_t b, int64_t h, i
     }
     T *o = out + ((b * p->H + h) * p->L + i0) * Dv, *l = lse + (b * p->H + h) * p->L + i0;
     for (int64_t r = 0; r < m; r++) {
-        if (sm[r] > 0) {
-            T inv = 1 / sm[r];
-            for (int64_t d = 0; d < Dv; d++) o[r * Dv + d] = acc[r * Dv + d] * inv;
-            l[r] = mx[r] + (T)log((double)sm[r]);
-        } else { /* a row where nothing takes part: zeros, lse 0 (torch's CPU kernel) */
-            for (int64_t d = 0; d < Dv; d++) o[r * Dv + d] = 0;
-            l[r] = 0;
-        }
+        /* a row where nothing takes part (sum 0): acc * 0, so zeros (NaN where v holds NaN or inf), and
+         * lse 0, as torch's CPU kernel gives; a NaN sum (NaN scores) makes the row NaN */
+        const T inv = sm[r] != 0 ? 1 / sm[r] : 0;
+        for (int64_t d = 0; d < Dv; d++) o[r * Dv + d] = acc[r * Dv + d] * inv;
+        l[r] = sm[r] != 0 ? mx[r] + (T)log((double)sm[r]) : 0;
     }
 }
 
