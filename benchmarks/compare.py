@@ -376,6 +376,35 @@ CASES += [
          targets={"torch": ("<=", 1.25)}),
 ]
 
+# scaled-dot-product attention (attn part: ops/attention.c, cpu/attention.c): the
+# fused CPU kernel, causal, forward and forward + backward; NumPy has no autograd
+def _sdpa_case(B, H, L, D, backward):
+    def build(lib, n):
+        m = module(lib)
+        Lc = max(1, min(L, n // (B * H * D)))  # --smoke caps n
+        rng = np.random.default_rng(0)
+        q, k, v = (m.from_numpy(rng.standard_normal((B, H, Lc, D), dtype=np.float32)) for _ in range(3))
+        sdpa = m.nn.functional.scaled_dot_product_attention
+        if not backward:
+            return lambda: sdpa(q, k, v, is_causal=True)
+        for t in (q, k, v):
+            t.requires_grad_()
+        g = m.ones(B, H, Lc, D)
+
+        def step():
+            q.grad = k.grad = v.grad = None
+            sdpa(q, k, v, is_causal=True).backward(g)
+        return step
+    return {lib: (lambda n, lib=lib: build(lib, n)) for lib in ("ember", "torch")}
+
+
+CASES += [
+    Case(f"sdpa causal {'fwd+bwd' if bw else 'fwd'}, {B}x{H}x{L}x{D} f32", B * H * L * D, _sdpa_case(B, H, L, D, bw),
+         targets={"torch": ("<=", 1.0)})
+    for B, H, L, D in ((8, 4, 64, 64), (1, 8, 1024, 64)) for bw in (False, True)
+]
+
+
 def loop_time(fn, inner):
     """Seconds per call of fn, over inner back-to-back calls."""
     t0 = time.perf_counter_ns()

@@ -3371,6 +3371,85 @@ for _n, (_t, _m, _sp, _ac) in _INTERP_OPS.items():
                fn=_interp_fn(_n, True), samples=_interp_samples(_n, True), layouts=("contig", "T", "slice", "expand"),
                tol=_INTERP_TOL),
     ]
+# fused CPU attention (attn part: csrc/ops/attention.c, csrc/cpu/attention.c):
+# torch's _scaled_dot_product_flash_attention_for_cpu and its _backward
+# (torch.ops.aten), against softmax attention in float64 NumPy
+def np_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, grad_out=None):
+    """(out, lse) of softmax(scale q k^T + mask) v with grouped key/value
+    heads, or with grad_out (dq, dk, dv). attn_mask: bool (True takes part)
+    or additive, broadcast to (B, H, L, S); rows where nothing takes part
+    give zeros and lse 0 (torch's CPU kernel)."""
+    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    B, H, L, D = q.shape
+    Hk, S = k.shape[1], k.shape[2]
+    g = H // Hk
+    kr, vr = np.repeat(k, g, 1), np.repeat(v, g, 1)
+    sc = 1 / np.sqrt(D) if scale is None else scale
+    s = q @ np.swapaxes(kr, -1, -2) * sc
+    allowed = np.ones(s.shape, bool)
+    if attn_mask is not None:
+        m = np.asarray(attn_mask)
+        if m.dtype == bool:
+            allowed &= np.broadcast_to(m, s.shape)
+        else:
+            s = s + m.astype(np.float64)
+    if is_causal:
+        allowed &= np.tril(np.ones((L, S), bool))
+    s = np.where(allowed, s, -np.inf)
+    mx = s.max(-1, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0)
+    e = np.exp(s - mx)
+    den = e.sum(-1, keepdims=True)
+    used = den > 0
+    p = np.where(used, e / np.where(used, den, 1), 0)
+    if grad_out is None:
+        lse = np.where(used, mx + np.log(np.where(used, den, 1)), 0)[..., 0]
+        return p @ vr, lse
+    go = np.asarray(grad_out, np.float64)
+    dv = np.swapaxes(p, -1, -2) @ go
+    dp = go @ np.swapaxes(vr, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    dq, dk = sc * ds @ kr, sc * np.swapaxes(ds, -1, -2) @ q
+    fold = lambda t: t.reshape(B, Hk, g, S, t.shape[-1]).sum(2)  # noqa: E731  (grouped heads add up)
+    return dq, fold(dk), fold(dv)
+
+
+def _attn_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    out = []
+    for (B, H, Hk, L, S, D), causal, masked in (((2, 2, 2, 3, 5, 4), False, False), ((1, 4, 2, 5, 3, 4), True, False),
+                                                ((2, 2, 1, 4, 6, 3), False, True)):
+        q, k, v = (TS(rng.uniform(-1, 1, sh), dtype) for sh in ((B, H, L, D), (B, Hk, S, D), (B, Hk, S, D)))
+        kw = {"attn_mask": TS(rng.uniform(-1, 1, (L, S)), dtype, False)} if masked else {}
+        if op.name == "_scaled_dot_product_flash_attention_for_cpu":
+            out.append(Sample((q, k, v, 0.0, causal), kw))
+            continue
+        o, lse = np_attention(q.values, k.values, v.values, kw.get("attn_mask") and kw["attn_mask"].values, causal)
+        lse_dt = "float64" if dtype == "float64" else "float32"
+        g = TS(rng.uniform(-1, 1, (B, H, L, D)), dtype)
+        out.append(Sample((g, q, k, v, TS(o, dtype, False), TS(lse, lse_dt, False), 0.0, causal), kw))
+    return out
+
+
+def _attn_expect(op, sample, values):
+    a, kw = list(values), {k: (v.values if isinstance(v, TS) else v) for k, v in sample.kwargs.items()}
+    dt = sample.args[0].dtype
+    if op.name == "_scaled_dot_product_flash_attention_for_cpu":
+        o, lse = np_attention(a[0], a[1], a[2], kw.get("attn_mask"), a[4])
+        return (quantize(o, dt), lse), (dt, "float64" if dt == "float64" else "float32")
+    return tuple(quantize(r, dt) for r in np_attention(a[1], a[2], a[3], kw.get("attn_mask"), a[7],
+                                                        grad_out=a[0])), dt
+
+
+def _attn_fn(name):
+    return lambda L: getattr(L._C, name) if hasattr(L, "_C") and hasattr(L._C, name) else getattr(L.ops.aten, name)
+
+
+_ATTN_TOL = {"float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2), "float32": (1e-5, 1e-5)}
+OPS += [OpInfo(n, None, kind="nn", dtypes=FLOATS, unsupported=None, variants="F", samples=_attn_samples,
+               expect=_attn_expect, fn=_attn_fn(n), layouts=("contig", "T", "slice"), tol=_ATTN_TOL)
+        for n in ("_scaled_dot_product_flash_attention_for_cpu",
+                  "_scaled_dot_product_flash_attention_for_cpu_backward")]
 
 OPS_BY_NAME = {op.name: op for op in OPS}
 

@@ -733,5 +733,6 @@ int em_init_derivatives(void) {
     em_formulas_poolnorm();
     em_formulas_interp();
     em_formulas_conv();
+    em_formulas_attn();
     return 0;
 }

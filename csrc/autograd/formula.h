@@ -138,6 +138,7 @@ void em_formulas_act(void);
 void em_formulas_poolnorm(void);
 void em_formulas_interp(void);
 void em_formulas_conv(void);
+void em_formulas_attn(void);
 
 #define ALLIN EM_SAVE_ALL_IN
 #define IN0 EM_SAVE_IN(0)

@@ -492,10 +492,46 @@ def glu(input, dim=-1):
 
 
 # ---------------------------------------------------------------------------
-# attention. For now the composition torch documents as its reference (scores,
-# mask, softmax, dropout, weighted sum) on ember's C ops; the fused CPU kernel
-# that never materializes the L x S scores is still to come (#5).
+# attention: torch's CPU flash kernel where torch uses it (a fused C op that
+# streams over key blocks and never builds the L x S scores,
+# csrc/cpu/attention.c), else the composition torch documents as its
+# reference (scores, mask, softmax, dropout, weighted sum) on ember's C ops.
 __all__ += ["scaled_dot_product_attention"]
+
+# torch's C++ dtype names, as its messages print them
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool"}
+
+
+def _cpp(dtype):
+    return _CPP_NAMES.get(str(dtype).replace("torch.", "").replace("ember.", ""), str(dtype))
+
+
+def _fused_attention_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """The conditions under which torch's CPU dispatch picks its flash kernel
+    (torch falls back to its math path otherwise): 3-d or 4-d inputs alike,
+    no dropout, no mask that needs a gradient, a 2-d or 4-d mask (3-d with
+    3-d inputs), equal batch sizes and head dims, key/value heads equal to
+    the query's (or dividing them with enable_gqa), nothing empty, unit
+    stride along the head dim."""
+    nd = query.dim()
+    if nd not in (3, 4) or key.dim() != nd or value.dim() != nd or dropout_p > 0.0:
+        return False
+    if not query.dtype.is_floating_point or query.device.type != "cpu":
+        return False
+    if attn_mask is not None and (attn_mask.requires_grad or attn_mask.dim() not in ((2, 3) if nd == 3 else (2, 4))):
+        return False
+    if nd == 4 and not (query.size(0) == key.size(0) == value.size(0)):
+        return False
+    hq, hk = query.size(-3), key.size(-3)
+    if value.size(-3) != hk or not (hq == hk or (enable_gqa and hq % hk == 0)):
+        return False
+    if not (query.size(-1) == key.size(-1) == value.size(-1)) or key.size(-2) != value.size(-2):
+        return False
+    if query.numel() == 0 or key.numel() == 0:
+        return False
+    return query.stride(-1) == 1 and key.stride(-1) == 1 and value.stride(-1) == 1
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -503,21 +539,48 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(q k^T * scale + mask) v over the last two dims. attn_mask: bool
     (True takes part) or additive; is_causal: the top-left lower triangle.
     Rows where nothing takes part come out zero, as torch's CPU kernel gives."""
-    import math
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
         raise RuntimeError("scaled_dot_product_attention: query, key and value must have at least 2 dimensions")
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{_cpp(query.dtype)} key.dtype: {_cpp(key.dtype)} and value.dtype: {_cpp(value.dtype)} "
+                           f"instead.")
+    if attn_mask is not None and attn_mask.dim() < 2:  # torch reads the mask's size(-2)
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions" if attn_mask.dim() == 0 else
+                         "Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+    if attn_mask is not None and attn_mask.dtype not in (_bool(), _float32(), query.dtype):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {_cpp(attn_mask.dtype)} and  query.dtype: {_cpp(query.dtype)} instead.")
     if query.size(-1) != key.size(-1) or key.size(-2) != value.size(-2):
         raise RuntimeError(f"scaled_dot_product_attention: shapes query {tuple(query.shape)}, key "
                            f"{tuple(key.shape)} and value {tuple(value.shape)} don't fit")
+    if enable_gqa and query.dim() >= 3 and (key.size(-3) == 0 or query.size(-3) % key.size(-3)
+                                            or value.size(-3) == 0 or query.size(-3) % value.size(-3)):
+        raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+    if _fused_attention_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+        mask = attn_mask
+        if mask is not None and mask.dtype != _bool() and mask.dtype != query.dtype:
+            mask = mask.to(query.dtype)  # torch rounds a float32 mask to half queries' dtype
+        if query.dim() == 3:  # torch runs 3-d inputs as one batch and squeezes it away
+            if mask is not None and mask.dim() == 3:
+                mask = mask.unsqueeze(0)
+            out = _C._scaled_dot_product_flash_attention_for_cpu(query.unsqueeze(0), key.unsqueeze(0),
+                                                                 value.unsqueeze(0), 0.0, is_causal,
+                                                                 attn_mask=mask, scale=scale)[0]
+            return out.squeeze(0)
+        return _C._scaled_dot_product_flash_attention_for_cpu(query, key, value, 0.0, is_causal, attn_mask=mask,
+                                                              scale=scale)[0]
+    return _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    import math
     L, S = query.size(-2), key.size(-2)
     if enable_gqa and query.dim() >= 3 and key.size(-3) != query.size(-3):
-        hq, hk = query.size(-3), key.size(-3)
-        if hq % hk or hq % value.size(-3):
-            raise RuntimeError(f"scaled_dot_product_attention: number of query heads ({hq}) must be a multiple "
-                               f"of the key/value heads ({hk})")
-        key = key.repeat_interleave(hq // hk, -3)
+        hq = query.size(-3)
+        key = key.repeat_interleave(hq // key.size(-3), -3)
         value = value.repeat_interleave(hq // value.size(-3), -3)
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     scores = (query @ key.transpose(-2, -1)) * scale
@@ -541,6 +604,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p)
     return attn @ value
+
+
+def _float32():
+    from .. import float32 as f
+    return f
 
 
 def _bool():

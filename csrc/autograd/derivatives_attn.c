@@ -1,0 +1,81 @@
+/* derivatives_attn.c — the backward of the fused CPU attention
+ * (ops/attention.c): one call of its fused backward op, which recomputes
+ * the probabilities block by block from the saved logsumexp. As in torch,
+ * the logsumexp output carries no gradient and the fused backward is not
+ * differentiable again (it has no formula of its own): under create_graph
+ * its results get a "NotImplemented" node that raises torch's error when
+ * reached. */
+#include "formula.h"
+
+/* An optional saved input: Py_None when the forward got None. */
+static PyObject *optional_in(Scratch *s, EmNode *n, int k) {
+    return n->saved[k].data || n->released ? input(s, n, k) : Py_None;
+}
+
+/* torch's fused backward has no formula: under create_graph its results
+ * get a node of this kind, which raises when a gradient reaches it */
+static int bw_not_implemented(EmNode *n, EmTensor **go, EmTensor **gi) {
+    (void)n, (void)go, (void)gi;
+    PyErr_SetString(PyExc_RuntimeError,
+                    "derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented");
+    return -1;
+}
+
+/* res: (dq, dk, dv) from the fused backward of ins (grad_out, q, k, v);
+ * when some of ins take part in the graph, the results hang off a
+ * "NotImplemented" node with edges to them (torch's behaviour). */
+static int attach_not_implemented(PyObject *res, PyObject **ins, int nin) {
+    bool any = false;
+    for (int i = 0; i < nin; i++) any |= em_requires_grad((EmTensor *)ins[i]);
+    if (!any) return 0;
+    EmNode *nd = em_node_new(EM_NODE_OP, "NotImplemented", nin, 3);
+    if (!nd) return -1;
+    nd->op = EM_OP__scaled_dot_product_flash_attention_for_cpu_backward;
+    nd->backward = bw_not_implemented;
+    int rc = -1;
+    for (int i = 0; i < nin; i++) {
+        EmTensor *t = (EmTensor *)ins[i];
+        if (em_meta_set(&nd->in_meta[i], t) < 0) goto done;
+        if (em_requires_grad(t) && em_gradient_edge(t, &nd->next[i]) < 0) goto done;
+    }
+    for (int j = 0; j < 3; j++) {
+        EmTensor *t = (EmTensor *)PyTuple_GET_ITEM(res, j);
+        if (em_meta_set(&nd->out_meta[j], t) < 0) goto done;
+        Py_XSETREF(t->grad_fn, Py_NewRef((PyObject *)nd));
+        t->output_nr = j;
+        t->version_seen = t->storage->version;
+    }
+    rc = 0;
+done:
+    Py_DECREF(nd);
+    return rc;
+}
+
+/* _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p,
+ * is_causal, *, attn_mask, scale); tensor inputs 0..3 = q, k, v, mask */
+static int bw_sdpa_flash_cpu(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (!G(0) || !(need(n, 0) || need(n, 1) || need(n, 2))) END;
+    PyObject *args[10] = {G(0), IN(0), IN(1), IN(2), OUT(0), OUT(1), ARG(3), ARG(4), optional_in(S, n, 3), ARG(6)};
+    for (int i = 0; i < 10; i++)
+        if (!args[i]) {
+            sc.failed = true;
+            END;
+        }
+    PyObject *r = keep(S, em_op(EM_OP__scaled_dot_product_flash_attention_for_cpu_backward, 10, args));
+    if (!r) END;
+    if (em_grad_enabled() && attach_not_implemented(r, args, 4) < 0) {
+        sc.failed = true;
+        END;
+    }
+    for (int k = 0; k < 3; k++)
+        if (need(n, k)) SET(k, PyTuple_GET_ITEM(r, k));
+    END;
+}
+
+static const EmFormula formulas[] = {
+    FORMULA(_scaled_dot_product_flash_attention_for_cpu, IN0 | IN1 | IN2 | EM_SAVE_IN(3) | SOUT, bw_sdpa_flash_cpu,
+            "ScaledDotProductFlashAttentionForCpuBackward0")
+};
+
+void em_formulas_attn(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

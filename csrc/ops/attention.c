@@ -1,0 +1,245 @@
+/* attention.c — front-ends of the fused CPU attention (torch's
+ * _scaled_dot_product_flash_attention_for_cpu and its _backward): argument
+ * checks with torch's messages, operands in the compute dtype (half types
+ * compute in float32; strided views with a unit last stride are read in
+ * place), the mask's broadcast strides, and the kernels in cpu/attention.c
+ * (Note [attention layout]). F.scaled_dot_product_attention picks this op
+ * where torch picks its CPU flash kernel. Beyond torch's op, the mask may
+ * also be bool (true takes part), and the backward takes attn_mask and
+ * scale positionally too. Backward formula: autograd/derivatives_attn.c. */
+#include "../ember.h"
+#include "../cpu/attention.h"
+#include <math.h>
+
+/* torch's C++ names of the dtypes, as its messages print them */
+static const char *cpp_name(EmDType dt) {
+    static const char *names[EM_NUM_DTYPES] = {
+        [EM_BOOL] = "bool", [EM_UINT8] = "unsigned char", [EM_INT8] = "signed char", [EM_INT16] = "short int",
+        [EM_INT32] = "int", [EM_INT64] = "long int", [EM_FLOAT16] = "c10::Half", [EM_BFLOAT16] = "c10::BFloat16",
+        [EM_FLOAT32] = "float", [EM_FLOAT64] = "double"};
+    return names[dt];
+}
+
+static void shape_str(char *buf, size_t cap, const EmTensor *t) {
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < t->ndim && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, i ? ", %lld" : "%lld", (long long)t->sizes[i]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+/* Tensors a call made (operands in the compute dtype), released together. */
+typedef struct {
+    EmTensor *own[16];
+    int n;
+} Owned;
+
+static EmTensor *own(Owned *o, EmTensor *t) {
+    if (t && o->n == 16) { /* never: a call makes at most 12 */
+        Py_DECREF(t);
+        PyErr_SetString(PyExc_SystemError, "ember: attention operand list overflow");
+        return NULL;
+    }
+    if (t) o->own[o->n++] = t;
+    return t;
+}
+
+static void release(Owned *o) {
+    for (int i = 0; i < o->n; i++) Py_DECREF(o->own[i]);
+    o->n = 0;
+}
+
+/* t (4-d) in the compute dtype with unit last stride and a row stride BLAS
+ * accepts as a leading dimension: t itself when it already is (a strided
+ * view such as nanoGPT's q.view(B, T, H, D).transpose(1, 2) is read in
+ * place), else a contiguous copy. */
+static EmTensor *operand(Owned *o, EmTensor *t, EmDType ct, EmAttnOperand *op) {
+    EmTensor *x = own(o, em_to_dtype(t, ct, false));
+    if (!x) return NULL;
+    int64_t last = x->sizes[3];
+    bool direct = (x->strides[3] == 1 || last <= 1) && x->strides[2] >= (last > 1 ? last : 1);
+    if (!direct && !(x = own(o, em_contiguous(x)))) return NULL;
+    if (op) {
+        op->data = em_data(x);
+        op->sb = x->strides[0];
+        op->sh = x->strides[1];
+        op->sr = x->strides[2];
+    }
+    return x;
+}
+
+/* The checks shared by forward and backward, then the problem p with its
+ * operands (owned by o). q, k, v, mask as given by the user. */
+static int setup(EmAttn *p, Owned *o, EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *mask, double dropout,
+                 bool causal, PyObject *scale_arg) {
+    const char *who = "scaled_dot_product_attention_flash_attention";
+    if (dropout > 0) {
+        PyErr_Format(PyExc_RuntimeError, "%s: Currently do not support dropout > 0", who);
+        return -1;
+    }
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4) {
+        PyErr_Format(PyExc_RuntimeError, "%s: Accept only 4 dims inputs shape of {B, H, T, K}", who);
+        return -1;
+    }
+    if (!em_is_cpu(q) || !em_is_cpu(k) || !em_is_cpu(v) || (mask && !em_is_cpu(mask))) {
+        PyErr_Format(PyExc_RuntimeError, "%s: the fused CPU kernel takes CPU tensors only", who);
+        return -1;
+    }
+    if (q->dtype != k->dtype || q->dtype != v->dtype) {
+        PyErr_Format(PyExc_RuntimeError, "Expected query, key, and value to have the same dtype, but got "
+                     "query.dtype: %s key.dtype: %s and value.dtype: %s instead.", cpp_name((EmDType)q->dtype),
+                     cpp_name((EmDType)k->dtype), cpp_name((EmDType)v->dtype));
+        return -1;
+    }
+    if (!em_is_float((EmDType)q->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "%s: expected query, key and value of a floating point dtype, but got %s",
+                     who, cpp_name((EmDType)q->dtype));
+        return -1;
+    }
+    char a[128], b[128], c[128];
+    shape_str(a, sizeof a, q), shape_str(b, sizeof b, k), shape_str(c, sizeof c, v);
+    if (q->sizes[0] != k->sizes[0] || q->sizes[0] != v->sizes[0] || k->sizes[1] != v->sizes[1] ||
+        k->sizes[2] != v->sizes[2] || q->sizes[3] != k->sizes[3] || q->sizes[3] != v->sizes[3]) {
+        PyErr_Format(PyExc_RuntimeError, "%s: expected query (B, H, L, D), key (B, Hk, S, D) and value "
+                     "(B, Hk, S, D), but got query %s, key %s and value %s", who, a, b, c);
+        return -1;
+    }
+    if (k->sizes[1] == 0 ? q->sizes[1] != 0 : q->sizes[1] % k->sizes[1] != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "Number of heads in key and value must divide the number of heads in query");
+        return -1;
+    }
+    EmDType ct = em_compute_dtype((EmDType)q->dtype);
+    *p = (EmAttn){.dt = ct, .B = q->sizes[0], .H = q->sizes[1], .Hk = k->sizes[1], .L = q->sizes[2],
+                  .S = k->sizes[2], .D = q->sizes[3], .Dv = v->sizes[3], .causal = causal};
+    if (p->Hk == 0) p->Hk = 1, p->H = 0; /* no heads at all: nothing to do */
+    if (scale_arg == Py_None || !scale_arg) {
+        p->scale = p->D > 0 ? 1.0 / sqrt((double)p->D) : INFINITY;
+    } else {
+        p->scale = PyFloat_AsDouble(scale_arg);
+        if (p->scale == -1.0 && PyErr_Occurred()) return -1;
+    }
+    if (!operand(o, q, ct, &p->q) || !operand(o, k, ct, &p->k) || !operand(o, v, ct, &p->v)) return -1;
+    if (mask) {
+        if (mask->dtype != EM_BOOL && !em_is_float((EmDType)mask->dtype)) {
+            PyErr_Format(PyExc_RuntimeError, "Expected attn_mask dtype to be bool or float or to match query "
+                         "dtype, but got attn_mask.dtype: %s and  query.dtype: %s instead.",
+                         cpp_name((EmDType)mask->dtype), cpp_name((EmDType)q->dtype));
+            return -1;
+        }
+        const int64_t full[4] = {p->B, q->sizes[1], p->L, p->S};
+        if (mask->ndim > 4) goto bad_mask;
+        for (int d = 0; d < 4; d++) {
+            int md = d - (4 - mask->ndim);
+            int64_t size = md < 0 ? 1 : mask->sizes[md];
+            if (size != 1 && size != full[d]) goto bad_mask;
+        }
+        EmTensor *m = mask;
+        if (mask->dtype != EM_BOOL && !(m = own(o, em_to_dtype(mask, ct, false)))) return -1;
+        for (int d = 0; d < 4; d++) { /* broadcast strides of the (converted) mask */
+            int md = d - (4 - m->ndim);
+            p->ms[d] = md < 0 || m->sizes[md] == 1 ? 0 : m->strides[md];
+        }
+        p->mask = em_data(m);
+        p->mask_bool = mask->dtype == EM_BOOL;
+    }
+    return 0;
+bad_mask:;
+    char ms[128];
+    shape_str(ms, sizeof ms, mask);
+    PyErr_Format(PyExc_RuntimeError, "%s: attn_mask of shape %s does not broadcast to (B, H, L, S) = "
+                 "[%lld, %lld, %lld, %lld]", who, ms, (long long)p->B, (long long)q->sizes[1], (long long)p->L,
+                 (long long)p->S);
+    return -1;
+}
+
+/* a result in the compute dtype, rounded to the user's dtype (half types) */
+static EmTensor *to_user(EmTensor *t, EmDType dt) {
+    EmTensor *r = em_to_dtype(t, dt, false);
+    Py_DECREF(t);
+    return r;
+}
+
+static bool big(const EmAttn *p) { return em_cpu_attention_work(p) >= 65536.0; }
+
+/* (query, key, value, dropout_p, is_causal, *, attn_mask, scale) -> (output, logsumexp) */
+PyObject *em_impl_sdpa_flash_cpu(EmCall *c) {
+    EmTensor *q = em_arg_tensor(c, 0), *k = em_arg_tensor(c, 1), *v = em_arg_tensor(c, 2);
+    double dropout;
+    bool causal;
+    if (em_arg_float(c, 3, &dropout) < 0 || em_arg_bool(c, 4, &causal) < 0) return NULL;
+    EmAttn p;
+    Owned o = {{0}, 0};
+    EmTensor *out = NULL, *lse = NULL;
+    PyObject *res = NULL;
+    if (setup(&p, &o, q, k, v, em_arg_tensor(c, 5), dropout, causal, c->args[6]) < 0) goto done;
+    const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], v->sizes[3]};
+    if (!(out = em_empty(4, os, p.dt, em_cpu())) || !(lse = em_empty(3, os, p.dt, em_cpu()))) goto done;
+    PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
+    int rc = em_cpu_attention_forward(&p, em_data(out), em_data(lse));
+    if (ts) PyEval_RestoreThread(ts);
+    if (rc < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!(out = to_user(out, (EmDType)q->dtype))) goto done;
+    res = PyTuple_Pack(2, out, lse);
+done:
+    release(&o);
+    Py_XDECREF(out);
+    Py_XDECREF(lse);
+    return res;
+}
+
+static int expect_shape(EmTensor *t, const char *what, int nd, const int64_t *s) {
+    bool ok = t->ndim == nd;
+    for (int d = 0; ok && d < nd; d++) ok = t->sizes[d] == s[d];
+    if (ok) return 0;
+    char a[128];
+    shape_str(a, sizeof a, t);
+    PyErr_Format(PyExc_RuntimeError, "_scaled_dot_product_flash_attention_for_cpu_backward: %s of shape %s does "
+                 "not fit the forward's (expected %d dims: [%lld, %lld, %lld%s])", what, a, nd, (long long)s[0],
+                 (long long)s[1], (long long)s[2], nd == 4 ? ", Dv" : "");
+    return -1;
+}
+
+/* (grad_out, query, key, value, out, logsumexp, dropout_p, is_causal,
+ *  attn_mask, scale) -> (grad_query, grad_key, grad_value) */
+PyObject *em_impl_sdpa_flash_cpu_backward(EmCall *c) {
+    EmTensor *g = em_arg_tensor(c, 0), *q = em_arg_tensor(c, 1), *k = em_arg_tensor(c, 2), *v = em_arg_tensor(c, 3);
+    EmTensor *out = em_arg_tensor(c, 4), *lse = em_arg_tensor(c, 5);
+    double dropout;
+    bool causal;
+    if (em_arg_float(c, 6, &dropout) < 0 || em_arg_bool(c, 7, &causal) < 0) return NULL;
+    EmAttn p;
+    Owned o = {{0}, 0};
+    EmTensor *dq = NULL, *dk = NULL, *dv = NULL, *lc = NULL;
+    PyObject *res = NULL;
+    if (setup(&p, &o, q, k, v, em_arg_tensor(c, 8), dropout, causal, c->args[9]) < 0) goto done;
+    const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], v->sizes[3]};
+    if (expect_shape(g, "grad_out", 4, os) < 0 || expect_shape(out, "out", 4, os) < 0 ||
+        expect_shape(lse, "logsumexp", 3, os) < 0)
+        goto done;
+    EmAttnOperand go, oo;
+    if (!operand(&o, g, p.dt, &go) || !operand(&o, out, p.dt, &oo)) goto done;
+    EmTensor *l = own(&o, em_to_dtype(lse, p.dt, false));
+    if (!l || !(lc = em_contiguous(l))) goto done;
+    if (!(dq = em_zeros(4, q->sizes, p.dt, em_cpu())) || !(dk = em_zeros(4, k->sizes, p.dt, em_cpu())) ||
+        !(dv = em_zeros(4, v->sizes, p.dt, em_cpu())))
+        goto done;
+    PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
+    int rc = em_cpu_attention_backward(&p, &go, &oo, em_data(lc), em_data(dq), em_data(dk), em_data(dv));
+    if (ts) PyEval_RestoreThread(ts);
+    if (rc < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    EmDType dt = (EmDType)q->dtype;
+    if (!(dq = to_user(dq, dt)) || !(dk = to_user(dk, dt)) || !(dv = to_user(dv, dt))) goto done;
+    res = PyTuple_Pack(3, dq, dk, dv);
+done:
+    release(&o);
+    Py_XDECREF(lc);
+    Py_XDECREF(dq);
+    Py_XDECREF(dk);
+    Py_XDECREF(dv);
+    return res;
+}
