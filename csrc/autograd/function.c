@@ -9,15 +9,26 @@ int em_init_grad_mode(PyObject *m);
 PyObject *em_differentiable_ops(PyObject *m, PyObject *u);
 int em_init_nodes(PyObject *m);
 
+/* The node type cache (node.c) keys on the name's address, so a Python
+ * Function's name must outlive every node: one canonical copy per name,
+ * kept for the life of the process. */
+static const char *lasting_name(PyObject *name) {
+    static PyObject *names;
+    if (!names && !(names = PyDict_New())) return NULL;
+    PyObject *canon = PyDict_SetDefault(names, name, name); /* borrowed */
+    return canon ? PyUnicode_AsUTF8(canon) : NULL;
+}
+
 /* _C._python_node(ctx, name, inputs, outputs, non_differentiable) -> node:
  * edges to the tensor inputs that require grad; the differentiable tensor
  * outputs get the node as grad_fn. */
 static PyObject *python_node(PyObject *m, PyObject *args) {
-    PyObject *ctx, *inputs, *outputs, *nondiff;
-    const char *name;
-    if (!PyArg_ParseTuple(args, "OsO!O!O:_python_node", &ctx, &name, &PyTuple_Type, &inputs,
+    PyObject *ctx, *inputs, *outputs, *nondiff, *name_obj;
+    if (!PyArg_ParseTuple(args, "OUO!O!O:_python_node", &ctx, &name_obj, &PyTuple_Type, &inputs,
                           &PyTuple_Type, &outputs, &nondiff))
         return NULL;
+    const char *name = lasting_name(name_obj);
+    if (!name) return NULL;
     int nin = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(inputs); i++) nin += em_is_tensor(PyTuple_GET_ITEM(inputs, i));
     int nout = (int)PyTuple_GET_SIZE(outputs);
