@@ -171,6 +171,7 @@ GRADCHECKS = [
     ("entr", lambda x: ember.special.entr(x.exp()), (4,)),
     ("heaviside values", lambda v: ember.heaviside(ember.tensor([0.0, 1.0, 0.0], dtype=ember.float64), v), (3,)),
     ("cartesian_prod", lambda a, b: ember.cartesian_prod(a, b), (2,), (3,)),
+    ("i0", lambda x: ember.i0(x * 12), (5,)),
     ("combinations", lambda a: ember.combinations(a, 2, True), (3,)),
 ]
 
@@ -344,6 +345,26 @@ PARITY = [
     ("special.entr grad", lambda L, a: L.special.entr(a), Grad(np.array([0.25, 0.5, 2.0]))),
     ("special.entr int", lambda L, a: L.special.entr(a), np.array([0, 1, 2])),
     ("special.ndtr", lambda L, a: L.special.ndtr(a), Grad(randn(4, dtype=F64))),
+    ("i0", lambda L, a: L.i0(a), Grad(np.array([0.0, 0.5, -3.0, 10.0, 14.99, 15.01, -40.0, 300.0]))),
+    ("i0 f32", lambda L, a: a.i0(), np.array([0.0, 1.0, -20.0, 88.0, 100.0], dtype=F32)),
+    ("special.i0 int", lambda L, a: L.special.i0(a), np.array([0, 1, 2])),
+    ("bincount bool", lambda L, a: L.bincount(a), np.array([True, False])),
+    ("cdist half", lambda L, a: L.cdist(a.half(), a.half()), randn(2, 3)),
+    ("dist int", lambda L, a: L.dist(a, a), np.array([1, 2])),
+    ("trapezoid 0d", lambda L, a: L.trapezoid(a), np.array(1.0, dtype=F32)),
+    ("cumulative_trapezoid 0d", lambda L, a: L.cumulative_trapezoid(a), np.array(1.0, dtype=F32)),
+    ("trapezoid empty int", lambda L, a: L.trapezoid(a), np.zeros(0, dtype=I64)),
+    ("gcd bool", lambda L, a: L.gcd(a, a), np.array([True])),
+    ("gcd scalar", lambda L, a: L.gcd(a, 6), np.array([4])),
+    ("ldexp scalar", lambda L, a: L.ldexp(a, 3), np.array([1.0])),
+    ("histc nan data", lambda L, a: L.histc(a, bins=2, min=0, max=4), np.array([1.0, NAN, 3.0], dtype=F32)),
+    ("logcumsumexp half", lambda L, a: L.logcumsumexp(a.half(), 0), randn(5)),
+    ("frexp half", lambda L, a: L.frexp(a.half()), np.array([3.0, 1e-6, -0.1], dtype=F32)),
+    ("sinc bf16", lambda L, a: L.sinc(a.bfloat16()), randn(6)),
+    ("logit half", lambda L, a: L.logit(a.half()), np.array([0.1, 0.3, 0.77, 0.9], dtype=F32)),
+    ("xlogy half", lambda L, a, b: L.xlogy(a.half(), b.half()), randn(4), np.abs(randn(4))),
+    ("i0 bf16", lambda L, a: L.i0(a.bfloat16()), randn(4) * 5),
+    ("entr half", lambda L, a: L.special.entr(a.half()), np.abs(randn(4))),
 ]
 
 

@@ -55,6 +55,20 @@ def _to_float(x):
     return x if x.dtype.is_floating_point else x.to(_C.get_default_dtype())
 
 
+def _low_precision(dtype):
+    return dtype in (_dt("float16"), _dt("bfloat16"))
+
+
+def _computed_in_float32(fn):
+    """float16/bfloat16 inputs are computed in float32 and rounded once, like torch's kernels."""
+    def wrapper(input, *args, **kwargs):
+        if isinstance(input, _C.Tensor) and _low_precision(input.dtype):
+            return fn(input.to(_dt("float32")), *args, **kwargs).to(input.dtype)
+        return fn(input, *args, **kwargs)
+    wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return wrapper
+
+
 # -- comparison ---------------------------------------------------------------
 
 def equal(input, other):
@@ -322,6 +336,8 @@ def _float_result(fname, x, y):
 def xlogy(input, other):
     """input * log(other), 0 where input == 0 (unless other is NaN)."""
     x, y = _float_result("xlogy", input, other)
+    if _low_precision(x.dtype):
+        return xlogy(x.float(), y.float()).to(x.dtype)
     zero_x = _C.eq(x, 0) & ~_C.isnan(y)
     return _C.where(zero_x, _C.zeros((), dtype=x.dtype), x * _C.log(y))
 
@@ -329,10 +345,13 @@ def xlogy(input, other):
 def xlog1py(input, other):
     """input * log1p(other), 0 where input == 0 (unless other is NaN)."""
     x, y = _float_result("xlog1py", input, other)
+    if _low_precision(x.dtype):
+        return xlog1py(x.float(), y.float()).to(x.dtype)
     zero_x = _C.eq(x, 0) & ~_C.isnan(y)
     return _C.where(zero_x, _C.zeros((), dtype=x.dtype), x * _C.log1p(y))
 
 
+@_computed_in_float32
 def sinc(input):
     """sin(pi x) / (pi x), 1 at x == 0 (gradient 0 there, like torch)."""
     x = _to_float(_require_tensor("sinc", input))
@@ -354,10 +373,9 @@ def heaviside(input, values):
 
 def _integer_pair(fname, a, b):
     _require_tensor(fname, a)
-    if not isinstance(b, _C.Tensor):
-        b = _C.tensor(b, dtype=a.dtype)
+    _require_tensor(fname, b, "other", 2)
     dtype = _C.promote_types(a.dtype, b.dtype)
-    if dtype.is_floating_point:
+    if dtype.is_floating_point or dtype == _dt("bool"):
         raise NotImplementedError(f'"{fname}_cpu" not implemented for \'{_type_name(dtype)}\'')
     a, b = _C.broadcast_tensors([a.to(dtype), b.to(dtype)])
     return a, b, dtype
@@ -368,8 +386,6 @@ def gcd(input, other):
     a, b, dtype = _integer_pair("gcd", input, other)
     with _NoGrad():
         a, b = _C.abs(a), _C.abs(b)
-        if dtype == _dt("bool"):
-            return a | b
         while _py_bool(_C.ne(b, 0).any().item()):  # Euclid, all lanes at once
             nonzero = _C.ne(b, 0)
             safe_b = _C.where(nonzero, b, _C.ones((), dtype=dtype))
@@ -426,8 +442,7 @@ def frexp(input):
 def ldexp(input, other):
     """input * 2**other (integer input becomes float)."""
     _require_tensor("ldexp", input)
-    if not isinstance(other, _C.Tensor):
-        other = _C.tensor(other)
+    _require_tensor("ldexp", other, "other", 2)
     dtype = _C.result_type(input, other)
     if not dtype.is_floating_point:
         dtype = _C.get_default_dtype()
@@ -435,6 +450,32 @@ def ldexp(input, other):
     return input.to(dtype) * scale
 
 
+_I0_SERIES_TERMS = 60      # power series of I0 converges to double precision for |x| <= 15
+_I0_ASYMPTOTIC_TERMS = 25  # and its asymptotic series from there on
+
+
+@_computed_in_float32
+def i0(input):
+    """The modified Bessel function of the first kind, order 0 (differentiable)."""
+    x = _to_float(_require_tensor("i0", input))
+    ax = _C.abs(x)
+    small = ax <= 15
+    # Each branch sees only inputs it is accurate for, so the other's gradient stays finite.
+    xs = _C.where(small, x, _C.zeros((), dtype=x.dtype))
+    q = xs * xs / 4
+    series = _C.ones((), dtype=x.dtype)
+    for k in range(_I0_SERIES_TERMS, 0, -1):  # sum_k q^k / (k!)^2, by Horner's rule
+        series = 1 + series * q / (k * k)
+    xl = _C.where(small, _C.full((), 16.0, dtype=x.dtype), ax)
+    inv = 1 / (8 * xl)
+    tail = _C.ones((), dtype=x.dtype)
+    for k in range(_I0_ASYMPTOTIC_TERMS, 0, -1):  # e^x / sqrt(2 pi x) * sum_k ((2k-1)!!)^2 / k! (8x)^-k
+        tail = 1 + tail * inv * ((2 * k - 1) ** 2 / k)
+    asymptotic = _C.exp(xl) / _C.sqrt(2 * math.pi * xl) * tail
+    return _C.where(small, series, asymptotic)
+
+
+@_computed_in_float32
 def logcumsumexp(input, dim):
     """log(cumsum(exp(input), dim)), computed stably (a log-space prefix scan)."""
     _require_tensor("logcumsumexp", input)
@@ -468,6 +509,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         if not t.dtype.is_floating_point:
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
                                f"{_type_name(t.dtype)}")
+    for t in (x1, x2):
+        if t.dtype in (_dt("float16"), _dt("bfloat16")):
+            raise NotImplementedError(f'"cdist" not implemented for \'{_type_name(t.dtype)}\'')
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. "
                            f"X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
@@ -495,13 +539,16 @@ def dist(input, other, p=2):
     _require_tensor("dist", other, "other", 2)
     diff = input - other
     if not diff.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_type_name(diff.dtype)}")
+        raise NotImplementedError(f"norm(): input dtype should be either floating point or "
+                                  f"complex. Got {_type_name(diff.dtype)} instead.")
     return _C._linalg_vector_norm(diff, _py_float(p))
 
 
 def _trapezoid_parts(fname, y, x, dx, dim):
     _require_tensor(fname, y, "y")
+    if y.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions"
+                         if fname == "trapezoid" else "slice() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, y.dim())
     n = y.shape[d] if y.dim() else 0
     return d, n
@@ -515,8 +562,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
                         "got both x and dx")
     if n == 0:
         shape = [s for i, s in enumerate(y.shape) if i != d]
-        return _C.zeros(shape, dtype=_to_float(y).dtype if x is None else
-                        _C.result_type(y, x) if isinstance(x, _C.Tensor) else y.dtype)
+        return _C.zeros(shape, dtype=_C.result_type(y, x) if isinstance(x, _C.Tensor) else y.dtype)
     pair_sum = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     if isinstance(x, _C.Tensor):
         spacing = _x_spacing("trapezoid", x, y, d, n)
@@ -606,10 +652,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         if copy is False:
             raise ValueError(f"can't alias {type(obj).__name__} into a tensor without copying "
                              "(copy=False)")
-        if isinstance(obj, (bytes, bytearray, memoryview)) and dtype is None:
-            dtype = _dt("uint8")
-        if isinstance(obj, (bytes, bytearray, memoryview)):
-            result = frombuffer(bytearray(obj), dtype=dtype)
+        if isinstance(obj, (bytes, bytearray, memoryview)):  # buffers are shared, as torch
+            result = frombuffer(obj, dtype=_dt("uint8") if dtype is None else dtype)
         else:
             result = _C.tensor(obj, dtype=dtype)
     if requires_grad:
@@ -675,7 +719,7 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 def bincount(input, weights=None, minlength=0):
     """How often each non-negative integer occurs (summing weights when given)."""
     _require_tensor("bincount", input)
-    if input.dtype.is_floating_point:
+    if input.dtype.is_floating_point or input.dtype == _dt("bool"):
         raise NotImplementedError(f'"bincount_cpu" not implemented for '
                                   f"'{_type_name(input.dtype)}'")
     if minlength < 0:
@@ -763,7 +807,7 @@ TENSOR_METHODS = {
     "diag_embed": diag_embed, "logit": logit, "xlogy": xlogy, "bincount": bincount,
     "histc": histc, "logcumsumexp": logcumsumexp, "rad2deg": rad2deg, "deg2rad": deg2rad,
     "sinc": sinc, "heaviside": heaviside, "gcd": gcd, "lcm": lcm, "frexp": frexp,
-    "ldexp": ldexp, "dist": dist,
+    "ldexp": ldexp, "dist": dist, "i0": i0,
 }
 
 
@@ -786,7 +830,7 @@ del _fn
 __all__ = [
     "equal", "allclose", "isclose", "isin", "ravel", "diag", "diag_embed", "tensordot",
     "cartesian_prod", "combinations", "block_diag", "vander", "logit", "xlogy", "sinc",
-    "heaviside", "gcd", "lcm", "rad2deg", "deg2rad", "frexp", "ldexp", "logcumsumexp", "cdist",
+    "heaviside", "gcd", "lcm", "rad2deg", "deg2rad", "frexp", "ldexp", "i0", "logcumsumexp", "cdist",
     "dist", "trapezoid", "cumulative_trapezoid", "typename", "asarray", "frombuffer",
     "bincount", "histc", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "set_default_device", "get_default_device",

@@ -6,11 +6,11 @@ so autograd works through every one of them.
 import math
 
 from . import _C
-from ._extra_functions import logit, xlogy, xlog1py, sinc, _to_float, _require_tensor
+from ._extra_functions import (logit, xlogy, xlog1py, sinc, i0, _to_float, _require_tensor,
+                               _computed_in_float32)
 
 __all__ = ["expit", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfinv", "log1p", "expm1",
-           "exp2", "log_softmax", "softmax", "logsumexp", "sinc", "round", "entr", "ndtr",
-           "log_ndtr"]
+           "exp2", "log_softmax", "softmax", "logsumexp", "sinc", "round", "entr", "ndtr", "i0"]
 
 
 def expit(input):
@@ -69,12 +69,9 @@ def entr(input):
     return _C.where(_C.isnan(x), x, out)
 
 
+@_computed_in_float32
 def ndtr(input):
     """The standard normal CDF."""
     x = _to_float(_require_tensor("special_ndtr", input))
     return 0.5 * _C.erfc(x * (-1.0 / math.sqrt(2.0)))
 
-
-def log_ndtr(input):
-    """log of the standard normal CDF (log(ndtr(x)); accurate while ndtr(x) > 0)."""
-    return _C.log(ndtr(input))
