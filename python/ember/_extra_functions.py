@@ -218,9 +218,10 @@ def tensordot(a, b, dims=2, out=None):
     result = _C.mm(left, right).reshape([a.shape[d] for d in free_a] +
                                         [b.shape[d] for d in free_b])
     if out is not None:
-        out.resize_(result.shape) if hasattr(out, "resize_") else None
-        out.copy_(result)
-        return out
+        if tuple(out.shape) != tuple(result.shape):  # ember tensors cannot be resized in place
+            raise RuntimeError(f"tensordot(): the out tensor has shape {list(out.shape)}, "
+                               f"but the result has shape {list(result.shape)}")
+        return out.copy_(result)
     return result
 
 
@@ -326,10 +327,8 @@ def _float_result(fname, x, y):
     dtype = _C.result_type(x, y)
     if not dtype.is_floating_point:
         dtype = _C.get_default_dtype()
-    ref = x if isinstance(x, _C.Tensor) else y
     x = x.to(dtype) if isinstance(x, _C.Tensor) else _C.tensor(x, dtype=dtype)
     y = y.to(dtype) if isinstance(y, _C.Tensor) else _C.tensor(y, dtype=dtype)
-    del ref
     return x, y
 
 
@@ -486,6 +485,17 @@ def logcumsumexp(input, dim):
     if input.dim() == 0:
         return input.clone()
     n = input.shape[d]
+    if n == 0:
+        return input.clone()
+    with _NoGrad():
+        shift = input.amax(d, keepdim=True)
+        # exp(x - max) underflows below about -87 (float32) / -708 (float64): far-apart
+        # values (and infinities) take the exact scan below instead.
+        floor = -80.0 if input.dtype != _dt("float64") else -700.0
+        safe = _py_bool(_C.isfinite(input).all().item()) and \
+            _py_bool(((input - shift) >= floor).all().item())
+    if safe:  # one cumsum, shifted by the (constant) row maximum
+        return _C.log(_C.cumsum(_C.exp(input - shift), d)) + shift
     result = input
     step = 1
     while step < n:  # Hillis-Steele: after this step each entry covers 2*step inputs
@@ -823,7 +833,7 @@ def _in_place(fn):
     return method
 
 
-for _fn in (logit, xlogy, sinc, heaviside, gcd, lcm, rad2deg, deg2rad, ldexp):
+for _fn in (logit, xlogy, sinc, heaviside, gcd, lcm, rad2deg, deg2rad, ldexp, i0):
     TENSOR_METHODS[_fn.__name__ + "_"] = _in_place(_fn)
 del _fn
 

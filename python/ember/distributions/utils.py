@@ -2,6 +2,7 @@
 import numbers
 
 from .. import _C
+from .._dtype_info import finfo
 
 __all__ = ["broadcast_all", "clamp_probs", "logits_to_probs", "probs_to_logits", "lazy_property"]
 
@@ -11,7 +12,7 @@ def broadcast_all(*values):
     for v in values:
         if not isinstance(v, (_C.Tensor, numbers.Number)):
             raise ValueError("Input arguments must all be instances of numbers.Number, "
-                             f"torch.Tensor or objects implementing __torch_function__.")
+                             "ember.Tensor or objects implementing __torch_function__.")
     if not any(isinstance(v, _C.Tensor) for v in values):
         dtype = _C.get_default_dtype()
         return tuple(_C.tensor(float(v), dtype=dtype) for v in values)
@@ -22,13 +23,8 @@ def broadcast_all(*values):
 
 def clamp_probs(probs):
     """Probabilities kept eps away from 0 and 1 (eps: the dtype's machine epsilon)."""
-    eps = _C.finfo(probs.dtype).eps if hasattr(_C, "finfo") else _finfo_eps(probs.dtype)
+    eps = finfo(probs.dtype).eps
     return probs.clamp(min=eps, max=1 - eps)
-
-
-def _finfo_eps(dtype):
-    from .._dtype_info import finfo
-    return finfo(dtype).eps
 
 
 def logits_to_probs(logits, is_binary=False):
