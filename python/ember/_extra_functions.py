@@ -382,14 +382,23 @@ def _integer_pair(fname, a, b):
 
 def gcd(input, other):
     """Greatest common divisor, elementwise, of integer tensors (gcd(0, 0) == 0)."""
+    import numpy as np
     a, b, dtype = _integer_pair("gcd", input, other)
-    with _NoGrad():
-        a, b = _C.abs(a), _C.abs(b)
-        while _py_bool(_C.ne(b, 0).any().item()):  # Euclid, all lanes at once
-            nonzero = _C.ne(b, 0)
-            safe_b = _C.where(nonzero, b, _C.ones((), dtype=dtype))
-            a, b = _C.where(nonzero, b, a), _C.where(nonzero, _C.remainder(a, safe_b), b)
-        return a.contiguous()
+    # Not differentiable (integers only): Euclid on all lanes at once in NumPy, with C's
+    # wrapping abs and truncating remainder, so the minimum integer behaves as in torch.
+    with np.errstate(all="ignore"):
+        x = np.abs(a.contiguous().numpy()).reshape(-1)
+        y = np.abs(b.contiguous().numpy()).reshape(-1)  # the answer where x is 0
+        lanes = np.flatnonzero(x)
+        xs, ys = x[lanes], y[lanes]
+        while lanes.size:  # only lanes still running are carried to the next step
+            xs, ys = np.fmod(ys, xs), xs
+            done = xs == 0
+            y[lanes[done]] = ys[done]
+            keep = ~done
+            lanes, xs, ys = lanes[keep], xs[keep], ys[keep]
+        y = y.reshape(a.shape)
+    return _C.from_numpy(np.ascontiguousarray(y))
 
 
 def lcm(input, other):
@@ -398,7 +407,11 @@ def lcm(input, other):
     with _NoGrad():
         g = gcd(a, b)
         safe_g = _C.where(_C.eq(g, 0), _C.ones((), dtype=dtype), g)
-        return _C.where(_C.eq(g, 0), _C.zeros((), dtype=dtype), _C.abs(_C.div(a, safe_g, rounding_mode="trunc") * b))
+        # Narrow integers multiply in a wider type and wrap once at the end, like torch's
+        # kernel (C's int promotion); int32/int64 wrap in their own width.
+        wide = _dt("int64") if dtype in (_dt("int8"), _dt("int16"), _dt("uint8")) else dtype
+        value = _C.abs(_C.div(a.to(wide), safe_g.to(wide), rounding_mode="trunc") * b.to(wide))
+        return _C.where(_C.eq(g, 0), _C.zeros((), dtype=dtype), value.to(dtype))
 
 
 def rad2deg(input):
@@ -772,10 +785,13 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (torch's argument names
             raise RuntimeError(f"torch.histc: range of [{fmt(lo)}, {fmt(hi)}] is not finite")
         if lo > hi:
             raise RuntimeError("torch.histc: max must be larger than min")
-        inside = data[(data >= lo) & (data <= hi)]
-        pos = ((inside - lo) * bins / (hi - lo)).floor().to(_dt("int64")).clamp(0, bins - 1)
-        counts = _C.zeros((bins,), dtype=input.dtype)
-        return counts.index_add(0, pos, _C.ones(pos.shape, dtype=input.dtype))
+        pos = ((data - lo) * bins / (hi - lo)).floor().clamp(0, bins - 1)
+        # values outside [min, max] (and NaN) land in an extra bin that is dropped
+        inside = (data >= lo) & (data <= hi)
+        pos = _C.where(inside, pos, _C.full((), float(bins), dtype=pos.dtype)).to(_dt("int64"))
+        counts = _C.zeros((bins + 1,), dtype=input.dtype)
+        counts = counts.index_add(0, pos, _C.ones(pos.shape, dtype=input.dtype))
+        return counts[:bins].contiguous()
 
 
 # -- global settings --------------------------------------------------------------------
