@@ -425,3 +425,19 @@ def test_tensor_methods_exist_like_torch(torch):
                  "gcd", "lcm", "frexp", "ldexp", "isin", "dist", "tensordot", "cdist",
                  "logit_", "xlogy_", "sinc_", "gcd_", "lcm_", "rad2deg_", "ldexp_", "heaviside_"):
         assert hasattr(ember.Tensor, name) == hasattr(torch.Tensor, name), name
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_low_precision_matches_torch_bitwise(torch, dtype):
+    local = np.random.default_rng(99)
+    a = local.standard_normal(4000).astype(F32)
+    p = (np.abs(local.standard_normal(4000)) / 4).clip(0.01, 0.99).astype(F32)
+    cases = [
+        lambda L, x, y: L.xlogy(x, y.abs()), lambda L, x, y: L.sinc(x), lambda L, x, y: L.i0(x),
+        lambda L, x, y: L.logit(y), lambda L, x, y: L.special.entr(y),
+        lambda L, x, y: L.logcumsumexp(x[:300], 0), lambda L, x, y: L.special.xlog1py(x, y),
+    ]
+    for i, fn in enumerate(cases):
+        want = fn(torch, torch.tensor(a).to(getattr(torch, dtype)), torch.tensor(p).to(getattr(torch, dtype)))
+        got = fn(ember, ember.tensor(a).to(getattr(ember, dtype)), ember.tensor(p).to(getattr(ember, dtype)))
+        np.testing.assert_array_equal(got.float().numpy(), want.float().numpy(), err_msg=f"case {i}")

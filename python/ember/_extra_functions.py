@@ -335,8 +335,6 @@ def _float_result(fname, x, y):
 def xlogy(input, other):
     """input * log(other), 0 where input == 0 (unless other is NaN)."""
     x, y = _float_result("xlogy", input, other)
-    if _low_precision(x.dtype):
-        return xlogy(x.float(), y.float()).to(x.dtype)
     zero_x = _C.eq(x, 0) & ~_C.isnan(y)
     return _C.where(zero_x, _C.zeros((), dtype=x.dtype), x * _C.log(y))
 
@@ -344,8 +342,6 @@ def xlogy(input, other):
 def xlog1py(input, other):
     """input * log1p(other), 0 where input == 0 (unless other is NaN)."""
     x, y = _float_result("xlog1py", input, other)
-    if _low_precision(x.dtype):
-        return xlog1py(x.float(), y.float()).to(x.dtype)
     zero_x = _C.eq(x, 0) & ~_C.isnan(y)
     return _C.where(zero_x, _C.zeros((), dtype=x.dtype), x * _C.log1p(y))
 
