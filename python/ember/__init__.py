@@ -74,3 +74,9 @@ from . import amp, backends  # noqa: E402,F401
 from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
 from ._compile import compile, set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402,F401,A004
 from .serialization import save, load  # noqa: E402
+# -- torch functions composed from ember ops in Python (issue #5 compat part) --
+from . import _extra_functions  # noqa: E402
+from ._extra_functions import *  # noqa: E402,F401,F403
+from . import special, distributions  # noqa: E402,F401
+_C._add_attrs(_C.Tensor, _extra_functions.TENSOR_METHODS)
+

@@ -1,0 +1,76 @@
+"""Normal(loc, scale): the Gaussian, reparameterizable."""
+import math
+import numbers
+
+from .. import _C
+from . import constraints
+from .distribution import Distribution, _NoGrad
+from .utils import broadcast_all
+
+__all__ = ["Normal"]
+
+
+class Normal(Distribution):
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
+            batch_shape = _C.Size()
+        else:
+            batch_shape = self.loc.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def stddev(self):
+        return self.scale
+
+    @property
+    def variance(self):
+        return self.stddev.pow(2)
+
+    def sample(self, sample_shape=_C.Size()):
+        shape = self._extended_shape(sample_shape)
+        with _NoGrad():
+            return _C.normal(self.loc.expand(shape), self.scale.expand(shape))
+
+    def rsample(self, sample_shape=_C.Size()):
+        shape = self._extended_shape(sample_shape)
+        eps = _C.empty(shape, dtype=self.loc.dtype).normal_()
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        var = self.scale ** 2
+        log_scale = math.log(self.scale) if isinstance(self.scale, numbers.Real) else self.scale.log()
+        return -((value - self.loc) ** 2) / (2 * var) - log_scale - math.log(math.sqrt(2 * math.pi))
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 0.5 * (1 + _C.erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
+
+    def icdf(self, value):
+        return self.loc + self.scale * _C.erfinv(2 * value - 1) * math.sqrt(2)
+
+    def entropy(self):
+        return 0.5 + 0.5 * math.log(2 * math.pi) + _C.log(self.scale)
+
+    def expand(self, batch_shape):
+        new = Normal.__new__(Normal)
+        batch_shape = _C.Size(batch_shape)
+        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
