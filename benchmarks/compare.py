@@ -476,8 +476,8 @@ def main(argv=None):
     p.add_argument("--threads", type=int, help="threads for ember and torch (default: theirs)")
     args = p.parse_args(argv)
     global torch
-    if ember._omp_wait_policy_set_by_ember:  # torch's own OpenMP runs with its default policy
-        os.environ.pop("OMP_WAIT_POLICY", None)
+    if ember._omp_env_set_by_ember:  # torch's own OpenMP runs with its default policy
+        os.environ.pop("GOMP_SPINCOUNT", None)
     try:
         import torch
     except ImportError:

@@ -6,13 +6,17 @@ table as `ember.<op>` and `Tensor.<op>` (see csrc/ops/ops.def).
 """
 import os as _os
 
-# Idle OpenMP threads sleep instead of spinning, unless the user chose
-# otherwise: on a machine whose cores are shared (other processes, a
-# DataLoader's workers) spinning threads take the cores the working ones need
-# (a GPT step ran several times slower with OMP_WAIT_POLICY=ACTIVE on a busy
-# 2-core machine). (Read when libgomp loads, i.e. with ember._C below.)
-_omp_wait_policy_set_by_ember = "OMP_WAIT_POLICY" not in _os.environ
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenMP threads spin only briefly when idle (GOMP_SPINCOUNT 10000, a few
+# microseconds) before they sleep, unless the user chose a policy: back-to-back
+# parallel regions then find their threads awake (sleeping at once made a GPT
+# step 1.4x slower on a quiet 2-core machine), while on a machine whose cores
+# are shared (other processes, a DataLoader's workers) idle threads don't hold
+# the cores for long (libgomp's own default spins ~100x longer, and made a
+# GPT step several times slower on a busy machine). Read when libgomp loads,
+# i.e. with ember._C below.
+_omp_env_set_by_ember = not {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & set(_os.environ)
+if _omp_env_set_by_ember:
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
 del _os
 
 try:
