@@ -69,6 +69,7 @@ typedef enum {
 typedef struct {
     const char *name;       /* "float32" */
     const char *torch_name; /* "Float" — torch's ScalarType name, for errors */
+    const char *ctype;      /* "float", "c10::Half" — the C++ type some torch messages name */
     int itemsize;
     bool is_float;
     bool is_signed;
@@ -82,6 +83,7 @@ static inline bool em_is_float(EmDType d) { return d >= EM_FLOAT16; }
 static inline bool em_is_int(EmDType d) { return d >= EM_UINT8 && d <= EM_INT64; }
 static inline int em_itemsize(EmDType d) { return em_dtype_info[d].itemsize; }
 static inline const char *em_dtype_name(EmDType d) { return em_dtype_info[d].torch_name; }
+static inline const char *em_dtype_ctype(EmDType d) { return em_dtype_info[d].ctype; }
 /* The dtype a kernel computes in: half types widen to float32. */
 static inline EmDType em_compute_dtype(EmDType d) {
     return (d == EM_FLOAT16 || d == EM_BFLOAT16) ? EM_FLOAT32 : d;

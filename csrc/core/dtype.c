@@ -9,16 +9,16 @@ enum { NPY_BOOL_ = 0, NPY_BYTE_ = 1, NPY_UBYTE_ = 2, NPY_SHORT_ = 3, NPY_INT_ = 
        NPY_LONG_ = 7, NPY_FLOAT_ = 11, NPY_DOUBLE_ = 12, NPY_HALF_ = 23 };
 
 const EmDTypeInfo em_dtype_info[EM_NUM_DTYPES] = {
-    [EM_BOOL] = {"bool", "Bool", 1, false, false, '?', NPY_BOOL_},
-    [EM_UINT8] = {"uint8", "Byte", 1, false, false, 'B', NPY_UBYTE_},
-    [EM_INT8] = {"int8", "Char", 1, false, true, 'b', NPY_BYTE_},
-    [EM_INT16] = {"int16", "Short", 2, false, true, 'h', NPY_SHORT_},
-    [EM_INT32] = {"int32", "Int", 4, false, true, 'i', NPY_INT_},
-    [EM_INT64] = {"int64", "Long", 8, false, true, 'q', NPY_LONG_},
-    [EM_FLOAT16] = {"float16", "Half", 2, true, true, 'e', NPY_HALF_},
-    [EM_BFLOAT16] = {"bfloat16", "BFloat16", 2, true, true, 0, NPY_NONE},
-    [EM_FLOAT32] = {"float32", "Float", 4, true, true, 'f', NPY_FLOAT_},
-    [EM_FLOAT64] = {"float64", "Double", 8, true, true, 'd', NPY_DOUBLE_},
+    [EM_BOOL] = {"bool", "Bool", "bool", 1, false, false, '?', NPY_BOOL_},
+    [EM_UINT8] = {"uint8", "Byte", "unsigned char", 1, false, false, 'B', NPY_UBYTE_},
+    [EM_INT8] = {"int8", "Char", "signed char", 1, false, true, 'b', NPY_BYTE_},
+    [EM_INT16] = {"int16", "Short", "short int", 2, false, true, 'h', NPY_SHORT_},
+    [EM_INT32] = {"int32", "Int", "int", 4, false, true, 'i', NPY_INT_},
+    [EM_INT64] = {"int64", "Long", "long int", 8, false, true, 'q', NPY_LONG_},
+    [EM_FLOAT16] = {"float16", "Half", "c10::Half", 2, true, true, 'e', NPY_HALF_},
+    [EM_BFLOAT16] = {"bfloat16", "BFloat16", "c10::BFloat16", 2, true, true, 0, NPY_NONE},
+    [EM_FLOAT32] = {"float32", "Float", "float", 4, true, true, 'f', NPY_FLOAT_},
+    [EM_FLOAT64] = {"float64", "Double", "double", 8, true, true, 'd', NPY_DOUBLE_},
 };
 
 EmDType em_default_float = EM_FLOAT32;

@@ -18,13 +18,13 @@
 #define SM_CLONES
 #endif
 
-/* exp for float32, about 1 ulp, written without branches so that loops over
- * it vectorize: x = k ln2 + r with |r| <= ln2/2 (k by the 1.5*2^23 rounding
- * trick), e^r by a degree-6 polynomial (Cephes' coefficients), 2^k through
- * the exponent bits. Below -87.3 (where 2^k leaves the normal range) the
- * result is 0, above 88.7 it is inf; NaN passes through. */
+/* exp for float32, within 1 ulp, written without branches so that loops
+ * over it vectorize: x = k ln2 + r with |r| <= ln2/2 (k by the 1.5*2^23
+ * rounding trick), e^r by a degree-6 polynomial (Cephes' coefficients), 2^k
+ * through the exponent bits. Subnormal results come out (as torch's);
+ * below -103.97 the result is 0, above 88.72 inf; NaN passes through. */
 static inline float exp_f32(float x) {
-    const float lo = -87.33654f, hi = 88.72283f;
+    const float lo = -103.972077f, hi = 88.72283f; /* e^lo is half the smallest subnormal */
     float xc = x < lo ? lo : (x > hi ? hi : x);
     float t = xc * 1.44269504f + 12582912.0f; /* round(x / ln2) in the low mantissa bits */
     int32_t tb;
@@ -40,10 +40,13 @@ static inline float exp_f32(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t sb = (k + 127) << 23;
-    float s;
+    /* 2^k as two normal factors: k = 128 (x in (88.38, 88.72]) stays finite
+     * and k < -126 gives the subnormal results */
+    int32_t k1 = k > 0 ? 1 : (k < -125 ? -25 : 0), sb = (k - k1 + 127) << 23, sb1 = (k1 + 127) << 23;
+    float s, s1;
     memcpy(&s, &sb, 4);
-    float y = p * s;
+    memcpy(&s1, &sb1, 4);
+    float y = p * s * s1;
     y = x < lo ? 0.0f : y;
     y = x > hi ? INFINITY : y;
     return x != x ? x : y;

@@ -1,7 +1,13 @@
 /* unary.c — kernels of the unary elementwise ops. Ops that turn integers
  * into floats (exp, sqrt, ...) only have float kernels: the front-end
  * promotes their inputs. Rounding ops are the identity on integers. */
+/* selects on float compares (exp_f32's range checks) may be if-converted,
+ * so its loop vectorizes: no code here reads floating-point exception flags */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "loops.h"
+#include "fast_exp.h"
 
 EM_KERNELS(UNARY, neg, EM_TYPES_NUM, -x)
 EM_KERNELS_SPLIT(UNARY, abs, EM_TYPES_INT, x < 0 ? -x : x, fabs(x))
@@ -21,7 +27,34 @@ ROUNDING(round, nearbyint) /* half to even, like torch */
 EM_KERNELS(UNARY, frac, EM_TYPES_FLOAT, x - trunc(x))
 
 /* float-valued math */
-EM_KERNELS(UNARY, exp, EM_TYPES_FLOAT, exp(x))
+/* float32 exp: fast_exp.h's branch-free exp_f32 (about 1 ulp; results
+ * below float's normal range flush to 0) so the contiguous loop vectorizes,
+ * built for AVX2 as well; libm's expf is a call per element */
+SM_CLONES static void exp_f32_contiguous(float *o, const float *in, int64_t n) {
+    for (int64_t i = 0; i < n; i++) o[i] = exp_f32(in[i]);
+}
+#if defined(__x86_64__) && !defined(EM_NO_CLONES) && !defined(__clang__) && __GNUC__ >= 12
+#define EXP_AVX512 1
+__attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+static void exp_f32_contiguous_avx512(float *o, const float *in, int64_t n) {
+    for (int64_t i = 0; i < n; i++) o[i] = exp_f32(in[i]);
+}
+#endif
+static void EM_KNAME(exp, FLOAT32)(char **d, const int64_t *s, int64_t n) {
+    if (s[0] == 4 && s[1] == 4) {
+#ifdef EXP_AVX512
+        if (__builtin_cpu_supports("avx512f")) {
+            exp_f32_contiguous_avx512((float *)d[0], (const float *)d[1], n);
+            return;
+        }
+#endif
+        exp_f32_contiguous((float *)d[0], (const float *)d[1], n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) *(float *)(d[0] + i * s[0]) = exp_f32(*(const float *)(d[1] + i * s[1]));
+}
+EM_INST_UNARY(exp, exp(x), FLOAT64, double)
+EM_TABLE(exp, EM_TYPES_FLOAT(EM_ENTRY, exp))
 EM_KERNELS(UNARY, exp2, EM_TYPES_FLOAT, exp2(x))
 EM_KERNELS(UNARY, expm1, EM_TYPES_FLOAT, expm1(x))
 EM_KERNELS(UNARY, log, EM_TYPES_FLOAT, log(x))

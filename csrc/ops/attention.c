@@ -11,21 +11,7 @@
 #include "../cpu/attention.h"
 #include <math.h>
 
-/* torch's C++ names of the dtypes, as its messages print them */
-static const char *cpp_name(EmDType dt) {
-    static const char *names[EM_NUM_DTYPES] = {
-        [EM_BOOL] = "bool", [EM_UINT8] = "unsigned char", [EM_INT8] = "signed char", [EM_INT16] = "short int",
-        [EM_INT32] = "int", [EM_INT64] = "long int", [EM_FLOAT16] = "c10::Half", [EM_BFLOAT16] = "c10::BFloat16",
-        [EM_FLOAT32] = "float", [EM_FLOAT64] = "double"};
-    return names[dt];
-}
 
-static void shape_str(char *buf, size_t cap, const EmTensor *t) {
-    size_t k = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < t->ndim && k < cap; i++)
-        k += (size_t)snprintf(buf + k, cap - k, i ? ", %lld" : "%lld", (long long)t->sizes[i]);
-    if (k < cap) snprintf(buf + k, cap - k, "]");
-}
 
 /* Tensors a call made (operands in the compute dtype), released together. */
 typedef struct {
@@ -86,17 +72,19 @@ static int setup(EmAttn *p, Owned *o, EmTensor *q, EmTensor *k, EmTensor *v, EmT
     }
     if (q->dtype != k->dtype || q->dtype != v->dtype) {
         PyErr_Format(PyExc_RuntimeError, "Expected query, key, and value to have the same dtype, but got "
-                     "query.dtype: %s key.dtype: %s and value.dtype: %s instead.", cpp_name((EmDType)q->dtype),
-                     cpp_name((EmDType)k->dtype), cpp_name((EmDType)v->dtype));
+                     "query.dtype: %s key.dtype: %s and value.dtype: %s instead.", em_dtype_ctype((EmDType)q->dtype),
+                     em_dtype_ctype((EmDType)k->dtype), em_dtype_ctype((EmDType)v->dtype));
         return -1;
     }
     if (!em_is_float((EmDType)q->dtype)) {
         PyErr_Format(PyExc_RuntimeError, "%s: expected query, key and value of a floating point dtype, but got %s",
-                     who, cpp_name((EmDType)q->dtype));
+                     who, em_dtype_ctype((EmDType)q->dtype));
         return -1;
     }
     char a[128], b[128], c[128];
-    shape_str(a, sizeof a, q), shape_str(b, sizeof b, k), shape_str(c, sizeof c, v);
+    em_shape_str(q->ndim, q->sizes, a, sizeof a);
+    em_shape_str(k->ndim, k->sizes, b, sizeof b);
+    em_shape_str(v->ndim, v->sizes, c, sizeof c);
     if (q->sizes[0] != k->sizes[0] || q->sizes[0] != v->sizes[0] || k->sizes[1] != v->sizes[1] ||
         k->sizes[2] != v->sizes[2] || q->sizes[3] != k->sizes[3] || q->sizes[3] != v->sizes[3]) {
         PyErr_Format(PyExc_RuntimeError, "%s: expected query (B, H, L, D), key (B, Hk, S, D) and value "
@@ -122,7 +110,7 @@ static int setup(EmAttn *p, Owned *o, EmTensor *q, EmTensor *k, EmTensor *v, EmT
         if (mask->dtype != EM_BOOL && !em_is_float((EmDType)mask->dtype)) {
             PyErr_Format(PyExc_RuntimeError, "Expected attn_mask dtype to be bool or float or to match query "
                          "dtype, but got attn_mask.dtype: %s and  query.dtype: %s instead.",
-                         cpp_name((EmDType)mask->dtype), cpp_name((EmDType)q->dtype));
+                         em_dtype_ctype((EmDType)mask->dtype), em_dtype_ctype((EmDType)q->dtype));
             return -1;
         }
         const int64_t full[4] = {p->B, q->sizes[1], p->L, p->S};
@@ -144,7 +132,7 @@ static int setup(EmAttn *p, Owned *o, EmTensor *q, EmTensor *k, EmTensor *v, EmT
     return 0;
 bad_mask:;
     char ms[128];
-    shape_str(ms, sizeof ms, mask);
+    em_shape_str(mask->ndim, mask->sizes, ms, sizeof ms);
     PyErr_Format(PyExc_RuntimeError, "%s: attn_mask of shape %s does not broadcast to (B, H, L, S) = "
                  "[%lld, %lld, %lld, %lld]", who, ms, (long long)p->B, (long long)q->sizes[1], (long long)p->L,
                  (long long)p->S);
@@ -194,7 +182,7 @@ static int expect_shape(EmTensor *t, const char *what, int nd, const int64_t *s)
     for (int d = 0; ok && d < nd; d++) ok = t->sizes[d] == s[d];
     if (ok) return 0;
     char a[128];
-    shape_str(a, sizeof a, t);
+    em_shape_str(t->ndim, t->sizes, a, sizeof a);
     PyErr_Format(PyExc_RuntimeError, "_scaled_dot_product_flash_attention_for_cpu_backward: %s of shape %s does "
                  "not fit the forward's (expected %d dims: [%lld, %lld, %lld%s])", what, a, nd, (long long)s[0],
                  (long long)s[1], (long long)s[2], nd == 4 ? ", Dv" : "");

@@ -17,24 +17,9 @@
 #include "../ember.h"
 #include "../cpu/conv.h"
 
-/* the C++ type names torch's "not implemented for" messages use */
-static const char *scalar_name(EmDType dt) {
-    static const char *names[EM_NUM_DTYPES] = {
-        [EM_BOOL] = "Bool", [EM_UINT8] = "Byte", [EM_INT8] = "Char", [EM_INT16] = "Short",
-        [EM_INT32] = "Int", [EM_INT64] = "Long", [EM_FLOAT16] = "Half", [EM_BFLOAT16] = "BFloat16",
-        [EM_FLOAT32] = "Float", [EM_FLOAT64] = "Double"};
-    return names[dt];
-}
-static const char *cpp_name(EmDType dt) {
-    static const char *names[EM_NUM_DTYPES] = {
-        [EM_BOOL] = "bool", [EM_UINT8] = "unsigned char", [EM_INT8] = "signed char", [EM_INT16] = "short int",
-        [EM_INT32] = "int", [EM_INT64] = "long int", [EM_FLOAT16] = "c10::Half", [EM_BFLOAT16] = "c10::BFloat16",
-        [EM_FLOAT32] = "float", [EM_FLOAT64] = "double"};
-    return names[dt];
-}
 
 static PyObject *not_implemented(const char *kernel, EmDType dt) {
-    PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'", kernel, scalar_name(dt));
+    PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'", kernel, em_dtype_name(dt));
     return NULL;
 }
 
@@ -377,8 +362,8 @@ PyObject *em_impl__convolution(EmCall *c) {
         return NULL;
     }
     if (bias && bias->dtype != in->dtype) {
-        PyErr_Format(PyExc_RuntimeError, "Input type (%s) and bias type (%s) should be the same", cpp_name(cc.dt),
-                     cpp_name((EmDType)bias->dtype));
+        PyErr_Format(PyExc_RuntimeError, "Input type (%s) and bias type (%s) should be the same", em_dtype_ctype(cc.dt),
+                     em_dtype_ctype((EmDType)bias->dtype));
         return NULL;
     }
     int64_t shape[4];

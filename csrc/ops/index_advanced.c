@@ -368,18 +368,12 @@ static EmTensor *readable_input(EmTensor *written, EmTensor *input) {
 
 /* ---------------------------------------------------------- index_put */
 
-static const char *cpp_type_name(EmDType d) {
-    static const char *names[EM_NUM_DTYPES] = {
-        "bool", "unsigned char", "signed char", "short int", "int", "long int", "c10::Half",
-        "c10::BFloat16", "float", "double"};
-    return names[d];
-}
 
 EmTensor *em_masked_fill(EmTensor *self, EmTensor *mask, EmScalar value, bool inplace) {
     extern const EmKernels em_kernels_where;
     if (mask->dtype != EM_BOOL) {
         PyErr_Format(PyExc_RuntimeError, "masked_fill_ only supports boolean masks, but got mask with dtype %s",
-                     cpp_type_name((EmDType)mask->dtype));
+                     em_dtype_ctype((EmDType)mask->dtype));
         return NULL;
     }
     if (em_scalar_check_range(value, (EmDType)self->dtype) < 0) return NULL;

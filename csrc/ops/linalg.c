@@ -12,13 +12,6 @@ extern const EmKernels em_kernels_mul, em_kernels_addcmul, em_kernels_logical_an
 
 static const EmScalar ONE = {'i', {1}}, ZERO = {'i', {0}};
 
-/* C++ type names, which some of torch's matmul errors print ("float != double"). */
-static const char *cpp_name(EmDType d) {
-    static const char *names[EM_NUM_DTYPES] = {
-        "bool", "unsigned char", "signed char", "short int", "int", "long int",
-        "c10::Half", "c10::BFloat16", "float", "double"};
-    return names[d];
-}
 
 static bool scalar_is_zero(EmScalar s) { return s.kind == 'f' ? s.v.f == 0 : s.v.i == 0; }
 static bool scalar_is_one(EmScalar s) { return s.kind == 'f' ? s.v.f == 1 : s.v.i == 1; }
@@ -59,7 +52,7 @@ static EmTensor *result_for(EmTensor *out, int nd, const int64_t *shape, EmDType
 static int check_out_dtype(EmTensor *out, EmDType d) {
     if (!out || out->dtype == d) return 0;
     PyErr_Format(PyExc_RuntimeError, "Expected out tensor to have dtype %s, but got %s instead",
-                 cpp_name(d), cpp_name((EmDType)out->dtype));
+                 em_dtype_ctype(d), em_dtype_ctype((EmDType)out->dtype));
     return -1;
 }
 
@@ -309,7 +302,7 @@ EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out) {
              (long long)b->sizes[1]);
     EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
              "expected m1 and m2 to have the same dtype, but got: %s != %s",
-             cpp_name((EmDType)a->dtype), cpp_name((EmDType)b->dtype));
+             em_dtype_ctype((EmDType)a->dtype), em_dtype_ctype((EmDType)b->dtype));
     EM_TRY(em_check_cpu(a, "mm") == 0 && em_check_cpu(b, "mm") == 0);
     EmDType d = (EmDType)a->dtype;
     int64_t shape[2] = {a->sizes[0], b->sizes[1]};
@@ -609,7 +602,7 @@ PyObject *em_impl_baddbmm(EmCall *c) {
     EM_TRY(check_bmm_sizes(b1, b2) == 0);
     EM_CHECK(self->dtype == b1->dtype && b1->dtype == b2->dtype, PyExc_RuntimeError,
              "Input dtypes must be the same, got: input %s, batch1: %s, batch2: %s",
-             cpp_name((EmDType)self->dtype), cpp_name((EmDType)b1->dtype), cpp_name((EmDType)b2->dtype));
+             em_dtype_ctype((EmDType)self->dtype), em_dtype_ctype((EmDType)b1->dtype), em_dtype_ctype((EmDType)b2->dtype));
     EM_TRY(em_check_cpu(self, "baddbmm") == 0 && em_check_cpu(b1, "baddbmm") == 0 &&
            em_check_cpu(b2, "baddbmm") == 0);
     EmDType d = (EmDType)b1->dtype;
@@ -690,8 +683,8 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
                      "mm: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
                      (long long)rows, (long long)k, (long long)b->sizes[0], (long long)b->sizes[1]);
             EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
-                     "expected m1 and m2 to have the same dtype, but got: %s != %s", cpp_name(d),
-                     cpp_name((EmDType)b->dtype));
+                     "expected m1 and m2 to have the same dtype, but got: %s != %s", em_dtype_ctype(d),
+                     em_dtype_ctype((EmDType)b->dtype));
             if (d == EM_BOOL && rows * b->sizes[1] > 0 && k > 0)
                 EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
         }
@@ -712,8 +705,8 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
                  "mm: mat1 and mat2 shapes cannot be multiplied (1x%lld and %lldx%lld)",
                  (long long)a->sizes[0], (long long)b->sizes[0], (long long)b->sizes[1]);
         EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
-                 "expected m1 and m2 to have the same dtype, but got: %s != %s", cpp_name(d),
-                 cpp_name((EmDType)b->dtype));
+                 "expected m1 and m2 to have the same dtype, but got: %s != %s", em_dtype_ctype(d),
+                 em_dtype_ctype((EmDType)b->dtype));
         if (d == EM_BOOL && b->sizes[1] > 0 && a->sizes[0] > 0)
             EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
         EM_TRY(check_out_dtype(out, d) == 0);

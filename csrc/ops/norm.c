@@ -77,19 +77,7 @@ NORM_ROW(norm_row_f64, double, double)
 NORM_ROWS(norm_rows_f32, norm_row_f32, float)
 NORM_ROWS(norm_rows_f64, norm_row_f64, double)
 
-static const char *cpp_type(EmDType dt) {
-    static const char *names[EM_NUM_DTYPES] = {
-        [EM_BOOL] = "Bool", [EM_UINT8] = "Byte", [EM_INT8] = "Char", [EM_INT16] = "Short",
-        [EM_INT32] = "Int", [EM_INT64] = "Long", [EM_FLOAT16] = "Half", [EM_BFLOAT16] = "BFloat16",
-        [EM_FLOAT32] = "Float", [EM_FLOAT64] = "Double"};
-    return names[dt];
-}
 
-static void shape_str(char *buf, size_t cap, int n, const int64_t *s) {
-    size_t k = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, i ? ", %lld" : "%lld", (long long)s[i]);
-    if (k < cap) snprintf(buf + k, cap - k, "]");
-}
 
 /* The affine parameter (weight or bias) as a contiguous tensor of the compute
  * dtype, after checking its shape is normalized_shape. */
@@ -98,8 +86,8 @@ static EmTensor *affine_param(EmTensor *p, const char *what, int nn, const int64
     for (int i = 0; ok && i < nn; i++) ok = p->sizes[i] == ns[i];
     if (!ok) {
         char a[256], b[256];
-        shape_str(a, sizeof a, p->ndim, p->sizes);
-        shape_str(b, sizeof b, nn, ns);
+        em_shape_str(p->ndim, p->sizes, a, sizeof a);
+        em_shape_str(nn, ns, b, sizeof b);
         PyErr_Format(PyExc_RuntimeError, "Expected %s to be of same shape as normalized_shape, but got %s of "
                      "shape %s and normalized_shape = %s", what, what, a, b);
         return NULL;
@@ -133,15 +121,15 @@ static PyObject *normalize(EmCall *c, bool rms) {
     for (int i = 0; fits && i < nn; i++) fits = in->sizes[in->ndim - nn + i] == ns[i];
     if (!fits) {
         char a[256], s[256];
-        shape_str(a, sizeof a, nn, ns);
-        shape_str(s, sizeof s, in->ndim, in->sizes);
+        em_shape_str(nn, ns, a, sizeof a);
+        em_shape_str(in->ndim, in->sizes, s, sizeof s);
         PyErr_Format(PyExc_RuntimeError, "Given normalized_shape=%s, expected input with shape [*, %s, but got "
                      "input of size%s", a, a + 1, s);
         return NULL;
     }
     if (!em_is_float(in->dtype)) {
         PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'",
-                     rms ? "rms_norm" : "LayerNormKernelImpl", cpp_type((EmDType)in->dtype));
+                     rms ? "rms_norm" : "LayerNormKernelImpl", em_dtype_name((EmDType)in->dtype));
         return NULL;
     }
     EmDType dt = (EmDType)in->dtype, ct = dt == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
@@ -245,8 +233,8 @@ static EmTensor *operand(EmTensor *t, const char *what, int nd, const int64_t *w
     for (int i = 0; ok && i < nd; i++) ok = t->sizes[i] == want[i];
     if (!ok) {
         char a[256], b[256];
-        shape_str(a, sizeof a, t->ndim, t->sizes);
-        shape_str(b, sizeof b, nd, want);
+        em_shape_str(t->ndim, t->sizes, a, sizeof a);
+        em_shape_str(nd, want, b, sizeof b);
         PyErr_Format(PyExc_RuntimeError, "native_layer_norm_backward: expected %s of shape %s, but got %s", what,
                      b, a);
         return NULL;
@@ -267,15 +255,15 @@ PyObject *em_impl__native_layer_norm_backward(EmCall *c) {
     for (int i = 0; fits && i < nn; i++) fits = in->sizes[in->ndim - nn + i] == ns[i];
     if (!fits) {
         char a[256], b[256];
-        shape_str(a, sizeof a, nn, ns);
-        shape_str(b, sizeof b, in->ndim, in->sizes);
+        em_shape_str(nn, ns, a, sizeof a);
+        em_shape_str(in->ndim, in->sizes, b, sizeof b);
         PyErr_Format(PyExc_RuntimeError, "native_layer_norm_backward: normalized_shape %s does not end input's "
                      "shape %s", a, b);
         return NULL;
     }
     if (!em_is_float(in->dtype)) {
         PyErr_Format(PyExc_NotImplementedError, "\"LayerNormBackwardKernelImpl\" not implemented for '%s'",
-                     cpp_type((EmDType)in->dtype));
+                     em_dtype_name((EmDType)in->dtype));
         return NULL;
     }
     EmDType dt = (EmDType)in->dtype, ct = dt == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;

@@ -14,11 +14,6 @@
 
 #define BIG_WORK 65536 /* elements above which the GIL is released */
 
-static void shape_str(char *buf, size_t cap, int n, const int64_t *s) {
-    size_t k = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, i ? ", %lld" : "%lld", (long long)s[i]);
-    if (k < cap) snprintf(buf + k, cap - k, "]");
-}
 
 /* The compute dtype of a pool's input, or -1 with NotImplementedError.
  * ints: which integer dtypes torch pools (through float64, exact for them). */
@@ -56,7 +51,7 @@ static int pool_input(EmTensor *in, int64_t *planes) {
     for (int d = 1; ok && d < in->ndim; d++) ok = in->sizes[d] > 0; /* only dim 0 may be empty */
     if (!ok) {
         char s[256];
-        shape_str(s, sizeof s, in->ndim, in->sizes);
+        em_shape_str(in->ndim, in->sizes, s, sizeof s);
         PyErr_Format(PyExc_RuntimeError, "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
                      "for input, but got:%s", s);
         return -1;
@@ -182,9 +177,9 @@ PyObject *em_impl__max_pool2d_backward(EmCall *c) {
     for (int d = 0; ok && d < n; d++) ok = isz[d] >= 0 && isz[d] <= INT32_MAX;
     if (!ok) {
         char a[256], b[256], s[256];
-        shape_str(a, sizeof a, go->ndim, go->sizes);
-        shape_str(b, sizeof b, ind->ndim, ind->sizes);
-        shape_str(s, sizeof s, n, isz);
+        em_shape_str(go->ndim, go->sizes, a, sizeof a);
+        em_shape_str(ind->ndim, ind->sizes, b, sizeof b);
+        em_shape_str(n, isz, s, sizeof s);
         PyErr_Format(PyExc_RuntimeError, "max_pool2d_with_indices_backward: expected a floating grad_output and "
                      "int64 indices of one shape matching input_size %s in all but the last two dims, but got "
                      "grad_output %s (%s) and indices %s (%s)", s, a, em_dtype_name((EmDType)go->dtype), b,
@@ -351,8 +346,8 @@ static int backward_shapes(EmCall *c, EmTensor *go, int *n, int64_t *isz, int64_
         ok = isz[d] >= 0 && (d >= *n - 2 ? isz[d] <= INT32_MAX : go->sizes[d] == isz[d]);
     if (!ok) {
         char a[256], s[256];
-        shape_str(a, sizeof a, go->ndim, go->sizes);
-        shape_str(s, sizeof s, *n, isz);
+        em_shape_str(go->ndim, go->sizes, a, sizeof a);
+        em_shape_str(*n, isz, s, sizeof s);
         PyErr_Format(PyExc_RuntimeError, "%s: grad_output of shape %s (%s) does not fit input_size %s",
                      c->def->sig.fname, a, em_dtype_name((EmDType)go->dtype), s);
         return -1;
@@ -416,7 +411,7 @@ PyObject *em_impl__adaptive_avg_pool2d(EmCall *c) {
     for (int d = 1; d < in->ndim; d++)
         if (in->sizes[d] == 0) {
             char s[256];
-            shape_str(s, sizeof s, in->ndim, in->sizes);
+            em_shape_str(in->ndim, in->sizes, s, sizeof s);
             PyErr_Format(PyExc_RuntimeError, "adaptive_avg_pool2d(): Expected input to have non-zero size for "
                          "non-batch dimensions, but input has sizes %s with dimension %d being empty", s, d);
             return NULL;
@@ -620,8 +615,8 @@ static int grad_and_input(EmTensor *go, EmTensor *in, const char *name, EmTensor
     for (int d = 0; same && d < in->ndim; d++) same = go->sizes[d] == in->sizes[d];
     if (!same) {
         char a[256], s[256];
-        shape_str(a, sizeof a, go->ndim, go->sizes);
-        shape_str(s, sizeof s, in->ndim, in->sizes);
+        em_shape_str(go->ndim, go->sizes, a, sizeof a);
+        em_shape_str(in->ndim, in->sizes, s, sizeof s);
         PyErr_Format(PyExc_RuntimeError, "%s: expected grad_out of the input's shape %s, but got %s", name, s, a);
         return -1;
     }
@@ -679,7 +674,7 @@ static int groups_of(EmCall *c, int i, EmTensor *in, int64_t C, int64_t *G) {
     if (em_arg_int(c, i, G) < 0) return -1;
     if (*G <= 0 || C % *G) {
         char s[256];
-        shape_str(s, sizeof s, in->ndim, in->sizes);
+        em_shape_str(in->ndim, in->sizes, s, sizeof s);
         PyErr_Format(PyExc_RuntimeError, "Expected number of channels in input to be divisible by num_groups, but "
                      "got input of shape %s and num_groups=%lld", s, (long long)*G);
         return -1;
@@ -692,8 +687,8 @@ static int group_affine_vec(EmTensor *t, EmTensor *in, int64_t C, double fill, c
     for (int d = 0; t && d < t->ndim; d++) n *= t->sizes[d];
     if (t && (t->ndim != 1 || n != C)) {
         char a[256], s[256];
-        shape_str(a, sizeof a, t->ndim, t->sizes);
-        shape_str(s, sizeof s, in->ndim, in->sizes);
+        em_shape_str(t->ndim, t->sizes, a, sizeof a);
+        em_shape_str(in->ndim, in->sizes, s, sizeof s);
         PyErr_Format(PyExc_RuntimeError, "Expected %s to be a vector of size equal to the number of channels in "
                      "input, but got %s of shape %s and input of shape %s", what, what, a, s);
         return -1;

@@ -20,17 +20,10 @@ extern const EmReduceKernels em_reduce_sum, em_reduce_nansum, em_reduce_nanmean,
     em_reduce_lse;
 extern const EmKernels em_kernels_maximum, em_kernels_minimum;
 
-/* C++ names torch's "Expected out tensor to have dtype ..." messages use */
-static const char *cpp_name(EmDType d) {
-    static const char *names[EM_NUM_DTYPES] = {"bool", "unsigned char", "signed char", "short int", "int",
-                                               "long int", "c10::Half", "c10::BFloat16", "float", "double"};
-    return names[d];
-}
-
 static int check_out_dtype(const EmTensor *out, EmDType want) {
     if (out && out->dtype != want) {
         PyErr_Format(PyExc_RuntimeError, "Expected out tensor to have dtype %s, but got %s instead",
-                     cpp_name(want), cpp_name((EmDType)out->dtype));
+                     em_dtype_ctype(want), em_dtype_ctype((EmDType)out->dtype));
         return -1;
     }
     return 0;
@@ -758,7 +751,7 @@ static PyObject *cum_like(EmCall *c, const EmLineKernels *K) {
         if (has_dt == 0 && dt != in_dt) {
             PyErr_Format(PyExc_RuntimeError,
                          "Bad in-place call: input tensor dtype %s and output tensor dtype %s should match",
-                         cpp_name(in_dt), cpp_name(dt));
+                         em_dtype_ctype(in_dt), em_dtype_ctype(dt));
             return NULL;
         }
         rt = in_dt;

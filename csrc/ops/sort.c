@@ -12,13 +12,6 @@
 #include <omp.h>
 #endif
 
-/* torch's C++ type names, as its "Expected out tensor to have dtype" says */
-static const char *ctype_name(EmDType d) {
-    static const char *names[EM_NUM_DTYPES] = {
-        "bool", "unsigned char", "signed char", "short int", "int", "long int",
-        "c10::Half", "c10::BFloat16", "float", "double"};
-    return names[d];
-}
 
 static int arg_dim(EmCall *c, int i, int ndim, int *dim) {
     int64_t d;
@@ -47,7 +40,7 @@ static EmTensor *with_dim(EmTensor *t, int dim) {
 static int prepare_out(EmTensor *o, EmDType want, int ndim, const int64_t *shape, const char *fname) {
     if (o->dtype != want) {
         PyErr_Format(PyExc_RuntimeError, "Expected out tensor to have dtype %s, but got %s instead",
-                     ctype_name(want), ctype_name((EmDType)o->dtype));
+                     em_dtype_ctype(want), em_dtype_ctype((EmDType)o->dtype));
         return -1;
     }
     if (em_check_cpu(o, fname) < 0) return -1;
