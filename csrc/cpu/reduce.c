@@ -156,9 +156,10 @@ PAIRWISE_FN(nansum, FLOAT64, double, double, LD_PLAIN, double, 0, 0)
 /* float32 sums, the hot case, written with GCC vector extensions (the
  * compiler's own vectorization of the lane loops varies with the step):
  * four vectors of float lanes over blocks of 8 x 4 vectors (converting every
- * element to double would halve the vector width), each block's lanes then
- * added into double lanes. ones(2**24).sum() is exact; the error of a block
- * is that of 8 float additions. FV/FS fold a vector / a float. Built for
+ * element to double would halve the vector width), each block's four
+ * vectors then added together and into one vector of double lanes (few
+ * double lanes to fold: rows of 64 floats are common). ones(2**24).sum() is
+ * exact; the error of a block is that of 10 float additions. FV/FS fold a vector / a float. Built for
  * 32-byte vectors (plain and AVX2) and, where the CPU has it, 64-byte AVX-512
  * ones: streaming from memory, wider loads keep more bytes in flight. */
 typedef float em_vf8 __attribute__((vector_size(32)));
@@ -167,8 +168,8 @@ typedef float em_vf16 __attribute__((vector_size(64)));
 typedef int32_t em_vi16 __attribute__((vector_size(64)));
 #define HYBRID_F32(name, VF, VI, VW, ATTR, FV, FS)                                       \
     ATTR static double name(const float *x, int64_t n, double acc) {                      \
-        double d[4 * VW];                                                                 \
-        for (int j = 0; j < 4 * VW; j++) d[j] = 0;                                        \
+        double d[VW];                                                                     \
+        for (int j = 0; j < VW; j++) d[j] = 0;                                            \
         int64_t i = 0;                                                                    \
         while (i + 4 * VW <= n) {                                                         \
             VF l[4];                                                                      \
@@ -180,10 +181,10 @@ typedef int32_t em_vi16 __attribute__((vector_size(64)));
                     memcpy(&v, x + i + u * VW, sizeof v);                                 \
                     l[u] = FV(l[u], v, VF, VI);                                           \
                 }                                                                         \
-            for (int u = 0; u < 4; u++)                                                   \
-                for (int j = 0; j < VW; j++) d[u * VW + j] += l[u][j];                    \
+            VF b = (l[0] + l[1]) + (l[2] + l[3]); /* the block's lanes, two float adds */ \
+            for (int j = 0; j < VW; j++) d[j] += b[j];                                    \
         }                                                                                 \
-        for (int w = 2 * VW; w > 0; w /= 2)                                               \
+        for (int w = VW / 2; w > 0; w /= 2)                                               \
             for (int j = 0; j < w; j++) d[j] += d[j + w];                                 \
         acc += d[0];                                                                      \
         for (; i < n; i++) acc += FS(0.0f, x[i]);                                         \
