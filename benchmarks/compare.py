@@ -104,6 +104,10 @@ M = 1 << 20
 CASES = [
     Case("a + b, 100 f32", 100, every_lib(lambda m, a, b, c: lambda: a + b),
          targets={"torch": ("<=", 0.4)}),
+    Case("a.add_(b), 100 f32", 100,
+         {lib: (lambda n, lib=lib: (lambda a, b, c: (lambda: np.add(a, b, out=a)) if lib == "numpy"
+                                    else (lambda: a.add_(b)))(*inputs(lib, n, 3))) for lib in LIBS},
+         targets={"torch": ("<=", 0.5)}),
     Case("a + b, 16M f32", 16 * M, every_lib(lambda m, a, b, c: lambda: a + b),
          unit="GB/s", bytes_per_elem=12),
     Case("exp(a), 16M f32", 16 * M, every_lib(lambda m, a, b, c: lambda: m.exp(a)),
@@ -401,8 +405,45 @@ def _sdpa_case(B, H, L, D, backward):
 CASES += [
     Case(f"sdpa causal {'fwd+bwd' if bw else 'fwd'}, {B}x{H}x{L}x{D} f32", B * H * L * D, _sdpa_case(B, H, L, D, bw),
          targets={"torch": ("<=", 1.0)})
-    for B, H, L, D in ((8, 4, 64, 64), (1, 8, 1024, 64)) for bw in (False, True)
+    for B, H, L, D in ((8, 4, 64, 64), (8, 8, 256, 64), (1, 8, 1024, 64)) for bw in (False, True)
 ]
+
+
+# (resident memory from /proc: a spawned child's ru_maxrss starts at its parent's peak)
+IMPORT_PROBE = """
+import sys, time
+def rss_kib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+before = rss_kib()
+t = time.perf_counter()
+__import__(sys.argv[1])
+print(time.perf_counter() - t, rss_kib() - before)
+"""
+
+
+def import_cost(name, repeats):
+    """(median seconds, median KiB of peak RSS added) of `import name` in fresh processes."""
+    import subprocess
+    runs = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", IMPORT_PROBE, name], capture_output=True, text=True)
+        if out.returncode != 0:
+            return None
+        runs.append(tuple(float(v) for v in out.stdout.split()))
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+def print_import_costs(repeats):
+    """The issue's import row: time (target <= 0.05x torch's) and added memory (<= 0.1x)."""
+    costs = {name: import_cost(name, repeats) for name in ("ember", "numpy", "torch")}
+    e = costs["ember"]
+    print("\nimport in a fresh process (median of %d): " % repeats + ", ".join(
+        f"{n} {c[0] * 1e3:.1f} ms, +{c[1] / 1024:.1f} MiB" for n, c in costs.items() if c))
+    if e and costs["torch"]:
+        t = costs["torch"]
+        print(f"ember / torch: time {e[0] / t[0]:.3f}x (target <=0.05x), added memory {e[1] / t[1]:.3f}x "
+              f"(target <=0.1x)")
 
 
 def loop_time(fn, inner):
@@ -520,6 +561,8 @@ def main(argv=None):
         ratios = (ratio(case, times["ember"], times.get(lib)) for lib in ("numpy", "torch"))
         row(case.name, *(fmt_value(case, times.get(lib)) for lib in LIBS),
             *("-" if r is None else f"{r:.2f}x" for r in ratios), fmt_targets(case, times))
+    if args.filter in "import":
+        print_import_costs(3 if args.smoke or args.quick else 7)
 
 
 # fused cross-entropy (xent part: ops/cross_entropy.c, cpu/cross_entropy.c): GPT-like

@@ -1,5 +1,4 @@
 """ember.finfo / ember.iinfo: numeric limits of the dtypes, as torch reports them."""
-import numpy as _np
 
 from . import _C
 
@@ -59,4 +58,3 @@ class iinfo:
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
 
 
-del _np

@@ -3,7 +3,7 @@ notation when magnitudes span more than 1000x, integer-valued floats with a
 trailing '.', '...' summaries above 1000 elements, dtype/grad suffixes)."""
 import math
 
-import numpy as np
+from ._lazy import numpy as np
 
 
 class _PrintOptions:

@@ -19,7 +19,7 @@ import json
 import os
 import struct
 
-import numpy as np
+from ._lazy import numpy as np
 
 from . import _C
 from .serialization import _atomic_write

@@ -28,7 +28,7 @@ import pickle
 import struct
 import zlib
 
-import numpy as np
+from ._lazy import numpy as np
 
 from . import _C
 

@@ -1,6 +1,6 @@
 """ember.testing.assert_close: compare tensors (or numbers) within tolerances,
 with torch's default tolerances per dtype."""
-import numpy as np
+from ._lazy import numpy as np
 
 from . import _C
 

@@ -1,6 +1,6 @@
 """gradcheck / gradgradcheck: compare autograd's gradients with central
 finite differences, with torch's defaults (eps=1e-6, atol=1e-5, rtol=1e-3)."""
-import numpy as np
+from .._lazy import numpy as np
 
 from .. import _C
 

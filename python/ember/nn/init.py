@@ -5,7 +5,7 @@ the global seed."""
 import math
 import warnings
 
-import numpy as np
+from .._lazy import numpy as np
 
 from .. import _C
 from ..autograd.grad_mode import no_grad

@@ -17,7 +17,7 @@ import collections.abc
 import copy
 import re
 
-import numpy as np
+from ..._lazy import numpy as np
 
 import ember
 

@@ -25,7 +25,7 @@ import sys
 import traceback
 from multiprocessing.reduction import ForkingPickler
 
-import numpy as np
+from ..._lazy import numpy as np
 
 import ember
 
