@@ -14,8 +14,7 @@ print(repr(x), x.numpy().sum())
 
 
 def test_import_ember_does_not_load_numpy():
-    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True,
-)
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
     lines = out.stdout.splitlines()
     assert lines[0] == "False"
     assert lines[1] == "tensor([1., 1.]) 2.0"
