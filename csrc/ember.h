@@ -416,6 +416,13 @@ EmDType em_result_type(int n, const EmOperand *ops);
 /* Threading */
 extern int em_num_threads;
 #define EM_GRAIN 32768 /* elements per thread below which work stays serial */
+/* Threads for `work` elements split over `items` independent pieces: one
+ * when the work is under two grains or there is a single piece, else at
+ * most one per piece. */
+static inline int em_threads_for(int64_t items, double work) {
+    if (em_num_threads <= 1 || items < 2 || work < 2.0 * EM_GRAIN) return 1;
+    return em_num_threads < items ? em_num_threads : (int)items;
+}
 
 /* -------------------------------------------------------------- reductions */
 

@@ -11,6 +11,7 @@ import ember
 from ember.autograd import gradcheck, gradgradcheck
 from ember.nn import functional as F
 from op_db import np_col2im, np_conv, np_conv_backward, np_im2col
+from test_nn_conv import T  # the same tensor helper
 
 try:
     import torch as _torch
@@ -18,11 +19,6 @@ except ImportError:
     _torch = None
 needs_torch = pytest.mark.skipif(_torch is None, reason="torch not installed")
 RNG = np.random.default_rng(5)
-
-
-def T(a, grad=False):
-    t = ember.from_numpy(np.ascontiguousarray(a))
-    return t.requires_grad_() if grad else t
 
 
 def test_unfold_fold_by_hand():

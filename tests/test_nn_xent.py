@@ -8,6 +8,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.autograd import gradcheck, gradgradcheck
+from test_nn_loss import E, npy  # the same tensor helpers
 
 try:
     import torch as _torch
@@ -17,17 +18,6 @@ needs_torch = pytest.mark.skipif(_torch is None, reason="torch not installed")
 
 RNG = np.random.default_rng(5)
 RED = ("none", "mean", "sum")
-
-
-def E(a, dtype=None, requires_grad=False):
-    t = ember.tensor(np.asarray(a))
-    if dtype is not None:
-        t = t.to(dtype)
-    return t.requires_grad_(requires_grad) if requires_grad else t
-
-
-def npy(t):
-    return t.detach().float().numpy() if t.dtype in (ember.float16, ember.bfloat16) else t.detach().numpy()
 
 
 def np_ce(x, t, w=None, reduction="mean", ignore_index=-100, ls=0.0):

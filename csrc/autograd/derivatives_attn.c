@@ -7,10 +7,6 @@
  * reached. */
 #include "formula.h"
 
-/* An optional saved input: Py_None when the forward got None. */
-static PyObject *optional_in(Scratch *s, EmNode *n, int k) {
-    return n->saved[k].data || n->released ? input(s, n, k) : Py_None;
-}
 
 /* torch's fused backward has no formula: under create_graph its results
  * get a node of this kind, which raises when a gradient reaches it */
@@ -57,12 +53,7 @@ static int bw_sdpa_flash_cpu(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0) || !(need(n, 0) || need(n, 1) || need(n, 2))) END;
     PyObject *args[10] = {G(0), IN(0), IN(1), IN(2), OUT(0), OUT(1), ARG(3), ARG(4), optional_in(S, n, 3), ARG(6)};
-    for (int i = 0; i < 10; i++)
-        if (!args[i]) {
-            sc.failed = true;
-            END;
-        }
-    PyObject *r = keep(S, em_op(EM_OP__scaled_dot_product_flash_attention_for_cpu_backward, 10, args));
+    PyObject *r = call_n(S, EM_OP__scaled_dot_product_flash_attention_for_cpu_backward, 10, args);
     if (!r) END;
     if (em_grad_enabled() && attach_not_implemented(r, args, 4) < 0) {
         sc.failed = true;

@@ -12,14 +12,6 @@
  * because gx is linear in (g, w) and gw in (x, g). */
 #include "formula.h"
 
-static PyObject *call_n(Scratch *s, EmOpId id, int nargs, PyObject **args) {
-    for (int i = 0; i < nargs; i++)
-        if (!args[i]) {
-            s->failed = true;
-            return NULL;
-        }
-    return keep(s, em_op(id, nargs, args));
-}
 
 /* item k of a tuple result (kept by the scratch) */
 static PyObject *item(Scratch *s, PyObject *t, int k) {

@@ -5,14 +5,6 @@
  * (each op's adjoint is the other), which makes double backward work. */
 #include "formula.h"
 
-static PyObject *call_n(Scratch *s, EmOpId id, int nargs, PyObject **args) {
-    for (int i = 0; i < nargs; i++)
-        if (!args[i]) {
-            s->failed = true;
-            return NULL;
-        }
-    return keep(s, em_op(id, nargs, args));
-}
 
 /* forward (input, output_size, [align_corners], scales...) ->
  * backward (grad, output_size, input_size, [align_corners], scales...) */

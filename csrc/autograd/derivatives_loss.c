@@ -26,20 +26,8 @@ static int softmax_grad(EmNode *n, EmTensor **go, EmTensor **gi, bool lg) {
 static int bw_softmax(EmNode *n, EmTensor **go, EmTensor **gi) { return softmax_grad(n, go, gi, false); }
 static int bw_log_softmax(EmNode *n, EmTensor **go, EmTensor **gi) { return softmax_grad(n, go, gi, true); }
 
-/* An optional saved input: Py_None when the forward got None. */
-static PyObject *optional_in(Scratch *s, EmNode *n, int k) {
-    return n->saved[k].data || n->released ? input(s, n, k) : Py_None;
-}
 #define OPT_IN(k) optional_in(S, n, (k))
 
-static PyObject *call_n(Scratch *s, EmOpId id, int nargs, PyObject **args) {
-    for (int i = 0; i < nargs; i++)
-        if (!args[i]) {
-            s->failed = true;
-            return NULL;
-        }
-    return keep(s, em_op(id, nargs, args));
-}
 
 /* nll_loss(input, target, weight, reduction, ignore_index) */
 static int bw_nll_loss(EmNode *n, EmTensor **go, EmTensor **gi) {

@@ -29,12 +29,10 @@ static int bw_native_layer_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     int k = (int)PySequence_Size(ARG(1));
     double count = normalized_count(n, k);
     if (G(0) && !G(1) && !G(2) && !em_grad_enabled()) { /* the fused kernel, when not differentiated again */
-        PyObject *w = n->in_meta[1].defined ? IN(1) : Py_None;
-        PyObject *args[6] = {G(0), IN(0), ARG(1), OUT(1), OUT(2), w}, *r = NULL;
-        if (args[1] && args[3] && args[4] && (w != NULL)) r = keep(S, em_op(EM_OP__native_layer_norm_backward, 6, args));
-        if (!r) sc.failed = true;
-        for (int k = 0; r && k < 3; k++)
-            if (need(n, k) && (k == 0 || n->in_meta[k].defined)) SET(k, PyTuple_GET_ITEM(r, k));
+        PyObject *args[6] = {G(0), IN(0), ARG(1), OUT(1), OUT(2), optional_in(S, n, 1)};
+        PyObject *r = call_n(S, EM_OP__native_layer_norm_backward, 6, args);
+        for (int j = 0; r && j < 3; j++)
+            if (need(n, j) && (j == 0 || n->in_meta[j].defined)) SET(j, PyTuple_GET_ITEM(r, j));
         END;
     }
     PyObject *g = G(0), *x = IN(0), *rstd = OUT(2), *xh = MUL(SUB(x, OUT(1)), rstd), *gx = NULL;

@@ -14,14 +14,6 @@
  * again. */
 #include "formula.h"
 
-static PyObject *call_n(Scratch *s, EmOpId id, int nargs, PyObject **args) {
-    for (int i = 0; i < nargs; i++)
-        if (!args[i]) {
-            s->failed = true;
-            return NULL;
-        }
-    return keep(s, em_op(id, nargs, args));
-}
 #define OPN(id, ...) call_n(S, EM_OP_##id, (int)(sizeof((PyObject *[]){__VA_ARGS__}) / sizeof(PyObject *)), \
                             (PyObject *[]){__VA_ARGS__})
 

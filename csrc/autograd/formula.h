@@ -35,14 +35,19 @@ static inline void drop(Scratch *s) {
     s->n = 0;
 }
 
-static inline PyObject *call(Scratch *s, EmOpId id, int n, PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
-    PyObject *args[4] = {a, b, c, d};
-    for (int i = 0; i < n; i++)
+/* op `id` on nargs arguments (a failed argument fails the call), kept by the scratch */
+static inline PyObject *call_n(Scratch *s, EmOpId id, int nargs, PyObject **args) {
+    for (int i = 0; i < nargs; i++)
         if (!args[i]) {
             s->failed = true;
             return NULL;
         }
-    return keep(s, em_op(id, n, args));
+    return keep(s, em_op(id, nargs, args));
+}
+
+static inline PyObject *call(Scratch *s, EmOpId id, int n, PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
+    PyObject *args[4] = {a, b, c, d};
+    return call_n(s, id, n, args);
 }
 
 #define S (&sc)
@@ -101,6 +106,10 @@ static inline PyObject *input(Scratch *s, EmNode *n, int k) {
     return a;
 }
 #define IN(k) input(S, n, (k))
+/* An optional saved input: Py_None when the forward got None. */
+static inline PyObject *optional_in(Scratch *s, EmNode *n, int k) {
+    return n->saved[k].data || n->released ? input(s, n, k) : Py_None;
+}
 #define OUT(j) keep(S, (PyObject *)em_saved_get(n, n->saved_out ? &n->saved_out[j] : &n->saved[0]))
 #define ARG(i) arg(n, (i))
 #define G(j) ((PyObject *)go[j])

@@ -129,17 +129,13 @@ static void col2im_planes(EmDType d, const EmConvGeom *g, const void *cols, void
 }
 
 /* threads for `work` element moves split over `parts` independent pieces */
-static int threads_for(double work, int64_t parts) {
-    if (em_num_threads <= 1 || parts <= 1 || work < 2.0 * EM_GRAIN) return 1;
-    return em_num_threads < parts ? em_num_threads : (int)parts;
-}
 
 static double window_work(const EmConvGeom *g) { return (double)g->kh * g->kw * g->oh * g->ow; }
 
 void em_im2col_batch(EmDType d, const EmConvGeom *g, int64_t N, const void *x, void *cols) {
     const int64_t isz = em_dtype_info[d].itemsize, planes = N * g->C;
     const int64_t xplane = g->H * g->W, cplane = g->kh * g->kw * g->oh * g->ow;
-    int nt = threads_for(window_work(g) * (double)planes, planes);
+    int nt = em_threads_for(planes, window_work(g) * (double)planes);
     OMP_FOR_NT
     for (int64_t p = 0; p < planes; p++) /* plane p alone: offsets chosen so that its channel index is 0 */
         im2col_planes(d, g, (const char *)x + p * xplane * isz, (char *)cols + p * cplane * isz, 0, 1);
@@ -148,7 +144,7 @@ void em_im2col_batch(EmDType d, const EmConvGeom *g, int64_t N, const void *x, v
 void em_col2im_batch(EmDType d, const EmConvGeom *g, int64_t N, const void *cols, void *x) {
     const int64_t isz = em_dtype_info[d].itemsize, planes = N * g->C;
     const int64_t xplane = g->H * g->W, cplane = g->kh * g->kw * g->oh * g->ow;
-    int nt = threads_for(window_work(g) * (double)planes, planes);
+    int nt = em_threads_for(planes, window_work(g) * (double)planes);
     OMP_FOR_NT
     for (int64_t p = 0; p < planes; p++)
         col2im_planes(d, g, (const char *)cols + p * cplane * isz, (char *)x + p * xplane * isz, 0, 1);
@@ -156,12 +152,12 @@ void em_col2im_batch(EmDType d, const EmConvGeom *g, int64_t N, const void *cols
 
 /* one image's im2col / col2im on nt threads (over its channels) */
 static void im2col_image(EmDType d, const EmConvGeom *g, const void *x, void *cols, int nt) {
-    nt = nt > 1 ? threads_for(window_work(g) * (double)g->C, g->C) : 1;
+    nt = nt > 1 ? em_threads_for(g->C, window_work(g) * (double)g->C) : 1;
     OMP_FOR_NT
     for (int64_t c = 0; c < g->C; c++) im2col_planes(d, g, x, cols, c, c + 1);
 }
 static void col2im_image(EmDType d, const EmConvGeom *g, const void *cols, void *x, int nt) {
-    nt = nt > 1 ? threads_for(window_work(g) * (double)g->C, g->C) : 1;
+    nt = nt > 1 ? em_threads_for(g->C, window_work(g) * (double)g->C) : 1;
     OMP_FOR_NT
     for (int64_t c = 0; c < g->C; c++) col2im_planes(d, g, cols, x, c, c + 1);
 }
@@ -309,7 +305,7 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
                      void *gw, void *gb) {
     Plan p = plan_of(d, s);
     if (gb) {
-        int nt = threads_for((double)s->N * (double)s->O * (double)p.L, s->O);
+        int nt = em_threads_for(s->O, (double)s->N * (double)s->O * (double)p.L);
         if (d == EM_FLOAT32) bias_grad_f32(gy, gb, s->N, s->O, p.L, nt);
         else if (d == EM_FLOAT64) bias_grad_f64(gy, gb, s->N, s->O, p.L, nt);
         else bias_grad_i64(gy, gb, s->N, s->O, p.L, nt);

@@ -167,12 +167,6 @@ static void row_bwd_avx2(const float *x, const float *w, int64_t C, float lse, f
 
 /* ------------------------------------------------------------- drivers */
 
-static int threads_for(int64_t rows, int64_t work) {
-    int nt = em_num_threads;
-    if (work < 2 * EM_GRAIN || rows < 2) return 1;
-    if (nt > rows) nt = (int)rows;
-    return nt < 1 ? 1 : nt;
-}
 
 static inline double ldv(const char *p, EmDType dt, int64_t i) {
     return dt == EM_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
@@ -240,7 +234,7 @@ int em_cpu_xent_forward(const EmXent *p, char *lse, double *terms, double *wt) {
     int64_t N = q->N, C = q->C, inner = q->inner;
     bool smooth = p->smoothing > 0;
     double wsum = weight_sum(q);
-    int nt = threads_for(N, N * C * inner);
+    int nt = em_threads_for(N, N * C * inner);
     (void)nt;
     if (inner == 1) {
         if (q->dt == EM_FLOAT32 && use_avx2())
@@ -324,7 +318,7 @@ int em_cpu_xent_backward(const EmXent *p, const char *lse, const double *s, char
     const EmNll *q = &p->nll;
     int64_t N = q->N, C = q->C, inner = q->inner;
     double wsum = weight_sum(q);
-    int nt = threads_for(N, N * C * inner);
+    int nt = em_threads_for(N, N * C * inner);
     (void)nt;
     if (inner == 1) {
         if (q->dt == EM_FLOAT32 && use_avx2())

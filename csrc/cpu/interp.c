@@ -34,12 +34,6 @@
 #define OMP_FOR
 #endif
 
-static int threads_for(int64_t planes, int64_t work) {
-    int nt = em_num_threads;
-    if (work < 2 * EM_GRAIN || planes < 2) return 1;
-    if (nt > planes) nt = (int)planes;
-    return nt < 1 ? 1 : nt;
-}
 
 /* Forward work is split into (plane, band of output rows) items, so that a
  * few big planes still keep every thread busy (output rows are independent;
@@ -233,7 +227,7 @@ void em_cpu_interp_nearest(const char *x, char *y, int itemsize, int64_t planes,
     size_t in_plane = (size_t)(ih * iw) * (size_t)itemsize, row = (size_t)ow * (size_t)itemsize;
     const int64_t *hidx = h->idx, *widx = w->idx, rep = repeat_factor(w);
     int64_t bands = bands_for(planes, oh), items = planes * bands;
-    int nt = threads_for(items, planes * oh * ow);
+    int nt = em_threads_for(items, planes * oh * ow);
     (void)nt;
     OMP_FOR
     for (int64_t it = 0; it < items; it++) {
@@ -332,7 +326,7 @@ void em_cpu_interp_nearest(const char *x, char *y, int itemsize, int64_t planes,
         int64_t in_plane = h->in * w->in, out_plane = h->out * w->out;                   \
         int64_t scratch = fwd ? h->taps * w->out : w->in;                                \
         int64_t bands = fwd ? bands_for(planes, h->out) : 1, items = planes * bands;     \
-        int nt = threads_for(items, planes * (in_plane + out_plane));                    \
+        int nt = em_threads_for(items, planes * (in_plane + out_plane));                    \
         bool ok = true;                                                                  \
         (void)nt;                                                                        \
         OMP_PARALLEL                                                                     \

@@ -17,12 +17,6 @@
 #define OMP_FOR
 #endif
 
-static int threads_for(int64_t items, int64_t work) {
-    int nt = em_num_threads;
-    if (work < 2 * EM_GRAIN || items < 2) return 1;
-    if (nt > items) nt = (int)items;
-    return nt < 1 ? 1 : nt;
-}
 
 /* ------------------------------------------------------------------ max pool */
 
@@ -35,7 +29,7 @@ static inline int64_t first_tap(int64_t start, int64_t d) {
 #define MAX_POOL(NAME, T)                                                                            \
     static void NAME(const EmPool2d *p, const T *in, T *out, int64_t *idx) {                         \
         int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, plane_out = OH * OW;                     \
-        int nt = threads_for(p->planes, p->planes * plane_out * p->kh * p->kw);                      \
+        int nt = em_threads_for(p->planes, p->planes * plane_out * p->kh * p->kw);                      \
         (void)nt;                                                                                    \
         OMP_FOR                                                                                      \
         for (int64_t q = 0; q < p->planes; q++) {                                                    \
@@ -76,7 +70,7 @@ MAX_POOL(max_pool_f64, double)
 #define MAX_POOL_2X2(NAME, T)                                                                        \
     static void NAME(const EmPool2d *p, const T *in, T *out, int64_t *idx) {                         \
         int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, plane_out = OH * OW;                     \
-        int nt = threads_for(p->planes, p->planes * plane_out * 4);                                  \
+        int nt = em_threads_for(p->planes, p->planes * plane_out * 4);                                  \
         (void)nt;                                                                                    \
         OMP_FOR                                                                                      \
         for (int64_t q = 0; q < p->planes; q++) {                                                    \
@@ -115,7 +109,7 @@ void em_cpu_max_pool2d(const EmPool2d *p, EmDType dt, const char *in, char *out,
 #define MAX_POOL_BW(NAME, T)                                                                         \
     static void NAME(const EmPool2d *p, const T *g, const int64_t *idx, T *gi) {                     \
         int64_t plane_in = p->H * p->W, plane_out = p->OH * p->OW;                                   \
-        int nt = threads_for(p->planes, p->planes * (plane_out + plane_in));                         \
+        int nt = em_threads_for(p->planes, p->planes * (plane_out + plane_in));                         \
         (void)nt;                                                                                    \
         OMP_FOR                                                                                      \
         for (int64_t q = 0; q < p->planes; q++) {                                                    \
@@ -138,7 +132,7 @@ void em_cpu_max_pool2d_backward(const EmPool2d *p, EmDType dt, const char *g, co
 #define AVG_POOL(NAME, T)                                                                            \
     static void NAME(const EmAvgPool *p, const T *in, T *out) {                                      \
         int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, plane_out = OH * OW;                     \
-        int nt = threads_for(p->planes, p->planes * (plane_out + H * W));                            \
+        int nt = em_threads_for(p->planes, p->planes * (plane_out + H * W));                            \
         (void)nt;                                                                                    \
         OMP_FOR                                                                                      \
         for (int64_t q = 0; q < p->planes; q++) {                                                    \
@@ -164,7 +158,7 @@ void em_cpu_avg_pool2d(const EmAvgPool *p, EmDType dt, const char *in, char *out
 #define AVG_POOL_BW(NAME, T)                                                                         \
     static void NAME(const EmAvgPool *p, const T *g, T *gi) {                                        \
         int64_t H = p->H, W = p->W, OH = p->OH, OW = p->OW, plane_out = OH * OW;                     \
-        int nt = threads_for(p->planes, p->planes * (plane_out + H * W));                            \
+        int nt = em_threads_for(p->planes, p->planes * (plane_out + H * W));                            \
         (void)nt;                                                                                    \
         OMP_FOR                                                                                      \
         for (int64_t q = 0; q < p->planes; q++) {                                                    \
@@ -256,7 +250,7 @@ RUN_AFFINE2(run_affine2_f64, double)
 /* for r < R: BODY32 on float data, BODY64 on double, threaded over runs */
 #define OVER_RUNS(BODY32, BODY64)                                                                    \
     do {                                                                                             \
-        int nt = threads_for(R, R * S);                                                              \
+        int nt = em_threads_for(R, R * S);                                                              \
         (void)nt;                                                                                    \
         if (dt == EM_FLOAT32) {                                                                      \
             OMP_FOR                                                                                  \

@@ -194,16 +194,10 @@ static void row_bwd_avx2(const float *g, const float *y, float *gi, int64_t n, b
 
 /* Threads over the outer blocks (or, with one block, none: a single row of a
  * huge vocabulary is one pass of memory anyway). */
-static int threads_for(int64_t outer, int64_t work) {
-    int nt = em_num_threads;
-    if (work < 2 * EM_GRAIN || outer < 2) return 1;
-    if (nt > outer) nt = (int)outer;
-    return nt < 1 ? 1 : nt;
-}
 
 #define DRIVE(T, ROWCALL, BLOCKCALL, NSCR)                                               \
     do {                                                                                 \
-        int nt = threads_for(outer, outer * n * inner);                                  \
+        int nt = em_threads_for(outer, outer * n * inner);                                  \
         (void)nt;                                                                        \
         if (inner == 1) {                                                                \
             OMP_FOR                                                                      \

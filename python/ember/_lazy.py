@@ -8,9 +8,10 @@ class _LazyModule:
     def __init__(self, name):
         self._name = name
 
-    def __getattr__(self, attr):
-        module = importlib.import_module(self._name)
-        return getattr(module, attr)
+    def __getattr__(self, attr):  # only for names not looked up before
+        value = getattr(importlib.import_module(self._name), attr)
+        setattr(self, attr, value)  # later lookups are plain attribute reads
+        return value
 
     def __repr__(self):
         return f"<lazy module {self._name!r}>"
