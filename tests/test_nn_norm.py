@@ -160,3 +160,35 @@ def test_against_torch():
     for dims in ((4,), [2, 4]):
         assert repr(nn.LayerNorm(dims)) == repr(_torch.nn.LayerNorm(dims))
         assert repr(nn.RMSNorm(dims)) == repr(_torch.nn.RMSNorm(dims))
+
+
+def test_fused_layer_norm_backward_rejects_bad_shapes_and_dtypes():
+    """The fused backward op (what layer_norm's formula calls when the gradient
+    is not differentiated again) checks its operands like any other op."""
+    bw = ember._C._native_layer_norm_backward
+    g, x, stat = ember.randn(3, 4), ember.randn(3, 4), ember.ones(3, 1)
+    with pytest.raises(RuntimeError, match="expected mean of shape"):
+        bw(g, x, [4], ember.ones(2, 1), stat, None)
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        bw(g, x, [5], stat, stat, None)
+    with pytest.raises(RuntimeError, match="expected weight of shape"):
+        bw(g, x, [4], stat, stat, ember.ones(3))
+    with pytest.raises(RuntimeError, match="expected grad_out of shape"):
+        bw(ember.randn(4, 3), x, [4], stat, stat, None)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        bw(g.long(), x.long(), [4], stat, stat, None)
+
+
+def test_fused_layer_norm_backward_is_what_backward_uses():
+    """Without create_graph the gradients come from the fused op and agree with
+    the formula written in ember ops (used under create_graph)."""
+    rng = np.random.default_rng(3)
+    x0, w0, b0, g0 = (rng.standard_normal(s) for s in ((5, 7), (7,), (7,), (5, 7)))
+    grads = []
+    for create_graph in (False, True):
+        x, w, b = (ember.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+        y = F.layer_norm(x, (7,), w, b)
+        grads.append([t.detach().numpy() for t in ember.autograd.grad(y, (x, w, b), ember.tensor(g0),
+                                                           create_graph=create_graph)])
+    for fused, composed in zip(*grads):
+        np.testing.assert_allclose(fused, composed, rtol=1e-10, atol=1e-12)
