@@ -166,6 +166,8 @@ typedef struct {
     int8_t index; /* -1: unspecified (only in ember.device objects) */
 } EmDevice;
 
+#include "cuda_backend.h"
+
 static inline EmDevice em_cpu(void) { return (EmDevice){EM_CPU, -1}; }
 static inline bool em_device_eq(EmDevice a, EmDevice b) {
     return a.type == b.type && (a.type == EM_CPU || a.index == b.index);
@@ -309,10 +311,41 @@ static inline void em_bump_version(EmTensor *t) { t->storage->version++; }
  * a call writes into (out=, in-place variants, methods named `op_`,
  * __setitem__, in-place operators) once, after the op succeeded. Kernels and
  * internal copies into fresh tensors never do, so new tensors start at 0. */
-/* Raise unless t is on the CPU (the only device of this build so far). */
+/* Raise unless t is on the CPU: guards CPU kernels. GPU tensors reach an
+ * impl only through Note [CUDA fallback] (as host twins) or for ops that
+ * handle devices themselves, so this firing is a dispatch bug. */
 int em_check_cpu(const EmTensor *t, const char *opname);
-/* Error for a device ember cannot allocate on. */
+/* RuntimeError unless device d can hold tensors now (CPU always can). */
 int em_device_unavailable(EmDevice d);
+
+/* ---------------------------------------------------------- CUDA (core/cuda.c) */
+
+/* Note [CUDA backend] (cuda_backend.h): NULL until the first CUDA request. */
+extern const EmCudaBackend *em_cuda;
+/* A CUDA storage was ever made: op calls check their devices from then on. */
+extern bool em_cuda_used;
+/* The backend with at least one GPU, loading ember._cuda on first use;
+ * NULL with a RuntimeError saying why there is none. Borrowed. */
+const EmCudaBackend *em_cuda_get(void);
+/* GPUs available now (0 when none or not built); -1 on error. */
+int em_cuda_device_count(void);
+/* Give a 'cuda' device its ordinal (the current device) and check it exists. */
+int em_cuda_resolve(EmDevice *d);
+/* RuntimeError "CUDA error: <what>: <backend message>"; returns -1. */
+int em_cuda_error(const char *what);
+void *em_cuda_alloc(int dev, size_t nbytes);
+void em_cuda_free(int dev, void *p, size_t nbytes);
+/* copy_ / fill_ where a GPU tensor takes part (em_copy_/em_fill_ route here). */
+int em_cuda_copy_(EmTensor *dst, EmTensor *src, bool non_blocking);
+int em_cuda_fill_(EmTensor *dst, EmScalar value);
+/* dst <- src across any devices (non_blocking where a GPU takes part). */
+int em_copy_device_(EmTensor *dst, EmTensor *src, bool non_blocking);
+/* t on `device`: t itself (new reference) when already there, else a copy
+ * with t's layout. */
+EmTensor *em_to_device(EmTensor *t, EmDevice device, bool non_blocking);
+/* Note [fake CUDA] (core/cuda_fake.c): the test double. */
+const EmCudaBackend *em_cuda_fake_backend(void);
+int em_init_cuda(PyObject *m);
 
 /* ------------------------------------------------------------------- shape */
 
@@ -630,6 +663,10 @@ PyObject *em_factory_finish(EmTensor *t, const EmFactoryOpts *o);
 
 /* Run a bound call through the whole op pipeline (bindings.c). */
 PyObject *em_call_run(EmCall *c);
+/* Note [CUDA fallback] (core/device_dispatch.c): run a call whose tensors may
+ * live on a GPU. */
+PyObject *em_device_dispatch(EmCall *c);
+void em_device_dispatch_init(void);
 
 /* Argument accessors for impls (values were type-checked by em_bind_args). */
 static inline EmTensor *em_arg_tensor(EmCall *c, int i) {
@@ -825,6 +862,7 @@ typedef struct {
     int ndim;
     uint8_t dtype;
     bool defined;
+    EmDevice device; /* gradients move here (a copy across devices: ToCopyBackward0) */
     int64_t sizes[EM_SMALL_DIMS];
     int64_t *big; /* sizes when ndim > EM_SMALL_DIMS */
 } EmMeta;

@@ -581,6 +581,7 @@ static const EmFormula formulas[] = {
     FORMULA(clone, 0, bw_identity, "CloneBackward0")
     FORMULA(contiguous, 0, bw_identity, "CloneBackward0")
     FORMULA(_to_copy, 0, bw_identity, "ToCopyBackward0")
+    FORMULA(_to_device, 0, bw_identity, "ToCopyBackward0")
     FORMULA(view, 0, bw_view, "ViewBackward0")
     FORMULA(view_as, 0, bw_reshape_back, "ViewBackward0")
     FORMULA(reshape, 0, bw_reshape_back, "ViewBackward0")

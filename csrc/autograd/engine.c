@@ -153,6 +153,12 @@ static int fit_gradient(EmNode *n, int k, EmTensor **grad) {
         EmTensor *r = em_to_dtype(g, (EmDType)m->dtype, false);
         if (!r) return -1;
         Py_SETREF(*grad, r);
+        g = r;
+    }
+    if (!em_device_eq(em_device(g), m->device)) { /* torch's validate_outputs moves it too */
+        EmTensor *r = em_to_device(g, m->device, false);
+        if (!r) return -1;
+        Py_SETREF(*grad, r);
     }
     return 0;
 }

@@ -15,6 +15,7 @@ int em_meta_set(EmMeta *m, const EmTensor *t) {
     m->ndim = t->ndim;
     m->dtype = t->dtype;
     m->defined = true;
+    m->device = em_device(t);
     if (t->ndim > EM_SMALL_DIMS) {
         m->big = PyMem_Malloc(t->ndim * sizeof(int64_t));
         if (!m->big) {

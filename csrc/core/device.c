@@ -1,6 +1,5 @@
 /* device.c — `ember.device`: parsing 'cpu' / 'cuda' / 'cuda:1', equality,
- * repr. Only the CPU can hold tensors in this build; asking for CUDA memory
- * raises a clear RuntimeError (em_device_unavailable). */
+ * repr. Whether a GPU can hold tensors is core/cuda.c's question. */
 #include "../ember.h"
 
 const char *em_device_str(EmDevice d, char *buf, size_t n) {
@@ -10,15 +9,6 @@ const char *em_device_str(EmDevice d, char *buf, size_t n) {
     else
         snprintf(buf, n, "%s:%d", type, d.index);
     return buf;
-}
-
-int em_device_unavailable(EmDevice d) {
-    char buf[32];
-    PyErr_Format(PyExc_RuntimeError,
-                 "cannot use device '%s': ember was built without CUDA support, "
-                 "so only 'cpu' tensors exist (ember.cuda.is_available() is False)",
-                 em_device_str(d, buf, sizeof buf));
-    return -1;
 }
 
 static int parse_device_string(PyObject *s, EmDevice *out) {

@@ -228,7 +228,13 @@ int em_scalar_from_py(PyObject *o, EmScalar *out) {
                          (long long)t->numel);
             return -1;
         }
-        if (em_check_cpu(t, "item") < 0) return -1;
+        if (!em_is_cpu(t)) { /* a GPU scalar: read through the host */
+            EmTensor *h = em_to_device(t, em_cpu(), false);
+            if (!h) return -1;
+            *out = em_scalar_load(em_data(h), (EmDType)h->dtype);
+            Py_DECREF(h);
+            return 0;
+        }
         *out = em_scalar_load(em_data(t), (EmDType)t->dtype);
         return 0;
     }

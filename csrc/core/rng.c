@@ -103,7 +103,9 @@ static PyObject *gen_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (dev) {
         EmDevice d;
         if (em_device_from_py(dev, &d) < 0) return NULL;
-        if (d.type != EM_CPU) return em_device_unavailable(d), NULL;
+        /* GPU random numbers are drawn on the host for now (Note [CUDA fallback]):
+         * a 'cuda' generator is a host generator, once a GPU exists */
+        if (d.type != EM_CPU && em_device_unavailable(d) < 0) return NULL;
     }
     EmGenerator *g = (EmGenerator *)type->tp_alloc(type, 0);
     if (g) mt_seed(&g->s, EM_DEFAULT_SEED);

@@ -28,11 +28,24 @@ static EmStorage *storage_alloc(void) {
 }
 
 EmStorage *em_storage_new(int64_t nbytes, EmDevice device) {
-    if (device.type != EM_CPU) return em_device_unavailable(device), NULL;
+    if (device.type != EM_CPU && em_cuda_resolve(&device) < 0) return NULL;
     if (nbytes < 0) {
         PyErr_Format(PyExc_RuntimeError, "Trying to create tensor with negative size (%lld bytes)",
                      (long long)nbytes);
         return NULL;
+    }
+    if (device.type == EM_CUDA) {
+        void *d = em_cuda_alloc(device.index, (size_t)nbytes);
+        EmStorage *s = d ? storage_alloc() : NULL;
+        if (!s) {
+            if (d) em_cuda_free(device.index, d, (size_t)nbytes);
+            return NULL;
+        }
+        s->data = d;
+        s->nbytes = nbytes;
+        s->device = device;
+        s->owns_data = true;
+        return s;
     }
     void *p = em_alloc_cpu((size_t)nbytes);
     if (!p) {
@@ -65,6 +78,8 @@ EmStorage *em_storage_wrap(void *data, int64_t nbytes, EmDevice device, PyObject
 static void storage_dealloc(EmStorage *s) {
     if (s->deleter)
         s->deleter(s->deleter_ctx);
+    else if (s->owns_data && s->device.type == EM_CUDA)
+        em_cuda_free(s->device.index, s->data, (size_t)s->nbytes);
     else if (s->owns_data)
         em_free_cpu(s->data, (size_t)s->nbytes);
     Py_CLEAR(s->base);

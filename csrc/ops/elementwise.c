@@ -457,6 +457,12 @@ PyObject *em_impl_addcdiv(EmCall *c) { return addc_impl(c, true); }
 /* ------------------------------------------------------ copy and fill */
 
 int em_copy_(EmTensor *dst, PyObject *src) {
+    if (!em_is_cpu(dst) || (em_is_tensor(src) && !em_is_cpu((EmTensor *)src))) {
+        if (em_is_tensor(src)) return em_cuda_copy_(dst, (EmTensor *)src, false);
+        EmScalar v;
+        if (em_scalar_from_py(src, &v) < 0) return -1;
+        return em_cuda_fill_(dst, v);
+    }
     EmIterConfig cfg = em_iter_config("copy_", &em_kernels_copy, EM_PROMOTE_NONE);
     if (em_to_operand(src, &cfg.inputs[0]) != 0) {
         if (!PyErr_Occurred())
@@ -477,6 +483,7 @@ int em_copy_(EmTensor *dst, PyObject *src) {
 
 int em_fill_(EmTensor *dst, EmScalar value) {
     if (em_scalar_check_range(value, (EmDType)dst->dtype) < 0) return -1;
+    if (!em_is_cpu(dst)) return em_cuda_fill_(dst, value);
     EmIterConfig cfg = em_iter_config("fill_", &em_kernels_copy, EM_PROMOTE_NONE);
     cfg.allow_self_overlap = true;
     cfg.inputs[0] = em_opnd_scalar(value);
@@ -494,7 +501,9 @@ int em_fill_(EmTensor *dst, EmScalar value) {
 PyObject *em_impl_copy_(EmCall *c) {
     EmTensor *self = em_arg_tensor(c, 0), *src = em_arg_tensor(c, 1);
     if (src == self) return Py_NewRef(self);
-    if (em_copy_(self, (PyObject *)src) < 0) return NULL;
+    bool non_blocking;
+    if (em_arg_bool(c, 2, &non_blocking) < 0) return NULL;
+    if (em_copy_device_(self, src, non_blocking) < 0) return NULL;
     return Py_NewRef(self);
 }
 
@@ -535,6 +544,24 @@ PyObject *em_impl_to_copy(EmCall *c) {
     EmDType d = (EmDType)t->dtype;
     if (em_arg_dtype(c, 1, &d) < 0) return NULL;
     return (PyObject *)em_to_dtype(t, d, true);
+}
+
+/* t.to(device, dtype): the bytes cross in t's dtype and are cast on the
+ * destination; the layout is kept when t is dense (torch's preserve_format). */
+PyObject *em_impl_to_device(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    EmDType d = (EmDType)t->dtype;
+    EmDevice dev;
+    bool non_blocking;
+    if (em_device_from_py(c->args[1], &dev) < 0 || em_arg_dtype(c, 2, &d) < 0 ||
+        em_arg_bool(c, 3, &non_blocking) < 0)
+        return NULL;
+    if (dev.type != EM_CPU && em_cuda_resolve(&dev) < 0) return NULL;
+    EmTensor *r = em_is_non_overlapping_and_dense(t)
+                      ? em_empty_strided(t->ndim, t->sizes, t->strides, d, dev)
+                      : em_empty(t->ndim, t->sizes, d, dev);
+    if (r && em_copy_device_(r, t, non_blocking) < 0) Py_CLEAR(r);
+    return (PyObject *)r;
 }
 
 /* ------------------------------------------------ the number protocol */

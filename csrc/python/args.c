@@ -362,7 +362,9 @@ static PyObject *function_trampoline(PyObject *capsule, PyObject *const *args, P
     c.inplace = false;
     int oi = def->sig.out_index;
     c.out = oi >= 0 && c.args[oi] != Py_None ? (EmTensor *)c.args[oi] : NULL;
-    PyObject *r = def->impl(&c); /* factories: nothing to record */
+    /* factories: nothing to record; device='cuda' builds on the host and moves */
+    PyObject *dev = em_arg_named(&c, "device");
+    PyObject *r = em_cuda_used || (dev && dev != Py_None) ? em_device_dispatch(&c) : def->impl(&c);
     Py_XDECREF(c.owned);
     Py_XDECREF(c.owned_tensor);
     return r;

@@ -41,7 +41,7 @@ PyObject *em_call_run(EmCall *c) {
         em_autograd_pre_clear(&pre);
         return NULL;
     }
-    PyObject *r = def->impl(c);
+    PyObject *r = EM_UNLIKELY(em_cuda_used) ? em_device_dispatch(c) : def->impl(c);
     if (r && r != Py_NotImplemented) {
         if (written) em_bump_version(written);
         if (grad) r = em_autograd_record(def, c, r, &pre);

@@ -191,7 +191,12 @@ static PyObject *tolist_rec(EmTensor *t, int dim, const char *p) {
 }
 
 PyObject *em_tensor_tolist(EmTensor *t) {
-    if (em_check_cpu(t, "tolist") < 0) return NULL;
+    if (!em_is_cpu(t)) { /* through the host */
+        EmTensor *h = em_to_device(t, em_cpu(), false);
+        PyObject *r = h ? em_tensor_tolist(h) : NULL;
+        Py_XDECREF(h);
+        return r;
+    }
     return tolist_rec(t, 0, em_data(t));
 }
 
@@ -201,7 +206,12 @@ PyObject *em_tensor_item(EmTensor *t) {
                      (long long)t->numel);
         return NULL;
     }
-    if (em_check_cpu(t, "item") < 0) return NULL;
+    if (!em_is_cpu(t)) {
+        EmTensor *h = em_to_device(t, em_cpu(), false);
+        PyObject *r = h ? em_tensor_item(h) : NULL;
+        Py_XDECREF(h);
+        return r;
+    }
     return em_scalar_to_py(em_scalar_load(em_data(t), (EmDType)t->dtype));
 }
 

@@ -165,8 +165,8 @@ static int single_value(EmTensor *t, const char *what) {
 
 static int nb_bool(PyObject *self) {
     if (single_value(SELF, "Boolean") < 0) return -1;
-    if (em_check_cpu(SELF, "bool") < 0) return -1;
-    EmScalar s = em_scalar_load(em_data(SELF), (EmDType)SELF->dtype);
+    EmScalar s;
+    if (em_scalar_from_py(self, &s) < 0) return -1;
     return s.kind == 'f' ? s.v.f != 0 : s.v.i != 0;
 }
 
@@ -277,7 +277,8 @@ static int tensor_contains(PyObject *self, PyObject *el) {
         Py_XDECREF(eq);
         return -1;
     }
-    EmTensor *c = em_contiguous((EmTensor *)eq);
+    EmTensor *c = em_is_cpu((EmTensor *)eq) ? em_contiguous((EmTensor *)eq)
+                                            : em_to_device((EmTensor *)eq, em_cpu(), false);
     Py_DECREF(eq);
     if (!c) return -1;
     int found = memchr(em_data(c), 1, (size_t)c->numel) != NULL;
@@ -542,8 +543,19 @@ static PyObject *m_dlpack_device(PyObject *self, PyObject *u) {
 }
 
 /* to(dtype) / to(device, dtype=None) / to(other) with non_blocking, copy */
+/* t.to(device[, dtype]): through the op table (_to_device), so autograd
+ * records ToCopyBackward0 and the gradient returns to t's device. */
+static PyObject *to_device(PyObject *self, EmDevice dev, EmDType d, bool non_blocking) {
+    PyObject *args[4] = {self, em_device_object(dev), em_dtype_object(d),
+                         non_blocking ? Py_True : Py_False};
+    if (!args[1]) return NULL;
+    PyObject *r = em_op(EM_OP__to_device, 4, args);
+    Py_DECREF(args[1]);
+    return r;
+}
+
 static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kw) {
-    PyObject *dtype_o = NULL, *device_o = NULL, *copy_o = NULL;
+    PyObject *dtype_o = NULL, *device_o = NULL, *copy_o = NULL, *non_blocking_o = NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = PyTuple_GET_ITEM(args, i);
@@ -570,12 +582,19 @@ static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kw) {
     }
     EmDType d = (EmDType)SELF->dtype;
     if (dtype_o && em_dtype_from_py(dtype_o, &d) < 0) return NULL;
+    bool copy = copy_o && PyObject_IsTrue(copy_o);
+    bool non_blocking = false;
+    if (kw && (non_blocking_o = PyDict_GetItemString(kw, "non_blocking"))) non_blocking = PyObject_IsTrue(non_blocking_o);
     if (device_o) {
         EmDevice dev;
         if (em_device_from_py(device_o, &dev) < 0) return NULL;
-        if (dev.type != EM_CPU) return em_device_unavailable(dev), NULL;
+        if (dev.type == EM_CPU && dev.index > 0) {
+            PyErr_Format(PyExc_RuntimeError, "CPU device index must be -1 or zero, got %d", dev.index);
+            return NULL;
+        }
+        if (dev.type != EM_CPU && em_cuda_resolve(&dev) < 0) return NULL;
+        if (!em_device_eq(dev, em_device(SELF))) return to_device(self, dev, d, non_blocking);
     }
-    bool copy = copy_o && PyObject_IsTrue(copy_o);
     if (d == SELF->dtype && !copy) return Py_NewRef(self);
     PyObject *call_args[2] = {self, em_dtype_object(d)};
     return em_op(EM_OP__to_copy, 2, call_args);
@@ -618,9 +637,28 @@ static PyObject *m_type(PyObject *self, PyObject *args, PyObject *kw) {
     return convert_to(self, dt);
 }
 
-static PyObject *m_cpu(PyObject *self, PyObject *a, PyObject *k) { return Py_NewRef(self); }
-static PyObject *m_cuda(PyObject *self, PyObject *a, PyObject *k) {
-    return em_device_unavailable((EmDevice){EM_CUDA, 0}), NULL;
+static PyObject *m_cpu(PyObject *self, PyObject *a, PyObject *k) {
+    if (em_is_cpu(SELF)) return Py_NewRef(self);
+    return to_device(self, em_cpu(), (EmDType)SELF->dtype, false);
+}
+
+/* cuda(device=None, non_blocking=False) */
+static PyObject *m_cuda(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"device", "non_blocking", "memory_format", NULL};
+    PyObject *dev_o = Py_None, *mf = Py_None;
+    int non_blocking = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OpO:cuda", kwlist, &dev_o, &non_blocking, &mf)) return NULL;
+    EmDevice dev = {EM_CUDA, -1};
+    if (dev_o != Py_None) {
+        if (em_device_from_py(dev_o, &dev) < 0) return NULL;
+        if (dev.type != EM_CUDA) {
+            PyErr_Format(PyExc_RuntimeError, "Invalid device, must be cuda device");
+            return NULL;
+        }
+    }
+    if (em_cuda_resolve(&dev) < 0) return NULL;
+    if (em_device_eq(dev, em_device(SELF))) return Py_NewRef(self);
+    return to_device(self, dev, (EmDType)SELF->dtype, non_blocking);
 }
 
 static PyObject *m_requires_grad_(PyObject *self, PyObject *args, PyObject *kw) {
@@ -633,7 +671,8 @@ static PyObject *m_requires_grad_(PyObject *self, PyObject *args, PyObject *kw) 
 
 /* Raw bytes of the elements in logical order (for pickling). */
 static PyObject *m_raw_bytes(PyObject *self, PyObject *u) {
-    EmTensor *c = em_contiguous(SELF);
+    EmTensor *c = em_is_cpu(SELF) ? em_contiguous(SELF) : em_to_device(SELF, em_cpu(), false);
+    if (c && !em_is_contiguous(c)) Py_SETREF(c, em_contiguous(c));
     if (!c) return NULL;
     PyObject *b = PyBytes_FromStringAndSize(em_data(c), c->numel * em_itemsize(c->dtype));
     Py_DECREF(c);

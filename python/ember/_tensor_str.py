@@ -138,6 +138,8 @@ def _values(t):
     """The tensor's values as a NumPy array (float64 for floats)."""
     from . import _C
     t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
     if t.dtype.is_floating_point:
         return t.to(_C._dtypes["float64"]).numpy()
     if t.dtype == _C._dtypes["bool"]:
