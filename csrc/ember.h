@@ -667,6 +667,11 @@ PyObject *em_call_run(EmCall *c);
  * live on a GPU. */
 PyObject *em_device_dispatch(EmCall *c);
 void em_device_dispatch_init(void);
+/* Note [autocast] (core/autocast.c) */
+extern bool em_autocast_on;
+extern int em_autocast_suspend;
+int em_autocast_args(EmCall *c, PyObject **owned);
+int em_init_autocast(PyObject *m);
 
 /* Argument accessors for impls (values were type-checked by em_bind_args). */
 static inline EmTensor *em_arg_tensor(EmCall *c, int i) {

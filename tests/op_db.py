@@ -982,6 +982,11 @@ OPS += [
     OpInfo("_to_copy", lambda x, d: x, kind="plain", variants="F", samples=_to_copy_samples,
            layouts=("contig", "T", "0d"), call=lambda L, x, d: x.to(d),
            expect=lambda op, s, v: (quantize(v[0], str(s.args[1])), str(s.args[1]))),
+    OpInfo("_to_device", lambda x, dev, d: x, kind="plain", variants="F",
+           samples=lambda op, dtype, layout: [Sample((s.args[0], "cpu", s.args[1])) for s in _to_copy_samples(op, dtype, layout)],
+           layouts=("contig", "T", "0d"), call=lambda L, x, dev, d: L._C._to_device(x, dev, d) if hasattr(L._C, "_to_device")
+           else x.to(dev, d, copy=True),
+           expect=lambda op, s, v: (quantize(v[0], str(s.args[2])), str(s.args[2]))),
     OpInfo("sum_to_size", _sum_to_ref, kind="plain", variants="M", samples=_sum_to_samples,
            layouts=("contig", "T", "slice", "empty"), expect=_sum_to_expect,
            tol={"float16": (1e-2, 1e-2), "bfloat16": (5e-2, 5e-2)}),

@@ -198,6 +198,10 @@ EXTRA = {  # op -> [GC]: what op_db's samples don't cover
     "_to_copy": _calls("_to_copy", lambda L, x: x.to(L.float32), X34, layouts=ALL4, tol=dict(eps=1e-2)) +
     _calls("_to_copy", lambda L, x: x.float() * 3, X34, tol=dict(eps=1e-2), desc="float()") +
     _calls("_to_copy", lambda L, x: x.to(L.float16), X34, tol=dict(eps=0.5, atol=1e-2, rtol=1e-2), desc="float16"),
+    # x.to(device, dtype): the copy across devices (here the host to the host, as a copy)
+    "_to_device": _calls("_to_device", lambda L, x: L._C._to_device(x, "cpu", L.float32) if hasattr(L._C, "_to_device")
+                         else x.to("cpu", L.float32, copy=True), X34, layouts=ALL4, tol=dict(eps=1e-2)) +
+    _calls("_to_device", lambda L, x: L._C._to_device(x, "cpu") * 2, X34, torch_ref=False, desc="same dtype"),
     "contiguous": _calls("contiguous", lambda L, x: x.contiguous(), X34, layouts=ALL4),
     "clone": _calls("clone", lambda L, x: x.clone(), X34, layouts=ALL4),
     # views of views, and overlapping as_strided windows

@@ -537,6 +537,7 @@ static int execute(Task *t, bool keep_graph, bool create_graph, bool accumulate,
 /* _C._run_backward(outputs, grad_outputs, keep_graph, create_graph, inputs,
  *                  allow_unused, accumulate) -> tuple of input grads or None */
 PyObject *em_run_backward(PyObject *m, PyObject *args, PyObject *kw) {
+    const int autocast_suspend = em_autocast_suspend; /* restored on every exit */
     PyObject *outs, *grads, *inputs;
     int keep_graph, create_graph, allow_unused, accumulate;
     if (!PyArg_ParseTuple(args, "O!O!ppOpp:_run_backward", &PyTuple_Type, &outs, &PyTuple_Type, &grads,
@@ -641,6 +642,7 @@ PyObject *em_run_backward(PyObject *m, PyObject *args, PyObject *kw) {
         }
     }
     em_set_grad_enabled(create_graph);
+    em_autocast_suspend++; /* Note [autocast]: backward formulas run in their inputs' dtypes */
     while (nheap > 0) {
         int ti = heap_pop(heap, &nheap, g.tasks);
         Task *t = &g.tasks[ti];
@@ -679,6 +681,7 @@ PyObject *em_run_backward(PyObject *m, PyObject *args, PyObject *kw) {
         }
     }
     em_set_grad_enabled(prev_grad);
+    em_autocast_suspend = autocast_suspend;
 
     if (ncaps == 0) {
         result = Py_NewRef(Py_None);
@@ -712,6 +715,7 @@ PyObject *em_run_backward(PyObject *m, PyObject *args, PyObject *kw) {
     }
 done:
     em_set_grad_enabled(prev_grad);
+    em_autocast_suspend = autocast_suspend;
     for (Py_ssize_t i = 0; i < nroots; i++) {
         if (roots) Py_XDECREF(roots[i].fn);
         if (root_grads) Py_XDECREF(root_grads[i]);

@@ -31,7 +31,25 @@ const EmKernels em_kernels_none = {{0}};
 /* Run a bound call: autograd's checks, the impl, the version bump of the
  * tensor it wrote (Note [when versions change]) and the graph node (Note
  * [autograd graph]). Every way of calling an op ends here. */
+static PyObject *call_run(EmCall *c);
+
 PyObject *em_call_run(EmCall *c) {
+    if (EM_LIKELY(!em_autocast_on) || em_autocast_suspend) return call_run(c);
+    /* Note [autocast]: cast the arguments, then run with autocast suspended */
+    EmCall cast = *c;
+    PyObject *owned;
+    if (em_autocast_args(&cast, &owned) < 0) {
+        Py_XDECREF(owned);
+        return NULL;
+    }
+    em_autocast_suspend++;
+    PyObject *r = call_run(&cast);
+    em_autocast_suspend--;
+    Py_XDECREF(owned);
+    return r;
+}
+
+static PyObject *call_run(EmCall *c) {
     const EmOpDef *def = c->def;
     EmTensor *written = c->out ? c->out : def->writes_self ? (EmTensor *)c->args[0] : NULL;
     EmAutogradPre pre;

@@ -75,7 +75,8 @@ from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)
 from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402
 from ._tensor_str import set_printoptions  # noqa: E402
 from . import amp, backends  # noqa: E402,F401
-from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
+from .amp import (autocast, is_autocast_enabled, is_autocast_cpu_enabled, get_autocast_dtype,  # noqa: E402,F401
+                  get_autocast_gpu_dtype, get_autocast_cpu_dtype)
 from ._compile import compile, set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402,F401,A004
 from .serialization import save, load  # noqa: E402
 # -- torch functions composed from ember ops in Python (issue #5 compat part) --

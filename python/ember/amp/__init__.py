@@ -1,5 +1,5 @@
-"""ember.amp: mixed precision. Until the CUDA backend lands, autocast is a
-working no-op (it enters, exits and decorates, casting nothing) and
-GradScaler runs disabled, as torch's do on a machine without CUDA."""
-from .autocast_mode import autocast, is_autocast_enabled, get_autocast_dtype  # noqa: F401
+"""ember.amp: mixed precision — autocast (op-boundary casts, Note [autocast])
+and GradScaler (loss scaling for float16 gradients)."""
+from .autocast_mode import (autocast, is_autocast_enabled, is_autocast_cpu_enabled,  # noqa: F401
+                            get_autocast_dtype, get_autocast_gpu_dtype, get_autocast_cpu_dtype)
 from .grad_scaler import GradScaler  # noqa: F401
