@@ -136,10 +136,10 @@ class _TorchGlobal:
 
 class _StorageRef:
     """Stands for a tensor's storage inside data.pkl; pickled as a persistent id."""
-    __slots__ = ("key", "dtype", "numel")
+    __slots__ = ("key", "dtype", "numel", "location")
 
-    def __init__(self, key, dtype, numel):
-        self.key, self.dtype, self.numel = key, dtype, numel
+    def __init__(self, key, dtype, numel, location="cpu"):
+        self.key, self.dtype, self.numel, self.location = key, dtype, numel, location
 
 
 def _storage_bytes(t, numel):
@@ -147,8 +147,8 @@ def _storage_bytes(t, numel):
     uint8 NumPy array viewing ember's memory (no copy)."""
     if numel == 0:
         return np.zeros(0, dtype=np.uint8)
-    full = t.detach().as_strided((numel,), (1,), 0)
-    return full.view(_C._dtypes["uint8"]).numpy()
+    full = t.detach().as_strided((numel,), (1,), 0).view(_C._dtypes["uint8"])
+    return (full.cpu() if full.device.type != "cpu" else full).numpy()
 
 
 class _Pickler(pickle._Pickler):
@@ -176,18 +176,16 @@ class _Pickler(pickle._Pickler):
     def persistent_id(self, obj):
         if type(obj) is _StorageRef:
             storage_type = _TorchGlobal("torch", _STORAGE_NAME[_dtype_name(obj.dtype)])
-            return ("storage", storage_type, obj.key, "cpu", obj.numel)
+            return ("storage", storage_type, obj.key, obj.location, obj.numel)
         return None
 
     def _storage_ref(self, t):
         storage = t.untyped_storage()
         entry = self.storages.get(id(storage))
         if entry is None:
-            if t.device.type != "cpu":
-                raise RuntimeError(f"ember.save: tensors on {t.device} can't be saved yet (ember has no CUDA)")
             nbytes = storage.nbytes()
             isz = t.element_size()
-            ref = _StorageRef(str(len(self.storages)), t.dtype, nbytes // isz)
+            ref = _StorageRef(str(len(self.storages)), t.dtype, nbytes // isz, str(t.device))
             entry = self.storages[id(storage)] = (storage, ref, t)  # keep storage alive until written
         elif entry[1].dtype != t.dtype:
             raise RuntimeError(
@@ -527,7 +525,7 @@ class _Unpickler(pickle._Unpickler):
 
 # -- reading the archive ----------------------------------------------------------
 def _resolve_location(location, map_location, storage_tensor):
-    """The device a storage saved at `location` goes to; only CPU exists."""
+    """The device a storage saved at `location` goes to: 'cpu' or 'cuda:N'."""
     target = location
     if map_location is None:
         pass
@@ -549,14 +547,28 @@ def _resolve_location(location, map_location, storage_tensor):
         raise TypeError(f"ember.load: map_location must be a str, ember.device, dict or callable, "
                         f"got {type(map_location).__name__}")
     kind = target.split(":")[0]
-    if kind == "cuda":
+    if kind == "cuda" and not _cuda_available():
         raise RuntimeError(
             f"Attempting to deserialize object on a CUDA device ('{target}') but ember.cuda.is_available() "
             "is False. If you are running on a CPU-only machine, please use ember.load with "
             "map_location=ember.device('cpu') to map your storages to the CPU.")
-    if kind != "cpu":
+    if kind not in ("cpu", "cuda"):
         raise RuntimeError(f"ember.load: don't know how to restore data location '{target}' "
                            f"(storage saved at '{location}')")
+    if kind == "cuda":
+        index = target.split(":")[1] if ":" in target else "0"
+        from . import cuda
+        if not index.isdigit() or int(index) >= cuda.device_count():
+            raise RuntimeError(f"Attempting to deserialize object on CUDA device {index} but "
+                               f"ember.cuda.device_count() is {cuda.device_count()}. Please use ember.load "
+                               "with map_location to map your storages to an existing device.")
+        return f"cuda:{int(index)}"
+    return "cpu"
+
+
+def _cuda_available():
+    from . import cuda
+    return cuda.is_available()
 
 
 class _Archive:
@@ -627,7 +639,9 @@ class _Archive:
             typed = _C.from_numpy(base.numpy().copy()).view(dtype)  # realign a misaligned record
         else:
             typed = base.view(dtype)
-        _resolve_location(location, self.map_location, typed)
+        target = _resolve_location(location, self.map_location, typed)
+        if target != "cpu":
+            typed = typed.to(target)
         loaded = self.typed[(key, dtype_name)] = _LoadedStorage(typed, key)
         return loaded
 
@@ -755,7 +769,9 @@ class _LegacyStorages:
                 raise RuntimeError(f"ember.load: corrupt legacy checkpoint: storage view [{offset}, "
                                    f"{offset + count}) is outside storage '{key}' of {numel} elements")
             typed = typed[offset:offset + count] if count else _C.empty(0, dtype=dtype)
-        _resolve_location(location, self.map_location, typed)
+        target = _resolve_location(location, self.map_location, typed)
+        if target != "cpu":
+            typed = typed.to(target)
         loaded = self.loaded[cache_key] = _LoadedStorage(typed, key)
         return loaded
 
