@@ -375,15 +375,18 @@ static PyObject *f_from_dlpack(EmCall *c) {
     long dtype_code = PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) >= 1
                           ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0)) : -1;
     Py_DECREF(dev);
-    if (dtype_code != 1 && dtype_code != 3) {
+    if (dtype_code != 1 && dtype_code != 3 && dtype_code != 2) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_RuntimeError,
-                         "from_dlpack: the producer's device type %ld is not the CPU, the only "
-                         "device of this ember build", dtype_code);
+                         "from_dlpack: the producer's device type %ld is neither the CPU nor CUDA", dtype_code);
         return NULL;
     }
-    /* ask for a versioned capsule; older producers don't take max_version */
-    PyObject *kw = Py_BuildValue("{s(ii)}", "max_version", 1, 0);
+    if (dtype_code == 2 && !em_cuda_get()) return NULL;
+    /* ask for a versioned capsule; older producers don't take max_version. A
+     * GPU producer is told ember reads on the legacy default stream (1), as
+     * ember's work runs there unless a stream context says otherwise */
+    PyObject *kw = dtype_code == 2 ? Py_BuildValue("{s(ii)si}", "max_version", 1, 0, "stream", 1)
+                                   : Py_BuildValue("{s(ii)}", "max_version", 1, 0);
     PyObject *meth = kw ? PyObject_GetAttrString(ext, "__dlpack__") : NULL;
     PyObject *args = PyTuple_New(0);
     PyObject *cap = meth && args ? PyObject_Call(meth, args, kw) : NULL;

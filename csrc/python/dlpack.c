@@ -142,8 +142,13 @@ EmTensor *em_from_dlpack_capsule(PyObject *cap) {
                      ((DLManagedTensorVersioned *)managed)->version.major);
         return NULL;
     }
-    if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost) {
-        PyErr_Format(PyExc_RuntimeError, "from_dlpack: unsupported device type %d (ember has only the CPU)",
+    EmDevice device = em_cpu();
+    if (dl->device.device_type == kDLCUDA) { /* GPU memory: shared, as on the host */
+        device = (EmDevice){EM_CUDA, (int8_t)(dl->device.device_id < 0 || dl->device.device_id > 127
+                                                  ? 127 : dl->device.device_id)};
+        if (em_cuda_resolve(&device) < 0) return NULL;
+    } else if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDAHost) {
+        PyErr_Format(PyExc_RuntimeError, "from_dlpack: unsupported device type %d (ember has the CPU and CUDA)",
                      dl->device.device_type);
         return NULL;
     }
@@ -177,7 +182,7 @@ EmTensor *em_from_dlpack_capsule(PyObject *cap) {
         em_extent_checked(dl->ndim, dl->shape, strides, &extent) < 0)
         return NULL;
     int64_t nbytes = extent * em_itemsize(dtype);
-    EmStorage *s = em_storage_wrap((char *)dl->data + dl->byte_offset, nbytes, em_cpu(), NULL);
+    EmStorage *s = em_storage_wrap((char *)dl->data + dl->byte_offset, nbytes, device, NULL);
     if (!s) return NULL;
     EmTensor *t = em_tensor_alloc(&EmTensorType, s, 0, dl->ndim, dl->shape, strides, dtype);
     if (!t) {

@@ -490,6 +490,40 @@ static PyObject *m_is_signed(PyObject *self, PyObject *u) {
     return PyBool_FromLong(em_dtype_info[SELF->dtype].is_signed);
 }
 static PyObject *m_false(PyObject *self, PyObject *u) { Py_RETURN_FALSE; }
+
+/* Page-locked host memory (pin_memory): a CPU storage whose bytes come from
+ * the CUDA backend's host allocator, so copies to the GPU can be
+ * asynchronous. Recognised by its deleter. */
+static void pinned_free(void *p) { em_cuda->host_free(p); }
+
+static PyObject *m_is_pinned(PyObject *self, PyObject *a, PyObject *k) {
+    return PyBool_FromLong(em_is_cpu(SELF) && SELF->storage->deleter == pinned_free);
+}
+
+static PyObject *m_pin_memory(PyObject *self, PyObject *a, PyObject *k) {
+    if (!em_is_cpu(SELF)) {
+        char buf[32];
+        PyErr_Format(PyExc_RuntimeError, "cannot pin '%s' memory: only dense CPU tensors can be pinned",
+                     em_device_str(em_device(SELF), buf, sizeof buf));
+        return NULL;
+    }
+    if (SELF->storage->deleter == pinned_free) return Py_NewRef(self);
+    if (!em_cuda_get()) return NULL;
+    size_t nbytes = (size_t)SELF->numel * em_itemsize(SELF->dtype);
+    void *p = em_cuda->host_alloc(nbytes);
+    if (!p) return em_cuda_error("pin_memory"), NULL;
+    EmStorage *s = em_storage_wrap(p, (int64_t)nbytes, em_cpu(), NULL);
+    if (!s) {
+        em_cuda->host_free(p);
+        return NULL;
+    }
+    s->deleter = pinned_free;
+    s->deleter_ctx = p;
+    EmTensor *t = em_tensor_alloc(&EmTensorType, s, 0, SELF->ndim, SELF->sizes, NULL, (EmDType)SELF->dtype);
+    Py_DECREF(s);
+    if (t && em_copy_(t, self) < 0) Py_CLEAR(t);
+    return (PyObject *)t;
+}
 static PyObject *m_get_device(PyObject *self, PyObject *u) {
     return PyLong_FromLong(em_is_cpu(SELF) ? -1 : em_device(SELF).index);
 }
@@ -527,6 +561,8 @@ static PyObject *m_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
         Py_DECREF(c);
         return r;
     }
+    if (!em_is_cpu(SELF) && em_cuda->synchronize(em_device(SELF).index) < 0) /* ready for any consumer stream */
+        return em_cuda_error("__dlpack__"), NULL;
     bool versioned = false;
     if (max_version != Py_None) {
         PyObject *major = PySequence_GetItem(max_version, 0);
@@ -698,7 +734,8 @@ static PyMethodDef hand_methods[] = {
     {"is_floating_point", m_is_floating_point, METH_NOARGS, NULL},
     {"is_signed", m_is_signed, METH_NOARGS, NULL},
     {"is_complex", m_false, METH_NOARGS, NULL},
-    {"is_pinned", m_false, METH_NOARGS, NULL},
+    {"is_pinned", (PyCFunction)(void (*)(void))m_is_pinned, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"pin_memory", (PyCFunction)(void (*)(void))m_pin_memory, METH_VARARGS | METH_KEYWORDS, NULL},
     {"get_device", m_get_device, METH_NOARGS, NULL},
     {"item", m_item, METH_NOARGS, NULL},
     {"tolist", m_tolist, METH_NOARGS, NULL},

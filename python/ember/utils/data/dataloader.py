@@ -239,7 +239,8 @@ class _BaseDataLoaderIter:
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._persistent_workers = loader.persistent_workers
-        if loader.pin_memory and not ember.cuda.is_available():
+        self._pin_memory = loader.pin_memory and ember.cuda.is_available()
+        if loader.pin_memory and not self._pin_memory:
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
                           "then device pinned memory won't be used.", stacklevel=3)
         self._sampler_iter = iter(self._index_sampler)
@@ -282,6 +283,23 @@ class _BaseDataLoaderIter:
         raise NotImplementedError(f"{type(self).__name__} cannot be pickled")
 
 
+def _pin(data):
+    """A batch with its tensors copied into page-locked memory (containers kept;
+    objects with their own pin_memory() method use it, as torch's loader does)."""
+    if isinstance(data, ember.Tensor):
+        return data.pin_memory()
+    if isinstance(data, dict):
+        return type(data)({k: _pin(v) for k, v in data.items()}) if type(data) is not dict else \
+            {k: _pin(v) for k, v in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # namedtuple
+        return type(data)(*(_pin(v) for v in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(_pin(v) for v in data)
+    if hasattr(data, "pin_memory"):
+        return data.pin_memory()
+    return data
+
+
 class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
@@ -293,7 +311,8 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 
     def _next_data(self):
         index = self._next_index()
-        return self._fetcher.fetch(index)  # pin_memory: nothing to pin on the CPU
+        data = self._fetcher.fetch(index)
+        return _pin(data) if self._pin_memory else data
 
 
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
@@ -454,7 +473,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._try_put_index()
         if kind == "error":
             body.reraise()
-        return body
+        return _pin(body) if self._pin_memory else body
 
     # -- shutdown --------------------------------------------------------
     def _shutdown_workers(self):
