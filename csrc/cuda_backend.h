@@ -31,6 +31,34 @@ extern "C" {
 #define EM_CUDA_ABI 1
 #define EM_CUDA_MAX_DIMS 64
 
+#define EM_CUDA_MAX_OPS 6 /* operands of one elementwise kernel, output first */
+
+/* Note [CUDA elementwise]: one elementwise kernel launch, prepared by the
+ * core's iterator (csrc/core/iter.c) exactly as for its CPU loops: the
+ * broadcast shape with size-1 dims dropped and mergeable dims merged,
+ * innermost first, and each operand's byte strides (0 where it broadcasts).
+ * Operand 0 is the output. Each operand is read (written) in its own dtype
+ * and converted to/from `kernel_dtype[op]` (the compute dtype, or bool for
+ * masks) around the per-element math, which the kernel named `kernel`
+ * defines: the name of the CPU kernel table (em_kernels_<name>: "add",
+ * "mul", "exp", "copy", "where", ...), so both devices compute the same
+ * function. A scalar operand (data NULL) is passed by value in `scalar`,
+ * already stored as its kernel_dtype. */
+typedef struct {
+    const char *kernel;
+    int compute_dtype;
+    int nops;
+    int ndim;
+    int64_t numel;
+    int64_t shape[EM_CUDA_MAX_DIMS];
+    int64_t strides[EM_CUDA_MAX_DIMS][EM_CUDA_MAX_OPS];
+    void *data[EM_CUDA_MAX_OPS];
+    int dtype[EM_CUDA_MAX_OPS];
+    int kernel_dtype[EM_CUDA_MAX_OPS];
+    unsigned char scalar[EM_CUDA_MAX_OPS][8];
+    const void *cpu_kernels; /* the CPU table: only the fake backend (Note [fake CUDA]) runs it */
+} EmCudaElementwise;
+
 typedef struct {
     char name[256];
     int64_t total_memory; /* bytes */
@@ -112,6 +140,11 @@ typedef struct EmCudaBackend {
                 double alpha, const void *a, int64_t lda, int64_t stride_a, const void *b,
                 int64_t ldb, int64_t stride_b, double beta, void *c, int64_t ldc, int64_t stride_c,
                 int64_t batch, bool allow_tf32);
+    /* Note [CUDA elementwise]: has_elementwise says whether `kernel` exists
+     * for compute_dtype (the core falls back to the CPU when not); the launch
+     * returns when queued. */
+    bool (*has_elementwise)(const char *kernel, int compute_dtype);
+    int (*elementwise)(int dev, const EmCudaElementwise *e);
 } EmCudaBackend;
 
 #define EM_CUDA_CAPSULE "ember._cuda._backend"

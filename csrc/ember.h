@@ -390,6 +390,7 @@ typedef void (*EmLoopFn)(char **data, const int64_t *strides, int64_t n);
 /* One kernel per compute dtype; NULL where the op does not support it. */
 typedef struct {
     EmLoopFn fn[EM_NUM_DTYPES];
+    const char *name; /* names the kernel to the CUDA backend (Note [CUDA elementwise]) */
 } EmKernels;
 
 #define EM_ITER_MAX_OPS 6
@@ -443,6 +444,12 @@ static inline EmIterConfig em_iter_config(const char *name, const EmKernels *k, 
 /* Run an elementwise op: promote, broadcast, allocate or check the output,
  * then loop. Returns the output (new reference) or NULL. */
 EmTensor *em_iter_run(const EmIterConfig *cfg);
+/* Note [CUDA elementwise]: run a prepared launch with the CPU loops of
+ * `cpu_kernels` (the fake backend's elementwise, on host memory). */
+int em_iter_run_prepared(const EmCudaElementwise *e);
+/* Raised (a NotImplementedError subclass) when the GPU backend has no
+ * kernel for an op: the dispatcher catches it and takes the CPU fallback. */
+extern PyObject *EmNoCudaKernel;
 /* Convenience: result dtype (torch's result_type) of operands. */
 EmDType em_result_type(int n, const EmOperand *ops);
 
@@ -666,7 +673,7 @@ PyObject *em_call_run(EmCall *c);
 /* Note [CUDA fallback] (core/device_dispatch.c): run a call whose tensors may
  * live on a GPU. */
 PyObject *em_device_dispatch(EmCall *c);
-void em_device_dispatch_init(void);
+int em_device_dispatch_init(void);
 /* Note [autocast] (core/autocast.c) */
 extern bool em_autocast_on;
 extern int em_autocast_suspend;

@@ -10,11 +10,18 @@
  *
  * Memory of a fake device is filled with a garbage pattern on allocation
  * and on free, so a path that reads device memory before writing it, or
- * after freeing it, shows up as wrong numbers. */
+ * after freeing it, shows up as wrong numbers. And the pointers it hands
+ * out are tagged with a high bit that makes them non-canonical addresses:
+ * host code that dereferences "device" memory directly (which would crash
+ * on a real GPU) crashes here too, instead of silently working. The fake's
+ * own entry points remove the tag before touching the bytes. */
 #include "../ember.h"
 #include <time.h>
 
 #define FAKE_DEVICES 2
+#define FAKE_TAG ((uintptr_t)1 << 62)
+static void *untag(const void *p) { return (void *)((uintptr_t)p - FAKE_TAG); }
+static void *dev_ptr(const void *p, int dev) { return dev >= 0 ? untag(p) : (void *)p; }
 
 static int current = 0;
 static EmCudaMemoryStats stats[FAKE_DEVICES];
@@ -51,7 +58,7 @@ static void *fake_alloc(int dev, size_t nbytes, EmCudaStream s) {
         stats[dev].num_ooms++;
         return fake_fail("the fake device holds at most 1 GiB"), NULL;
     }
-    void *p = malloc(nbytes ? nbytes : 1);
+    char *p = malloc(nbytes ? nbytes : 1);
     if (!p) return fake_fail("host malloc failed"), NULL;
     memset(p, 0xA5, nbytes);
     EmCudaMemoryStats *st = &stats[dev];
@@ -59,9 +66,10 @@ static void *fake_alloc(int dev, size_t nbytes, EmCudaStream s) {
     st->reserved += (int64_t)nbytes;
     if (st->allocated > st->max_allocated) st->max_allocated = st->allocated;
     if (st->reserved > st->max_reserved) st->max_reserved = st->reserved;
-    return p;
+    return p + FAKE_TAG;
 }
-static void fake_free(int dev, void *p, size_t nbytes, EmCudaStream s) {
+static void fake_free(int dev, void *tagged, size_t nbytes, EmCudaStream s) {
+    void *p = untag(tagged);
     memset(p, 0x5A, nbytes);
     free(p);
     stats[dev].allocated -= (int64_t)nbytes;
@@ -77,7 +85,7 @@ static void *fake_host_alloc(size_t n) { return malloc(n ? n : 1); }
 static void fake_host_free(void *p) { free(p); }
 
 static int fake_memcpy(void *dst, int dd, const void *src, int sd, size_t n, bool nb) {
-    memmove(dst, src, n);
+    memmove(dev_ptr(dst, dd), dev_ptr(src, sd), n);
     return 0;
 }
 
@@ -141,8 +149,8 @@ static int fake_copy_strided(int dev, int ndim, const int64_t *sizes, void *dst,
         PyErr_Clear();
         return fake_fail("bad strides");
     }
-    EmStorage *ds = em_storage_wrap(dst, dext * em_itemsize(dst_dtype), em_cpu(), NULL);
-    EmStorage *ss = em_storage_wrap((void *)src, sext * em_itemsize(src_dtype), em_cpu(), NULL);
+    EmStorage *ds = em_storage_wrap(untag(dst), dext * em_itemsize(dst_dtype), em_cpu(), NULL);
+    EmStorage *ss = em_storage_wrap(untag(src), sext * em_itemsize(src_dtype), em_cpu(), NULL);
     EmTensor *d = ds ? em_tensor_alloc(&EmTensorType, ds, 0, ndim, sizes, dst_strides, (EmDType)dst_dtype) : NULL;
     EmTensor *s = ss ? em_tensor_alloc(&EmTensorType, ss, 0, ndim, sizes, src_strides, (EmDType)src_dtype) : NULL;
     Py_XDECREF(ds);
@@ -155,6 +163,16 @@ static int fake_copy_strided(int dev, int ndim, const int64_t *sizes, void *dst,
         return fake_fail("strided copy failed");
     }
     return 0;
+}
+
+/* Note [CUDA elementwise] on the fake: the same launch description, run by
+ * the CPU loops of the kernel table it names. */
+static bool fake_has_elementwise(const char *kernel, int compute_dtype) { return true; }
+static int fake_elementwise(int dev, const EmCudaElementwise *launch) {
+    EmCudaElementwise e = *launch;
+    for (int op = 0; op < e.nops; op++)
+        if (e.data[op]) e.data[op] = untag(e.data[op]);
+    return em_iter_run_prepared(&e) < 0 ? fake_fail("no CPU kernel") : 0;
 }
 
 static const EmCudaBackend fake = {
@@ -188,6 +206,8 @@ static const EmCudaBackend fake = {
     .event_query = fake_event_query,
     .event_elapsed_ms = fake_event_elapsed,
     .copy_strided = fake_copy_strided,
+    .has_elementwise = fake_has_elementwise,
+    .elementwise = fake_elementwise,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {

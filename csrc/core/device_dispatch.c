@@ -9,8 +9,10 @@
  *   - metadata ops (views, detach, copy_/fill_ which handle devices
  *     themselves) run their impl as is: they never touch element data, or
  *     only through em_copy_/em_fill_, which know about devices;
- *   - ops with a CUDA kernel run it (none yet: ember._cuda supplies the
- *     copy kernel only, so far);
+ *   - elementwise ops run their impl, whose iterator launches the
+ *     backend's kernel (Note [CUDA elementwise]); a backend without that
+ *     kernel makes the iterator raise EmNoCudaKernel before anything is
+ *     written, and the call takes the fallback instead;
  *   - every other op takes Note [CUDA fallback].
  *
  * Note [CUDA fallback]: the op runs on the CPU on host copies of its GPU
@@ -29,12 +31,14 @@
 
 /* ---------------------------------------------------------------- tables */
 
-enum { RUN_FALLBACK = 0, RUN_AS_IS = 1 };
+enum { RUN_FALLBACK = 0, RUN_AS_IS = 1, RUN_NATIVE_OR_FALLBACK = 2 };
 static uint8_t how_to_run[EM_NUM_OPS];
 static bool writes_args[EM_NUM_OPS];  /* copy every argument storage back after the fallback */
 static bool cpu_indices_ok[EM_NUM_OPS]; /* CPU index tensors may index a GPU tensor */
 
-void em_device_dispatch_init(void) {
+int em_device_dispatch_init(void) {
+    EmNoCudaKernel = PyErr_NewException("ember._C._NoCudaKernel", PyExc_NotImplementedError, NULL);
+    if (!EmNoCudaKernel) return -1;
     static const char *as_is[] = {
         /* views and metadata: never read element data */
         "view", "view_as", "as_strided", "transpose", "swapaxes", "swapdims", "t", "permute",
@@ -48,6 +52,10 @@ void em_device_dispatch_init(void) {
     static const char *index_ops[] = {"_index", "index_put", "index_put_", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
         const char *name = em_op_defs[id].name;
+        /* elementwise ops: the iterator launches the backend's kernel, or
+         * raises EmNoCudaKernel before touching anything (Note [CUDA elementwise]) */
+        if (em_op_defs[id].kernels && strcmp(em_op_defs[id].kernels->name, "none"))
+            how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; as_is[i]; i++)
             if (!strcmp(name, as_is[i])) how_to_run[id] = RUN_AS_IS;
         for (int i = 0; writers[i]; i++)
@@ -57,6 +65,7 @@ void em_device_dispatch_init(void) {
         size_t n = strlen(name);
         if (n > 1 && name[n - 1] == '_' && name[n - 2] != '_') writes_args[id] = true;
     }
+    return 0;
 }
 
 /* The op's row in the table, or -1 for functions outside it (factories). */
@@ -334,5 +343,10 @@ PyObject *em_device_dispatch(EmCall *c) {
         return device_error(&s), NULL;
     if (em_cuda_resolve(&s.device) < 0) return NULL;
     if (as_is) return c->def->impl(c);
+    if (id >= 0 && how_to_run[id] == RUN_NATIVE_OR_FALLBACK) {
+        PyObject *r = c->def->impl(c);
+        if (r || !PyErr_ExceptionMatches(EmNoCudaKernel)) return r;
+        PyErr_Clear();
+    }
     return run_on_host(c, s.device);
 }

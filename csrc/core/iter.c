@@ -215,6 +215,70 @@ static int check_internal_overlap(const EmTensor *t) {
     return 0;
 }
 
+/* --------------------------------------------- Note [CUDA elementwise] */
+
+PyObject *EmNoCudaKernel;
+
+/* Hand the prepared loop to the GPU backend. Steals result. */
+static EmTensor *launch_on_gpu(const Iter *it, const EmIterConfig *cfg, EmDevice device,
+                               EmTensor *result) {
+    EmCudaElementwise e;
+    memset(&e, 0, sizeof e);
+    e.kernel = cfg->kernels->name;
+    e.cpu_kernels = cfg->kernels;
+    e.compute_dtype = it->compute;
+    e.nops = it->nops;
+    e.ndim = it->ndim;
+    e.numel = it->numel;
+    for (int d = 0; d < it->ndim; d++) {
+        e.shape[d] = it->shape[d];
+        for (int op = 0; op < it->nops; op++) e.strides[d][op] = it->strides[d][op];
+    }
+    for (int op = 0; op < it->nops; op++) {
+        e.dtype[op] = it->dtype[op];
+        e.kernel_dtype[op] = it->kernel_dtype[op];
+        if (it->data[op] == it->scalar_buf[op])
+            memcpy(e.scalar[op], it->scalar_buf[op], 8);
+        else
+            e.data[op] = it->data[op];
+    }
+    if (em_cuda->elementwise(device.index, &e) < 0) {
+        Py_DECREF(result);
+        return em_cuda_error(cfg->name), NULL;
+    }
+    return result;
+}
+
+int em_iter_run_prepared(const EmCudaElementwise *e) {
+    const EmKernels *k = e->cpu_kernels;
+    if (!k || !k->fn[e->compute_dtype]) return -1;
+    Iter it;
+    memset(&it, 0, sizeof it);
+    it.nops = e->nops;
+    it.ndim = e->ndim;
+    it.numel = e->numel;
+    it.compute = (EmDType)e->compute_dtype;
+    it.fn = k->fn[e->compute_dtype];
+    for (int d = 0; d < e->ndim; d++) {
+        it.shape[d] = e->shape[d];
+        for (int op = 0; op < e->nops; op++) it.strides[d][op] = e->strides[d][op];
+    }
+    for (int op = 0; op < e->nops; op++) {
+        it.dtype[op] = (EmDType)e->dtype[op];
+        it.kernel_dtype[op] = (EmDType)e->kernel_dtype[op];
+        if (e->data[op]) {
+            it.data[op] = e->data[op];
+        } else {
+            memcpy(it.scalar_buf[op], e->scalar[op], 8);
+            it.data[op] = it.scalar_buf[op];
+        }
+        it.needs_cast[op] = it.dtype[op] != it.kernel_dtype[op];
+        it.any_cast |= it.needs_cast[op];
+    }
+    run_all(&it);
+    return 0;
+}
+
 /* ------------------------------------------------------------- build */
 
 EmTensor *em_iter_run(const EmIterConfig *cfg) {
@@ -224,10 +288,13 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
     const int nin = cfg->ninputs;
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
 
-    /* devices: CPU only in this build */
-    for (int i = 0; i < nin; i++)
-        if (cfg->inputs[i].t && em_check_cpu(cfg->inputs[i].t, cfg->name) < 0) return NULL;
-    if (out && em_check_cpu(out, cfg->name) < 0) return NULL;
+    /* devices: all on the CPU, or on one GPU (the dispatcher checked that
+     * they agree) with 0-d CPU tensors read as scalars */
+    EmDevice device = em_cpu();
+    if (out && !em_is_cpu(out)) device = em_device(out);
+    for (int i = 0; i < nin && device.type == EM_CPU; i++)
+        if (cfg->inputs[i].t && !em_is_cpu(cfg->inputs[i].t)) device = em_device(cfg->inputs[i].t);
+    const bool gpu = device.type == EM_CUDA;
 
     /* dtypes */
     EmDType common;
@@ -243,6 +310,11 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
     EmDType compute = cfg->compute_dtype != EM_AUTO ? (EmDType)cfg->compute_dtype
                                                     : em_compute_dtype(common);
     EmLoopFn fn = cfg->kernels->fn[compute];
+    if (gpu && fn && !em_cuda->has_elementwise(cfg->kernels->name, compute)) {
+        PyErr_Format(EmNoCudaKernel, "\"%s\" has no CUDA kernel for '%s'", cfg->kernels->name,
+                     em_dtype_name(compute));
+        return NULL;
+    }
     if (!fn) {
         PyErr_Format(PyExc_NotImplementedError, "\"%s_cpu\" not implemented for '%s'", cfg->name,
                      em_dtype_name(common));
@@ -293,7 +365,7 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
                 memcmp(t->sizes, shape, ndim * sizeof(int64_t)) == 0)
                 like = t;
         }
-        result = like ? em_empty_like(like, res_dtype) : em_empty(ndim, shape, res_dtype, em_cpu());
+        result = like ? em_empty_like(like, res_dtype) : em_empty(ndim, shape, res_dtype, device);
         if (!result) return NULL;
     }
     if (result->numel == 0) return result;
@@ -309,8 +381,10 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
         bool as_bool = ((cfg->bool_mask >> op) & 1) ||
                        (op == 0 && cfg->promotion == EM_PROMOTE_BOOL_RESULT);
         it.kernel_dtype[op] = as_bool ? EM_BOOL : compute;
-        if (!t) { /* a weak scalar: converted once to the kernel's dtype */
-            em_scalar_store(cfg->inputs[op - 1].s, it.kernel_dtype[op], it.scalar_buf[op]);
+        if (!t || (gpu && em_is_cpu(t))) { /* a weak scalar (or a 0-d CPU tensor with GPU
+                                            * operands): converted once to the kernel's dtype */
+            EmScalar v = t ? em_scalar_load(em_data(t), (EmDType)t->dtype) : cfg->inputs[op - 1].s;
+            em_scalar_store(v, it.kernel_dtype[op], it.scalar_buf[op]);
             it.data[op] = it.scalar_buf[op];
             it.dtype[op] = it.kernel_dtype[op];
             for (int d = 0; d < ndim; d++) full[op][d] = 0;
@@ -363,6 +437,7 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
         for (int op = 0; op < it.nops; op++) it.strides[0][op] = 0;
     }
     it.numel = result->numel;
+    if (gpu) return launch_on_gpu(&it, cfg, device, result);
 
     if (it.numel >= 65536) {
         Py_BEGIN_ALLOW_THREADS

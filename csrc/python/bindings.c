@@ -26,7 +26,7 @@ EmOpDef em_op_defs[EM_NUM_OPS] = {
 #undef F
 #undef M
 #undef I
-const EmKernels em_kernels_none = {{0}};
+const EmKernels em_kernels_none = {{0}, "none"};
 
 /* Run a bound call: autograd's checks, the impl, the version bump of the
  * tensor it wrote (Note [when versions change]) and the graph node (Note

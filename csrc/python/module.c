@@ -137,7 +137,10 @@ PyMODINIT_FUNC PyInit__C(void) {
     em_num_threads = omp_get_max_threads();
 #endif
     em_blas_init();
-    em_device_dispatch_init();
+    if (em_device_dispatch_init() < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     if (em_init_dtypes(m) < 0 || em_init_devices(m) < 0 || em_init_storage(m) < 0 ||
         em_init_size(m) < 0 || em_init_generator(m) < 0 || em_init_tensor_type(m) < 0 ||
         em_init_factories(m) < 0 || em_init_random(m) < 0 || em_init_return_types(m) < 0 ||
