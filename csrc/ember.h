@@ -311,9 +311,8 @@ static inline void em_bump_version(EmTensor *t) { t->storage->version++; }
  * a call writes into (out=, in-place variants, methods named `op_`,
  * __setitem__, in-place operators) once, after the op succeeded. Kernels and
  * internal copies into fresh tensors never do, so new tensors start at 0. */
-/* Raise unless t is on the CPU: guards CPU kernels. GPU tensors reach an
- * impl only through Note [CUDA fallback] (as host twins) or for ops that
- * handle devices themselves, so this firing is a dispatch bug. */
+/* Raise EmNoCudaKernel unless t is on the CPU: guards CPU kernels. An op
+ * tried natively on a GPU that reaches one takes Note [CUDA fallback]. */
 int em_check_cpu(const EmTensor *t, const char *opname);
 /* RuntimeError unless device d can hold tensors now (CPU always can). */
 int em_device_unavailable(EmDevice d);
@@ -450,6 +449,8 @@ int em_iter_run_prepared(const EmCudaElementwise *e);
 /* Raised (a NotImplementedError subclass) when the GPU backend has no
  * kernel for an op: the dispatcher catches it and takes the CPU fallback. */
 extern PyObject *EmNoCudaKernel;
+/* torch.backends.cuda.matmul.allow_tf32: float32 GEMMs on the GPU may use TF32. */
+extern bool em_allow_tf32;
 /* Convenience: result dtype (torch's result_type) of operands. */
 EmDType em_result_type(int n, const EmOperand *ops);
 

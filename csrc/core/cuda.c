@@ -458,6 +458,14 @@ static PyObject *py_use_fake(PyObject *m, PyObject *on) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_allow_tf32(PyObject *m, PyObject *on) {
+    int v = PyObject_IsTrue(on);
+    if (v < 0) return NULL;
+    em_allow_tf32 = v;
+    Py_RETURN_NONE;
+}
+static PyObject *py_get_allow_tf32(PyObject *m, PyObject *u) { return PyBool_FromLong(em_allow_tf32); }
+
 static PyObject *py_live_storages(PyObject *m, PyObject *u) {
     return PyLong_FromLongLong(live_cuda_storages);
 }
@@ -478,6 +486,8 @@ static PyMethodDef cuda_methods[] = {
     {"_cuda_event", py_event_op, METH_VARARGS, NULL},
     {"_cuda_use_fake_backend", py_use_fake, METH_O, NULL},
     {"_cuda_live_storages", py_live_storages, METH_NOARGS, NULL},
+    {"_set_allow_tf32", py_set_allow_tf32, METH_O, NULL},
+    {"_get_allow_tf32", py_get_allow_tf32, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

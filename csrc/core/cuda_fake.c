@@ -16,6 +16,7 @@
  * on a real GPU) crashes here too, instead of silently working. The fake's
  * own entry points remove the tag before touching the bytes. */
 #include "../ember.h"
+#include "../cpu/blas.h"
 #include <time.h>
 
 #define FAKE_DEVICES 2
@@ -175,6 +176,41 @@ static int fake_elementwise(int dev, const EmCudaElementwise *launch) {
     return em_iter_run_prepared(&e) < 0 ? fake_fail("no CPU kernel") : 0;
 }
 
+/* gemm (column-major, as cuBLAS): C = op(X) op(Y) is, read row-major,
+ * C^T = op(Y)^T op(X)^T, which the CPU GEMM computes. Halves go through a
+ * plain float loop (tests are small). */
+static float load_half(const void *p, int dtype, int64_t i) {
+    uint16_t v = ((const uint16_t *)p)[i];
+    return dtype == EM_FLOAT16 ? em_f16_to_f32(v) : em_bf16_to_f32(v);
+}
+static int fake_gemm(int dev, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                     const void *a, int64_t lda, int64_t sa, const void *b, int64_t ldb, int64_t sb,
+                     double beta, void *c, int64_t ldc, int64_t sc, int64_t batch, bool tf32) {
+    int isz = em_itemsize(dtype);
+    for (int64_t i = 0; i < batch; i++) {
+        const char *A = (const char *)untag(a) + i * sa * isz, *B = (const char *)untag(b) + i * sb * isz;
+        char *C = (char *)untag(c) + i * sc * isz;
+        if (dtype == EM_FLOAT32 || dtype == EM_FLOAT64) {
+            EmScalar al = {'f', {.f = alpha}}, be = {'f', {.f = beta}};
+            em_gemm_ex((EmDType)dtype, tb, ta, n, m, k, B, ldb, A, lda, C, ldc, al, be, false);
+            continue;
+        }
+        if (dtype != EM_FLOAT16 && dtype != EM_BFLOAT16) return fake_fail("gemm: unsupported dtype");
+        for (int64_t col = 0; col < n; col++)
+            for (int64_t row = 0; row < m; row++) {
+                float acc = 0;
+                for (int64_t p = 0; p < k; p++)
+                    acc += load_half(A, dtype, ta ? p + row * lda : row + p * lda) *
+                           load_half(B, dtype, tb ? col + p * ldb : p + col * ldb);
+                uint16_t *out = (uint16_t *)C + row + col * ldc;
+                float old = beta != 0 ? load_half(C, dtype, row + col * ldc) : 0.0f;
+                float v = (float)(alpha * acc + beta * old);
+                *out = dtype == EM_FLOAT16 ? em_f32_to_f16(v) : em_f32_to_bf16(v);
+            }
+    }
+    return 0;
+}
+
 static const EmCudaBackend fake = {
     .abi = EM_CUDA_ABI,
     .name = "fake",
@@ -206,6 +242,7 @@ static const EmCudaBackend fake = {
     .event_query = fake_event_query,
     .event_elapsed_ms = fake_event_elapsed,
     .copy_strided = fake_copy_strided,
+    .gemm = fake_gemm,
     .has_elementwise = fake_has_elementwise,
     .elementwise = fake_elementwise,
 };

@@ -48,6 +48,9 @@ int em_device_dispatch_init(void) {
         /* data only through em_copy_ / em_fill_ / em_empty, which handle devices */
         "copy_", "fill_", "zero_", "clone", "contiguous", "reshape", "flatten", "ravel",
         "_to_copy", "_to_device", "type_as", NULL};
+    /* ops whose impls handle GPU tensors (Note [GPU gemm] in ops/linalg.c),
+     * falling back where a path has no GPU kernel */
+    static const char *native[] = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", NULL};
     static const char *writers[] = {"_native_batch_norm", NULL};
     static const char *index_ops[] = {"_index", "index_put", "index_put_", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
@@ -58,6 +61,8 @@ int em_device_dispatch_init(void) {
             how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; as_is[i]; i++)
             if (!strcmp(name, as_is[i])) how_to_run[id] = RUN_AS_IS;
+        for (int i = 0; native[i]; i++)
+            if (!strcmp(name, native[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; writers[i]; i++)
             if (!strcmp(name, writers[i])) writes_args[id] = true;
         for (int i = 0; index_ops[i]; i++)

@@ -288,8 +288,8 @@ EmTensor *em_contiguous(EmTensor *t) {
 int em_check_cpu(const EmTensor *t, const char *opname) {
     if (EM_LIKELY(em_is_cpu(t))) return 0;
     char buf[32];
-    PyErr_Format(PyExc_RuntimeError,
-                 "ember: %s reached a CPU kernel with a tensor on %s (an ember bug: please report it)",
-                 opname, em_device_str(em_device(t), buf, sizeof buf));
+    /* a path without a GPU kernel: the dispatcher takes the CPU fallback */
+    PyErr_Format(EmNoCudaKernel, "ember: %s has no kernel for tensors on %s", opname,
+                 em_device_str(em_device(t), buf, sizeof buf));
     return -1;
 }

@@ -42,9 +42,9 @@ static bool same_shape(const EmTensor *t, int nd, const int64_t *shape) {
 
 /* The tensor a result goes to: out (resized to shape, as torch does with a
  * warning when it held elements) or a new one. The caller checked out's dtype. */
-static EmTensor *result_for(EmTensor *out, int nd, const int64_t *shape, EmDType d) {
-    if (!out) return em_empty(nd, shape, d, em_cpu());
-    if (em_check_cpu(out, "out") < 0) return NULL;
+/* The result: out= (resized), or a new tensor on `like`'s device. */
+static EmTensor *result_on(EmTensor *out, int nd, const int64_t *shape, EmDType d, const EmTensor *like) {
+    if (!out) return em_empty(nd, shape, d, em_device(like));
     if (!same_shape(out, nd, shape) && em_tensor_resize(out, nd, shape, true) < 0) return NULL;
     return (EmTensor *)Py_NewRef(out);
 }
@@ -125,7 +125,7 @@ static EmTensor *gemm_operand(EmTensor *x, EmDType cd, bool need_rowmajor) {
     for (int d = 0; d < nd; d++) sizes[d] = d < nd - 2 && x->strides[d] == 0 ? 1 : x->sizes[d];
     EmTensor *src = em_view_of(x, nd, sizes, x->strides, x->offset), *cp = NULL, *r = NULL;
     if (!src) return NULL;
-    cp = em_empty(nd, sizes, cd, em_cpu());
+    cp = em_empty(nd, sizes, cd, em_device(x));
     if (cp && em_copy_(cp, (PyObject *)src) == 0) {
         memcpy(strides, cp->strides, nd * sizeof(int64_t));
         for (int d = 0; d < nd; d++)
@@ -210,6 +210,85 @@ static void plan_run(const Plan *p, EmScalar alpha, EmScalar beta, bool sum) {
 
 static bool shares_storage(const EmTensor *a, const EmTensor *b) { return a->storage == b->storage; }
 
+/* Note [GPU gemm]: the same contract on a GPU, through the backend's gemm
+ * (cuBLAS). Operands stay in their dtype (halves accumulate in float32
+ * inside cuBLAS); C is computed row-major as C^T = B^T A^T in cuBLAS's
+ * column-major terms; batch dims that fold into one stride per operand are
+ * one strided-batched call, others one call per matrix. Integer and bool
+ * products have no GPU kernel: EmNoCudaKernel sends the op to the CPU
+ * fallback before anything is written. */
+bool em_allow_tf32;
+
+static bool one_batch_stride(const EmTensor *t, int nb, int64_t *stride) {
+    int64_t s = -1, span = 1;
+    for (int d = nb - 1; d >= 0; d--) {
+        if (t->sizes[d] == 1) continue;
+        if (s < 0) s = t->strides[d];
+        else if (t->strides[d] != s * span) return false;
+        span *= t->sizes[d];
+    }
+    *stride = s < 0 ? 0 : s;
+    return true;
+}
+
+static int gemm_batched_gpu(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, EmScalar beta, bool sum) {
+    EmDType d = (EmDType)c->dtype;
+    if (!em_is_float(d) || !em_cuda->gemm) {
+        PyErr_Format(EmNoCudaKernel, "no CUDA matrix multiply for '%s'", em_dtype_name(d));
+        return -1;
+    }
+    const int nd = a->ndim, nb = nd - 2;
+    const int64_t m = a->sizes[nd - 2], k = a->sizes[nd - 1], n = b->sizes[nd - 1];
+    const int dev = em_device(c).index;
+    EmTensor *A = gemm_operand(a, d, false), *B = A ? gemm_operand(b, d, false) : NULL, *C = NULL;
+    int rc = -1;
+    if (!B) goto done;
+    int64_t ld, lda, ldb;
+    bool direct = layout_of(c, &ld) == 0 && !shares_storage(c, A) && !shares_storage(c, B);
+    for (int i = 0; i < nb && direct; i++) direct = c->sizes[i] == 1 || c->strides[i] != 0;
+    if (direct) {
+        C = (EmTensor *)Py_NewRef(c);
+    } else { /* a row-major scratch C */
+        C = em_empty(c->ndim, c->sizes, d, em_device(c));
+        if (!C || (!scalar_is_zero(beta) && em_copy_(C, (PyObject *)c) < 0)) goto done;
+        layout_of(C, &ld);
+    }
+    bool ta = layout_of(A, &lda) == 1, tb = layout_of(B, &ldb) == 1;
+    double al = em_scalar_to_double(alpha), be = em_scalar_to_double(beta);
+    int isz = em_itemsize(d);
+    int64_t sa, sb, sc, nbatch = prod(nb, a->sizes);
+    if (!sum && one_batch_stride(A, nb, &sa) && one_batch_stride(B, nb, &sb) && one_batch_stride(C, nb, &sc)) {
+        if (em_cuda->gemm(dev, d, tb, ta, n, m, k, al, em_data(B), ldb, sb, em_data(A), lda, sa, be,
+                          em_data(C), ld, sc, nbatch, em_allow_tf32) < 0) {
+            em_cuda_error("gemm");
+            goto done;
+        }
+    } else { /* one call per matrix */
+        for (int64_t idx = 0; idx < nbatch; idx++) {
+            int64_t oa = 0, ob = 0, oc = 0, r = idx;
+            for (int dd = nb - 1; dd >= 0; dd--) {
+                int64_t i = r % a->sizes[dd];
+                r /= a->sizes[dd];
+                oa += i * A->strides[dd];
+                ob += i * B->strides[dd];
+                oc += sum ? 0 : i * C->strides[dd];
+            }
+            if (em_cuda->gemm(dev, d, tb, ta, n, m, k, al, em_data(B) + ob * isz, ldb, 0,
+                              em_data(A) + oa * isz, lda, 0, sum && idx > 0 ? 1.0 : be,
+                              em_data(C) + oc * isz, ld, 0, 1, em_allow_tf32) < 0) {
+                em_cuda_error("gemm");
+                goto done;
+            }
+        }
+    }
+    rc = C == c ? 0 : em_copy_(c, (PyObject *)C);
+done:
+    Py_XDECREF(A);
+    Py_XDECREF(B);
+    Py_XDECREF(C);
+    return rc;
+}
+
 static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, EmScalar beta, bool sum) {
     EmDType d = (EmDType)c->dtype, cd = em_is_float(d) ? em_compute_dtype(d) : EM_INT64;
     const int nd = a->ndim, nb = nd - 2;
@@ -220,6 +299,7 @@ static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, E
     beta = coef_for(beta, d);
     if (scalar_is_zero(alpha)) return scale_or_zero(c, beta);
 
+    if (!em_is_cpu(c)) return gemm_batched_gpu(a, b, c, alpha, beta, sum);
     bool blas = em_gemm_uses_blas(cd);
     EmTensor *A = gemm_operand(a, cd, false), *B = A ? gemm_operand(b, cd, !blas) : NULL, *C = NULL;
     int rc = -1;
@@ -233,7 +313,7 @@ static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, E
     if (direct) {
         C = (EmTensor *)Py_NewRef(c);
     } else {
-        C = em_empty(c->ndim, c->sizes, cd, em_cpu());
+        C = em_empty(c->ndim, c->sizes, cd, em_device(c));
         if (!C || (!scalar_is_zero(beta) && em_copy_(C, (PyObject *)c) < 0)) goto done;
         lay = layout_of(C, &ld);
     }
@@ -303,13 +383,12 @@ EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out) {
     EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
              "expected m1 and m2 to have the same dtype, but got: %s != %s",
              em_dtype_ctype((EmDType)a->dtype), em_dtype_ctype((EmDType)b->dtype));
-    EM_TRY(em_check_cpu(a, "mm") == 0 && em_check_cpu(b, "mm") == 0);
     EmDType d = (EmDType)a->dtype;
     int64_t shape[2] = {a->sizes[0], b->sizes[1]};
     if (d == EM_BOOL && shape[0] * shape[1] > 0 && a->sizes[1] > 0)
         EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
     EM_TRY(check_out_dtype(out, d) == 0);
-    res = result_for(out, 2, shape, d);
+    res = result_on(out, 2, shape, d, a);
     EM_TRY(res && gemm_batched(a, b, res, ONE, ZERO, false) == 0);
     return res;
 fail:
@@ -337,12 +416,11 @@ EmTensor *em_bmm(EmTensor *a, EmTensor *b, EmTensor *out) {
     EM_TRY(check_bmm_sizes(a, b) == 0);
     EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError, "expected scalar type %s but found %s",
              em_dtype_name((EmDType)a->dtype), em_dtype_name((EmDType)b->dtype));
-    EM_TRY(em_check_cpu(a, "bmm") == 0 && em_check_cpu(b, "bmm") == 0);
     EmDType d = (EmDType)a->dtype;
     int64_t shape[3] = {a->sizes[0], a->sizes[1], b->sizes[2]};
     if (d == EM_BOOL && prod(3, shape) > 0 && a->sizes[2] > 0) EM_TRY(not_implemented("bmm", d) == 0);
     EM_TRY(check_out_dtype(out, d) == 0);
-    res = result_for(out, 3, shape, d);
+    res = result_on(out, 3, shape, d, a);
     EM_TRY(res && gemm_batched(a, b, res, ONE, ZERO, false) == 0);
     return res;
 fail:
@@ -410,7 +488,7 @@ static EmTensor *dot_impl(EmTensor *a, EmTensor *b, EmTensor *out) {
     EM_CHECK(!out || out->dtype == d, PyExc_RuntimeError,
              "result dtype %s does not match input dtype %s", em_dtype_name((EmDType)out->dtype),
              em_dtype_name(d));
-    res = result_for(out, 0, NULL, d);
+    res = result_on(out, 0, NULL, d, a);
     EM_TRY(res);
     int64_t n = a->sizes[0], sa = a->strides[0], sb = b->strides[0];
     int isz = em_itemsize(d);
@@ -477,7 +555,7 @@ static EmTensor *addmv_impl(EmTensor *self, EmTensor *mat, EmTensor *vec, EmScal
             if (out && shares_storage(out, self)) Py_SETREF(inp, em_clone(inp));
             EM_TRY(inp);
         }
-        res = result_for(out, 1, &m, d);
+        res = result_on(out, 1, &m, d, mat);
         EM_TRY(res);
         if (inp) EM_TRY(em_copy_(res, (PyObject *)inp) == 0);
     }
@@ -530,7 +608,7 @@ static EmTensor *add_result(EmTensor *self, int nd, const int64_t *shape, EmDTyp
         Py_DECREF(inp);
         return NULL;
     }
-    res = result_for(out, nd, shape, d);
+    res = result_on(out, nd, shape, d, self);
     if (res && !in_place && !scalar_is_zero(beta) && em_copy_(res, (PyObject *)inp) < 0)
         Py_CLEAR(res);
     Py_DECREF(inp);
@@ -555,8 +633,6 @@ static PyObject *addmm_impl(EmCall *c) {
              "mat1 and mat2 must have the same dtype, but got %s and %s",
              em_dtype_name((EmDType)m1->dtype), em_dtype_name((EmDType)m2->dtype));
     EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, (EmDType)m2->dtype) == 0);
-    EM_TRY(em_check_cpu(self, "addmm") == 0 && em_check_cpu(m1, "addmm") == 0 &&
-           em_check_cpu(m2, "addmm") == 0);
     EmDType d = (EmDType)m1->dtype;
     if (d == EM_BOOL) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
     int64_t shape[2] = {m1->sizes[0], m2->sizes[1]};
@@ -603,8 +679,6 @@ PyObject *em_impl_baddbmm(EmCall *c) {
     EM_CHECK(self->dtype == b1->dtype && b1->dtype == b2->dtype, PyExc_RuntimeError,
              "Input dtypes must be the same, got: input %s, batch1: %s, batch2: %s",
              em_dtype_ctype((EmDType)self->dtype), em_dtype_ctype((EmDType)b1->dtype), em_dtype_ctype((EmDType)b2->dtype));
-    EM_TRY(em_check_cpu(self, "baddbmm") == 0 && em_check_cpu(b1, "baddbmm") == 0 &&
-           em_check_cpu(b2, "baddbmm") == 0);
     EmDType d = (EmDType)b1->dtype;
     if (d == EM_BOOL) EM_TRY(not_implemented("baddbmm", d) == 0);
     EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, d) == 0);
@@ -641,8 +715,6 @@ PyObject *em_impl_addbmm(EmCall *c) {
     EM_CHECK(b1->dtype == b2->dtype && self->dtype == b2->dtype, PyExc_RuntimeError,
              "mat1 and mat2 must have the same dtype, but got %s and %s",
              em_dtype_name((EmDType)b1->dtype), em_dtype_name((EmDType)b2->dtype));
-    EM_TRY(em_check_cpu(self, "addbmm") == 0 && em_check_cpu(b1, "addbmm") == 0 &&
-           em_check_cpu(b2, "addbmm") == 0);
     EmDType d = (EmDType)b1->dtype;
     if (d == EM_BOOL) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
     /* torch's addbmm_ resizes self to the result, as out= does */
@@ -691,7 +763,7 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
         EM_TRY(check_out_dtype(out, d) == 0);
         memcpy(shape, a->sizes, (da - 1) * sizeof(int64_t));
         if (db == 2) shape[da - 1] = b->sizes[1];
-        res = result_for(out, db == 2 ? da : da - 1, shape, d);
+        res = result_on(out, db == 2 ? da : da - 1, shape, d, a);
         EM_TRY(res);
         B = db == 1 ? em_unsqueeze(b, 1) : (EmTensor *)Py_NewRef(b);
         EM_TRY(B);
@@ -710,7 +782,7 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
         if (d == EM_BOOL && b->sizes[1] > 0 && a->sizes[0] > 0)
             EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
         EM_TRY(check_out_dtype(out, d) == 0);
-        res = result_for(out, 1, &b->sizes[1], d);
+        res = result_on(out, 1, &b->sizes[1], d, a);
         A = res ? em_unsqueeze(a, 0) : NULL;
         C = A ? em_unsqueeze(res, 0) : NULL;
         EM_TRY(C && gemm_batched(A, b, C, ONE, ZERO, false) == 0);
@@ -737,7 +809,7 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
         memcpy(shape, batch, nbd * sizeof(int64_t));
         if (da > 1) shape[nd++] = m;
         if (db > 1) shape[nd++] = n;
-        res = result_for(out, nd, shape, d);
+        res = result_on(out, nd, shape, d, a);
         EM_TRY(res);
         Py_SETREF(A, expand_batch(A, nbd, batch));
         EM_TRY(A);

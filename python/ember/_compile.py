@@ -11,15 +11,23 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     return model
 
 
-_float32_matmul_precision = ["highest"]
+_precision = ["highest"]  # as last set, while the core's TF32 flag still agrees with it
 
 
 def set_float32_matmul_precision(precision):
+    """'high' and 'medium' let float32 GPU matmuls use TF32 (as torch:
+    backends.cuda.matmul.allow_tf32 follows); 'highest' does not."""
+    from . import _C
     if precision not in ("highest", "high", "medium"):
         raise RuntimeError(f"Invalid float32 matmul precision {precision!r}: expected 'highest', 'high' "
                            "or 'medium'")
-    _float32_matmul_precision[0] = precision
+    _C._set_allow_tf32(precision != "highest")
+    _precision[0] = precision
 
 
 def get_float32_matmul_precision():
-    return _float32_matmul_precision[0]
+    from . import _C
+    tf32 = _C._get_allow_tf32()
+    if tf32 == (_precision[0] != "highest"):
+        return _precision[0]
+    return "high" if tf32 else "highest"
