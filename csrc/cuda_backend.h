@@ -145,6 +145,12 @@ typedef struct EmCudaBackend {
      * returns when queued. */
     bool (*has_elementwise)(const char *kernel, int compute_dtype);
     int (*elementwise)(int dev, const EmCudaElementwise *e);
+    /* Note [GPU random numbers] (csrc/cuda/philox.h): fill numel contiguous
+     * elements of dtype with draws of `kind` (EM_RANDOM_*) from the Philox
+     * stream (seed, offset); a, b: the distribution's parameters; from,
+     * range: integer draws. */
+    int (*random_fill)(int dev, int kind, int dtype, void *out, int64_t numel, uint64_t seed,
+                       uint64_t offset, double a, double b, int64_t from, uint64_t range);
 } EmCudaBackend;
 
 #define EM_CUDA_CAPSULE "ember._cuda._backend"

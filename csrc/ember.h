@@ -342,6 +342,9 @@ int em_copy_device_(EmTensor *dst, EmTensor *src, bool non_blocking);
 /* t on `device`: t itself (new reference) when already there, else a copy
  * with t's layout. */
 EmTensor *em_to_device(EmTensor *t, EmDevice device, bool non_blocking);
+/* Note [GPU random numbers]: the device generator's seed and the offset for
+ * the next launch (which this advances). */
+void em_cuda_generator_next(int dev, uint64_t *seed, uint64_t *offset);
 /* Note [fake CUDA] (core/cuda_fake.c): the test double. */
 const EmCudaBackend *em_cuda_fake_backend(void);
 int em_init_cuda(PyObject *m);

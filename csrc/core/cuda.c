@@ -123,8 +123,11 @@ void *em_cuda_alloc(int dev, size_t nbytes) {
     return p;
 }
 
+static const EmCudaBackend *retired; /* the fake, switched off while its storages lived */
+
 void em_cuda_free(int dev, void *p, size_t nbytes) {
-    em_cuda->free(dev, p, nbytes, em_cuda->current_stream(dev));
+    const EmCudaBackend *b = em_cuda ? em_cuda : retired;
+    b->free(dev, p, nbytes, b->current_stream(dev));
     live_cuda_storages--;
 }
 
@@ -440,12 +443,13 @@ static PyObject *py_event_op(PyObject *m, PyObject *args) {
 static PyObject *py_use_fake(PyObject *m, PyObject *on) {
     int want = PyObject_IsTrue(on);
     if (want < 0) return NULL;
-    if (live_cuda_storages > 0) {
+    if (live_cuda_storages > 0 && (want || !em_cuda || strcmp(em_cuda->name, "fake"))) {
         PyErr_Format(PyExc_RuntimeError,
                      "cannot switch the CUDA backend while %lld CUDA storages are alive",
                      (long long)live_cuda_storages);
         return NULL;
     }
+    if (!want && live_cuda_storages > 0) retired = em_cuda; /* it still frees what it made */
     if (want) {
         if (install(em_cuda_fake_backend()) < 0) return NULL;
         em_cuda_used = true;
@@ -456,6 +460,46 @@ static PyObject *py_use_fake(PyObject *m, PyObject *on) {
         Py_CLEAR(load_failure);
     }
     Py_RETURN_NONE;
+}
+
+/* Note [GPU random numbers]: each device's generator is a seed and the
+ * offset of its next launch (torch's Philox generator state). */
+#define EM_CUDA_DEFAULT_SEED 67280421310721ULL /* torch's default seed */
+static uint64_t gen_seed[128], gen_offset[128];
+static bool gen_seeded[128];
+
+void em_cuda_generator_next(int dev, uint64_t *seed, uint64_t *offset) {
+    if (!gen_seeded[dev]) {
+        gen_seed[dev] = EM_CUDA_DEFAULT_SEED;
+        gen_seeded[dev] = true;
+    }
+    *seed = gen_seed[dev];
+    *offset = gen_offset[dev]++;
+}
+
+/* _C._cuda_generator(device[, seed[, offset]]): (seed, offset); with seed,
+ * reseed first (offset 0 unless given: set_rng_state) */
+static PyObject *py_generator(PyObject *m, PyObject *args) {
+    PyObject *d, *seed = NULL;
+    unsigned long long offset = 0;
+    int dev;
+    if (!PyArg_ParseTuple(args, "O|OK", &d, &seed, &offset) || device_arg(d, &dev) < 0) return NULL;
+    if (seed) {
+        /* torch keeps seeds in [-2**63, 2**64) as uint64 */
+        PyObject *mask = PyLong_FromUnsignedLongLong(0xFFFFFFFFFFFFFFFFULL);
+        PyObject *v = mask ? PyNumber_And(seed, mask) : NULL;
+        Py_XDECREF(mask);
+        if (!v) return NULL;
+        gen_seed[dev] = PyLong_AsUnsignedLongLong(v);
+        Py_DECREF(v);
+        if (PyErr_Occurred()) return NULL;
+        gen_offset[dev] = offset;
+        gen_seeded[dev] = true;
+    } else if (!gen_seeded[dev]) {
+        gen_seed[dev] = EM_CUDA_DEFAULT_SEED;
+        gen_seeded[dev] = true;
+    }
+    return Py_BuildValue("(KK)", (unsigned long long)gen_seed[dev], (unsigned long long)gen_offset[dev]);
 }
 
 static PyObject *py_set_allow_tf32(PyObject *m, PyObject *on) {
@@ -487,6 +531,7 @@ static PyMethodDef cuda_methods[] = {
     {"_cuda_use_fake_backend", py_use_fake, METH_O, NULL},
     {"_cuda_live_storages", py_live_storages, METH_NOARGS, NULL},
     {"_set_allow_tf32", py_set_allow_tf32, METH_O, NULL},
+    {"_cuda_generator", py_generator, METH_VARARGS, NULL},
     {"_get_allow_tf32", py_get_allow_tf32, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

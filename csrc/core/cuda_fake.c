@@ -17,6 +17,7 @@
  * own entry points remove the tag before touching the bytes. */
 #include "../ember.h"
 #include "../cpu/blas.h"
+#include "../cuda/philox.h"
 #include <time.h>
 
 #define FAKE_DEVICES 2
@@ -211,6 +212,24 @@ static int fake_gemm(int dev, int dtype, bool ta, bool tb, int64_t m, int64_t n,
     return 0;
 }
 
+/* Note [GPU random numbers]: the same Philox stream the GPU kernels draw. */
+static int fake_random_fill(int dev, int kind, int dtype, void *out, int64_t numel, uint64_t seed,
+                            uint64_t offset, double a, double b, int64_t from, uint64_t range) {
+    char *p = untag(out);
+    int per = em_philox_per_block(kind, dtype, range), isz = em_itemsize(dtype);
+    for (int64_t j = 0; j * per < numel; j++) {
+        EmPhilox4 w = em_philox_block(seed, offset, (uint64_t)j);
+        for (int i = 0; i < per && j * per + i < numel; i++) {
+            int64_t iv = 0;
+            double v = em_philox_value(w, i, kind, dtype, a, b, range, from, &iv);
+            EmScalar s = em_is_float(dtype) ? (EmScalar){'f', {.f = v}}
+                         : (EmScalar){'i', {.i = kind == EM_RANDOM_INTEGER ? iv : (int64_t)v}};
+            em_scalar_store(s, (EmDType)dtype, p + (j * per + i) * isz);
+        }
+    }
+    return 0;
+}
+
 static const EmCudaBackend fake = {
     .abi = EM_CUDA_ABI,
     .name = "fake",
@@ -245,6 +264,7 @@ static const EmCudaBackend fake = {
     .gemm = fake_gemm,
     .has_elementwise = fake_has_elementwise,
     .elementwise = fake_elementwise,
+    .random_fill = fake_random_fill,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {

@@ -50,7 +50,9 @@ int em_device_dispatch_init(void) {
         "_to_copy", "_to_device", "type_as", NULL};
     /* ops whose impls handle GPU tensors (Note [GPU gemm] in ops/linalg.c),
      * falling back where a path has no GPU kernel */
-    static const char *native[] = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", NULL};
+    static const char *native[] = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul",
+                                   /* Note [GPU random numbers] */
+                                   "uniform_", "normal_", "bernoulli_", "random_", "exponential_", NULL};
     static const char *writers[] = {"_native_batch_norm", NULL};
     static const char *index_ops[] = {"_index", "index_put", "index_put_", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
@@ -71,6 +73,15 @@ int em_device_dispatch_init(void) {
         if (n > 1 && name[n - 1] == '_' && name[n - 2] != '_') writes_args[id] = true;
     }
     return 0;
+}
+
+/* Factories that build on the GPU themselves (em_factory_out allocates on
+ * device=, then em_fill_ or a random fill), falling back like the ops. */
+static bool native_factory(const EmOpDef *def) {
+    static const char *names[] = {"zeros", "ones", "full", "empty", "rand", "randn", "randint", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(def->name, names[i])) return true;
+    return false;
 }
 
 /* The op's row in the table, or -1 for functions outside it (factories). */
@@ -348,7 +359,7 @@ PyObject *em_device_dispatch(EmCall *c) {
         return device_error(&s), NULL;
     if (em_cuda_resolve(&s.device) < 0) return NULL;
     if (as_is) return c->def->impl(c);
-    if (id >= 0 && how_to_run[id] == RUN_NATIVE_OR_FALLBACK) {
+    if ((id >= 0 && how_to_run[id] == RUN_NATIVE_OR_FALLBACK) || (id < 0 && native_factory(c->def))) {
         PyObject *r = c->def->impl(c);
         if (r || !PyErr_ExceptionMatches(EmNoCudaKernel)) return r;
         PyErr_Clear();

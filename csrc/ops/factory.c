@@ -29,7 +29,12 @@ int em_factory_opts(EmCall *c, EmFactoryOpts *o) {
 }
 
 EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtype) {
-    if (!c->out) return em_empty(ndim, shape, dtype, em_cpu());
+    if (!c->out) { /* on device= (the dispatcher runs only some factories natively on a GPU) */
+        PyObject *dev = em_arg_named(c, "device");
+        EmDevice d = em_cpu();
+        if (dev && dev != Py_None && (em_device_from_py(dev, &d) < 0 || em_cuda_resolve(&d) < 0)) return NULL;
+        return em_empty(ndim, shape, dtype, d.type == EM_CUDA ? d : em_cpu());
+    }
     if (c->out->dtype != dtype) {
         PyErr_Format(PyExc_RuntimeError, "dtype %s does not match dtype of out parameter (%s)",
                      em_dtype_name(dtype), em_dtype_name((EmDType)c->out->dtype));

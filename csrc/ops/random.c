@@ -5,6 +5,7 @@
  * torch's 16-wide Box-Muller for large contiguous normals) so seeded
  * programs see torch's numbers. */
 #include "../ember.h"
+#include "../cuda/philox.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -21,8 +22,9 @@ static int uniform_digits(EmDType d) {
 /* Run fill(buf, n) on t's elements in logical order: directly when t is
  * contiguous, else through a contiguous temporary and copy_. */
 typedef int (*FillFn)(EmTensor *dst, void *ctx);
+static int gpu_fill(EmTensor *t, FillFn fn, void *ctx);
 static int fill_logical(EmTensor *t, FillFn fn, void *ctx) {
-    if (em_check_cpu(t, "random") < 0) return -1;
+    if (!em_is_cpu(t)) return gpu_fill(t, fn, ctx);
     if (em_is_contiguous(t)) return fn(t, ctx);
     EmTensor *tmp = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_cpu());
     if (!tmp) return -1;
@@ -313,6 +315,49 @@ static int do_exponential(EmTensor *t, void *vctx) {
     Range *r = vctx;
     for (int64_t i = 0; i < t->numel; i++) store_f(t, i, -log1p(-em_rng_uniform_d(r->g)) / r->a);
     return 0;
+}
+
+/* ------------------------------------ Note [GPU random numbers] */
+
+/* The same fills on a GPU tensor, drawn by the backend from the device's
+ * Philox generator. An explicit (host) generator, per-element bernoulli
+ * probabilities or a backend without random_fill take the CPU fallback. */
+static int gpu_fill(EmTensor *t, FillFn fn, void *ctx) {
+    int kind;
+    double a = 0, b = 0;
+    int64_t from = 0;
+    uint64_t range = 0;
+    EmGenerator *g;
+    if (fn == do_uniform || fn == do_normal || fn == do_exponential) {
+        Range *r = ctx;
+        g = r->g, a = r->a, b = r->b;
+        kind = fn == do_uniform ? EM_RANDOM_UNIFORM : fn == do_normal ? EM_RANDOM_NORMAL : EM_RANDOM_EXPONENTIAL;
+    } else if (fn == do_bernoulli && !((Bern *)ctx)->probs) {
+        g = ((Bern *)ctx)->g, a = ((Bern *)ctx)->p;
+        kind = EM_RANDOM_BERNOULLI;
+    } else if (fn == do_random) {
+        IntRange *r = ctx;
+        g = r->g, from = r->from, range = r->range;
+        kind = EM_RANDOM_INTEGER;
+    } else {
+        g = NULL, kind = -1;
+    }
+    if (kind < 0 || g != em_default_generator() || !em_cuda->random_fill) { /* g: explicit, a host one */
+        PyErr_SetString(EmNoCudaKernel, "no GPU kernel for this random fill");
+        return -1;
+    }
+    EmTensor *dst = em_is_contiguous(t) ? (EmTensor *)Py_NewRef(t)
+                                        : em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t));
+    if (!dst) return -1;
+    int dev = em_device(t).index, r = 0;
+    uint64_t seed, offset;
+    em_cuda_generator_next(dev, &seed, &offset);
+    if (dst->numel && em_cuda->random_fill(dev, kind, dst->dtype, em_data(dst), dst->numel, seed, offset, a, b,
+                                           from, range) < 0)
+        r = em_cuda_error("random");
+    if (r == 0 && dst != t) r = em_copy_(t, (PyObject *)dst);
+    Py_DECREF(dst);
+    return r;
 }
 
 /* --------------------------------------------------------- op impls */

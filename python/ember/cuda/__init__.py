@@ -12,7 +12,8 @@ from .. import _C
 __all__ = [
     "is_available", "device_count", "current_device", "set_device", "device", "device_of",
     "synchronize", "get_device_name", "get_device_capability", "get_device_properties",
-    "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "memory_allocated",
+    "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
+    "set_rng_state", "memory_allocated",
     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
     "reset_peak_memory_stats", "reset_max_memory_allocated", "empty_cache", "is_bf16_supported",
     "is_initialized", "init", "Stream", "Event", "current_stream", "default_stream", "stream",
@@ -127,28 +128,49 @@ def is_bf16_supported(including_emulation=True):
 
 
 # -- random numbers ---------------------------------------------------------------------
-# GPU tensors' random numbers are drawn by the CPU generator and copied over
-# for now (Note [CUDA fallback]), so seeding the CPU generator seeds them.
+# Note [GPU random numbers]: each GPU has a Philox generator (a seed and the
+# offset of its next launch); ember.manual_seed seeds these too, as torch's does.
 
 def manual_seed(seed):
-    from .. import random
-    random.manual_seed(seed)
+    """Seed the current GPU's generator (a no-op without a GPU, as torch)."""
+    if is_available():
+        _C._cuda_generator(current_device(), int(seed))
 
 
-manual_seed_all = manual_seed
+def manual_seed_all(seed):
+    for i in range(device_count()):
+        _C._cuda_generator(i, int(seed))
 
 
 def seed():
-    from .. import random
-    random.seed()
+    import random as _random
+    manual_seed(_random.getrandbits(63))
 
 
-seed_all = seed
+def seed_all():
+    import random as _random
+    manual_seed_all(_random.getrandbits(63))
 
 
 def initial_seed():
-    from .. import random
-    return random.initial_seed()
+    return _C._cuda_generator(current_device())[0]
+
+
+def get_rng_state(device="cuda"):
+    """The generator's (seed, offset) as 16 uint8 values, as a CPU tensor."""
+    import struct
+    s, off = _C._cuda_generator(_index(device))
+    return _C.tensor(list(struct.pack("<QQ", s, off)), dtype=_C._dtypes["uint8"])
+
+
+def set_rng_state(new_state, device="cuda"):
+    import struct
+    raw = bytes(new_state.tolist())
+    if len(raw) != 16:
+        raise RuntimeError(f"set_rng_state: expected a state of 16 bytes, got {len(raw)}")
+    s, off = struct.unpack("<QQ", raw)
+    index = _index(device)
+    _C._cuda_generator(index, s, off)
 
 
 # -- memory -----------------------------------------------------------------------------
