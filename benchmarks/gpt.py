@@ -50,7 +50,7 @@ def make_gpt(m, vocab=65, block=64, n_layer=4, n_embd=256, n_head=4):
                     nn.init.normal_(p, std=0.02 / (math.sqrt(2 * n_layer) if name.endswith("proj.weight") else 1))
 
         def forward(self, idx, targets):
-            x = self.tok(idx) + self.pos(m.arange(idx.shape[1]))
+            x = self.tok(idx) + self.pos(m.arange(idx.shape[1], device=idx.device))
             for b in self.blocks:
                 x = b(x)
             logits = self.head(self.ln_f(x))

@@ -585,8 +585,11 @@ def _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scal
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     scores = (query @ key.transpose(-2, -1)) * scale
     keep = None
-    if is_causal:
-        keep = _C.ones((L, S), dtype=_bool()).tril()
+    if is_causal:  # keep[i, j] = j <= i, built on the queries' device
+        keep = _C.arange(L, device=query.device).unsqueeze(1) >= _C.arange(S, device=query.device)
+        if S > 0:  # every row keeps its first key: plain softmax
+            attn = _C.softmax(_C.where(keep, scores, float("-inf")), -1)
+            return (dropout(attn, dropout_p) if dropout_p > 0.0 else attn) @ value
     elif attn_mask is not None:
         if attn_mask.dtype == _bool():
             keep = attn_mask
