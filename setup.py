@@ -2,9 +2,11 @@
 
 OpenBLAS for matrix multiply comes from the scipy-openblas32 wheel (a build
 requirement), else from a system OpenBLAS found with pkg-config, else the
-build goes on with ember's own loops and says so. CUDA (ember._cuda) is a
-separate extension added by the CUDA work; nvcc being present or not does
-not affect this build.
+build goes on with ember's own loops and says so.
+
+ember._cuda, the CUDA backend (csrc/cuda), is a second extension built when
+nvcc is found (see "CUDA" below); ember._C never links CUDA, so a machine
+without nvcc builds and imports ember exactly as before.
 """
 import glob
 import os
@@ -15,6 +17,7 @@ import tempfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from distutils.errors import CCompilerError
 
 
 def warn(msg):
@@ -74,6 +77,8 @@ class BuildExt(build_ext):
         if not omp:
             warn("the C compiler has no OpenMP; ember runs single-threaded")
         for ext in self.extensions:
+            if ext.name == "ember._cuda":
+                continue  # its flags are set in cuda_extension()
             ext.define_macros += macros
             ext.include_dirs += [numpy.get_include(), "csrc", *incs]
             ext.library_dirs += libdirs
@@ -82,12 +87,10 @@ class BuildExt(build_ext):
                                        "-Wall", "-Wno-unused-function",
                                        "-Wno-missing-field-initializers", *omp]
             ext.extra_link_args += links + omp
-        super().build_extensions()
-
-    def build_extension(self, ext):
         # Rebuild only the objects whose source or headers changed (gcc -MMD
         # writes each object's header list next to it): a one-file change in
         # a development checkout then recompiles one file, not all of them.
+        # (Patched once here: the extensions build in parallel threads.)
         compile_all = self.compiler.compile
 
         def compile_stale(sources, output_dir=None, extra_postargs=None, **kw):
@@ -99,9 +102,22 @@ class BuildExt(build_ext):
             return objects
         self.compiler.compile = compile_stale
         try:
-            super().build_extension(ext)
+            super().build_extensions()
         finally:
             self.compiler.compile = compile_all
+
+    def build_extension(self, ext):
+        if ext.name != "ember._cuda":
+            return super().build_extension(ext)
+        try:
+            ext.extra_objects = compile_cuda_sources(self.build_temp, self.force)
+            ext.depends = ext.depends + ext.extra_objects  # a fresh kernel object relinks
+            super().build_extension(ext)
+        except (subprocess.CalledProcessError, CCompilerError) as e:
+            if os.environ.get("EMBER_CUDA", "").strip().lower() in ("1", "on", "yes", "true"):
+                raise
+            warn(f"ember._cuda failed to build ({e}); ember is built without CUDA "
+                 "(EMBER_CUDA=1 makes this an error)")
 
 
 def out_of_date(obj):
@@ -115,10 +131,101 @@ def out_of_date(obj):
     return any(not os.path.exists(n) or os.path.getmtime(n) > built for n in names)
 
 
-sources = sorted(glob.glob("csrc/**/*.c", recursive=True))
+# ------------------------------------------------------------------ CUDA
+# ember._cuda: .cu files go through nvcc, the host C++ (.cpp) through the
+# normal compiler. cudart is linked statically (libcudart_static.a): the
+# module then needs no libcudart.so of the toolkit's version at run time,
+# only the driver, and imports cleanly (device_count() 0) where there is
+# none. cuBLAS / cuBLASLt have no static form here and are linked
+# dynamically, found through an rpath to the toolkit found at build time and
+# to pip's nvidia-cublas wheel next to ember in site-packages.
+# EMBER_CUDA=0 skips the extension, EMBER_CUDA=1 makes a missing nvcc an
+# error; EMBER_CUDA_ARCH="80;90" lists the GPUs to build machine code for
+# (sm_XX each), plus PTX of the newest for GPUs that came later.
+
+
+def find_cuda():
+    """The CUDA toolkit's root, or None (then ember._cuda is not built)."""
+    want = os.environ.get("EMBER_CUDA", "").strip().lower()
+    if want in ("0", "off", "no", "false"):
+        return None
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc_on_path = shutil.which("nvcc")
+    if nvcc_on_path:
+        roots.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc_on_path))))
+    roots.append("/usr/local/cuda")
+    for root in filter(None, roots):
+        if os.path.exists(os.path.join(root, "bin", "nvcc")):
+            return root
+    if want in ("1", "on", "yes", "true"):
+        sys.exit("ember setup: EMBER_CUDA=1 but nvcc was not found "
+                 "(set CUDA_HOME, or put nvcc on PATH)")
+    return None
+
+
+def cuda_archs():
+    """EMBER_CUDA_ARCH ("80;90", "8.0,9.0a", "sm_90") as ["80", "90"]."""
+    archs = [a.strip().replace(".", "").replace("sm_", "")
+             for a in os.environ.get("EMBER_CUDA_ARCH", "80;90").replace(",", ";").split(";")]
+    return [a for a in archs if a]
+
+
+def cuda_arch_flags():
+    archs = cuda_archs()
+    flags = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
+    newest = max(archs, key=lambda a: int("".join(c for c in a if c.isdigit())))
+    return flags + [f"-gencode=arch=compute_{newest},code=compute_{newest}"]
+
+
+def cuda_extension(root):
+    lib = os.path.join(root, "lib64")
+    return Extension(
+        "ember._cuda",
+        sources=sorted(glob.glob("csrc/cuda/*.cpp")),
+        # the .cu files too: a changed kernel must relink the module
+        depends=glob.glob("csrc/cuda/*.h") + glob.glob("csrc/cuda/*.cu") + ["csrc/cuda_backend.h"],
+        include_dirs=[os.path.join(root, "include")],
+        library_dirs=[lib],
+        libraries=["cudart_static", "cublas", "cublasLt", "dl", "rt", "pthread"],
+        extra_compile_args=["-std=c++17", "-O3", "-fvisibility=hidden", "-Wall"],
+        runtime_library_dirs=[lib],
+        extra_link_args=["-Wl,-rpath,$ORIGIN/../nvidia/cublas/lib",
+                         "-Wl,-rpath,$ORIGIN/../nvidia/cu13/lib",
+                         # PyInit__cuda is the one exported symbol (static cudart's too are hidden)
+                         "-Wl,--version-script=" + os.path.abspath("csrc/cuda/exports.map")],
+        language="c++",
+    )
+
+
+def compile_cuda_sources(build_temp, force):
+    """nvcc-compile csrc/cuda/*.cu into build_temp when stale; their objects."""
+    nvcc = os.path.join(CUDA_ROOT, "bin", "nvcc")
+    objects = []
+    for src in sorted(glob.glob("csrc/cuda/*.cu")):
+        # objects per architecture list, so changing EMBER_CUDA_ARCH recompiles
+        obj = os.path.join(build_temp, "sm_" + "_".join(cuda_archs()),
+                           os.path.splitext(src)[0] + ".o")
+        objects.append(obj)
+        if not force and not out_of_date(obj):
+            continue
+        os.makedirs(os.path.dirname(obj), exist_ok=True)
+        cmd = [nvcc, "-O3", "-std=c++17", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC",
+               "-Xcompiler", "-fvisibility=hidden", "-Icsrc", *cuda_arch_flags(), "--threads", "0",
+               "-MD", "-MF", os.path.splitext(obj)[0] + ".d", "-c", src, "-o", obj]
+        print(" ".join(cmd))
+        subprocess.run(cmd, check=True)
+    return objects
+
+
+CUDA_ROOT = find_cuda()
+sources = sorted(s for s in glob.glob("csrc/**/*.c", recursive=True)
+                 if not s.startswith(os.path.join("csrc", "cuda", "")))
+extensions = [Extension("ember._C", sources=sources,
+                        depends=glob.glob("csrc/**/*.h", recursive=True) +
+                        glob.glob("csrc/**/*.def", recursive=True))]
+if CUDA_ROOT:
+    extensions.append(cuda_extension(CUDA_ROOT))
 setup(
-    ext_modules=[Extension("ember._C", sources=sources,
-                           depends=glob.glob("csrc/**/*.h", recursive=True) +
-                           glob.glob("csrc/**/*.def", recursive=True))],
+    ext_modules=extensions,
     cmdclass={"build_ext": BuildExt},
 )

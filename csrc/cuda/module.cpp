@@ -1,0 +1,71 @@
+/* module.cpp — ember._cuda: the real CUDA backend (Note [CUDA backend] in
+ * csrc/cuda_backend.h). The module holds one thing, the capsule
+ * `_backend` with the EmCudaBackend table the core takes at its first CUDA
+ * request. Importing it calls nothing in CUDA, so it imports on a machine
+ * with no GPU or driver, where device_count() is 0.
+ *
+ * Files: error.cpp (messages), device.cpp (devices, streams, events),
+ * allocator.cpp (caching allocator, pinned memory), memcpy.cpp (copies),
+ * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "runtime.h"
+
+static const EmCudaBackend backend = {
+    EM_CUDA_ABI,
+    "cuda",
+    emc_last_error,
+    emc_device_count,
+    emc_current_device,
+    emc_set_device,
+    emc_device_props,
+    emc_synchronize,
+    emc_alloc,
+    emc_free,
+    emc_memory_stats,
+    emc_reset_peak_stats,
+    emc_empty_cache,
+    emc_host_alloc,
+    emc_host_free,
+    emc_memcpy,
+    emc_stream_create,
+    emc_stream_destroy,
+    emc_stream_synchronize,
+    emc_stream_query,
+    emc_current_stream,
+    emc_set_current_stream,
+    emc_stream_wait_event,
+    emc_event_create,
+    emc_event_destroy,
+    emc_event_record,
+    emc_event_synchronize,
+    emc_event_query,
+    emc_event_elapsed_ms,
+    emc_copy_strided,
+    emc_gemm,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "ember._cuda",
+    "ember's CUDA backend: the EmCudaBackend table in the capsule _backend (see "
+    "csrc/cuda_backend.h). Loaded by ember's core at the first CUDA request.",
+    -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__cuda(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    PyObject *cap = PyCapsule_New((void *)&backend, EM_CUDA_CAPSULE, NULL);
+    if (!cap || PyModule_AddObject(m, "_backend", cap) < 0) {
+        Py_XDECREF(cap);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* build facts for tests and bug reports: constants, no CUDA call */
+    if (PyModule_AddIntConstant(m, "cuda_runtime_version", CUDART_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,93 @@
+/* runtime.h — what the files of ember._cuda share: the error buffer, the
+ * device guard, and each file's entries of the EmCudaBackend table
+ * (csrc/cuda_backend.h). Included by host C++ (g++) and by .cu (nvcc).
+ * Nothing here is exported: the module's one public symbol is PyInit__cuda
+ * (a linker version script hides the rest, static cudart included). */
+#ifndef EMBER_CUDA_RUNTIME_H
+#define EMBER_CUDA_RUNTIME_H
+
+#include <cuda_runtime_api.h>
+
+#include "../cuda_backend.h"
+
+/* EmDType codes (csrc/ember.h): the order the dtype tables here rely on. */
+enum {
+    DT_BOOL, DT_UINT8, DT_INT8, DT_INT16, DT_INT32, DT_INT64,
+    DT_FLOAT16, DT_BFLOAT16, DT_FLOAT32, DT_FLOAT64, DT_COUNT
+};
+
+/* The most devices a process handles (per-device tables are this long). */
+#define EMC_MAX_DEVICES 64
+
+/* ---- errors (error.cpp): a thread-local message buffer, never an abort */
+const char *emc_last_error(void);
+int emc_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* -1 */
+/* -1 with "what: <cudaGetErrorString>" when err != cudaSuccess; 0 otherwise.
+ * Clears the error so a later, unrelated call does not see it. */
+int emc_check(cudaError_t err, const char *what);
+#define EMC_CHECK(call) emc_check((call), #call)
+
+/* ---- devices (device.cpp) */
+int emc_device_count(void);
+int emc_valid_device(int dev); /* 0, or -1 with a message */
+int emc_multiprocessors(int dev); /* cached; >= 1 */
+
+/* Makes `dev` current for a scope and restores the previous device: every
+ * entry that takes a device works on that one, whatever the caller's is. */
+struct EmcDeviceGuard {
+    int prev = -1, ok = 0;
+    explicit EmcDeviceGuard(int dev) {
+        if (emc_valid_device(dev) < 0) return;
+        if (emc_check(cudaGetDevice(&prev), "cudaGetDevice") < 0) return;
+        if (prev != dev && emc_check(cudaSetDevice(dev), "cudaSetDevice") < 0) return;
+        ok = 1;
+    }
+    ~EmcDeviceGuard() {
+        int now;
+        if (ok && cudaGetDevice(&now) == cudaSuccess && now != prev) cudaSetDevice(prev);
+    }
+    EmcDeviceGuard(const EmcDeviceGuard &) = delete;
+    EmcDeviceGuard &operator=(const EmcDeviceGuard &) = delete;
+};
+
+/* Table entries, grouped by the file that defines them. */
+int emc_current_device(void);
+int emc_set_device(int dev);
+int emc_device_props(int dev, EmCudaDeviceProps *out);
+int emc_synchronize(int dev);
+
+int emc_stream_create(int dev, int priority, EmCudaStream *out);
+void emc_stream_destroy(int dev, EmCudaStream s);
+int emc_stream_synchronize(int dev, EmCudaStream s);
+int emc_stream_query(int dev, EmCudaStream s);
+EmCudaStream emc_current_stream(int dev);
+int emc_set_current_stream(int dev, EmCudaStream s);
+int emc_stream_wait_event(int dev, EmCudaStream s, EmCudaEvent e);
+int emc_event_create(int dev, bool enable_timing, EmCudaEvent *out);
+void emc_event_destroy(int dev, EmCudaEvent e);
+int emc_event_record(int dev, EmCudaEvent e, EmCudaStream s);
+int emc_event_synchronize(int dev, EmCudaEvent e);
+int emc_event_query(int dev, EmCudaEvent e);
+int emc_event_elapsed_ms(int dev, EmCudaEvent start, EmCudaEvent end, float *ms);
+
+void *emc_alloc(int dev, size_t nbytes, EmCudaStream stream);
+void emc_free(int dev, void *ptr, size_t nbytes, EmCudaStream stream);
+void emc_memory_stats(int dev, EmCudaMemoryStats *out);
+void emc_reset_peak_stats(int dev);
+int emc_empty_cache(void);
+void *emc_host_alloc(size_t nbytes);
+void emc_host_free(void *ptr);
+
+int emc_memcpy(void *dst, int dst_dev, const void *src, int src_dev, size_t nbytes,
+               bool non_blocking);
+
+int emc_copy_strided(int dev, int ndim, const int64_t *sizes, void *dst, int dst_dtype,
+                     const int64_t *dst_strides, const void *src, int src_dtype,
+                     const int64_t *src_strides);
+
+int emc_gemm(int dev, int dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+             double alpha, const void *a, int64_t lda, int64_t stride_a, const void *b,
+             int64_t ldb, int64_t stride_b, double beta, void *c, int64_t ldc, int64_t stride_c,
+             int64_t batch, bool allow_tf32);
+
+#endif
