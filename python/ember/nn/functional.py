@@ -586,7 +586,7 @@ def _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scal
     scores = (query @ key.transpose(-2, -1)) * scale
     keep = None
     if is_causal:
-        keep = _C.ones((L, S), dtype=_bool()).tril()
+        keep = _C.ones((L, S), dtype=_bool(), device=query.device).tril()
     elif attn_mask is not None:
         if attn_mask.dtype == _bool():
             keep = attn_mask
