@@ -108,6 +108,14 @@ def picks(op, dtype):
     return out
 
 
+def named_device(s):
+    """The device a sample names (_to_device(x, 'cpu', ...)): its results go there."""
+    for a in list(s.args) + list(s.kwargs.values()):
+        if isinstance(a, str) and a.split(":")[0] in ("cpu", "cuda"):
+            return ember.device(a)
+    return None
+
+
 def variant_of(op, s):
     return "F" if "F" in op.variants and s.desc != "varargs" else "M"
 
@@ -128,7 +136,7 @@ def run_sample(op, s, layout):
             call(D, op, variant, dargs, dkw)
         return
     dev = call(D, op, variant, dargs, dkw)
-    same(dev, cpu, op)
+    same(dev, cpu, op, device=named_device(s) or DEV0)
     if op.kind == "fill":
         assert dev is dargs[0], f"{op.name} must return self"
     if op.kind == "view" and isinstance(cargs[0], ember.Tensor):
