@@ -223,8 +223,10 @@ def out_case(op, s, layout):
         out = ember.empty(shape[::-1], dtype=cpu.dtype, device="cuda").t()
     else:
         out = ember.empty(0, dtype=cpu.dtype, device="cuda")
+    before = out._version
     res = call(D, op, "O", dargs, dkw, out=out)
     assert res is out, "out= must return the out tensor"
+    assert out._version > before, "the version counter did not move"
     same(out, cpu, op)
 
 

@@ -333,6 +333,41 @@ def test_random_factories_on_cuda():
     np.testing.assert_array_equal(host(ember.randn(10, device="cuda")), a)  # seeding repeats the draw
 
 
+PYTHON_LEVEL = {  # functions written in Python over the op table (they make tensors of their own)
+    "isin": lambda L, x, i: L.isin(i, L.tensor([1, 2], device=i.device)),
+    "isin-scalar": lambda L, x, i: L.isin(i, 1),
+    "diag_embed": lambda L, x, i: L.diag_embed(x, offset=1),
+    "diag_embed-neg": lambda L, x, i: L.diag_embed(x, offset=-2),
+    "block_diag": lambda L, x, i: L.block_diag(x, x[0], x[0, 0]),
+    "vander": lambda L, x, i: L.vander(x[0], 3),
+    "bincount": lambda L, x, i: L.bincount(i),
+    "bincount-weights": lambda L, x, i: L.bincount(i, weights=x[0, :3], minlength=5),
+    "histc": lambda L, x, i: L.histc(x, bins=4, min=-2, max=2),
+    "cartesian_prod": lambda L, x, i: L.cartesian_prod(x[0], x[1]),
+    "combinations": lambda L, x, i: L.combinations(x[0], 2),
+    "pad_sequence": lambda L, x, i: L.nn.utils.rnn.pad_sequence([x[0], x[1, :2]], batch_first=True),
+    "sdpa-causal": lambda L, x, i: L.nn.functional.scaled_dot_product_attention(*(x.view(1, 1, 3, 4),) * 3,
+                                                                                  is_causal=True),
+    "cross_entropy": lambda L, x, i: L.nn.functional.cross_entropy(x, i, label_smoothing=0.1),
+    "one_hot": lambda L, x, i: L.nn.functional.one_hot(i, 4),
+    "normalize": lambda L, x, i: L.nn.functional.normalize(x),
+    "cdist": lambda L, x, i: L.cdist(x, x),
+    "einsum": lambda L, x, i: L.einsum("ij,kj->ik", x, x),
+    "unique": lambda L, x, i: L.unique(i, return_counts=True),
+}
+
+
+@pytest.mark.parametrize("name", list(PYTHON_LEVEL))
+def test_python_level_functions(name):
+    """Functions written in Python make their helper tensors on their inputs' device."""
+    x = ember.from_numpy(np.linspace(-1.5, 1.5, 12).reshape(3, 4).astype(np.float32))
+    i = ember.tensor([0, 2, 1])
+    cpu, dev = PYTHON_LEVEL[name](ember, x, i), PYTHON_LEVEL[name](ember, x.cuda(), i.cuda())
+    for c, d in zip(cpu if isinstance(cpu, tuple) else (cpu,), dev if isinstance(dev, tuple) else (dev,)):
+        assert d.device == DEV0 and d.dtype == c.dtype and d.shape == c.shape
+        np.testing.assert_allclose(host(d), c.numpy(), rtol=1e-6, atol=1e-6)
+
+
 # ---------------------------------------------------------------------------
 # autograd across devices
 def test_gradient_comes_back_to_the_cpu_leaf():
