@@ -73,14 +73,16 @@ class OnDevice:
     copies to it, factories get device= (unless the caller gives one). Test
     code written as `L.op(...)` for a library L runs on the device with it."""
 
-    def __init__(self, device):
+    def __init__(self, device, keep_integers_on_cpu=False):
         self.device = device
+        self.keep_integers_on_cpu = keep_integers_on_cpu  # index-like arrays stay host tensors
 
     def __getattr__(self, name):
         value = getattr(ember, name)
         if name == "from_numpy":
-            return lambda a: ember.from_numpy(a).to(self.device)
-        if name in FACTORIES and callable(value):
+            return lambda a: ember.from_numpy(a) if self.keep_integers_on_cpu and a.dtype.kind in "iub" \
+                else ember.from_numpy(a).to(self.device)
+        if name in FACTORIES and callable(value) and not (self.keep_integers_on_cpu and name == "tensor"):
             @functools.wraps(value)
             def on_device(*args, **kwargs):
                 if kwargs.get("device") is None and kwargs.get("out") is None:
