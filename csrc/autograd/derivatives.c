@@ -472,7 +472,7 @@ static int bw_as_strided(EmNode *n, EmTensor **go, EmTensor **gi) {
     EmTensor *buf = NULL, *zin = NULL;
     if (x) {
         int64_t count = x->storage->nbytes / em_itemsize(x->dtype);
-        buf = em_zeros(1, &count, (EmDType)go[0]->dtype, em_cpu());
+        buf = em_zeros(1, &count, (EmDType)go[0]->dtype, em_device(go[0]));
         zin = buf ? em_view_of(buf, x->ndim, x->sizes, x->strides, x->offset) : NULL;
         keep(S, (PyObject *)buf);
         keep(S, (PyObject *)zin);

@@ -431,6 +431,7 @@ static int bw_index(EmNode *n, EmTensor **go, EmTensor **gi) {
     if (keep(S, (PyObject *)pos)) {
         int64_t *p = (int64_t *)em_data(pos);
         for (int64_t i = 0; i < count; i++) p[i] = i;
+        pos = (EmTensor *)keep(S, (PyObject *)em_to_device(pos, em_device(go[0]), false)); /* written on the host */
     }
     PyObject *at = index_again(S, OP2(reshape, (PyObject *)pos, IN_SIZE(0)), key);
     PyObject *flatz = OP2(new_zeros, g, keep(S, Py_BuildValue("(L)", (long long)count)));

@@ -201,6 +201,7 @@ static int bw_trace(EmNode *n, EmTensor **go, EmTensor **gi) {
         EmScalar one = {'i', {1}};
         for (int64_t i = 0; i < rows && i < cols; i++)
             em_scalar_store(one, (EmDType)eye->dtype, em_data(eye) + (i * cols + i) * em_itemsize(eye->dtype));
+        Py_SETREF(eye, em_to_device(eye, em_device(go[0]), false)); /* written on the host */
     }
     SET(0, MUL(G(0), keep(S, (PyObject *)eye)));
     END;

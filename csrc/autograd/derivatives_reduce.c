@@ -401,14 +401,14 @@ static int bw_cumsum(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* A (k, k) bool matrix: m[i][j] = j > i (strict) or j >= i. */
-static PyObject *tri_mask(Scratch *s, int64_t k, bool strict) {
+static PyObject *tri_mask(Scratch *s, int64_t k, bool strict, EmDevice device) {
     int64_t sz[2] = {k, k};
     EmTensor *m = em_zeros(2, sz, EM_BOOL, em_cpu());
     if (!keep(s, (PyObject *)m)) return NULL;
     uint8_t *p = (uint8_t *)em_data(m);
     for (int64_t i = 0; i < k; i++)
         for (int64_t j = 0; j < k; j++) p[i * k + j] = strict ? j > i : j >= i;
-    return (PyObject *)m;
+    return keep(s, (PyObject *)em_to_device(m, device, false)); /* written on the host */
 }
 
 /* cumprod with zeros: d out_j / d x_k = prod_{i<k} x_i * prod_{k<i<=j} x_i
@@ -417,16 +417,17 @@ static PyObject *tri_mask(Scratch *s, int64_t k, bool strict) {
  * second factor, its complement's prod the first. */
 static PyObject *cumprod_zeros(Scratch *s, EmNode *n, PyObject *x, PyObject *g, int64_t dim) {
     int64_t k = em_meta_sizes(&n->in_meta[0])[dim];
+    EmDevice dev = em_device((EmTensor *)x);
     PyObject *d = keep(s, PyLong_FromLongLong(dim)), *last = keep(s, PyLong_FromLong(-1));
     PyObject *two = keep(s, PyLong_FromLong(-2)), *one = keep(s, PyFloat_FromDouble(1.0));
-    PyObject *zero = keep(s, PyFloat_FromDouble(0.0)), *after = tri_mask(s, k, true);
+    PyObject *zero = keep(s, PyFloat_FromDouble(0.0)), *after = tri_mask(s, k, true, dev);
     PyObject *xm = call(s, EM_OP_transpose, 3, x, d, last, NULL);
     PyObject *gm = call(s, EM_OP_transpose, 3, g, d, last, NULL);
     PyObject *rows = call(s, EM_OP_unsqueeze, 2, xm, two, NULL, NULL); /* (..., 1, k) */
     PyObject *tail = call(s, EM_OP_cumprod, 2, call(s, EM_OP_where, 3, after, rows, one, NULL), last, NULL, NULL);
-    tail = call(s, EM_OP_where, 3, tri_mask(s, k, false), tail, zero, NULL); /* only j >= k */
+    tail = call(s, EM_OP_where, 3, tri_mask(s, k, false, dev), tail, zero, NULL); /* only j >= k */
     PyObject *head = call(s, EM_OP_prod, 2,
-                          call(s, EM_OP_where, 3, call(s, EM_OP_logical_not, 1, tri_mask(s, k, false), NULL,
+                          call(s, EM_OP_where, 3, call(s, EM_OP_logical_not, 1, tri_mask(s, k, false, dev), NULL,
                                                        NULL, NULL), rows, one, NULL), last, NULL, NULL);
     PyObject *gsum = call(s, EM_OP_sum, 2, call(s, EM_OP_mul, 2, tail, call(s, EM_OP_unsqueeze, 2, gm, two,
                                                                              NULL, NULL), NULL, NULL), last,

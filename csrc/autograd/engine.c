@@ -334,7 +334,8 @@ static int run_copy_slices(EmNode *n, EmTensor **go, EmTensor **gi) {
     EmNode *inner = (EmNode *)n->ctx;
     int nres = inner ? inner->num_next : 0;
     EmTensor **res = PyMem_Calloc(nres > 0 ? nres : 1, sizeof(EmTensor *));
-    EmTensor *result = res ? em_empty_strided(b.ndim, b.sizes, b.strides, (EmDType)go[0]->dtype, em_cpu()) : NULL;
+    EmTensor *result =
+        res ? em_empty_strided(b.ndim, b.sizes, b.strides, (EmDType)go[0]->dtype, em_device(go[0])) : NULL;
     EmTensor *region = NULL, *slice = NULL;
     int rc = -1;
     if (!result) {
@@ -586,7 +587,7 @@ PyObject *em_run_backward(PyObject *m, PyObject *args, PyObject *kw) {
                 goto done;
             }
             EmScalar one = {'i', {1}};
-            root_grads[i] = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_cpu());
+            root_grads[i] = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t));
             if (!root_grads[i] || em_fill_(root_grads[i], one) < 0) goto done;
         } else {
             if (!em_is_tensor(gr)) {

@@ -35,6 +35,7 @@ enum { RUN_FALLBACK = 0, RUN_AS_IS = 1, RUN_NATIVE_OR_FALLBACK = 2 };
 static uint8_t how_to_run[EM_NUM_OPS];
 static bool writes_args[EM_NUM_OPS];  /* copy every argument storage back after the fallback */
 static bool cpu_indices_ok[EM_NUM_OPS]; /* CPU index tensors may index a GPU tensor */
+static bool any_devices[EM_NUM_OPS];    /* copy_: its tensors may live anywhere */
 
 int em_device_dispatch_init(void) {
     EmNoCudaKernel = PyErr_NewException("ember._C._NoCudaKernel", PyExc_NotImplementedError, NULL);
@@ -54,7 +55,7 @@ int em_device_dispatch_init(void) {
                                    /* Note [GPU random numbers] */
                                    "uniform_", "normal_", "bernoulli_", "random_", "exponential_", NULL};
     static const char *writers[] = {"_native_batch_norm", NULL};
-    static const char *index_ops[] = {"_index", "index_put", "index_put_", NULL};
+    static const char *index_ops[] = {"_index", "index_put", "index_put_", "_index_put_", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
         const char *name = em_op_defs[id].name;
         /* elementwise ops: the iterator launches the backend's kernel, or
@@ -69,6 +70,7 @@ int em_device_dispatch_init(void) {
             if (!strcmp(name, writers[i])) writes_args[id] = true;
         for (int i = 0; index_ops[i]; i++)
             if (!strcmp(name, index_ops[i])) cpu_indices_ok[id] = true;
+        any_devices[id] = !strcmp(name, "copy_");
         size_t n = strlen(name);
         if (n > 1 && name[n - 1] == '_' && name[n - 2] != '_') writes_args[id] = true;
     }
@@ -94,6 +96,8 @@ static int op_row(const EmOpDef *def) {
 typedef struct {
     bool found;        /* a GPU tensor (or device='cuda') */
     EmDevice device;   /* its device */
+    bool device_arg;   /* an explicit device= (factories, *_like): it says where results go */
+    EmDevice target;
     EmTensor *cpu_arg; /* a CPU tensor of rank > 0 seen alongside */
     EmTensor *other;   /* a GPU tensor on another device */
     bool key_has_tensors; /* _index: the key holds tensors or sequences (advanced indexing) */
@@ -140,11 +144,11 @@ static void scan_call(Scan *s, EmCall *c) {
     for (int i = 0; i < sig->nparams; i++) {
         PyObject *a = c->args[i];
         EmArgType ty = sig->params[i].type;
-        if (ty == EM_ARG_DEVICE && a != Py_None && !s->found) {
+        if (ty == EM_ARG_DEVICE && a != Py_None) {
             EmDevice d;
-            if (em_device_from_py(a, &d) == 0 && d.type == EM_CUDA) {
-                s->found = true;
-                s->device = d;
+            if (em_device_from_py(a, &d) == 0) {
+                s->device_arg = true;
+                s->target = d;
             }
             PyErr_Clear(); /* the impl reports a bad device itself */
         } else if (ty == EM_ARG_TENSOR || ty == EM_ARG_TENSOR_OR_NUMBER || ty == EM_ARG_TENSOR_LIST ||
@@ -154,6 +158,10 @@ static void scan_call(Scan *s, EmCall *c) {
         }
     }
     if (c->out) scan_tensor(s, (PyObject *)c->out);
+    if (s->device_arg && s->target.type == EM_CUDA && !s->found) {
+        s->found = true;
+        s->device = s->target;
+    }
 }
 
 static int device_error(Scan *s) {
@@ -311,6 +319,26 @@ static int write_back(Fallback *f, EmCall *c, EmCall *hc, bool every_argument) {
     return 0;
 }
 
+/* Some impls rebind their arguments for autograd to record (max(a, b)
+ * moves b to `other`): the same rebinding is made on the GPU call, with the
+ * GPU object a twin stands for. */
+static void carry_back_rebinds(EmCall *c, EmCall *hc, PyObject *const *given) {
+    PyObject *orig[EM_MAX_PARAMS];
+    memcpy(orig, c->args, sizeof orig);
+    for (int i = 0; i < c->def->sig.nparams; i++) {
+        if (hc->args[i] == given[i]) continue;
+        PyObject *v = hc->args[i];
+        for (int j = 0; j < c->def->sig.nparams; j++)
+            if (given[j] == hc->args[i]) v = orig[j];
+        if (hc->owned_tensor && v == (PyObject *)hc->owned_tensor) { /* a number the impl wrapped */
+            if (c->owned_tensor) continue; /* can't hand it over: keep the GPU call's own argument */
+            c->owned_tensor = hc->owned_tensor; /* the GPU call releases it */
+            hc->owned_tensor = NULL;
+        }
+        c->args[i] = v;
+    }
+}
+
 static PyObject *run_on_host(EmCall *c, EmDevice dev) {
     const EmOpDef *def = c->def;
     int id = op_row(def);
@@ -329,12 +357,15 @@ static PyObject *run_on_host(EmCall *c, EmDevice dev) {
         }
     }
     if (c->out && !(hc.out = (EmTensor *)twin_of(&f, (PyObject *)c->out))) goto done;
+    PyObject *given[EM_MAX_PARAMS];
+    memcpy(given, hc.args, sizeof given);
     r = def->impl(&hc);
     if (!r || r == Py_NotImplemented) {
         result = r;
         r = NULL;
         goto done;
     }
+    carry_back_rebinds(c, &hc, given);
     bool every = id >= 0 && writes_args[id] && !c->out;
     if ((c->out || def->writes_self || every) && write_back(&f, c, &hc, every) < 0) goto done;
     result = result_to_device(&f, c, &hc, r, dev);
@@ -355,10 +386,13 @@ PyObject *em_device_dispatch(EmCall *c) {
     if (!s.found) return c->def->impl(c);
     int id = op_row(c->def);
     bool as_is = id >= 0 && (how_to_run[id] == RUN_AS_IS || (id == EM_OP__index && !s.key_has_tensors));
+    if (id >= 0 && any_devices[id]) return c->def->impl(c);
     if (s.other || (s.cpu_arg && !as_is && !(id >= 0 && cpu_indices_ok[id])))
         return device_error(&s), NULL;
     if (em_cuda_resolve(&s.device) < 0) return NULL;
     if (as_is) return c->def->impl(c);
+    if (s.device_arg && s.target.type == EM_CPU) /* zeros_like(gpu_tensor, device='cpu') */
+        return run_on_host(c, s.target);
     if ((id >= 0 && how_to_run[id] == RUN_NATIVE_OR_FALLBACK) || (id < 0 && native_factory(c->def))) {
         PyObject *r = c->def->impl(c);
         if (r || !PyErr_ExceptionMatches(EmNoCudaKernel)) return r;

@@ -192,6 +192,11 @@ EmTensor *em_empty_strided(int ndim, const int64_t *sizes, const int64_t *stride
 
 EmTensor *em_zeros(int ndim, const int64_t *sizes, EmDType dtype, EmDevice device) {
     EmTensor *t = em_empty(ndim, sizes, dtype, device);
+    if (t && device.type != EM_CPU) { /* device memory: the backend fills it */
+        EmScalar zero = {'i', {0}};
+        if (em_fill_(t, zero) < 0) Py_CLEAR(t);
+        return t;
+    }
     if (t) memset(t->storage->data, 0, (size_t)t->storage->nbytes);
     return t;
 }
@@ -223,6 +228,12 @@ EmTensor *em_empty_like(const EmTensor *src, EmDType dtype) {
 }
 
 EmTensor *em_scalar_tensor(EmScalar s, EmDType dtype, EmDevice device) {
+    if (device.type != EM_CPU) { /* written on the host, then copied over */
+        EmTensor *h = em_scalar_tensor(s, dtype, em_cpu());
+        EmTensor *g = h ? em_to_device(h, device, false) : NULL;
+        Py_XDECREF(h);
+        return g;
+    }
     EmTensor *t = em_empty(0, NULL, dtype, device);
     if (t) em_scalar_store(s, dtype, em_data(t));
     return t;

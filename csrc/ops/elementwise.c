@@ -132,7 +132,9 @@ PyObject *em_impl_rsub(EmCall *c) { return sub_impl(c, true); }
 
 /* True when some element of t is zero (integer and bool dtypes). */
 static int tensor_has_zero(EmTensor *t) {
-    EmTensor *ct = em_contiguous(t);
+    EmTensor *h = em_to_device(t, em_cpu(), false); /* a GPU divisor is read on the host */
+    EmTensor *ct = h ? em_contiguous(h) : NULL;
+    Py_XDECREF(h);
     if (!ct) return -1;
     int isz = em_itemsize(ct->dtype);
     const char *p = em_data(ct);

@@ -89,6 +89,12 @@ static int int_value(PyObject *k, int64_t *out) {
 
 /* A tensor key item: 0-d integers select, 0-d bools act as Python bools. */
 static int classify_tensor(EmTensor *t, KeyItem *it) {
+    if (!em_is_cpu(t)) { /* a GPU index tensor: its values are read here, so on the host */
+        EmTensor *host = em_to_device(t, em_cpu(), false);
+        int r = host ? classify_tensor(host, it) : -1;
+        Py_XDECREF(host);
+        return r;
+    }
     EmDType d = (EmDType)t->dtype;
     if (d != EM_INT64 && d != EM_INT32 && d != EM_BOOL && d != EM_UINT8) {
         if (t->ndim == 0 && em_is_int(d)) { /* int8/int16 scalars still select */

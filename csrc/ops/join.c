@@ -276,6 +276,10 @@ PyObject *em_impl_tensor_split(EmCall *c) {
     if (arg_dim(c, 2, t->ndim, &dim) < 0) return NULL;
     if (em_is_tensor(arg)) {
         EmTensor *it = (EmTensor *)arg;
+        char where[32];
+        EM_CHECK(em_is_cpu(it), PyExc_RuntimeError, /* its values are read here, on the host */
+                 "tensor_split expected tensor_indices_or_sections to be on cpu, but it's on %s",
+                 em_device_str(em_device(it), where, sizeof where));
         EM_CHECK(it->dtype == EM_INT64, PyExc_RuntimeError,
                  "tensor_split expected tensor_indices_or_sections to have dtype of long, but got %s",
                  em_dtype_name((EmDType)it->dtype));

@@ -592,6 +592,7 @@ static PyObject *to_device(PyObject *self, EmDevice dev, EmDType d, bool non_blo
 
 static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *dtype_o = NULL, *device_o = NULL, *copy_o = NULL, *non_blocking_o = NULL;
+    EmTensor *like = NULL; /* to(other): other's dtype and device */
     Py_ssize_t n = PyTuple_GET_SIZE(args);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = PyTuple_GET_ITEM(args, i);
@@ -599,7 +600,8 @@ static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kw) {
             a == (PyObject *)&PyLong_Type || a == (PyObject *)&PyBool_Type)
             dtype_o = a;
         else if (em_is_tensor(a)) {
-            dtype_o = em_dtype_object((EmDType)((EmTensor *)a)->dtype);
+            like = (EmTensor *)a;
+            dtype_o = em_dtype_object((EmDType)like->dtype);
         } else if (Py_TYPE(a) == &EmDeviceType || PyUnicode_Check(a))
             device_o = a;
         else if (PyBool_Check(a) && i > 0)
@@ -621,9 +623,9 @@ static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kw) {
     bool copy = copy_o && PyObject_IsTrue(copy_o);
     bool non_blocking = false;
     if (kw && (non_blocking_o = PyDict_GetItemString(kw, "non_blocking"))) non_blocking = PyObject_IsTrue(non_blocking_o);
-    if (device_o) {
-        EmDevice dev;
-        if (em_device_from_py(device_o, &dev) < 0) return NULL;
+    if (device_o || like) {
+        EmDevice dev = like ? em_device(like) : (EmDevice){0};
+        if (device_o && em_device_from_py(device_o, &dev) < 0) return NULL;
         if (dev.type == EM_CPU && dev.index > 0) {
             PyErr_Format(PyExc_RuntimeError, "CPU device index must be -1 or zero, got %d", dev.index);
             return NULL;

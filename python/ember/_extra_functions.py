@@ -123,14 +123,15 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         raise TypeError("isin() received an invalid combination of arguments - "
                         "at least one of 'elements' and 'test_elements' must be a Tensor")
     if not isinstance(elements, _C.Tensor):
-        elements = _C.tensor(elements, dtype=_C.result_type(test_elements, elements))
+        elements = _C.tensor(elements, dtype=_C.result_type(test_elements, elements), device=test_elements.device)
     if not isinstance(test_elements, _C.Tensor):
-        test_elements = _C.tensor([test_elements], dtype=_C.result_type(elements, test_elements))
+        test_elements = _C.tensor([test_elements], dtype=_C.result_type(elements, test_elements),
+                                  device=elements.device)
     with _NoGrad():
         flat, tests = elements.reshape(-1), test_elements.reshape(-1)
         if flat.numel() * tests.numel() <= (1 << 22):
             found = _C.eq(flat.unsqueeze(1), tests.unsqueeze(0)).any(1) if tests.numel() else \
-                _C.zeros(flat.shape, dtype=_dt("bool"))
+                _C.zeros(flat.shape, dtype=_dt("bool"), device=flat.device)
         else:  # big inputs: sort the test set and binary-search it
             common = _C.promote_types(flat.dtype, tests.dtype)
             sorted_tests = _C.sort(tests.to(common)).values
@@ -160,13 +161,13 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     n = vec.shape[-1]
     m = n + _py_abs(offset)
     if offset:  # pad the vector so the diagonal can be read off by row (or column)
-        pad = _C.zeros(tuple(vec.shape[:-1]) + (_py_abs(offset),), dtype=vec.dtype)
+        pad = _C.zeros(tuple(vec.shape[:-1]) + (_py_abs(offset),), dtype=vec.dtype, device=vec.device)
         vec = _C.cat([vec, pad], -1)
-    idx = _C.arange(m)
+    idx = _C.arange(m, device=vec.device)
     mask = _C.eq(idx.unsqueeze(0) - idx.unsqueeze(1), offset)  # col - row == offset
     spread = vec.unsqueeze(-1) if offset >= 0 else vec.unsqueeze(-2)
     spread = spread.expand(tuple(vec.shape[:-1]) + (m, m))
-    zero = _C.zeros((), dtype=vec.dtype)
+    zero = _C.zeros((), dtype=vec.dtype, device=vec.device)
     out = _C.where(mask, spread, zero)
     return out.movedim((-2, -1), (d1, d2)) if (d1, d2) != (out_ndim - 2, out_ndim - 1) else out
 
@@ -280,10 +281,10 @@ def block_diag(*tensors):
         h, w = t.shape
         parts = []
         if col:
-            parts.append(_C.zeros((h, col), dtype=dtype))
+            parts.append(_C.zeros((h, col), dtype=dtype, device=t.device))
         parts.append(t.to(dtype))
         if total_cols - col - w:
-            parts.append(_C.zeros((h, total_cols - col - w), dtype=dtype))
+            parts.append(_C.zeros((h, total_cols - col - w), dtype=dtype, device=t.device))
         rows.append(_C.cat(parts, 1) if len(parts) > 1 else parts[0])
         col += w
     return _C.cat(rows, 0)
@@ -298,9 +299,9 @@ def vander(x, N=None, increasing=False):
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     base = x if x.dtype.is_floating_point else x.to(_dt("int64"))
-    ones = _C.ones((x.shape[0], 1), dtype=base.dtype)
+    ones = _C.ones((x.shape[0], 1), dtype=base.dtype, device=x.device)
     if n == 0:
-        return _C.empty((x.shape[0], 0), dtype=base.dtype)
+        return _C.empty((x.shape[0], 0), dtype=base.dtype, device=x.device)
     if n == 1:
         result = ones
     else:  # a running product, like torch, so gradients match its cumprod backward
@@ -744,7 +745,7 @@ def bincount(input, weights=None, minlength=0):
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
     if input.dim() == 1 and input.numel() == 0:
-        return _C.zeros((minlength,), dtype=_dt("int64"))
+        return _C.zeros((minlength,), dtype=_dt("int64"), device=input.device)
     if input.dim() != 1 or _py_bool((input < 0).any().item()) if input.dim() == 1 else True:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is not None and (weights.dim() != 1 or weights.shape[0] != input.shape[0]):
@@ -753,11 +754,11 @@ def bincount(input, weights=None, minlength=0):
         size = _py_max(_py_int(input.max().item()) + 1, minlength)
         index = input.to(_dt("int64"))
         if weights is None:
-            return _C.zeros((size,), dtype=_dt("int64")).index_add(
-                0, index, _C.ones(index.shape, dtype=_dt("int64")))
+            return _C.zeros((size,), dtype=_dt("int64"), device=input.device).index_add(
+                0, index, _C.ones(index.shape, dtype=_dt("int64"), device=input.device))
         # float32 weights stay float32; every other weight dtype sums in float64 (as torch)
         wdtype = _dt("float32") if weights.dtype == _dt("float32") else _dt("float64")
-        return _C.zeros((size,), dtype=wdtype).index_add(0, index, weights.detach().to(wdtype))
+        return _C.zeros((size,), dtype=wdtype, device=input.device).index_add(0, index, weights.detach().to(wdtype))
 
 
 def histc(input, bins=100, min=0, max=0):  # noqa: A002  (torch's argument names)
@@ -785,8 +786,8 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (torch's argument names
         # values outside [min, max] (and NaN) land in an extra bin that is dropped
         inside = (data >= lo) & (data <= hi)
         pos = _C.where(inside, pos, _C.full((), float(bins), dtype=pos.dtype)).to(_dt("int64"))
-        counts = _C.zeros((bins + 1,), dtype=input.dtype)
-        counts = counts.index_add(0, pos, _C.ones(pos.shape, dtype=input.dtype))
+        counts = _C.zeros((bins + 1,), dtype=input.dtype, device=input.device)
+        counts = counts.index_add(0, pos, _C.ones(pos.shape, dtype=input.dtype, device=input.device))
         return counts[:bins].contiguous()
 
 

@@ -57,6 +57,9 @@ def __array_interface__(self):
         raise TypeError(f"Got unsupported ScalarType {name}: NumPy has no such dtype")
     if self.requires_grad:
         raise RuntimeError("Can't export a tensor that requires grad. Use tensor.detach() first.")
+    if self.device.type != "cpu":  # NumPy would read the device pointer as host memory
+        raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                        "tensor to host memory first.")
     isz = self.element_size()
     return {"shape": tuple(self.shape), "typestr": _TYPESTR[name], "data": (self.data_ptr(), False),
             "strides": tuple(s * isz for s in self.stride()), "version": 3}

@@ -26,9 +26,9 @@ def _numerical(func, inputs, i, eps):
     for idx in np.ndindex(*x.shape):
         orig = xd[idx].item()
         xd[idx] = orig + eps
-        plus = [o.detach().double().numpy().ravel().copy() for o in _outputs(func, inputs)]
+        plus = [o.detach().double().cpu().numpy().ravel().copy() for o in _outputs(func, inputs)]
         xd[idx] = orig - eps
-        minus = [o.detach().double().numpy().ravel().copy() for o in _outputs(func, inputs)]
+        minus = [o.detach().double().cpu().numpy().ravel().copy() for o in _outputs(func, inputs)]
         xd[idx] = orig
         cols.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
     return cols  # cols[element][output] -> vector over output elements
@@ -41,10 +41,10 @@ def _analytical(outputs, inputs, i):
     for o in outputs:
         per_elem = []
         for k in range(o.numel()):
-            go = _C.zeros(o.shape, dtype=o.dtype)
+            go = _C.zeros(o.shape, dtype=o.dtype, device=o.device)
             go.view(-1)[k] = 1.0
             g = grad((o,), (inputs[i],), (go,), retain_graph=True, allow_unused=True)[0]
-            per_elem.append(np.zeros(inputs[i].numel()) if g is None else g.detach().double().numpy().ravel())
+            per_elem.append(np.zeros(inputs[i].numel()) if g is None else g.detach().double().cpu().numpy().ravel())
         rows.append(per_elem)
     return rows
 

@@ -23,7 +23,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in sequences:
         pad = longest - s.shape[0]
         if pad:
-            fill = _C.full((pad,) + trailing, padding_value, dtype=s.dtype)
+            fill = _C.full((pad,) + trailing, padding_value, dtype=s.dtype, device=s.device)
             s = _C.cat([s, fill] if padding_side == "right" else [fill, s])
         rows.append(s)
     return _C.stack(rows, 0 if batch_first else 1)
