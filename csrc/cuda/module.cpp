@@ -6,7 +6,8 @@
  *
  * Files: error.cpp (messages), device.cpp (devices, streams, events),
  * allocator.cpp (caching allocator, pinned memory), memcpy.cpp (copies),
- * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS). */
+ * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS),
+ * random.cu (Note [GPU random numbers]). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -44,6 +45,9 @@ static const EmCudaBackend backend = {
     emc_event_elapsed_ms,
     emc_copy_strided,
     emc_gemm,
+    nullptr, /* has_elementwise */
+    nullptr, /* elementwise */
+    emc_random_fill,
 };
 
 static struct PyModuleDef module = {

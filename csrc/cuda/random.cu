@@ -7,26 +7,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#include <stdarg.h>
-#include <stdio.h>
 
-#include "../cuda_backend.h"
 #include "philox.h"
-#include "random.h"
-
-// Provided by the runtime (csrc/cuda); weak stand-ins so this file also
-// links on its own.
-extern "C" __attribute__((weak)) void em_cuda_set_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
-extern "C" __attribute__((weak)) cudaStream_t em_cuda_current_stream_handle(int dev) { return 0; }
+#include "runtime.h"
 
 namespace {
 
-enum { BOOL_ = 0, U8, I8, I16, I32, I64, F16, BF16, F32, F64 };
+enum { BOOL_ = DT_BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, F64 };
 
 template <typename T>
 __device__ __forceinline__ T from_double(double v) { return static_cast<T>(v); }
@@ -69,25 +56,17 @@ int launch(void *out, int64_t numel, uint64_t seed, uint64_t offset, int kind, i
     if (grid > 65535 * 8) grid = 65535 * 8;  // grid-stride beyond this
     fill_kernel<T><<<(unsigned)grid, threads, 0, stream>>>(static_cast<T *>(out), numel, seed, offset, kind, dtype,
                                                           a, b, from, range, per);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) {
-        em_cuda_set_error("random fill launch: %s", cudaGetErrorString(err));
-        return -1;
-    }
-    return 0;
+    return emc_check(cudaGetLastError(), "random fill launch");
 }
 
 }  // namespace
 
-extern "C" int em_cuda_random_fill(int dev, int kind, int dtype, void *out, int64_t numel, uint64_t seed,
-                                   uint64_t offset, double a, double b, int64_t from, uint64_t range) {
-    int cur = -1;
-    if (cudaGetDevice(&cur) == cudaSuccess && cur != dev && cudaSetDevice(dev) != cudaSuccess) {
-        em_cuda_set_error("cudaSetDevice(%d) failed", dev);
-        return -1;
-    }
+int emc_random_fill(int dev, int kind, int dtype, void *out, int64_t numel, uint64_t seed, uint64_t offset,
+                    double a, double b, int64_t from, uint64_t range) {
+    EmcDeviceGuard guard(dev);
+    if (!guard.ok) return -1;
     if (numel <= 0) return 0;
-    cudaStream_t s = em_cuda_current_stream_handle(dev);
+    cudaStream_t s = static_cast<cudaStream_t>(emc_current_stream(dev));
     switch (dtype) {
     case BOOL_: return launch<bool>(out, numel, seed, offset, kind, dtype, a, b, from, range, s);
     case U8: return launch<uint8_t>(out, numel, seed, offset, kind, dtype, a, b, from, range, s);
@@ -100,7 +79,6 @@ extern "C" int em_cuda_random_fill(int dev, int kind, int dtype, void *out, int6
     case F32: return launch<float>(out, numel, seed, offset, kind, dtype, a, b, from, range, s);
     case F64: return launch<double>(out, numel, seed, offset, kind, dtype, a, b, from, range, s);
     default:
-        em_cuda_set_error("random fill: unknown dtype code %d", dtype);
-        return -1;
+        return emc_fail("random fill: unknown dtype code %d", dtype);
     }
 }

@@ -90,4 +90,8 @@ int emc_gemm(int dev, int dtype, bool trans_a, bool trans_b, int64_t m, int64_t 
              int64_t ldb, int64_t stride_b, double beta, void *c, int64_t ldc, int64_t stride_c,
              int64_t batch, bool allow_tf32);
 
+/* Note [GPU random numbers] (random.cu) */
+int emc_random_fill(int dev, int kind, int dtype, void *out, int64_t numel, uint64_t seed,
+                    uint64_t offset, double a, double b, int64_t from, uint64_t range);
+
 #endif
