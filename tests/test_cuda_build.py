@@ -78,6 +78,10 @@ class Backend(C.Structure):
         ("gemm", F(C.c_int, C.c_int, C.c_int, C.c_bool, C.c_bool, C.c_int64, C.c_int64, C.c_int64,
                    C.c_double, VP, C.c_int64, C.c_int64, VP, C.c_int64, C.c_int64, C.c_double, VP,
                    C.c_int64, C.c_int64, C.c_int64, C.c_bool)),
+        ("has_elementwise", F(C.c_bool, C.c_char_p, C.c_int)),
+        ("elementwise", F(C.c_int, C.c_int, VP)),
+        ("random_fill", F(C.c_int, C.c_int, C.c_int, C.c_int, VP, C.c_int64, C.c_uint64, C.c_uint64,
+                          C.c_double, C.c_double, C.c_int64, C.c_uint64)),
     ]
 
 

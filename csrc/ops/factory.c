@@ -21,7 +21,7 @@ int em_factory_opts(EmCall *c, EmFactoryOpts *o) {
     if (dev && dev != Py_None) {
         EmDevice dv;
         if (em_device_from_py(dev, &dv) < 0) return -1;
-        if (dv.type != EM_CPU) return em_device_unavailable(dv);
+        if (dv.type != EM_CPU && em_device_unavailable(dv) < 0) return -1;
     }
     PyObject *rg = em_arg_named(c, "requires_grad");
     o->requires_grad = rg == Py_True;
