@@ -217,12 +217,15 @@ def compile_cuda_sources(build_temp, force):
     return objects
 
 
+def core_files(pattern):
+    """csrc files of ember._C: everything but the CUDA backend's."""
+    return sorted(f for f in glob.glob(pattern, recursive=True)
+                  if not f.startswith(os.path.join("csrc", "cuda", "")))
+
+
 CUDA_ROOT = find_cuda()
-sources = sorted(s for s in glob.glob("csrc/**/*.c", recursive=True)
-                 if not s.startswith(os.path.join("csrc", "cuda", "")))
-extensions = [Extension("ember._C", sources=sources,
-                        depends=glob.glob("csrc/**/*.h", recursive=True) +
-                        glob.glob("csrc/**/*.def", recursive=True))]
+extensions = [Extension("ember._C", sources=core_files("csrc/**/*.c"),
+                        depends=core_files("csrc/**/*.h") + core_files("csrc/**/*.def"))]
 if CUDA_ROOT:
     extensions.append(cuda_extension(CUDA_ROOT))
 setup(

@@ -9,7 +9,10 @@ through ember raises RuntimeError. With a GPU (the `gpu` tests, skipped
 otherwise): allocation and the caching allocator's statistics, copy round
 trips, the strided copy-and-cast kernel for all 10x10 dtype pairs against
 NumPy's casts, streams and events, and cuBLAS products against NumPy.
-The whole file is skipped when ember._cuda was not built (no nvcc).
+Two parts run GPU code's logic on the CPU: the caching allocator on a stub
+CUDA runtime, and the copy kernel's per-element rules (copy_rules.h) driven
+element by element. The whole file is skipped when ember._cuda was not
+built (no nvcc).
 """
 import ctypes as C
 import os
@@ -234,7 +237,7 @@ def sample(name, n, rng, odd_bools=False):
     lo = 0 if name == "uint8" else -100
     v = rng.integers(lo, 101, n).astype(np.float64)
     if name in FLOATING:
-        v += rng.choice([0.0, 0.25, 0.5, 0.75], n)  # exact in every floating dtype
+        v += rng.choice([0.0, 0.25, 0.5, 0.75], n)  # exact but in bfloat16, which rounds
         return bf16_bits(v) if name == "bfloat16" else v.astype(name)
     return v.astype(name)
 
@@ -276,8 +279,21 @@ def test_device_properties():
     assert p.multi_processor_count > 0 and B.synchronize(0) == 0
 
 
+@pytest.fixture
+def own_stream():
+    """A new current stream: blocks cached by other tests are not reused on it."""
+    s = VP()
+    assert B.stream_create(0, 0, C.byref(s)) == 0, error()
+    old = B.current_stream(0)
+    assert B.set_current_stream(0, s) == 0
+    yield s
+    B.stream_synchronize(0, s)
+    B.set_current_stream(0, old)
+    B.stream_destroy(0, s)
+
+
 @gpu
-def test_caching_allocator_statistics():
+def test_caching_allocator_statistics(own_stream):
     B.empty_cache()
     base = stats()
     a = Device(1000)  # small: 1024 B out of a fresh 2 MiB segment
@@ -491,3 +507,275 @@ def test_tensors_cross_to_the_gpu_and_back():
     np.testing.assert_array_equal(t.cpu().numpy(), x)
     np.testing.assert_array_equal(t.t().contiguous().to(ember.float64).cpu().numpy(),
                                   x.T.astype(np.float64))
+
+
+# ------------------------------- the caching allocator on a stub CUDA runtime
+# allocator.cpp's bookkeeping (size classes, splitting, merging, per-stream
+# reuse, release-and-retry, statistics) is plain C++ above cudaMalloc: here it
+# is compiled against a stub runtime whose "device memory" is a counter with
+# a 64 MiB capacity, so it runs without a GPU, against hand-computed numbers.
+
+STUB_RUNTIME = r"""
+#include <cstdlib>
+#include "runtime.h"
+static int current = 0;
+static size_t used = 0, capacity = 64u << 20;
+static cudaError_t last = cudaSuccess;
+extern "C" {
+__host__ cudaError_t CUDARTAPI cudaGetDevice(int *d) { *d = current; return cudaSuccess; }
+__host__ cudaError_t CUDARTAPI cudaSetDevice(int d) { current = d; return cudaSuccess; }
+__host__ cudaError_t CUDARTAPI cudaGetLastError(void) { cudaError_t e = last; last = cudaSuccess; return e; }
+__host__ const char *CUDARTAPI cudaGetErrorString(cudaError_t e) {
+    return e == cudaErrorMemoryAllocation ? "out of memory" : "stub error";
+}
+__host__ cudaError_t CUDARTAPI cudaMalloc(void **p, size_t n) {
+    if (used + n > capacity) return last = cudaErrorMemoryAllocation;
+    used += n;
+    *p = malloc(sizeof(size_t)); /* an address nobody else has; the size kept in it */
+    *(size_t *)*p = n;
+    return cudaSuccess;
+}
+__host__ cudaError_t CUDARTAPI cudaFree(void *p) { used -= *(size_t *)p; free(p); return cudaSuccess; }
+__host__ cudaError_t CUDARTAPI cudaHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n); return cudaSuccess; }
+__host__ cudaError_t CUDARTAPI cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+size_t stub_used(void) { return used; }
+}
+int emc_device_count(void) { return 2; }
+int emc_valid_device(int dev) { return dev >= 0 && dev < 2 ? 0 : emc_fail("invalid device ordinal %d", dev); }
+extern "C" {
+void *stub_alloc(int dev, size_t n, void *s) { return emc_alloc(dev, n, s); }
+void stub_free(int dev, void *p) { emc_free(dev, p, 0, nullptr); }
+void stub_stats(int dev, EmCudaMemoryStats *o) { emc_memory_stats(dev, o); }
+void stub_reset_peak(int dev) { emc_reset_peak_stats(dev); }
+int stub_empty_cache(void) { return emc_empty_cache(); }
+const char *stub_error(void) { return emc_last_error(); }
+}
+"""
+
+
+def _cuda_include():
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.path.exists(os.path.join(root, "include", "cuda_runtime_api.h")):
+            return os.path.join(root, "include")
+    return None
+
+
+def build_host_library(tmp_path_factory, name, source, sources=()):
+    """Compile `source` (+ csrc/cuda files) with g++ into a library; skip
+    when g++, the CUDA headers or ember's sources are not at hand."""
+    inc, cxx = _cuda_include(), shutil.which("g++")
+    cuda_src = os.path.join(ROOT, "csrc", "cuda")
+    if not inc or not cxx or not os.path.isdir(cuda_src):
+        pytest.skip("needs g++, the CUDA headers and ember's sources")
+    d = tmp_path_factory.mktemp(name)
+    (d / f"{name}.cpp").write_text(source)
+    lib = d / f"lib{name}.so"
+    # -Bsymbolic: the stub runtime's own cudaMalloc, even where torch has put
+    # the real libcudart in the global symbol scope
+    subprocess.run([cxx, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wl,-Bsymbolic", "-I", inc,
+                    "-I", cuda_src,
+                    str(d / f"{name}.cpp"), *[os.path.join(cuda_src, f) for f in sources],
+                    "-o", str(lib)], check=True)
+    return C.CDLL(str(lib))
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory):
+    s = build_host_library(tmp_path_factory, "stub", STUB_RUNTIME, ("allocator.cpp", "error.cpp"))
+    s.stub_alloc.restype, s.stub_alloc.argtypes = VP, [C.c_int, C.c_size_t, VP]
+    s.stub_free.argtypes = [C.c_int, VP]
+    s.stub_stats.argtypes = [C.c_int, C.POINTER(Stats)]
+    s.stub_error.restype = C.c_char_p
+    s.stub_used.restype = C.c_size_t
+    return s
+
+
+def stub_stats(s, dev=0):
+    out = Stats()
+    s.stub_stats(dev, C.byref(out))
+    return out
+
+
+MiB = 1 << 20
+
+
+def test_allocator_size_classes_and_reuse(stub):
+    s = stub
+    a = s.stub_alloc(0, 1000, None)  # small: 1024 B from a 2 MiB segment
+    st = stub_stats(s)
+    assert (st.allocated, st.reserved) == (1024, 2 * MiB)
+    b = s.stub_alloc(0, 1, None)  # 512 B, right after a in the same segment
+    assert b == a + 1024 and stub_stats(s).reserved == 2 * MiB
+    s.stub_free(0, a)
+    assert s.stub_alloc(0, 700, None) == a  # the freed 1024-B hole is the best fit
+    big = s.stub_alloc(0, 5 * MiB, None)  # large under 10 MiB: a 20 MiB segment
+    assert stub_stats(s).reserved == 22 * MiB
+    big2 = s.stub_alloc(0, 5 * MiB + 1, None)  # cut from the same segment
+    assert big2 == big + 5 * MiB and stub_stats(s).reserved == 22 * MiB
+    huge = s.stub_alloc(0, 11 * MiB + 5, None)  # >= 10 MiB: its own segment, 2 MiB multiple
+    st = stub_stats(s)
+    assert st.reserved == 34 * MiB
+    # huge keeps its whole 12 MiB segment: a rest under 1 MiB is not split off
+    assert st.allocated == 1024 + 512 + 5 * MiB + (5 * MiB + 512) + 12 * MiB
+    assert st.max_allocated == st.allocated and st.max_reserved == 34 * MiB
+    for p in (a, b, big, big2, huge):
+        s.stub_free(0, p)
+    st = stub_stats(s)
+    assert st.allocated == 0 and st.reserved == 34 * MiB  # all cached
+    assert st.max_allocated > 0
+    s.stub_reset_peak(0)
+    assert stub_stats(s).max_allocated == 0
+    assert s.stub_empty_cache() == 0  # every segment is wholly free again: merged
+    assert stub_stats(s).reserved == 0 and s.stub_used() == 0
+
+
+def test_allocator_reuses_blocks_only_on_their_stream(stub):
+    s = stub
+    a = s.stub_alloc(0, 4096, 0x10)
+    s.stub_free(0, a)
+    b = s.stub_alloc(0, 4096, 0x20)  # another stream: a new segment
+    assert b != a and stub_stats(s).reserved == 4 * MiB
+    assert s.stub_alloc(0, 4096, 0x10) == a  # its own stream gets it back
+    s.stub_free(0, a)
+    s.stub_free(0, b)
+    assert s.stub_empty_cache() == 0 and stub_stats(s).reserved == 0
+
+
+def test_allocator_devices_are_separate(stub):
+    s = stub
+    a = s.stub_alloc(1, 100, None)
+    assert stub_stats(s, 1).allocated == 512 and stub_stats(s, 0).allocated == 0
+    s.stub_free(1, a)
+    assert s.stub_alloc(2, 100, None) is None and b"invalid device" in s.stub_error()
+    s.stub_empty_cache()
+
+
+def test_allocator_releases_cache_and_retries_then_reports_oom(stub):
+    s = stub
+    ps = [s.stub_alloc(0, 12 * MiB, None) for _ in range(5)]  # 60 of the stub's 64 MiB
+    for p in ps:
+        s.stub_free(0, p)
+    before = stub_stats(s)
+    assert before.reserved == 60 * MiB
+    p = s.stub_alloc(0, 30 * MiB, None)  # fits only once the cached segments are released
+    after = stub_stats(s)
+    assert p and after.num_alloc_retries == before.num_alloc_retries + 1
+    assert after.reserved == 30 * MiB and after.num_ooms == before.num_ooms
+    assert s.stub_alloc(0, 40 * MiB, None) is None  # more than is left, even after release
+    after = stub_stats(s)
+    assert after.num_ooms == before.num_ooms + 1 and b"out of memory" in s.stub_error()
+    s.stub_free(0, p)
+    s.stub_free(0, 12345)  # a pointer it never handed out: ignored, with a message
+    assert b"did not hand out" in s.stub_error()
+    assert s.stub_empty_cache() == 0 and s.stub_used() == 0
+
+
+# ------------------------------- the strided copy's element rules on the CPU
+# copy_rules.h (casts, index -> offsets, dim collapsing) compiled as host
+# code and driven element by element as the strided kernel does: the cast
+# rules and layouts are checked against NumPy here, without a GPU.
+
+EMULATOR = r"""
+#include "copy_rules.h"
+extern "C" int emulate_copy(int ndim, const int64_t *sizes, void *dst, int dt, const int64_t *ds,
+                            const void *src, int st, const int64_t *ss) {
+    static const int itemsizes[DT_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= sizes[d];
+    if (n == 0) return 0;
+    static Geometry g;
+    collapse(ndim, sizes, ds, ss, g);
+    auto run = [&](auto dtag, auto stag) {
+        using D = typename decltype(dtag)::type;
+        using S = typename decltype(stag)::type;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t od, os;
+            element_offsets(g, i, od, os);
+            ((D *)dst)[od] = convert<D>(((const S *)src)[os]);
+        }
+    };
+    if (dt == st)
+        with_bits(itemsizes[dt], [&](auto t) { run(t, t); });
+    else
+        with_type(dt, [&](auto d) { with_type(st, [&](auto s) { run(d, s); }); });
+    return g.ndim;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    lib = build_host_library(tmp_path_factory, "emulator", EMULATOR)
+    lib.emulate_copy.argtypes = [C.c_int, I64P, VP, C.c_int, I64P, VP, C.c_int, I64P]
+    return lib
+
+
+def emulate(lib, shape, dst, dname, dstrides, src, sname, sstrides):
+    """dst <- src as the strided kernel would; strides in elements; the
+    number of dims left after collapsing."""
+    return lib.emulate_copy(len(shape), ints(shape), dst.ctypes.data, CODES.index(dname),
+                            ints(dstrides), src.ctypes.data, CODES.index(sname), ints(sstrides))
+
+
+@pytest.mark.parametrize("sname", CODES)
+@pytest.mark.parametrize("dname", CODES)
+def test_cast_rules_match_numpy(emulator, dname, sname):
+    rng = np.random.default_rng(CODES.index(dname) * 10 + CODES.index(sname))
+    a = sample(sname, 600, rng, odd_bools=dname != "bool")
+    out = np.zeros(600, STORAGE[dname])
+    assert emulate(emulator, [600], out, dname, [1], a, sname, [1]) == 1
+    np.testing.assert_array_equal(out, reference_cast(a, sname, dname))
+    m = a.reshape(20, 30)  # read transposed
+    out = np.zeros((30, 20), STORAGE[dname])
+    assert emulate(emulator, [30, 20], out, dname, [20, 1], m, sname, [1, 30]) == 2
+    np.testing.assert_array_equal(out, reference_cast(m.T.copy(), sname, dname))
+
+
+def test_cast_rules_special_values(emulator):
+    f = np.array([np.nan, -0.0, np.inf, -1.0, -2.5, 255.9, 256.0, -129.0, 1e-40], np.float32)
+    out = np.zeros(f.size, np.bool_)
+    emulate(emulator, [f.size], out, "bool", [1], f, "float32", [1])
+    np.testing.assert_array_equal(out, [True, False, True, True, True, True, True, True, True])
+    u8 = np.zeros(5, np.uint8)
+    emulate(emulator, [5], u8, "uint8", [1], f[3:8], "float32", [1])
+    np.testing.assert_array_equal(u8, [255, 254, 255, 0, 127])  # through int64, low bits
+    i8 = np.zeros(5, np.int8)
+    emulate(emulator, [5], i8, "int8", [1], f[3:8], "float32", [1])
+    np.testing.assert_array_equal(i8, [-1, -2, -1, 0, 127])
+    h = np.zeros(f.size, np.float16)
+    emulate(emulator, [f.size], h, "float16", [1], f, "float32", [1])
+    np.testing.assert_array_equal(h, f.astype(np.float16))  # round to nearest, inf, nan, 0
+    bf = np.zeros(3, np.uint16)
+    emulate(emulator, [3], bf, "bfloat16", [1], np.array([1.00390625, 1.01171875, 3e38], np.float32),
+            "float32", [1])
+    np.testing.assert_array_equal(bf, [0x3F80, 0x3F82, 0x7F62])  # ties to even; large values kept
+
+
+def test_collapsing_and_broadcast_layouts(emulator):
+    a = np.arange(2 * 3 * 4, dtype=np.int32).reshape(2, 3, 4)
+    out = np.zeros_like(a)
+    # contiguous 3-d (with a size-1 dim inserted) is one dim
+    assert emulate(emulator, [2, 1, 3, 4], out, "int32", [12, 12, 4, 1], a, "int32",
+                   [12, 1, 4, 1]) == 1
+    np.testing.assert_array_equal(out, a)
+    # a permuted source (4, 2, 3) with strides (1, 12, 4): its last two dims
+    # are still contiguous to each other (12 = 4 * 3) and merge
+    p = a.transpose(2, 0, 1)
+    out = np.zeros(p.shape, np.float64)
+    assert emulate(emulator, list(p.shape), out, "float64", [6, 3, 1], a, "int32",
+                   [s // 4 for s in p.strides]) == 2
+    np.testing.assert_array_equal(out, p)
+    # broadcasting a row (stride 0) into a matrix
+    row = np.array([1.5, -2.0, 3.25], np.float32)
+    out = np.zeros((4, 3), np.float16)
+    assert emulate(emulator, [4, 3], out, "float16", [3, 1], row, "float32", [0, 1]) == 2
+    np.testing.assert_array_equal(out, np.broadcast_to(row, (4, 3)).astype(np.float16))
+    # a destination ordered by its strides: a column-major dst of a row-major src
+    out = np.zeros((3, 4), np.int64).T  # shape (4, 3), strides (1, 4) in elements
+    src = np.arange(12, dtype=np.int16).reshape(4, 3)
+    assert emulate(emulator, [4, 3], out, "int64", [1, 4], src, "int16", [3, 1]) == 2
+    np.testing.assert_array_equal(out, src)
+    # a 0-d copy
+    one, dst = np.array(7, np.uint8), np.zeros((), np.int64)
+    assert emulate(emulator, [], dst, "int64", [], one, "uint8", []) == 1
+    assert dst == 7
