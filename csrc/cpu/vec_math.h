@@ -113,7 +113,7 @@ VM_INLINE float sigmoid_f32(float x) {
 VM_INLINE float tanh_f32(float x) {
     const float shifter = 12582912.0f;
     float a = fabsf(x);
-    float u = -2.0f * (a < 9.1f ? a : 9.1f); /* NaN: -18.2, x's NaN returns below */
+    float u = -2.0f * (a > 9.1f ? 9.1f : a); /* a NaN stays NaN through every step */
     float t = fmaf(u, 1.44269504f, shifter);
     float kf = t - shifter;
     float r = fmaf(kf, -0.693359375f, u);
@@ -141,7 +141,6 @@ VM_INLINE float tanh_f32(float x) {
     float A = near ? -sem1 : -q, B = near ? 1.0f - scale : 1.0f;
     float nwe = (A + B) * w * e;
     float y = kf > -0.5f ? fmaf(A, w, nwe) : fmaf(A, w, B * w) + nwe;
-    y = x != x ? x : y;
     return copysignf(y, x);
 }
 
