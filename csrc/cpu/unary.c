@@ -8,6 +8,7 @@
 #endif
 #include "loops.h"
 #include "fast_exp.h"
+#include "vec_math.h"
 
 EM_KERNELS(UNARY, neg, EM_TYPES_NUM, -x)
 EM_KERNELS_SPLIT(UNARY, abs, EM_TYPES_INT, x < 0 ? -x : x, fabs(x))
@@ -27,32 +28,49 @@ ROUNDING(round, nearbyint) /* half to even, like torch */
 EM_KERNELS(UNARY, frac, EM_TYPES_FLOAT, x - trunc(x))
 
 /* float-valued math */
-/* float32 exp: fast_exp.h's branch-free exp_f32 (about 1 ulp; results
- * below float's normal range flush to 0) so the contiguous loop vectorizes,
- * built for AVX2 as well; libm's expf is a call per element */
-SM_CLONES static void exp_f32_contiguous(float *o, const float *in, int64_t n) {
-    for (int64_t i = 0; i < n; i++) o[i] = exp_f32(in[i]);
-}
+/* float32 exp, tanh and sigmoid: branch-free math (fast_exp.h's exp_f32,
+ * about 1 ulp with subnormal results; vec_math.h's tanh_f32 and sigmoid_f32,
+ * Note [vector math accuracy]) so that the contiguous loop vectorizes; it is
+ * built for AVX2 and for AVX-512 (full-width vectors) and picked at run
+ * time. libm's expf/tanhf are a call per element. */
 #if defined(__x86_64__) && !defined(EM_NO_CLONES) && !defined(__clang__) && __GNUC__ >= 12
-#define EXP_AVX512 1
-__attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
-static void exp_f32_contiguous_avx512(float *o, const float *in, int64_t n) {
-    for (int64_t i = 0; i < n; i++) o[i] = exp_f32(in[i]);
-}
-#endif
-static void EM_KNAME(exp, FLOAT32)(char **d, const int64_t *s, int64_t n) {
-    if (s[0] == 4 && s[1] == 4) {
-#ifdef EXP_AVX512
-        if (__builtin_cpu_supports("avx512f")) {
-            exp_f32_contiguous_avx512((float *)d[0], (const float *)d[1], n);
-            return;
-        }
-#endif
-        exp_f32_contiguous((float *)d[0], (const float *)d[1], n);
-        return;
+#define F32_AVX512_BUILD(name, FN)                                             \
+    __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))         \
+    static void name##_f32_contiguous_avx512(float *o, const float *in, int64_t n) { \
+        for (int64_t i = 0; i < n; i++) o[i] = FN(in[i]);                      \
     }
-    for (int64_t i = 0; i < n; i++) *(float *)(d[0] + i * s[0]) = exp_f32(*(const float *)(d[1] + i * s[1]));
-}
+#define F32_AVX512_CALL(name)                                                  \
+    if (__builtin_cpu_supports("avx512f")) {                                   \
+        name##_f32_contiguous_avx512((float *)d[0], (const float *)d[1], n);   \
+        return;                                                                \
+    }
+#else
+#define F32_AVX512_BUILD(name, FN)
+#define F32_AVX512_CALL(name)
+#endif
+/* x86-64-v3 (AVX2 + FMA): vec_math.h is written with fmaf, which must be an
+ * instruction, not a libm call, for the loop to vectorize */
+#if defined(__x86_64__) && !defined(EM_NO_CLONES) && !defined(__clang__) && __GNUC__ >= 8
+#define F32_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define F32_CLONES
+#endif
+#define F32_VECTOR_KERNEL(name, FN)                                            \
+    F32_AVX512_BUILD(name, FN)                                                 \
+    F32_CLONES static void EM_KNAME(name, FLOAT32)(char **d, const int64_t *s, int64_t n) { \
+        if (s[0] == 4 && s[1] == 4) {                                          \
+            F32_AVX512_CALL(name)                                              \
+            float *o = (float *)d[0];                                          \
+            const float *in = (const float *)d[1];                             \
+            for (int64_t i = 0; i < n; i++) o[i] = FN(in[i]);                  \
+            return;                                                            \
+        }                                                                      \
+        for (int64_t i = 0; i < n; i++)                                        \
+            *(float *)(d[0] + i * s[0]) = FN(*(const float *)(d[1] + i * s[1])); \
+    }
+F32_VECTOR_KERNEL(exp, exp_f32)
+F32_VECTOR_KERNEL(tanh, tanh_f32)
+F32_VECTOR_KERNEL(sigmoid, sigmoid_f32)
 EM_INST_UNARY(exp, exp(x), FLOAT64, double)
 EM_TABLE(exp, EM_TYPES_FLOAT(EM_ENTRY, exp))
 EM_KERNELS(UNARY, exp2, EM_TYPES_FLOAT, exp2(x))
@@ -71,11 +89,13 @@ EM_KERNELS(UNARY, acos, EM_TYPES_FLOAT, acos(x))
 EM_KERNELS(UNARY, atan, EM_TYPES_FLOAT, atan(x))
 EM_KERNELS(UNARY, sinh, EM_TYPES_FLOAT, sinh(x))
 EM_KERNELS(UNARY, cosh, EM_TYPES_FLOAT, cosh(x))
-EM_KERNELS(UNARY, tanh, EM_TYPES_FLOAT, tanh(x))
+EM_INST_UNARY(tanh, tanh(x), FLOAT64, double)
+EM_TABLE(tanh, EM_TYPES_FLOAT(EM_ENTRY, tanh))
 EM_KERNELS(UNARY, asinh, EM_TYPES_FLOAT, asinh(x))
 EM_KERNELS(UNARY, acosh, EM_TYPES_FLOAT, acosh(x))
 EM_KERNELS(UNARY, atanh, EM_TYPES_FLOAT, atanh(x))
-EM_KERNELS(UNARY, sigmoid, EM_TYPES_FLOAT, em_sigmoid(x))
+EM_INST_UNARY(sigmoid, em_sigmoid(x), FLOAT64, double)
+EM_TABLE(sigmoid, EM_TYPES_FLOAT(EM_ENTRY, sigmoid))
 EM_KERNELS(UNARY, erf, EM_TYPES_FLOAT, erf(x))
 EM_KERNELS(UNARY, erfc, EM_TYPES_FLOAT, erfc(x))
 EM_KERNELS(UNARY, erfinv, EM_TYPES_FLOAT, em_erfinv(x))
