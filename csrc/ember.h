@@ -345,6 +345,8 @@ int em_copy_device_(EmTensor *dst, EmTensor *src, bool non_blocking);
 EmTensor *em_to_device(EmTensor *t, EmDevice device, bool non_blocking);
 /* Note [fake CUDA] (core/cuda_fake.c): the test double. */
 const EmCudaBackend *em_cuda_fake_backend(void);
+/* _C._cuda_fake_kernel_calls(): {entry: calls} of the fake's fused nn kernels */
+PyObject *em_cuda_fake_kernel_calls(PyObject *m, PyObject *unused);
 int em_init_cuda(PyObject *m);
 
 /* ------------------------------------------------------------------- shape */
