@@ -80,6 +80,24 @@ typedef struct {
 typedef void *EmCudaStream;
 typedef void *EmCudaEvent;
 
+/* One fused Adam/AdamW step over n parameters (cudafused). Host arrays of n
+ * entries each; the tensors (device pointers) are contiguous with numels[k]
+ * elements of dtypes[k]; max_exp_avg_sqs is NULL unless amsgrad. steps[k]:
+ * the parameter's step count, already incremented and rounded to float32. */
+typedef struct EmCudaAdam {
+    int n;
+    const int *dtypes;
+    void *const *params;
+    const void *const *grads;
+    void *const *exp_avgs;
+    void *const *exp_avg_sqs;
+    void *const *max_exp_avg_sqs;
+    const int64_t *numels;
+    const double *steps;
+    double lr, beta1, beta2, weight_decay, eps;
+    bool maximize, decoupled; /* decoupled: AdamW */
+} EmCudaAdam;
+
 typedef struct EmCudaBackend {
     int abi;            /* EM_CUDA_ABI */
     const char *name;   /* "cuda" (ember._cuda) or "fake" (the test double) */
@@ -151,7 +169,60 @@ typedef struct EmCudaBackend {
      * range: integer draws. */
     int (*random_fill)(int dev, int kind, int dtype, void *out, int64_t numel, uint64_t seed,
                        uint64_t offset, double a, double b, int64_t from, uint64_t range);
+
+    /* ---- fused nn kernels (cudafused; Note [CUDA fused nn] in csrc/cuda/nn_fused.h).
+     * Every operand is contiguous. `dtype` is the data's dtype (float16,
+     * bfloat16, float32, float64); halves compute in float32. "ct" below is
+     * the statistics' dtype: float64 for float64 data, else float32. Entries
+     * that index with data the core has not looked at (class targets,
+     * embedding indices) check bounds on the device and return 1 with the
+     * offending value in *bad (a host int64), having written nothing the
+     * core keeps; that costs one small device-to-host read. */
+    /* out = softmax(in) or log_softmax(in) along n of a [outer, n, inner] block */
+    int (*softmax)(int dev, int dtype, void *out, const void *in, int64_t outer, int64_t n,
+                   int64_t inner, bool log);
+    /* gi = y * (g - sum(g * y)) (softmax) or g - exp(y) * sum(g) (log), y the forward's output */
+    int (*softmax_backward)(int dev, int dtype, void *gi, const void *g, const void *y,
+                            int64_t outer, int64_t n, int64_t inner, bool log);
+    /* rows x n: y = (x - mean) * rstd * w + b. mean NULL: rms norm (no centring).
+     * w, b (n, ct) may be NULL; mean, rstd (rows, ct). */
+    int (*layer_norm)(int dev, int dtype, void *y, void *mean, void *rstd, const void *x,
+                      const void *w, const void *b, int64_t rows, int64_t n, double eps);
+    /* layer norm's backward: dx (rows x n, dtype) from g, x (dtype), mean, rstd (ct), w (n, ct,
+     * may be NULL); dw, db (n, ct) = sums over rows of g * xhat and g. */
+    int (*layer_norm_backward)(int dev, int dtype, void *dx, void *dw, void *db, const void *g,
+                               const void *x, const void *mean, const void *rstd, const void *w,
+                               int64_t rows, int64_t n);
+    /* Note [fused cross-entropy] (cpu/cross_entropy.h) on logits x [N, C, inner] (dtype),
+     * int64 target [N, inner], weight [C] (ct) or NULL. lse [N, inner] (ct). reduction 0:
+     * loss [N, inner] (ct); 1 (mean) / 2 (sum): one ct element. work: device float64 scratch of
+     * 2 * N * inner + 2 elements. Returns 1 with *bad = a target outside [0, C) that is not
+     * `ignore`. */
+    int (*cross_entropy)(int dev, int dtype, void *loss, void *lse, const void *x,
+                         const int64_t *target, const void *weight, int64_t N, int64_t C,
+                         int64_t inner, int64_t ignore, double smoothing, int reduction,
+                         double *work, int64_t *bad);
+    /* gi [N, C, inner] (dtype) from the saved lse; grad (ct) holds N * inner values for
+     * reduction 0, else one. work: device float64 scratch of 4 elements. Bounds as above. */
+    int (*cross_entropy_backward)(int dev, int dtype, void *gi, const void *grad, const void *x,
+                                  const int64_t *target, const void *weight, const void *lse,
+                                  int64_t N, int64_t C, int64_t inner, int64_t ignore,
+                                  double smoothing, int reduction, double *work, int64_t *bad);
+    /* Adam / AdamW over a list of parameters (the update of ops/optim.c) */
+    int (*adam)(int dev, const EmCudaAdam *a);
+    /* out [n_idx, dim] = weight [num_weights, dim] rows picked by indices (int64 or int32:
+     * idx_dtype). Returns 1 with *bad = an index outside [0, num_weights). */
+    int (*embedding)(int dev, int dtype, void *out, const void *weight, const void *indices,
+                     int idx_dtype, int64_t n_idx, int64_t num_weights, int64_t dim, int64_t *bad);
+    /* gw [num_weights, dim] (dtype; float32 accumulation) = sum of the rows of g [n_idx, dim]
+     * at their indices, skipping padding_idx (< 0: none); scale_grad_by_freq divides each by
+     * its index's count. Indices are trusted (the forward checked them). */
+    int (*embedding_backward)(int dev, int dtype, void *gw, const void *g, const void *indices,
+                              int idx_dtype, int64_t n_idx, int64_t num_weights, int64_t dim,
+                              int64_t padding_idx, bool scale_grad_by_freq);
 } EmCudaBackend;
+
+
 
 #define EM_CUDA_CAPSULE "ember._cuda._backend"
 

@@ -347,6 +347,8 @@ EmTensor *em_to_device(EmTensor *t, EmDevice device, bool non_blocking);
 void em_cuda_generator_next(int dev, uint64_t *seed, uint64_t *offset);
 /* Note [fake CUDA] (core/cuda_fake.c): the test double. */
 const EmCudaBackend *em_cuda_fake_backend(void);
+/* _C._cuda_fake_kernel_calls(): {entry: calls} of the fake's fused nn kernels */
+PyObject *em_cuda_fake_kernel_calls(PyObject *m, PyObject *unused);
 int em_init_cuda(PyObject *m);
 
 /* ------------------------------------------------------------------- shape */

@@ -85,7 +85,9 @@ class Backend(C.Structure):
         ("elementwise", F(C.c_int, C.c_int, VP)),
         ("random_fill", F(C.c_int, C.c_int, C.c_int, C.c_int, VP, C.c_int64, C.c_uint64, C.c_uint64,
                           C.c_double, C.c_double, C.c_int64, C.c_uint64)),
-    ]
+    ] + [(name, VP) for name in (  # the fused nn kernels: tested by tests/test_cuda_nn_fused.py
+        "softmax", "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
+        "cross_entropy_backward", "adam", "embedding", "embedding_backward")]
 
 
 def _backend():

@@ -1,6 +1,7 @@
 /* derivatives_nn.c — backward formulas of the nn functional ops in C
  * (ops/norm.c, ops/nn.c). Written with ember ops, so double backward works. */
 #include "formula.h"
+#include "../ops/fused_gpu.h"
 
 /* (-k, ..., -1): the normalized dims, counted from the end */
 static PyObject *last_dims(Scratch *s, int k) {
@@ -86,6 +87,16 @@ static int bw_embedding(EmNode *n, EmTensor **go, EmTensor **gi) {
     const int64_t *ws = em_meta_sizes(&n->in_meta[0]);
     long long pad = PyLong_AsLongLong(ARG(2));
     if (pad == -1 && PyErr_Occurred()) return -1;
+    if (G(0) && !em_is_cpu(go[0]) && !em_grad_enabled()) { /* the GPU kernel, when not differentiated again */
+        PyObject *ix = IN(1);
+        if (!ix) END; /* released: the error is set */
+        PyObject *r = em_embedding_backward_gpu(go[0], (EmTensor *)ix, ws[0], pad, ARG(3) == Py_True);
+        if (r) gi[0] = (EmTensor *)r;
+        if (r || PyErr_Occurred()) {
+            sc.failed = !r;
+            END;
+        }
+    }
     PyObject *idx = OP2(reshape, IN(1), keep(S, Py_BuildValue("(i)", -1)));
     PyObject *g = OP2(reshape, G(0), keep(S, Py_BuildValue("(iL)", -1, (long long)ws[1])));
     if (pad >= 0) g = MUL(g, OP2(unsqueeze, OP2(ne, idx, INT(pad)), INT(1)));

@@ -18,6 +18,9 @@
 #include "../ember.h"
 #include "../cpu/blas.h"
 #include "../cuda/philox.h"
+#include "../cpu/cross_entropy.h"
+#include "../ops/fused_gpu.h"
+#include <math.h>
 #include <time.h>
 
 #define FAKE_DEVICES 2
@@ -230,6 +233,298 @@ static int fake_random_fill(int dev, int kind, int dtype, void *out, int64_t num
     return 0;
 }
 
+/* ---- fused nn kernels on the fake (cudafused): the CPU kernels, or plain
+ * double loops where the CPU ones are private to their front-end, on host
+ * views of the untagged memory. Each call is counted by name, so tests can
+ * tell the native path ran and not Note [CUDA fallback]
+ * (_C._cuda_fake_kernel_calls()). */
+static const char *fused_names[] = {"softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
+                                    "cross_entropy", "cross_entropy_backward", "adam", "embedding",
+                                    "embedding_backward"};
+enum { NFUSED = sizeof fused_names / sizeof fused_names[0] };
+static int64_t fused_calls[NFUSED];
+
+PyObject *em_cuda_fake_kernel_calls(PyObject *m, PyObject *unused) {
+    PyObject *d = PyDict_New();
+    for (int i = 0; d && i < NFUSED; i++) {
+        PyObject *v = PyLong_FromLongLong(fused_calls[i]);
+        if (!v || PyDict_SetItemString(d, fused_names[i], v) < 0) Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    return d;
+}
+
+/* n elements of dtype at device pointer p, as a 1-d host tensor converted to
+ * float64 (new reference; NULL with an exception). */
+static EmTensor *fake_load(const void *p, int64_t n, int dtype) {
+    EmStorage *st = em_storage_wrap(untag(p), n * em_itemsize((EmDType)dtype), em_cpu(), NULL);
+    EmTensor *v = st ? em_tensor_alloc(&EmTensorType, st, 0, 1, &n, NULL, (EmDType)dtype) : NULL;
+    Py_XDECREF(st);
+    EmTensor *d = v ? em_to_dtype(v, EM_FLOAT64, true) : NULL;
+    Py_XDECREF(v);
+    return d;
+}
+
+/* n float64 values at src into device pointer p as dtype. 0 / -1. */
+static int fake_store(void *p, int64_t n, int dtype, const double *src) {
+    EmStorage *st = em_storage_wrap(untag(p), n * em_itemsize((EmDType)dtype), em_cpu(), NULL);
+    EmStorage *ss = st ? em_storage_wrap((void *)src, n * 8, em_cpu(), NULL) : NULL;
+    EmTensor *v = ss ? em_tensor_alloc(&EmTensorType, st, 0, 1, &n, NULL, (EmDType)dtype) : NULL;
+    EmTensor *s = v ? em_tensor_alloc(&EmTensorType, ss, 0, 1, &n, NULL, EM_FLOAT64) : NULL;
+    int r = s ? em_copy_(v, (PyObject *)s) : -1;
+    Py_XDECREF(st);
+    Py_XDECREF(ss);
+    Py_XDECREF(v);
+    Py_XDECREF(s);
+    return r;
+}
+
+static EmTensor *fake_f64(int64_t n) { return em_empty(1, &n, EM_FLOAT64, em_cpu()); }
+#define F64(t) ((double *)em_data(t))
+
+/* Python errors inside an entry become the backend's error message. */
+static int fake_done(int r, const char *what) {
+    if (r >= 0) return r;
+    PyErr_Clear();
+    return fake_fail(what);
+}
+
+static int fake_softmax(int dev, int dtype, void *out, const void *in, int64_t outer, int64_t n, int64_t inner,
+                        bool lg) {
+    fused_calls[0]++;
+    int64_t total = outer * n * inner;
+    EmTensor *x = fake_load(in, total, dtype), *y = fake_f64(total);
+    int r = -1;
+    if (x && y) {
+        em_cpu_softmax(em_data(x), em_data(y), EM_FLOAT64, outer, n, inner, lg);
+        r = fake_store(out, total, dtype, F64(y));
+    }
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return fake_done(r, "softmax failed");
+}
+
+static int fake_softmax_backward(int dev, int dtype, void *gi, const void *g, const void *y, int64_t outer,
+                                 int64_t n, int64_t inner, bool lg) {
+    fused_calls[1]++;
+    int64_t total = outer * n * inner;
+    EmTensor *gd = fake_load(g, total, dtype), *yd = fake_load(y, total, dtype), *o = fake_f64(total);
+    int r = -1;
+    if (gd && yd && o) {
+        em_cpu_softmax_backward(em_data(gd), em_data(yd), em_data(o), EM_FLOAT64, outer, n, inner, lg);
+        r = fake_store(gi, total, dtype, F64(o));
+    }
+    Py_XDECREF(gd);
+    Py_XDECREF(yd);
+    Py_XDECREF(o);
+    return fake_done(r, "softmax backward failed");
+}
+
+static int stat_dtype(int dtype) { return dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32; }
+
+static int fake_layer_norm(int dev, int dtype, void *y, void *mean, void *rstd, const void *x, const void *w,
+                           const void *b, int64_t rows, int64_t n, double eps) {
+    fused_calls[2]++;
+    int ct = stat_dtype(dtype);
+    EmTensor *xd = fake_load(x, rows * n, dtype), *wd = w ? fake_load(w, n, ct) : NULL,
+             *bd = b ? fake_load(b, n, ct) : NULL, *yd = fake_f64(rows * n), *md = fake_f64(rows),
+             *sd = fake_f64(rows);
+    int r = -1;
+    if (!xd || (w && !wd) || (b && !bd) || !yd || !md || !sd) goto done;
+    for (int64_t i = 0; i < rows; i++) {
+        const double *xr = F64(xd) + i * n;
+        double mu = 0, ss = 0;
+        if (mean) {
+            for (int64_t j = 0; j < n; j++) mu += xr[j];
+            mu /= (double)n;
+        }
+        for (int64_t j = 0; j < n; j++) ss += (xr[j] - mu) * (xr[j] - mu);
+        double rs = 1.0 / sqrt(ss / (double)n + eps);
+        F64(md)[i] = mu;
+        F64(sd)[i] = rs;
+        for (int64_t j = 0; j < n; j++)
+            F64(yd)[i * n + j] = (xr[j] - mu) * rs * (w ? F64(wd)[j] : 1.0) + (b ? F64(bd)[j] : 0.0);
+    }
+    r = fake_store(y, rows * n, dtype, F64(yd)) < 0 || fake_store(rstd, rows, ct, F64(sd)) < 0 ||
+        (mean && fake_store(mean, rows, ct, F64(md)) < 0) ? -1 : 0;
+done:
+    Py_XDECREF(xd);
+    Py_XDECREF(wd);
+    Py_XDECREF(bd);
+    Py_XDECREF(yd);
+    Py_XDECREF(md);
+    Py_XDECREF(sd);
+    return fake_done(r, "layer_norm failed");
+}
+
+static int fake_layer_norm_backward(int dev, int dtype, void *dx, void *dw, void *db, const void *g, const void *x,
+                                    const void *mean, const void *rstd, const void *w, int64_t rows, int64_t n) {
+    fused_calls[3]++;
+    int ct = stat_dtype(dtype);
+    EmTensor *gd = fake_load(g, rows * n, dtype), *xd = fake_load(x, rows * n, dtype), *md = fake_load(mean, rows, ct),
+             *sd = fake_load(rstd, rows, ct), *wd = w ? fake_load(w, n, ct) : NULL, *dxd = fake_f64(rows * n),
+             *dwd = fake_f64(n), *dbd = fake_f64(n);
+    int r = -1;
+    if (!gd || !xd || !md || !sd || (w && !wd) || !dxd || !dwd || !dbd) goto done;
+    memset(em_data(dwd), 0, (size_t)n * sizeof(double));
+    memset(em_data(dbd), 0, (size_t)n * sizeof(double));
+    for (int64_t i = 0; i < rows; i++) {
+        const double *gr = F64(gd) + i * n, *xr = F64(xd) + i * n, mu = F64(md)[i], rs = F64(sd)[i];
+        double s1 = 0, s2 = 0;
+        for (int64_t j = 0; j < n; j++) {
+            double xh = (xr[j] - mu) * rs, gw = gr[j] * (w ? F64(wd)[j] : 1.0);
+            s1 += gw;
+            s2 += gw * xh;
+            F64(dwd)[j] += gr[j] * xh;
+            F64(dbd)[j] += gr[j];
+        }
+        for (int64_t j = 0; j < n; j++) {
+            double xh = (xr[j] - mu) * rs, gw = gr[j] * (w ? F64(wd)[j] : 1.0);
+            F64(dxd)[i * n + j] = rs * (gw - s1 / (double)n - xh * s2 / (double)n);
+        }
+    }
+    r = fake_store(dx, rows * n, dtype, F64(dxd)) < 0 || fake_store(dw, n, ct, F64(dwd)) < 0 || fake_store(db, n, ct, F64(dbd)) < 0
+            ? -1 : 0;
+done:
+    Py_XDECREF(gd);
+    Py_XDECREF(xd);
+    Py_XDECREF(md);
+    Py_XDECREF(sd);
+    Py_XDECREF(wd);
+    Py_XDECREF(dxd);
+    Py_XDECREF(dwd);
+    Py_XDECREF(dbd);
+    return fake_done(r, "layer_norm backward failed");
+}
+
+/* The CPU kernels' view of a cross-entropy launch, on float64 logits and weights. */
+static int fake_xent_setup(EmXent *p, EmTensor **xd, EmTensor **wd, int dtype, const void *x, const int64_t *t,
+                           const void *w, int64_t N, int64_t C, int64_t inner, int64_t ignore, double e,
+                           int64_t *bad) {
+    *xd = fake_load(x, N * C * inner, dtype);
+    *wd = w ? fake_load(w, C, stat_dtype(dtype)) : NULL;
+    if (!*xd || (w && !*wd)) return -1;
+    *p = (EmXent){{em_data(*xd), untag(t), *wd ? em_data(*wd) : NULL, EM_FLOAT64, N, C, inner, ignore}, e};
+    int64_t k = em_cpu_nll_check(&p->nll);
+    if (k >= 0) *bad = ((const int64_t *)untag(t))[k];
+    return k >= 0 ? 1 : 0;
+}
+
+static int fake_cross_entropy(int dev, int dtype, void *loss, void *lse, const void *x, const int64_t *target,
+                              const void *weight, int64_t N, int64_t C, int64_t inner, int64_t ignore,
+                              double smoothing, int reduction, double *work, int64_t *bad) {
+    fused_calls[4]++;
+    int ct = stat_dtype(dtype);
+    int64_t m = N * inner;
+    EmXent p;
+    EmTensor *xd = NULL, *wd = NULL, *ld = fake_f64(m), *terms = fake_f64(2 * m + 1);
+    int r = ld && terms ? fake_xent_setup(&p, &xd, &wd, dtype, x, target, weight, N, C, inner, ignore, smoothing, bad)
+                        : -1;
+    if (r != 0) goto done;
+    r = em_cpu_xent_forward(&p, em_data(ld), F64(terms), F64(terms) + m) < 0 ? -1 : 0;
+    if (r == 0) r = fake_store(lse, m, ct, F64(ld));
+    if (r == 0 && reduction == 0) {
+        r = fake_store(loss, m, ct, F64(terms)); /* the first m of them */
+    } else if (r == 0) {
+        double total = 0, total_w = 0;
+        for (int64_t k = 0; k < m; k++) total += F64(terms)[k], total_w += F64(terms)[m + k];
+        F64(terms)[0] = reduction == 1 ? total / total_w : total;
+        r = fake_store(loss, 1, ct, F64(terms));
+    }
+done:
+    Py_XDECREF(xd);
+    Py_XDECREF(wd);
+    Py_XDECREF(ld);
+    Py_XDECREF(terms);
+    return fake_done(r, "cross_entropy failed");
+}
+
+static int fake_cross_entropy_backward(int dev, int dtype, void *gi, const void *grad, const void *x,
+                                       const int64_t *target, const void *weight, const void *lse, int64_t N,
+                                       int64_t C, int64_t inner, int64_t ignore, double smoothing, int reduction,
+                                       double *work, int64_t *bad) {
+    fused_calls[5]++;
+    int ct = stat_dtype(dtype);
+    int64_t m = N * inner;
+    EmXent p;
+    EmTensor *xd = NULL, *wd = NULL, *gd = fake_load(grad, reduction == 0 ? m : 1, ct), *ld = fake_load(lse, m, ct),
+             *s = fake_f64(m + 1), *o = fake_f64(N * C * inner);
+    int r = gd && ld && s && o
+                ? fake_xent_setup(&p, &xd, &wd, dtype, x, target, weight, N, C, inner, ignore, smoothing, bad)
+                : -1;
+    if (r != 0) goto done;
+    double tw = 0;
+    const int64_t *t = untag(target);
+    for (int64_t k = 0; k < m; k++)
+        if (t[k] != ignore) tw += wd ? F64(wd)[t[k]] : 1.0;
+    for (int64_t k = 0; k < m; k++)
+        F64(s)[k] = F64(gd)[reduction == 0 ? k : 0] * (reduction == 1 ? 1.0 / tw : 1.0);
+    r = em_cpu_xent_backward(&p, em_data(ld), F64(s), em_data(o)) < 0 ? -1 : 0;
+    if (r == 0) r = fake_store(gi, N * C * inner, dtype, F64(o));
+done:
+    Py_XDECREF(xd);
+    Py_XDECREF(wd);
+    Py_XDECREF(gd);
+    Py_XDECREF(ld);
+    Py_XDECREF(s);
+    Py_XDECREF(o);
+    return fake_done(r, "cross_entropy backward failed");
+}
+
+static int fake_adam(int dev, const EmCudaAdam *a) {
+    fused_calls[6]++;
+    for (int k = 0; k < a->n; k++)
+        em_cpu_adam_step(a->dtypes[k], untag(a->params[k]), untag(a->grads[k]), untag(a->exp_avgs[k]),
+                         untag(a->exp_avg_sqs[k]), a->max_exp_avg_sqs ? untag(a->max_exp_avg_sqs[k]) : NULL,
+                         a->numels[k], a->lr, a->beta1, a->beta2, a->weight_decay, a->eps, a->steps[k], a->maximize,
+                         a->decoupled);
+    return 0;
+}
+
+static int64_t fake_index(const void *idx, int idx_dtype, int64_t k) {
+    return idx_dtype == EM_INT32 ? ((const int32_t *)untag(idx))[k] : ((const int64_t *)untag(idx))[k];
+}
+
+static int fake_embedding(int dev, int dtype, void *out, const void *weight, const void *indices, int idx_dtype,
+                          int64_t n_idx, int64_t num_weights, int64_t dim, int64_t *bad) {
+    fused_calls[7]++;
+    for (int64_t k = 0; k < n_idx; k++) {
+        int64_t i = fake_index(indices, idx_dtype, k);
+        if (i < 0 || i >= num_weights) {
+            *bad = i;
+            return 1;
+        }
+    }
+    size_t row = (size_t)dim * (size_t)em_itemsize((EmDType)dtype);
+    for (int64_t k = 0; k < n_idx; k++)
+        memcpy((char *)untag(out) + k * row, (const char *)untag(weight) + fake_index(indices, idx_dtype, k) * row, row);
+    return 0;
+}
+
+static int fake_embedding_backward(int dev, int dtype, void *gw, const void *g, const void *indices, int idx_dtype,
+                                   int64_t n_idx, int64_t num_weights, int64_t dim, int64_t padding_idx,
+                                   bool scale_grad_by_freq) {
+    fused_calls[8]++;
+    EmTensor *gd = fake_load(g, n_idx * dim, dtype), *acc = fake_f64(num_weights * dim), *cnt = fake_f64(num_weights);
+    int r = -1;
+    if (!gd || !acc || !cnt) goto done;
+    memset(em_data(acc), 0, (size_t)(num_weights * dim) * sizeof(double));
+    memset(em_data(cnt), 0, (size_t)num_weights * sizeof(double));
+    for (int64_t k = 0; k < n_idx; k++) F64(cnt)[fake_index(indices, idx_dtype, k)] += 1;
+    for (int64_t k = 0; k < n_idx; k++) {
+        int64_t i = fake_index(indices, idx_dtype, k);
+        if (i == padding_idx) continue;
+        double sc = scale_grad_by_freq ? 1.0 / F64(cnt)[i] : 1.0;
+        for (int64_t j = 0; j < dim; j++) F64(acc)[i * dim + j] += F64(gd)[k * dim + j] * sc;
+    }
+    r = fake_store(gw, num_weights * dim, dtype, F64(acc));
+done:
+    Py_XDECREF(gd);
+    Py_XDECREF(acc);
+    Py_XDECREF(cnt);
+    return fake_done(r, "embedding backward failed");
+}
+
 static const EmCudaBackend fake = {
     .abi = EM_CUDA_ABI,
     .name = "fake",
@@ -265,11 +560,21 @@ static const EmCudaBackend fake = {
     .has_elementwise = fake_has_elementwise,
     .elementwise = fake_elementwise,
     .random_fill = fake_random_fill,
+    .softmax = fake_softmax,
+    .softmax_backward = fake_softmax_backward,
+    .layer_norm = fake_layer_norm,
+    .layer_norm_backward = fake_layer_norm_backward,
+    .cross_entropy = fake_cross_entropy,
+    .cross_entropy_backward = fake_cross_entropy_backward,
+    .adam = fake_adam,
+    .embedding = fake_embedding,
+    .embedding_backward = fake_embedding_backward,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {
     current = 0;
     memset(stats, 0, sizeof stats);
     memset(current_streams, 0, sizeof current_streams);
+    memset(fused_calls, 0, sizeof fused_calls);
     return &fake;
 }

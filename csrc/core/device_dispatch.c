@@ -56,6 +56,10 @@ int em_device_dispatch_init(void) {
                                    "uniform_", "normal_", "bernoulli_", "random_", "exponential_", NULL};
     static const char *writers[] = {"_native_batch_norm", NULL};
     static const char *index_ops[] = {"_index", "index_put", "index_put_", "_index_put_", NULL};
+    /* fused nn ops with a GPU branch that raises EmNoCudaKernel when the backend lacks the kernel */
+    static const char *fused[] = {"softmax", "log_softmax", "_softmax_backward_data", "_native_layer_norm",
+                                  "_native_layer_norm_backward", "_rms_norm", "_cross_entropy",
+                                  "_cross_entropy_backward", "_fused_adam_", "_fused_adamw_", "embedding", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
         const char *name = em_op_defs[id].name;
         /* elementwise ops: the iterator launches the backend's kernel, or
@@ -66,6 +70,8 @@ int em_device_dispatch_init(void) {
             if (!strcmp(name, as_is[i])) how_to_run[id] = RUN_AS_IS;
         for (int i = 0; native[i]; i++)
             if (!strcmp(name, native[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
+        for (int i = 0; fused[i]; i++)
+            if (!strcmp(name, fused[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; writers[i]; i++)
             if (!strcmp(name, writers[i])) writes_args[id] = true;
         for (int i = 0; index_ops[i]; i++)

@@ -7,10 +7,12 @@
  * Files: error.cpp (messages), device.cpp (devices, streams, events),
  * allocator.cpp (caching allocator, pinned memory), memcpy.cpp (copies),
  * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS),
- * random.cu (Note [GPU random numbers]). */
+ * random.cu (Note [GPU random numbers]), nn_fused.cu (softmax, layer/rms
+ * norm, cross-entropy, Adam, embedding). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "nn_fused.h"
 #include "runtime.h"
 
 static const EmCudaBackend backend = {
@@ -48,6 +50,15 @@ static const EmCudaBackend backend = {
     nullptr, /* has_elementwise */
     nullptr, /* elementwise */
     emc_random_fill,
+    em_cuda_softmax,
+    em_cuda_softmax_backward,
+    em_cuda_layer_norm,
+    em_cuda_layer_norm_backward,
+    em_cuda_cross_entropy,
+    em_cuda_cross_entropy_backward,
+    em_cuda_adam,
+    em_cuda_embedding,
+    em_cuda_embedding_backward,
 };
 
 static struct PyModuleDef module = {

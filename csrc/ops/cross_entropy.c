@@ -6,8 +6,14 @@
  * _cross_entropy returns (loss, lse): lse (the target's shape, computed in
  * the kernel dtype) is saved for the backward, which then needs no max or
  * sum pass. Operands are checked as nll_loss's (ops/loss.c), so errors are
- * torch's nll_loss errors, as in torch's composition. */
+ * torch's nll_loss errors, as in torch's composition.
+ *
+ * GPU logits run the backend's fused kernels (cross_entropy,
+ * cross_entropy_backward) on the same checked operands; the kernels check the
+ * targets on the device and report one out of range, which raises the CPU's
+ * IndexError here. */
 #include "../cpu/cross_entropy.h"
+#include "fused_gpu.h"
 #include "loss.h"
 #include <stdlib.h>
 
@@ -34,6 +40,39 @@ static double kept_weight(const EmNll *p) {
 /* Release the GIL around kernels with real work. */
 #define BIG_WORK(p) ((p)->N * (p)->C * (p)->inner >= 65536)
 
+/* scratch of n float64 on dev for a kernel (new reference) */
+static EmTensor *gpu_work(int64_t n, EmDevice dev) { return em_empty(1, &n, EM_FLOAT64, dev); }
+
+static int bad_target(int rc, int64_t bad, const char *what) {
+    if (rc == 1) PyErr_Format(PyExc_IndexError, "Target %lld is out of bounds.", (long long)bad);
+    else if (rc < 0) em_cuda_error(what);
+    return rc ? -1 : 0;
+}
+
+/* The GPU forward on prepared operands (consumes a): (loss, lse). */
+static PyObject *xent_gpu(EmTensor *in, EmTensor *target, NllArgs *a, int64_t reduction, double e) {
+    EmDevice dev = em_device(in);
+    EmTensor *out = NULL, *lse = NULL, *work = NULL;
+    PyObject *res = NULL;
+    int64_t m = target->numel, bad = 0;
+    EmDType ct = a->p.dt;
+    EM_TRY(lse = em_empty(target->ndim, target->sizes, ct, dev));
+    EM_TRY(out = reduction == RED_NONE ? em_empty(target->ndim, target->sizes, ct, dev) : em_empty(0, NULL, ct, dev));
+    EM_TRY(work = gpu_work(2 * m + 2, dev));
+    int rc = em_cuda->cross_entropy(dev.index, ct, em_data(out), em_data(lse), a->p.x, a->p.t, a->p.w, a->p.N, a->p.C,
+                                    a->p.inner, a->p.ignore, e, (int)reduction, (double *)em_data(work), &bad);
+    EM_TRY(bad_target(rc, bad, "cross_entropy_loss") == 0);
+    if (out->dtype != in->dtype) Py_SETREF(out, em_to_dtype(out, (EmDType)in->dtype, false));
+    EM_TRY(out);
+    res = PyTuple_Pack(2, out, lse);
+fail:
+    em_nll_clear(a);
+    Py_XDECREF(out);
+    Py_XDECREF(lse);
+    Py_XDECREF(work);
+    return res;
+}
+
 /* cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing) -> (loss, lse) */
 PyObject *em_impl_cross_entropy(EmCall *c) {
     EmTensor *in = em_arg_tensor(c, 0), *target = em_arg_tensor(c, 1), *weight = em_arg_tensor(c, 2);
@@ -43,6 +82,7 @@ PyObject *em_impl_cross_entropy(EmCall *c) {
     NllArgs a;
     double *terms = NULL;
     PyObject *res = NULL;
+    if (!em_is_cpu(in) && !em_cuda->cross_entropy) return em_fused_no_kernel("cross_entropy_loss");
     if (em_arg_reduction(c, 3, &reduction) < 0 || em_arg_int(c, 4, &ignore) < 0 || arg_smoothing(c, 5, &e) < 0)
         return NULL;
     if (!em_is_float(in->dtype)) { /* torch's composition fails in its log_softmax first */
@@ -51,6 +91,7 @@ PyObject *em_impl_cross_entropy(EmCall *c) {
         return NULL;
     }
     if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
+    if (!em_is_cpu(in)) return xent_gpu(in, target, &a, reduction, e);
     EmXent p = {a.p, e};
     int64_t m = target->numel;
     EM_TRY(lse = em_empty(target->ndim, target->sizes, a.p.dt, em_cpu()));
@@ -107,6 +148,8 @@ PyObject *em_impl_cross_entropy_backward(EmCall *c) {
     double e, *s = NULL;
     NllArgs a;
     char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
+    EmTensor *work = NULL;
+    if (!em_is_cpu(in) && !em_cuda->cross_entropy_backward) return em_fused_no_kernel("cross_entropy_loss_backward");
     if (em_arg_reduction(c, 5, &reduction) < 0 || em_arg_int(c, 6, &ignore) < 0 || arg_smoothing(c, 7, &e) < 0)
         return NULL;
     if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
@@ -120,6 +163,19 @@ PyObject *em_impl_cross_entropy_backward(EmCall *c) {
              "cross_entropy_backward: lse of shape %s and dtype %s does not fit a target of shape %s",
              em_shape_str(lse_in->ndim, lse_in->sizes, b1, sizeof b1), em_dtype_name((EmDType)lse_in->dtype),
              em_shape_str(target->ndim, target->sizes, b2, sizeof b2));
+    if (!em_is_cpu(in)) {
+        EmDevice dev = em_device(in);
+        int64_t bad = 0;
+        EM_TRY(g = em_fused_operand(go, a.p.dt, dev));
+        EM_TRY(lse = em_fused_operand(lse_in, a.p.dt, dev));
+        EM_TRY(gi = em_empty(in->ndim, in->sizes, a.p.dt, dev));
+        EM_TRY(work = gpu_work(4, dev));
+        int rc = em_cuda->cross_entropy_backward(dev.index, a.p.dt, em_data(gi), em_data(g), a.p.x, a.p.t, a.p.w,
+                                                 em_data(lse), a.p.N, a.p.C, a.p.inner, a.p.ignore, e,
+                                                 (int)reduction, (double *)em_data(work), &bad);
+        EM_TRY(bad_target(rc, bad, "cross_entropy_loss_backward") == 0);
+        goto done;
+    }
     if (em_check_cpu(go, "cross_entropy_backward") < 0 || em_check_cpu(lse_in, "cross_entropy_backward") < 0) goto fail;
     EM_TRY(g = em_to_dtype(go, EM_FLOAT64, false));
     Py_SETREF(g, em_contiguous(g));
@@ -147,6 +203,8 @@ PyObject *em_impl_cross_entropy_backward(EmCall *c) {
         rc = em_cpu_xent_backward(&p, ld, s, gid);
     }
     EM_CHECK(rc == 0, PyExc_MemoryError, "cross_entropy_backward: out of memory for kernel scratch");
+done:
+    Py_XDECREF(work);
     free(s);
     em_nll_clear(&a);
     Py_DECREF(g);
@@ -154,6 +212,7 @@ PyObject *em_impl_cross_entropy_backward(EmCall *c) {
     if (gi->dtype != in->dtype) Py_SETREF(gi, em_to_dtype(gi, (EmDType)in->dtype, false));
     return (PyObject *)gi;
 fail:
+    Py_XDECREF(work);
     free(s);
     em_nll_clear(&a);
     Py_XDECREF(g);

@@ -38,8 +38,11 @@ void em_nll_clear(NllArgs *a) {
 int em_nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ignore, NllArgs *a) {
     char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
     memset(a, 0, sizeof *a);
-    if (em_check_cpu(in, "nll_loss") < 0 || em_check_cpu(target, "nll_loss") < 0 ||
-        (weight && em_check_cpu(weight, "nll_loss") < 0))
+    /* GPU operands (the fused cross-entropy's GPU branch): the kernel checks
+     * the targets on the device, so the host never reads them */
+    bool gpu = !em_is_cpu(in);
+    if (!gpu && (em_check_cpu(in, "nll_loss") < 0 || em_check_cpu(target, "nll_loss") < 0 ||
+                 (weight && em_check_cpu(weight, "nll_loss") < 0)))
         return -1;
     EM_CHECK(in->ndim >= 1, PyExc_RuntimeError, "input tensor should be 1D or 2D, got a %dD tensor", in->ndim);
     EM_CHECK(em_is_float(in->dtype), PyExc_RuntimeError,
@@ -74,6 +77,10 @@ int em_nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ign
     EmDType cdt = em_compute_dtype((EmDType)in->dtype);
     EM_TRY(a->x = contig_as(in, cdt));
     EM_TRY(a->t = contig_as(target, EM_INT64)); /* Byte targets are widened */
+    if (gpu && em_is_cpu(a->t)) { /* a 0-d CPU target beside GPU logits */
+        Py_SETREF(a->t, em_to_device(a->t, em_device(in), false));
+        EM_TRY(a->t);
+    }
     if (weight) EM_TRY(a->w = contig_as(weight, cdt));
     a->p.x = em_data(a->x);
     a->p.t = (const int64_t *)em_data(a->t);
@@ -84,6 +91,7 @@ int em_nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ign
     a->p.inner = 1;
     for (int d = 2; d < in->ndim; d++) a->p.inner *= in->sizes[d];
     a->p.ignore = ignore;
+    if (gpu) return 0;
     int64_t bad = em_cpu_nll_check(&a->p);
     EM_CHECK(bad < 0, PyExc_IndexError, "Target %lld is out of bounds.", (long long)(bad >= 0 ? a->p.t[bad] : 0));
     return 0;

@@ -1,7 +1,9 @@
 /* nn.c — embedding and dropout: front-ends built from table ops (run with
  * grad mode off: the op's own node, with its own formula in
- * autograd/derivatives_nn.c, is what the graph records). */
+ * autograd/derivatives_nn.c, is what the graph records). A GPU embedding
+ * runs the backend's gather kernel (bounds checked on the device). */
 #include "../ember.h"
+#include "fused_gpu.h"
 
 /* the inner ops of a front-end: no nodes of their own */
 static PyObject *inner(EmOpId id, int n, PyObject *a, PyObject *b, PyObject *c) {
@@ -11,6 +13,65 @@ static PyObject *inner(EmOpId id, int n, PyObject *a, PyObject *b, PyObject *c) 
     PyObject *r = em_op(id, n, args);
     em_set_grad_enabled(grad);
     return r;
+}
+
+/* The GPU gather: floating weights only (others take the fallback). */
+static PyObject *embedding_gpu(EmTensor *w, EmTensor *idx) {
+    if (!em_cuda->embedding || !em_is_float(w->dtype)) return em_fused_no_kernel("embedding");
+    if (idx->ndim + 1 > EM_MAX_DIMS) {
+        PyErr_SetString(PyExc_RuntimeError, "embedding(): too many index dimensions");
+        return NULL;
+    }
+    EmDevice dev = em_device(w);
+    EmTensor *wc = NULL, *ic = NULL, *out = NULL;
+    int64_t sizes[EM_MAX_DIMS], bad = 0;
+    for (int d = 0; d < idx->ndim; d++) sizes[d] = idx->sizes[d];
+    sizes[idx->ndim] = w->sizes[1];
+    EM_TRY(wc = em_fused_operand(w, (EmDType)w->dtype, dev));
+    EM_TRY(ic = em_fused_operand(idx, (EmDType)idx->dtype, dev));
+    EM_TRY(out = em_empty(idx->ndim + 1, sizes, (EmDType)w->dtype, dev));
+    if (out->numel > 0 || (idx->numel > 0 && w->sizes[1] == 0)) {
+        int rc = em_cuda->embedding(dev.index, w->dtype, em_data(out), em_data(wc), em_data(ic), idx->dtype,
+                                    idx->numel, w->sizes[0], w->sizes[1], &bad);
+        if (rc == 1) PyErr_SetString(PyExc_IndexError, "index out of range in self");
+        else if (rc < 0) em_cuda_error("embedding");
+        EM_TRY(rc == 0);
+    }
+    Py_DECREF(wc);
+    Py_DECREF(ic);
+    return (PyObject *)out;
+fail:
+    Py_XDECREF(wc);
+    Py_XDECREF(ic);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* Embedding's weight gradient from the GPU kernel (fused_gpu.h): a new
+ * reference, or NULL without an error when the backend has no kernel. */
+PyObject *em_embedding_backward_gpu(EmTensor *g, EmTensor *idx, int64_t num_weights, int64_t padding_idx,
+                                    bool scale_grad_by_freq) {
+    if (!em_cuda || !em_cuda->embedding_backward || !em_is_float(g->dtype) || g->ndim < 1) return NULL;
+    EmDevice dev = em_device(g);
+    int64_t dim = g->sizes[g->ndim - 1], sizes[2] = {num_weights, dim};
+    EmTensor *gc = NULL, *ic = NULL, *gw = NULL;
+    EM_TRY(gc = em_fused_operand(g, (EmDType)g->dtype, dev));
+    EM_TRY(ic = em_fused_operand(idx, (EmDType)idx->dtype, dev));
+    EM_TRY(gw = em_empty(2, sizes, (EmDType)g->dtype, dev));
+    if (gw->numel > 0 &&
+        em_cuda->embedding_backward(dev.index, g->dtype, em_data(gw), em_data(gc), em_data(ic), idx->dtype, idx->numel,
+                                    num_weights, dim, padding_idx, scale_grad_by_freq) < 0) {
+        em_cuda_error("embedding_backward");
+        goto fail;
+    }
+    Py_DECREF(gc);
+    Py_DECREF(ic);
+    return (PyObject *)gw;
+fail:
+    Py_XDECREF(gc);
+    Py_XDECREF(ic);
+    Py_XDECREF(gw);
+    return NULL;
 }
 
 /* embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): rows of
@@ -26,6 +87,7 @@ PyObject *em_impl_embedding(EmCall *c) {
                      "scalar types: Long, Int; but got %s instead", em_dtype_name((EmDType)idx->dtype));
         return NULL;
     }
+    if (!em_is_cpu(w)) return embedding_gpu(w, idx);
     PyObject *flat_shape = Py_BuildValue("(i)", -1), *flat = NULL, *dim0 = PyLong_FromLong(0), *rows = NULL,
              *shape = NULL, *res = NULL;
     if (!flat_shape || !dim0) goto done;

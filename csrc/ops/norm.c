@@ -9,8 +9,14 @@
  * formula can reuse them; _rms_norm returns (y, rstd).
  * _native_layer_norm_backward is layer_norm's first-order backward in one
  * pass per row (the formula uses it unless the gradient is itself to be
- * differentiated). */
+ * differentiated).
+ *
+ * GPU tensors run the backend's fused kernels (layer_norm,
+ * layer_norm_backward), which read the data in its own dtype and keep the
+ * statistics in float32 (float64 for float64): the same outputs, shapes and
+ * dtypes as here. Without the kernels: EmNoCudaKernel, before allocating. */
 #include "../ember.h"
+#include "fused_gpu.h"
 #include "../cpu/reduce.h" /* EM_CLONES */
 #include <math.h>
 
@@ -133,6 +139,9 @@ static PyObject *normalize(EmCall *c, bool rms) {
         return NULL;
     }
     EmDType dt = (EmDType)in->dtype, ct = dt == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
+    EmDevice dev = em_device(in);
+    bool gpu = !em_is_cpu(in);
+    if (gpu && !em_cuda->layer_norm) return em_fused_no_kernel(rms ? "rms_norm" : "native_layer_norm");
     int axis = in->ndim - nn;
     int64_t rows = 1, n = 1, stat_shape[EM_MAX_DIMS];
     for (int d = 0; d < in->ndim; d++) {
@@ -142,13 +151,20 @@ static PyObject *normalize(EmCall *c, bool rms) {
     }
     EmTensor *x = NULL, *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL, *mean = NULL, *rstd = NULL, *yo = NULL;
     PyObject *res = NULL;
-    if (!(x = em_to_dtype(in, ct, false)) || !(xc = em_contiguous(x))) goto done;
+    /* the GPU kernel reads and writes the data's own dtype */
+    if (!(x = em_to_dtype(in, gpu ? dt : ct, false)) || !(xc = em_contiguous(x))) goto done;
     if (w && !(wc = affine_param(w, "weight", nn, ns, ct))) goto done;
     if (b && !(bc = affine_param(b, "bias", nn, ns, ct))) goto done;
-    if (!(y = em_empty(in->ndim, in->sizes, ct, em_cpu()))) goto done;
-    if (!rms && !(mean = em_empty(in->ndim, stat_shape, ct, em_cpu()))) goto done;
-    if (!(rstd = em_empty(in->ndim, stat_shape, ct, em_cpu()))) goto done;
-    if (rows && n) {
+    if (!(y = em_empty(in->ndim, in->sizes, gpu ? dt : ct, dev))) goto done;
+    if (!rms && !(mean = em_empty(in->ndim, stat_shape, ct, dev))) goto done;
+    if (!(rstd = em_empty(in->ndim, stat_shape, ct, dev))) goto done;
+    if (gpu && rows && n) {
+        if (em_cuda->layer_norm(dev.index, dt, em_data(y), mean ? em_data(mean) : NULL, em_data(rstd),
+                                em_data(xc), wc ? em_data(wc) : NULL, bc ? em_data(bc) : NULL, rows, n, eps) < 0) {
+            em_cuda_error(rms ? "rms_norm" : "native_layer_norm");
+            goto done;
+        }
+    } else if (rows && n) {
         PyThreadState *ts = rows * n >= 65536 ? PyEval_SaveThread() : NULL;
         if (ct == EM_FLOAT32)
             norm_rows_f32(em_data(xc), em_data(y), wc ? em_data(wc) : NULL, bc ? em_data(bc) : NULL,
@@ -267,6 +283,9 @@ PyObject *em_impl__native_layer_norm_backward(EmCall *c) {
         return NULL;
     }
     EmDType dt = (EmDType)in->dtype, ct = dt == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
+    EmDevice dev = em_device(in);
+    bool gpu = !em_is_cpu(in);
+    if (gpu && !em_cuda->layer_norm_backward) return em_fused_no_kernel("native_layer_norm_backward");
     int axis = in->ndim - nn;
     int64_t rows = 1, n = 1;
     for (int d = 0; d < in->ndim; d++) {
@@ -281,10 +300,25 @@ PyObject *em_impl__native_layer_norm_backward(EmCall *c) {
              *part = NULL, *dxo = NULL, *dwo = NULL, *dbo = NULL;
     PyObject *res = NULL;
     int64_t psize = (int64_t)nt * 2 * n;
-    if (!(gc = operand(g, "grad_out", in->ndim, in->sizes, ct)) || !(xc = operand(in, "input", in->ndim, in->sizes, ct)) ||
+    EmDType xt = gpu ? dt : ct; /* the GPU kernel reads g and x in their own dtype */
+    if (!(gc = operand(g, "grad_out", in->ndim, in->sizes, xt)) || !(xc = operand(in, "input", in->ndim, in->sizes, xt)) ||
         !(mc = operand(m, "mean", in->ndim, stat, ct)) || !(sc = operand(s, "rstd", in->ndim, stat, ct)) ||
         (w && !(wc = operand(w, "weight", nn, ns, ct))))
         goto done;
+    if (gpu) {
+        if (!(dx = em_empty(in->ndim, in->sizes, dt, dev)) || !(dw = em_empty(nn, ns, ct, dev)) ||
+            !(db = em_empty(nn, ns, ct, dev)))
+            goto done;
+        if (n > 0) {
+            if (em_cuda->layer_norm_backward(dev.index, dt, em_data(dx), em_data(dw), em_data(db), em_data(gc),
+                                             em_data(xc), em_data(mc), em_data(sc), wc ? em_data(wc) : NULL,
+                                             rows, n) < 0) {
+                em_cuda_error("native_layer_norm_backward");
+                goto done;
+            }
+        }
+        goto convert;
+    }
     if (!(dx = em_empty(in->ndim, in->sizes, ct, em_cpu())) || !(dw = em_empty(nn, ns, ct, em_cpu())) ||
         !(db = em_empty(nn, ns, ct, em_cpu())) || !(part = em_zeros(1, &psize, ct, em_cpu())))
         goto done;
@@ -298,6 +332,7 @@ PyObject *em_impl__native_layer_norm_backward(EmCall *c) {
                             em_data(dx), em_data(dw), em_data(db), em_data(part), nt, rows, n);
         if (ts) PyEval_RestoreThread(ts);
     }
+convert:;
     EmDType pdt = w ? (EmDType)w->dtype : dt;
     if ((dxo = em_to_dtype(dx, dt, false)) && (dwo = em_to_dtype(dw, pdt, false)) && (dbo = em_to_dtype(db, pdt, false)))
         res = PyTuple_Pack(3, dxo, dwo, dbo);

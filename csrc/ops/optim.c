@@ -26,8 +26,13 @@
  *   v  = beta2 * v + (1 - beta2) * g * g
  *   vmax = max(vmax, v)                      (amsgrad; the denominator uses vmax)
  *   param -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
+ *
+ * GPU parameters go to the backend's `adam` entry, one call for the whole
+ * list, after the same checks (the steps are read on the host: they are
+ * 0-d CPU tensors as the optimizers keep them, or copied over once).
  */
 #include "ember.h"
+#include "ops/fused_gpu.h"
 #include "cpu/reduce.h" /* EM_CLONES */
 
 #include <math.h>
@@ -104,6 +109,7 @@ typedef struct {
     int64_t n;
     EmDType dtype;
     AdamCoef coef;
+    double step; /* as read (rounded to float32) */
 } AdamJob;
 
 static void adam_job_run(const AdamJob *j, int64_t lo, int64_t hi) {
@@ -120,6 +126,16 @@ static void adam_job_run(const AdamJob *j, int64_t lo, int64_t hi) {
         adam_bf16((uint16_t *)p, (uint16_t *)g, (uint16_t *)m, (uint16_t *)v, (uint16_t *)vmax, k, &j->coef);
         break;
     }
+}
+
+/* One parameter's step on host memory (the fake CUDA backend runs it). */
+void em_cpu_adam_step(int dtype, void *p, const void *g, void *m, void *v, void *vmax, int64_t n, double lr,
+                      double beta1, double beta2, double weight_decay, double eps, double step, bool maximize,
+                      bool decoupled) {
+    AdamJob j = {p, (char *)g, m, v, vmax, n, (EmDType)dtype,
+                 {lr, beta1, beta2, weight_decay, eps, lr / (1.0 - pow(beta1, step)), sqrt(1.0 - pow(beta2, step)),
+                  maximize, decoupled}};
+    adam_job_run(&j, 0, n);
 }
 
 /* The list argument `i` as a fast sequence (new reference) of n tensors, or
@@ -155,7 +171,13 @@ static int check_operand(EmCall *c, EmTensor *t, EmTensor *p, const char *what, 
                          bool written) {
     char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
     const char *name = c->def->name;
-    if (em_check_cpu(t, name) < 0) return -1;
+    if (em_is_cpu(p) && em_check_cpu(t, name) < 0) return -1;
+    if (!em_device_eq(em_device(t), em_device(p))) {
+        char b[32];
+        PyErr_Format(PyExc_RuntimeError, "%s(): %s %zd is on %s, not on its parameter's device", name, what, k,
+                     em_device_str(em_device(t), b, sizeof b));
+        return -1;
+    }
     if (!em_is_float((EmDType)t->dtype)) { /* torch's dispatch error */
         PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s' (%s %zd)",
                      name, em_dtype_name((EmDType)t->dtype), what, k);
@@ -197,6 +219,40 @@ static bool overlaps(const EmTensor *a, const EmTensor *b) {
     return sa < sb + b->numel && sb < sa + a->numel;
 }
 
+/* The checked jobs in one backend call (jobs hold device pointers). 0 / -1. */
+static int adam_gpu(const AdamJob *jobs, Py_ssize_t n, EmDevice dev) {
+    size_t np = (size_t)n;
+    void **ptrs = PyMem_Calloc(5 * np, sizeof(void *));
+    int *dtypes = PyMem_Calloc(np, sizeof(int));
+    int64_t *numels = PyMem_Calloc(np, sizeof(int64_t));
+    double *steps = PyMem_Calloc(np, sizeof(double));
+    int rc = -1;
+    if (!ptrs || !dtypes || !numels || !steps) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    bool ams = jobs[0].vmax != NULL;
+    for (size_t k = 0; k < np; k++) {
+        const AdamJob *j = &jobs[k];
+        ptrs[k] = j->p, ptrs[np + k] = j->g, ptrs[2 * np + k] = j->m, ptrs[3 * np + k] = j->v;
+        ptrs[4 * np + k] = j->vmax;
+        dtypes[k] = j->dtype;
+        numels[k] = j->n;
+        steps[k] = j->step;
+    }
+    const AdamCoef *c0 = &jobs[0].coef;
+    EmCudaAdam a = {(int)n, dtypes, ptrs, (const void *const *)(ptrs + np), ptrs + 2 * np, ptrs + 3 * np,
+                    ams ? ptrs + 4 * np : NULL, numels, steps, c0->lr, c0->beta1, c0->beta2, c0->weight_decay,
+                    c0->eps, c0->maximize, c0->decoupled};
+    rc = em_cuda->adam(dev.index, &a) < 0 ? em_cuda_error(c0->decoupled ? "_fused_adamw_" : "_fused_adam_") : 0;
+done:
+    PyMem_Free(ptrs);
+    PyMem_Free(dtypes);
+    PyMem_Free(numels);
+    PyMem_Free(steps);
+    return rc;
+}
+
 PyObject *em_impl_fused_adam(EmCall *c) {
     enum { P, G, M, V, VMAX, STEPS };
     PyObject *lists[6] = {NULL};
@@ -221,6 +277,11 @@ PyObject *em_impl_fused_adam(EmCall *c) {
     EM_CHECK(!amsgrad || nmax == n, PyExc_RuntimeError,
              "%s(): Tensor list 'max_exp_avg_sqs' must be empty or have the same length as 'self' (%zd), "
              "but got %zd", name, n, nmax);
+    bool gpu = n > 0 && !em_is_cpu((EmTensor *)PySequence_Fast_GET_ITEM(lists[P], 0));
+    if (gpu && !em_cuda->adam) {
+        em_fused_no_kernel(name);
+        goto fail;
+    }
     jobs = PyMem_Calloc(n ? n : 1, sizeof(AdamJob));
     if (!jobs) {
         PyErr_NoMemory();
@@ -245,11 +306,19 @@ PyObject *em_impl_fused_adam(EmCall *c) {
             }
         }
         EmTensor *st = (EmTensor *)PySequence_Fast_GET_ITEM(lists[STEPS], k);
-        EM_TRY(em_check_cpu(st, name) == 0);
+        if (!gpu) EM_TRY(em_check_cpu(st, name) == 0);
         EM_CHECK(st->numel == 1, PyExc_RuntimeError,
                  "%s(): state_steps %zd must hold one value, but has %lld elements", name, k,
                  (long long)st->numel);
-        double step = em_scalar_to_double(em_scalar_load(em_data(st), (EmDType)st->dtype));
+        double step;
+        if (em_is_cpu(st)) {
+            step = em_scalar_to_double(em_scalar_load(em_data(st), (EmDType)st->dtype));
+        } else { /* a step kept on the device: read it once */
+            EmTensor *h = em_to_device(st, em_cpu(), false);
+            EM_TRY(h);
+            step = em_scalar_to_double(em_scalar_load(em_data(h), (EmDType)h->dtype));
+            Py_DECREF(h);
+        }
         AdamJob *j = &jobs[k];
         j->p = em_data(t[P]);
         j->g = em_data(t[G]);
@@ -260,10 +329,15 @@ PyObject *em_impl_fused_adam(EmCall *c) {
         j->dtype = (EmDType)t[P]->dtype;
         /* torch reads the step as float32 and computes the corrections in double */
         step = (double)(float)step;
+        j->step = step;
         j->coef = (AdamCoef){lr, beta1, beta2, wd, eps, lr / (1.0 - pow(beta1, step)),
                              sqrt(1.0 - pow(beta2, step)), maximize, decoupled};
     }
 
+    if (gpu) {
+        EM_TRY(adam_gpu(jobs, n, em_device((EmTensor *)PySequence_Fast_GET_ITEM(lists[P], 0))) == 0);
+        goto versions;
+    }
     /* one pass per parameter; big ones split across threads */
     int64_t total = 0;
     for (Py_ssize_t k = 0; k < n; k++) total += jobs[k].n;
@@ -279,6 +353,7 @@ PyObject *em_impl_fused_adam(EmCall *c) {
     }
     if (ts) PyEval_RestoreThread(ts);
 
+versions:
     /* Note [when versions change]: every written tensor */
     for (Py_ssize_t k = 0; k < n; k++) {
         for (int l = P; l <= VMAX; l++) {

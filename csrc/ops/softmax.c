@@ -1,8 +1,12 @@
 /* softmax.c — front-ends of softmax, log_softmax and their fused backward
  * (_softmax_backward_data). The input is cast to dtype= when given (torch's
  * rule), half types are computed in float32, and the kernel (cpu/softmax.c)
- * sees a contiguous [outer, n, inner] block (Note [softmax layout]). */
+ * sees a contiguous [outer, n, inner] block (Note [softmax layout]).
+ * GPU tensors go to the backend's fused kernels in their own dtype (halves
+ * compute in float32 there), or raise EmNoCudaKernel before allocating so
+ * the call takes Note [CUDA fallback]. */
 #include "../cpu/softmax.h"
+#include "fused_gpu.h"
 
 /* outer, n, inner of a contiguous t around dim (a 0-d tensor is one row of 1) */
 static void split_dims(const EmTensor *t, int dim, int64_t *outer, int64_t *n, int64_t *inner) {
@@ -33,6 +37,28 @@ static PyObject *finish(EmTensor *r, EmDType dtype) {
     return (PyObject *)c;
 }
 
+/* The GPU branch: the kernel reads and writes `dtype` itself. */
+static PyObject *softmax_gpu(EmTensor *in, int dim, EmDType dtype, bool lg) {
+    if (!em_cuda->softmax) return em_fused_no_kernel(lg ? "log_softmax" : "softmax");
+    EmTensor *x = NULL, *y = NULL;
+    EM_TRY(x = kernel_input(in, dtype));
+    EM_TRY(y = em_empty(x->ndim, x->sizes, dtype, em_device(x)));
+    if (x->numel > 0) {
+        int64_t outer, n, inner;
+        split_dims(x, dim, &outer, &n, &inner);
+        if (em_cuda->softmax(em_device(x).index, dtype, em_data(y), em_data(x), outer, n, inner, lg) < 0) {
+            em_cuda_error(lg ? "log_softmax" : "softmax");
+            goto fail;
+        }
+    }
+    Py_DECREF(x);
+    return (PyObject *)y;
+fail:
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return NULL;
+}
+
 static PyObject *softmax_common(EmCall *c, bool lg) {
     const char *name = lg ? "log_softmax" : "softmax";
     EmTensor *in = em_arg_tensor(c, 0), *x = NULL, *y = NULL;
@@ -42,13 +68,14 @@ static PyObject *softmax_common(EmCall *c, bool lg) {
     int given = em_arg_dtype(c, 2, &dtype);
     if (given < 0 || em_arg_int(c, 1, &dim64) < 0) return NULL;
     if (given == 1) dtype = (EmDType)in->dtype;
-    if (em_check_cpu(in, name) < 0) return NULL;
     if (!em_is_float(dtype)) {
         PyErr_Format(PyExc_NotImplementedError, "\"%s_lastdim_kernel_impl\" not implemented for '%s'", name,
                      em_dtype_name(dtype));
         return NULL;
     }
     if (em_wrap_dim(dim64, in->ndim > 0 ? in->ndim : 1, &dim) < 0) return NULL;
+    if (!em_is_cpu(in)) return softmax_gpu(in, dim, dtype, lg);
+    if (em_check_cpu(in, name) < 0) return NULL;
     EmDType cdt = em_compute_dtype(dtype);
     EM_TRY(x = kernel_input(in, cdt));
     EM_TRY(y = em_empty(x->ndim, x->sizes, cdt, em_cpu()));
@@ -81,8 +108,6 @@ PyObject *em_impl_softmax_backward_data(EmCall *c) {
     int dim;
     char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
     if (em_arg_int(c, 2, &dim64) < 0 || em_arg_bool(c, 3, &lg) < 0) return NULL;
-    if (em_check_cpu(go, "_softmax_backward_data") < 0 || em_check_cpu(out, "_softmax_backward_data") < 0)
-        return NULL;
     bool same = go->ndim == out->ndim;
     for (int d = 0; same && d < go->ndim; d++) same = go->sizes[d] == out->sizes[d];
     if (!same) {
@@ -96,6 +121,27 @@ PyObject *em_impl_softmax_backward_data(EmCall *c) {
         return NULL;
     }
     if (em_wrap_dim(dim64, out->ndim > 0 ? out->ndim : 1, &dim) < 0) return NULL;
+    if (!em_is_cpu(out)) { /* GPU: in output's own dtype */
+        if (!em_cuda->softmax_backward) return em_fused_no_kernel("_softmax_backward_data");
+        EmDType dt = (EmDType)out->dtype;
+        EM_TRY(g = em_fused_operand(go, dt, em_device(out)));
+        EM_TRY(y = kernel_input(out, dt));
+        EM_TRY(gi = em_empty(y->ndim, y->sizes, dt, em_device(y)));
+        if (y->numel > 0) {
+            int64_t outer, n, inner;
+            split_dims(y, dim, &outer, &n, &inner);
+            if (em_cuda->softmax_backward(em_device(y).index, dt, em_data(gi), em_data(g), em_data(y), outer,
+                                          n, inner, lg) < 0) {
+                em_cuda_error("_softmax_backward_data");
+                goto fail;
+            }
+        }
+        Py_DECREF(g);
+        Py_DECREF(y);
+        return (PyObject *)gi;
+    }
+    if (em_check_cpu(go, "_softmax_backward_data") < 0 || em_check_cpu(out, "_softmax_backward_data") < 0)
+        return NULL;
     EmDType cdt = em_compute_dtype((EmDType)out->dtype);
     EM_TRY(g = kernel_input(go, cdt));
     EM_TRY(y = kernel_input(out, cdt));

@@ -17,7 +17,7 @@ __all__ = ["Adam"]
 
 def _fusable(p, grad, state, amsgrad):
     ts = [p, grad, state["exp_avg"], state["exp_avg_sq"]] + ([state["max_exp_avg_sq"]] if amsgrad else [])
-    return (p.is_floating_point() and p.device.type == "cpu" and
+    return (p.is_floating_point() and p.device.type in ("cpu", "cuda") and
             all(t.dtype == p.dtype and t.shape == p.shape and t.is_contiguous() for t in ts))
 
 
