@@ -91,7 +91,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets=None):
         B, T = idx.shape
-        x = self.drop(self.tok(idx) + self.pos(torch.arange(T)))
+        x = self.drop(self.tok(idx) + self.pos(torch.arange(T, device=idx.device)))
         for block in self.blocks:
             x = block(x)
         logits = self.head(self.ln_f(x))
@@ -107,11 +107,11 @@ class GPT(nn.Module):
         return idx
 
 
-def batches(data, block_size, batch_size, generator):
+def batches(data, block_size, batch_size, generator, device="cpu"):
     ix = torch.randint(0, len(data) - block_size - 1, (batch_size,), generator=generator)
     x = torch.stack([data[i:i + block_size] for i in ix.tolist()])
     y = torch.stack([data[i + 1:i + 1 + block_size] for i in ix.tolist()])
-    return x, y
+    return x.to(device), y.to(device)
 
 
 def main(argv=None):
@@ -156,14 +156,14 @@ def main(argv=None):
     @torch.no_grad()
     def evaluate(split_data):
         model.eval()
-        losses = [model(*batches(split_data, args.block_size, args.batch_size, gen))[1].item()
+        losses = [model(*batches(split_data, args.block_size, args.batch_size, gen, args.device))[1].item()
                   for _ in range(args.eval_batches)]
         model.train()
         return sum(losses) / len(losses)
 
     t0 = time.time()
     for step in range(1, args.steps + 1):
-        x, y = batches(train, args.block_size, args.batch_size, gen)
+        x, y = batches(train, args.block_size, args.batch_size, gen, args.device)
         _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -181,7 +181,7 @@ def main(argv=None):
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "chars": "".join(chars),
                 "args": vars(args)}, args.out)
     print(f"saved {args.out}")
-    start = torch.tensor([[stoi.get("\n", 0)]], dtype=torch.long)
+    start = torch.tensor([[stoi.get("\n", 0)]], dtype=torch.long, device=args.device)
     out = model.generate(start, args.sample_chars, generator=gen)[0].tolist()
     print("--- sample ---")
     print("".join(chars[i] for i in out))
