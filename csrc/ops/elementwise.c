@@ -132,7 +132,11 @@ PyObject *em_impl_rsub(EmCall *c) { return sub_impl(c, true); }
 
 /* True when some element of t is zero (integer and bool dtypes). */
 static int tensor_has_zero(EmTensor *t) {
-    EmTensor *ct = em_contiguous(t);
+    /* a GPU divisor is read from a host copy */
+    EmTensor *host = em_is_cpu(t) ? (EmTensor *)Py_NewRef(t) : em_to_device(t, em_cpu(), false);
+    if (!host) return -1;
+    EmTensor *ct = em_contiguous(host);
+    Py_DECREF(host);
     if (!ct) return -1;
     int isz = em_itemsize(ct->dtype);
     const char *p = em_data(ct);
