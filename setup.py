@@ -140,8 +140,9 @@ def out_of_date(obj):
 # dynamically, found through an rpath to the toolkit found at build time and
 # to pip's nvidia-cublas wheel next to ember in site-packages.
 # EMBER_CUDA=0 skips the extension, EMBER_CUDA=1 makes a missing nvcc an
-# error; EMBER_CUDA_ARCH="80;90" lists the GPUs to build machine code for
-# (sm_XX each), plus PTX of the newest for GPUs that came later.
+# error; EMBER_CUDA_ARCH (default "90") lists the GPUs to build machine code
+# for (sm_XX each), EMBER_CUDA_PTX (default "80") the PTX the driver compiles
+# on other GPUs (Ampere and later).
 
 
 def find_cuda():
@@ -163,18 +164,28 @@ def find_cuda():
     return None
 
 
-def cuda_archs():
-    """EMBER_CUDA_ARCH ("80;90", "8.0,9.0a", "sm_90") as ["80", "90"]."""
-    archs = [a.strip().replace(".", "").replace("sm_", "")
-             for a in os.environ.get("EMBER_CUDA_ARCH", "80;90").replace(",", ";").split(";")]
+def _arch_list(text):
+    """"80;90", "8.0,9.0a", "sm_90" -> ["80", "90"]"""
+    archs = [a.strip().replace(".", "").replace("sm_", "").replace("compute_", "")
+             for a in text.replace(",", ";").split(";")]
     return [a for a in archs if a]
 
 
+def cuda_archs():
+    """EMBER_CUDA_ARCH: the GPUs to build machine code (SASS) for; default
+    Hopper (sm_90), the GPUs ember is tuned on."""
+    return _arch_list(os.environ.get("EMBER_CUDA_ARCH", "90"))
+
+
 def cuda_arch_flags():
+    """SASS for each of cuda_archs(), plus PTX for EMBER_CUDA_PTX (default
+    compute_80), which the driver compiles at load time on any GPU from
+    Ampere (sm_80) on that has no SASS here. One PTX target instead of a
+    second SASS build keeps the kernels' compile time about half."""
     archs = cuda_archs()
+    ptx = _arch_list(os.environ.get("EMBER_CUDA_PTX", "80")) or [min(archs, key=int)]
     flags = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
-    newest = max(archs, key=lambda a: int("".join(c for c in a if c.isdigit())))
-    return flags + [f"-gencode=arch=compute_{newest},code=compute_{newest}"]
+    return flags + [f"-gencode=arch=compute_{p},code=compute_{p}" for p in ptx]
 
 
 def cuda_extension(root):

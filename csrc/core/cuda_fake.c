@@ -21,6 +21,8 @@
 #include "../cpu/cross_entropy.h"
 #include "../ops/fused_gpu.h"
 #include <math.h>
+#include <dlfcn.h>
+#include <stdlib.h>
 #include <time.h>
 
 #define FAKE_DEVICES 2
@@ -171,12 +173,37 @@ static int fake_copy_strided(int dev, int ndim, const int64_t *sizes, void *dst,
 }
 
 /* Note [CUDA elementwise] on the fake: the same launch description, run by
- * the CPU loops of the kernel table it names. */
-static bool fake_has_elementwise(const char *kernel, int compute_dtype) { return true; }
+ * the CPU loops of the kernel table it names — or, when the environment
+ * names EMBER_FAKE_CUDA_KERNELS (a host build of csrc/cuda/elementwise.cu,
+ * -DEM_CUDA_EW_HOST_TEST) as the fake is switched on, by the CUDA kernels'
+ * own code run on the host, so tests/test_cuda_elementwise.py checks them
+ * against the CPU without a GPU. */
+static bool (*host_has_elementwise)(const char *, int);
+static int (*host_elementwise)(int, const EmCudaElementwise *);
+static const char *(*host_last_error)(void);
+
+static void fake_load_host_kernels(void) {
+    host_has_elementwise = NULL;
+    host_elementwise = NULL;
+    const char *path = getenv("EMBER_FAKE_CUDA_KERNELS");
+    void *lib = path && *path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!lib) return;
+    *(void **)&host_has_elementwise = dlsym(lib, "em_cuda_has_elementwise");
+    *(void **)&host_elementwise = dlsym(lib, "em_cuda_elementwise");
+    *(void **)&host_last_error = dlsym(lib, "em_cuda_ew_host_last_error");
+    if (!host_has_elementwise || !host_elementwise || !host_last_error)
+        host_has_elementwise = NULL, host_elementwise = NULL;
+}
+
+static bool fake_has_elementwise(const char *kernel, int compute_dtype) {
+    return host_has_elementwise ? host_has_elementwise(kernel, compute_dtype) : true;
+}
 static int fake_elementwise(int dev, const EmCudaElementwise *launch) {
     EmCudaElementwise e = *launch;
     for (int op = 0; op < e.nops; op++)
         if (e.data[op]) e.data[op] = untag(e.data[op]);
+    if (host_elementwise)
+        return host_elementwise(dev, &e) < 0 ? fake_fail(host_last_error()) : 0;
     return em_iter_run_prepared(&e) < 0 ? fake_fail("no CPU kernel") : 0;
 }
 
@@ -576,5 +603,6 @@ const EmCudaBackend *em_cuda_fake_backend(void) {
     memset(stats, 0, sizeof stats);
     memset(current_streams, 0, sizeof current_streams);
     memset(fused_calls, 0, sizeof fused_calls);
+    fake_load_host_kernels();
     return &fake;
 }

@@ -23,7 +23,8 @@
 
 /* forced inline: the kernels' AVX2/AVX-512 clones (cpu/activation.c) only
  * vectorize what is inlined into them */
-#if defined(__GNUC__)
+#if defined(EM_ACT_INLINE) /* the CUDA kernels' own (__host__ __device__) */
+#elif defined(__GNUC__)
 #define EM_ACT_INLINE static inline __attribute__((always_inline))
 #else
 #define EM_ACT_INLINE static inline

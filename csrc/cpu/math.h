@@ -8,28 +8,37 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#ifdef __cplusplus
+#include <cmath> /* the CUDA kernels (csrc/cuda/elementwise.cu): C++ overloads stand in for tgmath */
+#else
 #include <tgmath.h>
+#endif
+
+/* The CUDA kernels define EM_MATH_FN as a __host__ __device__ inline. */
+#ifndef EM_MATH_FN
+#define EM_MATH_FN static inline
+#endif
 
 /* ---- integers (b != 0 is checked by the front-end before the kernel runs) */
 
-static inline int64_t em_idiv_trunc(int64_t a, int64_t b) {
+EM_MATH_FN int64_t em_idiv_trunc(int64_t a, int64_t b) {
     return b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; /* INT64_MIN / -1 wraps */
 }
-static inline int64_t em_idiv_floor(int64_t a, int64_t b) {
+EM_MATH_FN int64_t em_idiv_floor(int64_t a, int64_t b) {
     if (b == -1) return (int64_t)(0 - (uint64_t)a);
     int64_t q = a / b, r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
 }
-static inline int64_t em_iremainder(int64_t a, int64_t b) {
+EM_MATH_FN int64_t em_iremainder(int64_t a, int64_t b) {
     if (b == -1) return 0;
     int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-static inline int64_t em_ifmod(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; }
+EM_MATH_FN int64_t em_ifmod(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; }
 
 /* Integer power by squaring; negative exponents follow torch: 1 and -1 keep
  * their magnitude, everything else truncates to 0. Wraps on overflow. */
-static inline int64_t em_ipow(int64_t base, int64_t e) {
+EM_MATH_FN int64_t em_ipow(int64_t base, int64_t e) {
     if (e < 0) {
         if (base == 1) return 1;
         if (base == -1) return (e & 1) ? -1 : 1;
@@ -58,7 +67,7 @@ static inline int64_t em_ipow(int64_t base, int64_t e) {
 
 /* Python-style floor division, as torch's div(rounding_mode='floor'). */
 #define EM_DEFINE_FLOORDIV(T, SUF)                                             \
-    static inline T em_floordiv_##SUF(T a, T b) {                              \
+    EM_MATH_FN T em_floordiv_##SUF(T a, T b) {                              \
         if (b == 0) return a / b;                                              \
         T mod = fmod(a, b);                                                    \
         T div = (a - mod) / b;                                                 \
@@ -72,7 +81,7 @@ static inline int64_t em_ipow(int64_t base, int64_t e) {
         }                                                                      \
         return fl;                                                             \
     }                                                                          \
-    static inline T em_remainder_##SUF(T a, T b) {                             \
+    EM_MATH_FN T em_remainder_##SUF(T a, T b) {                             \
         T mod = fmod(a, b);                                                    \
         if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;                      \
         return mod;                                                            \
@@ -91,13 +100,13 @@ EM_DEFINE_FLOORDIV(double, d)
 /* sign: -1, 0, 1 (NaN gives 0, as torch's) */
 #define em_sign_float(x) (((x) > 0) - ((x) < 0))
 
-static inline float em_sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
-static inline double em_sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+EM_MATH_FN float em_sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+EM_MATH_FN double em_sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
 #define em_sigmoid(x) _Generic((x), float: em_sigmoid_f, default: em_sigmoid_d)(x)
 
 /* log(exp(a) + exp(b)) without overflow */
 #define EM_DEFINE_LOGADDEXP(T, SUF)                                            \
-    static inline T em_logaddexp_##SUF(T a, T b) {                             \
+    EM_MATH_FN T em_logaddexp_##SUF(T a, T b) {                             \
         if (isinf(a) && a == b) return a;                                      \
         T m = a > b ? a : b;                                                   \
         if (m != m) return m;                                                  \
@@ -109,7 +118,7 @@ EM_DEFINE_LOGADDEXP(double, d)
 
 /* erfinv: Winitzki's closed-form estimate, refined by Newton steps on erf
  * (quadratic convergence: three steps reach double precision). */
-static inline double em_erfinv_d(double y) {
+EM_MATH_FN double em_erfinv_d(double y) {
     if (!(y > -1.0 && y < 1.0)) {
         if (y == 1.0) return INFINITY;
         if (y == -1.0) return -INFINITY;
@@ -131,7 +140,7 @@ static inline double em_erfinv_d(double y) {
     }
     return x;
 }
-static inline float em_erfinv_f(float y) { return (float)em_erfinv_d((double)y); }
+EM_MATH_FN float em_erfinv_f(float y) { return (float)em_erfinv_d((double)y); }
 #define em_erfinv(x) _Generic((x), float: em_erfinv_f, default: em_erfinv_d)(x)
 
 /* torch.lerp: two formulas so that weight 0 and 1 are exact */

@@ -7,11 +7,13 @@
  * Files: error.cpp (messages), device.cpp (devices, streams, events),
  * allocator.cpp (caching allocator, pinned memory), memcpy.cpp (copies),
  * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS),
- * random.cu (Note [GPU random numbers]), nn_fused.cu (softmax, layer/rms
+ * elementwise.cu (Note [CUDA elementwise]), random.cu (Note [GPU random
+ * numbers]), nn_fused.cu (softmax, layer/rms
  * norm, cross-entropy, Adam, embedding). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "elementwise.h"
 #include "nn_fused.h"
 #include "runtime.h"
 
@@ -47,8 +49,8 @@ static const EmCudaBackend backend = {
     emc_event_elapsed_ms,
     emc_copy_strided,
     emc_gemm,
-    nullptr, /* has_elementwise */
-    nullptr, /* elementwise */
+    em_cuda_has_elementwise,
+    em_cuda_elementwise,
     emc_random_fill,
     em_cuda_softmax,
     em_cuda_softmax_backward,
