@@ -500,11 +500,11 @@ def call_overhead(repeats):
 SETTLE_S = 0.015
 
 
-def measure(fns, repeats, sample_s, overhead):
+def measure(fns, repeats, sample_s, overhead, warmups=2):
     """Median seconds per call for each callable in fns, timed interleaved."""
     inner = {}
     for lib, fn in fns.items():
-        for _ in range(2):  # warm up: first-touch page faults, caches, lazy init
+        for _ in range(warmups):  # first-touch page faults, caches, lazy init
             fn()
         t = loop_time(fn, 1)
         inner[lib] = max(1, math.ceil(sample_s / max(t, 1e-9)))
@@ -598,7 +598,8 @@ def main(argv=None):
         fns = {lib: build(case.n) for lib, build in case.builders.items()
                if module(lib) is not None}
         note = case.check(fns) if case.check else None
-        times = measure(fns, min(repeats, case.max_repeats or repeats), sample_s, overhead)
+        times = measure(fns, min(repeats, case.max_repeats or repeats), sample_s, overhead,
+                        warmups=0 if case.check else 2)  # the check's calls warmed up
         del fns
         ratios = (ratio(case, times["ember"], times.get(lib)) for lib in ("numpy", "torch"))
         row(case.name, *(fmt_value(case, times.get(lib)) for lib in LIBS),
