@@ -500,7 +500,7 @@ def call_overhead(repeats):
 SETTLE_S = 0.015
 
 
-def measure(fns, repeats, sample_s, overhead, warmups=2):
+def measure(fns, repeats, sample_s, overhead, warmups=2, settle_s=SETTLE_S):
     """Median seconds per call for each callable in fns, timed interleaved."""
     inner = {}
     for lib, fn in fns.items():
@@ -515,8 +515,8 @@ def measure(fns, repeats, sample_s, overhead, warmups=2):
     try:
         for r in range(repeats):
             for lib in order[r % len(order):] + order[:r % len(order)]:
-                if len(fns) > 1:
-                    time.sleep(SETTLE_S)  # Note [settle pause]
+                if len(fns) > 1 and settle_s:
+                    time.sleep(settle_s)  # Note [settle pause]
                 samples[lib].append(loop_time(fns[lib], inner[lib]))
     finally:
         if gc_was_on:
@@ -599,7 +599,8 @@ def main(argv=None):
                if module(lib) is not None}
         note = case.check(fns) if case.check else None
         times = measure(fns, min(repeats, case.max_repeats or repeats), sample_s, overhead,
-                        warmups=0 if case.check else 2)  # the check's calls warmed up
+                        warmups=0 if case.check else 2,  # the check's calls warmed up
+                        settle_s=0 if args.smoke else SETTLE_S)
         del fns
         ratios = (ratio(case, times["ember"], times.get(lib)) for lib in ("numpy", "torch"))
         row(case.name, *(fmt_value(case, times.get(lib)) for lib in LIBS),
