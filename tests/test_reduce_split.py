@@ -73,3 +73,13 @@ def test_norm_and_var_of_a_split_reduction(nt):
     x64 = x.astype(np.float64)
     assert abs(t.norm().item() / np.sqrt((x64 * x64).sum()) - 1) < 1e-6
     assert abs(t.var().item() / x64.var(ddof=1) - 1) < 1e-5
+
+
+def test_short_reductions_over_many_outputs(nt):
+    """Few reduced elements per output, every output in one tile: the split
+    still covers every element (pieces shorter than a vector block)."""
+    x = np.random.default_rng(3).standard_normal((100, 1000)).astype(np.float32)
+    t = ember.from_numpy(x)
+    np.testing.assert_allclose(t.sum(0).numpy(), x.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(t.argmax(0).numpy(), x.argmax(0))
+    np.testing.assert_allclose(t.amax(0).numpy(), x.max(0))

@@ -281,16 +281,17 @@ static void run_items(const Plan *pl, int64_t b, int64_t e) {
 
 #ifdef _OPENMP
 /* Note [reduce split]: one tile's reduced elements are cut into nparts
- * pieces (a few per thread, whole 256-element blocks) that the team takes
- * in turn (dynamic schedule): on a busy machine a thread that is held up
- * leaves its remaining pieces to the others instead of holding up the
- * result. Each piece folds into its own accumulators; they are combined in
+ * pieces (a few per thread; long ones in whole 256-element blocks) that the
+ * team takes in turn (dynamic schedule): on a busy machine a thread that is
+ * held up leaves its remaining pieces to the others instead of holding up
+ * the result. Each piece folds into its own accumulators; they are combined in
  * piece order afterwards, so the result depends on nparts alone, not on
  * which thread ran which piece. */
 static void run_split(const Plan *pl, int64_t item, int nt, int nparts, char *parts) {
     Tile t = tile_of(pl, item);
     size_t stride = (size_t)TILE * EM_REDUCE_ACC_MAX;
-    int64_t piece = ((pl->R + nparts - 1) / nparts + 255) & ~(int64_t)255;
+    int64_t piece = (pl->R + nparts - 1) / nparts;
+    if (piece >= 1024) piece = (piece + 255) & ~(int64_t)255; /* whole vector blocks for the kernels */
     nparts = (int)((pl->R + piece - 1) / piece); /* rounding up the pieces may leave fewer */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int i = 0; i < nparts; i++) {
@@ -320,8 +321,8 @@ static int run_plan(const Plan *pl) {
             }
             return 0;
         }
-        /* Note [reduce split]: four pieces per thread, each of EM_GRAIN or more */
-        int64_t most = pl->R / EM_GRAIN;
+        /* Note [reduce split]: four pieces per thread, each of EM_GRAIN or more elements */
+        int64_t most = work / (pl->items > 0 ? pl->items : 1) / EM_GRAIN;
         int nparts = most < 4 * (int64_t)nt ? (int)most : 4 * nt;
         if (nparts < nt) nparts = nt;
         char *parts = malloc((size_t)nparts * TILE * EM_REDUCE_ACC_MAX);
