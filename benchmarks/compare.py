@@ -5,8 +5,9 @@
 Libraries are timed interleaved (each repeat runs every library once, in a
 rotating order) so that noise on a shared machine hits them alike; the table
 shows the median over repeats. Each sample runs the op enough times to last
-a few milliseconds, and the cost of an empty call in the same loop is
-subtracted. To add a benchmark, append a `Case` to `CASES`.
+a few milliseconds, after a short pause that lets the previous library's
+idle threads stop spinning, and the cost of an empty call in the same loop
+is subtracted. To add a benchmark, append a `Case` to `CASES`.
 """
 import argparse
 import dataclasses
@@ -33,7 +34,10 @@ class Case:
     returns the zero-arg callable to time. `unit` is "time" (µs per call,
     lower is better), "GB/s" (`bytes_per_elem * n` / time, higher is
     better) or "GFLOP/s" (`flops(n)` / time, higher is better). `targets` maps a library to (op, ratio), e.g. {"torch": ("<=", 0.4)}:
-    the ember ÷ that-library ratio the case should reach."""
+    the ember ÷ that-library ratio the case should reach. `max_repeats`
+    caps the repeats for cases whose single call takes seconds. `check(fns)`,
+    when given, runs before timing on the built callables, returns a line to
+    print, and raises when the libraries disagree."""
     name: str
     n: int
     builders: Dict[str, Callable[[int], Callable[[], object]]]
@@ -41,6 +45,8 @@ class Case:
     bytes_per_elem: int = 0
     flops: Callable[[int], float] = None
     targets: Dict[str, Tuple[str, float]] = dataclasses.field(default_factory=dict)
+    max_repeats: int = 0
+    check: Callable[[Dict[str, Callable[[], object]]], str] = None
 
 
 def inputs(lib, n, k):
@@ -332,10 +338,35 @@ def _gpt(lib, n):
     return gpt_step(module(lib))
 
 
+# GPT-2 small (124M parameters; n counts them): 12 layers, 768 wide, vocabulary
+# 50257, batches of 4 x 64 tokens; --smoke runs (n capped) build a tiny model
+GPT2_PARAMS = 124_439_808
+
+
+def _gpt2(lib, n):
+    from benchmarks.gpt import gpt_step, GPT2_SMALL
+    shape = GPT2_SMALL if n >= GPT2_PARAMS else dict(batch=2, seq=8, block=16, vocab=97, n_layer=1,
+                                                       n_embd=32, n_head=2)
+    return gpt_step(module(lib), **shape)
+
+
+def same_losses(fns, steps=3, rtol=1e-4):
+    """Runs `steps` training steps of every library (the same weights and
+    batches) and raises unless their last losses agree to rtol."""
+    losses = {lib: [fn().item() for _ in range(steps)][-1] for lib, fn in fns.items()}
+    line = f"  loss after {steps} steps: " + ", ".join(f"{lib} {v:.7f}" for lib, v in losses.items())
+    if "torch" in losses and abs(losses["ember"] - losses["torch"]) > rtol * abs(losses["torch"]):
+        raise RuntimeError(f"ember's loss differs from torch's by more than {rtol} relative:{line}")
+    return line
+
+
 CASES += [
     Case("GPT train step (4x256, T=64, B=8, AdamW)", 8 * 64,
          {lib: (lambda n, lib=lib: _gpt(lib, n)) for lib in ("ember", "torch")},
          targets={"torch": ("<=", 0.8)}),
+    Case("GPT-2 small train step (124M, T=64, B=4, AdamW)", GPT2_PARAMS,
+         {lib: (lambda n, lib=lib: _gpt2(lib, n)) for lib in ("ember", "torch")},
+         targets={"torch": ("<=", 0.8)}, max_repeats=5, check=same_losses),
 ]
 
 
@@ -478,11 +509,19 @@ def call_overhead(repeats):
     return min(loop_time(noop, 200_000) for _ in range(repeats))
 
 
-def measure(fns, repeats, sample_s, overhead):
+# Note [settle pause]: after a parallel region, a library's OpenMP workers
+# spin before they sleep — torch's (libgomp's default) for milliseconds,
+# ember's for a fraction of one. On a 2-core machine the next library's
+# sample would share a core with that spinner, so each sample starts after
+# a pause longer than any library's spin.
+SETTLE_S = 0.015
+
+
+def measure(fns, repeats, sample_s, overhead, warmups=2, settle_s=SETTLE_S):
     """Median seconds per call for each callable in fns, timed interleaved."""
     inner = {}
     for lib, fn in fns.items():
-        for _ in range(2):  # warm up: first-touch page faults, caches, lazy init
+        for _ in range(warmups):  # first-touch page faults, caches, lazy init
             fn()
         t = loop_time(fn, 1)
         inner[lib] = max(1, math.ceil(sample_s / max(t, 1e-9)))
@@ -493,6 +532,8 @@ def measure(fns, repeats, sample_s, overhead):
     try:
         for r in range(repeats):
             for lib in order[r % len(order):] + order[:r % len(order)]:
+                if len(fns) > 1 and settle_s:
+                    time.sleep(settle_s)  # Note [settle pause]
                 samples[lib].append(loop_time(fns[lib], inner[lib]))
     finally:
         if gc_was_on:
@@ -573,11 +614,16 @@ def main(argv=None):
             case = dataclasses.replace(case, n=min(case.n, 4096))
         fns = {lib: build(case.n) for lib, build in case.builders.items()
                if module(lib) is not None}
-        times = measure(fns, repeats, sample_s, overhead)
+        note = case.check(fns) if case.check else None
+        times = measure(fns, min(repeats, case.max_repeats or repeats), sample_s, overhead,
+                        warmups=0 if case.check else 2,  # the check's calls warmed up
+                        settle_s=0 if args.smoke else SETTLE_S)
         del fns
         ratios = (ratio(case, times["ember"], times.get(lib)) for lib in ("numpy", "torch"))
         row(case.name, *(fmt_value(case, times.get(lib)) for lib in LIBS),
             *("-" if r is None else f"{r:.2f}x" for r in ratios), fmt_targets(case, times))
+        if note:
+            print(note, flush=True)
     if args.filter in "import":
         print_import_costs(3 if args.smoke or args.quick else 7)
 

@@ -3,9 +3,11 @@
 `gpt_step(m)` builds a 4-layer, 256-wide GPT (4 heads, 64 tokens, batch 8,
 vocabulary 65, tied embeddings) with library `m` (ember or torch), an AdamW
 optimizer, and returns the callable that runs one training step: forward,
-cross-entropy, backward, gradient clipping, optimizer step. Both libraries
-draw the same initial weights and batches (ember's generator is torch's
-mt19937), so their steps do the same arithmetic.
+cross-entropy, backward, gradient clipping, optimizer step.
+`gpt_step(m, **GPT2_SMALL)` is the same step on GPT-2 small (124M
+parameters). Both libraries draw the same initial weights and batches
+(ember's generator is torch's mt19937), so their steps do the same
+arithmetic.
 """
 import math
 
@@ -59,15 +61,24 @@ def make_gpt(m, vocab=65, block=64, n_layer=4, n_embd=256, n_head=4):
     return GPT()
 
 
-def gpt_step(m, batch=8, block=64, vocab=65):
+# GPT-2 small: 12 layers, 768 wide, 12 heads, GPT-2's BPE vocabulary, a
+# 1024-position table; trained here on batches of 4 x 64 tokens
+GPT2_SMALL = dict(batch=4, seq=64, block=1024, vocab=50257, n_layer=12, n_embd=768, n_head=12)
+
+
+def gpt_step(m, batch=8, block=64, vocab=65, seq=None, **shape):
+    """One training step's callable (returns the loss) on batches of
+    batch x seq tokens (seq defaults to block, the positional table's size);
+    shape: make_gpt's n_layer, n_embd, n_head."""
+    seq = seq or block
     m.manual_seed(0)
-    model = make_gpt(m, vocab=vocab, block=block)
+    model = make_gpt(m, vocab=vocab, block=block, **shape)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     other = [p for p in model.parameters() if p.dim() < 2]
     opt = m.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
                         lr=3e-4, betas=(0.9, 0.95))
-    x = m.randint(0, vocab, (batch, block))
-    y = m.randint(0, vocab, (batch, block))
+    x = m.randint(0, vocab, (batch, seq))
+    y = m.randint(0, vocab, (batch, seq))
 
     def step():
         loss = model(x, y)

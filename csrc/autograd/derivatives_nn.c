@@ -108,7 +108,13 @@ static int bw_embedding(EmNode *n, EmTensor **go, EmTensor **gi) {
                                INT(0), idx, ones);
         g = DIV(g, OP2(unsqueeze, OP3(index_select, counts, INT(0), idx), INT(1)));
     }
-    SET(0, OP4(index_add, OP2(new_zeros, g, IN_SIZE(0)), INT(0), idx, g));
+    PyObject *zeros = OP2(new_zeros, g, IN_SIZE(0));
+    if (em_grad_enabled()) {
+        SET(0, OP4(index_add, zeros, INT(0), idx, g));
+    } else { /* no graph to record: add into the fresh zeros rather than into a copy of them */
+        PyObject *args[4] = {zeros, INT(0), idx, g};
+        if (!sc.failed) SET(0, keep(S, em_op_inplace(EM_OP_index_add, 4, args)));
+    }
     END;
 }
 

@@ -248,6 +248,18 @@ static int run_dict_hooks(PyObject *hooks, PyObject *arg1, PyObject *arg2, EmTen
 /* ------------------------------------------------------ node kinds */
 
 /* AccumulateGrad: leaf hooks, then into .grad (Note [accumulator]). */
+/* A view nobody else can reach: its root is held only by the view, the
+ * storage only by the two of them, and the view covers the whole storage
+ * contiguously (the transpose of a transpose that mm's backward makes for
+ * Linear weights). Keeping it as .grad copies nothing and frees the root's
+ * extra header only. */
+static bool sole_owner_view(const EmTensor *g) {
+    const EmTensor *root = (const EmTensor *)g->view_base;
+    return g->is_view && root && Py_REFCNT(root) == 1 && Py_REFCNT(g->storage) == 2 && !g->storage->base &&
+           g->offset == 0 && em_is_contiguous(g) &&
+           g->numel * em_dtype_info[g->dtype].itemsize == g->storage->nbytes;
+}
+
 static int run_accumulate(EmNode *n, EmTensor *grad, bool create_graph) {
     EmTensor *v = n->variable;
     Py_INCREF(grad);
@@ -255,7 +267,8 @@ static int run_accumulate(EmNode *n, EmTensor *grad, bool create_graph) {
     if (!v->grad) {
         /* keep the incoming tensor when nobody else holds it and its layout
          * is plain; otherwise store a copy the user may freely modify */
-        if (create_graph || (Py_REFCNT(grad) <= 2 && em_is_contiguous(grad) && !grad->is_view)) {
+        if (create_graph ||
+            (Py_REFCNT(grad) <= 2 && em_is_contiguous(grad) && (!grad->is_view || sole_owner_view(grad)))) {
             EmTensor *g = create_graph ? (EmTensor *)Py_NewRef(grad) : em_detach(grad);
             if (!g) goto fail;
             v->grad = (PyObject *)g;

@@ -280,23 +280,27 @@ static void run_items(const Plan *pl, int64_t b, int64_t e) {
 }
 
 #ifdef _OPENMP
-/* One tile, its reduced elements split across nt threads; the partials are
- * combined in order afterwards. */
-static void run_split(const Plan *pl, int64_t item, int nt, char *parts) {
+/* Note [reduce split]: one tile's reduced elements are cut into nparts
+ * pieces (a few per thread; long ones in whole 256-element blocks) that the
+ * team takes in turn (dynamic schedule): on a busy machine a thread that is
+ * held up leaves its remaining pieces to the others instead of holding up
+ * the result. Each piece folds into its own accumulators; they are combined in
+ * piece order afterwards, so the result depends on nparts alone, not on
+ * which thread ran which piece. */
+static void run_split(const Plan *pl, int64_t item, int nt, int nparts, char *parts) {
     Tile t = tile_of(pl, item);
     size_t stride = (size_t)TILE * EM_REDUCE_ACC_MAX;
-    int used = nt;
-#pragma omp parallel num_threads(nt)
-    {
-        int tid = omp_get_thread_num(), T = omp_get_num_threads();
-        int64_t chunk = (pl->R + T - 1) / T;
-        int64_t b = tid * chunk, e = b + chunk < pl->R ? b + chunk : pl->R;
-        char *acc = parts + tid * stride;
+    int64_t piece = (pl->R + nparts - 1) / nparts;
+    if (piece >= 1024) piece = (piece + 255) & ~(int64_t)255; /* whole vector blocks for the kernels */
+    nparts = (int)((pl->R + piece - 1) / piece); /* rounding up the pieces may leave fewer */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int i = 0; i < nparts; i++) {
+        int64_t b = i * piece, e = b + piece < pl->R ? b + piece : pl->R;
+        char *acc = parts + i * stride;
         pl->k->init(acc, t.k, t.aux, pl->kept[0].o[2]);
         if (b < e) fold(pl, &t, acc, b, e);
-        if (tid == 0) used = T;
     }
-    for (int i = 1; i < used; i++) pl->k->combine(parts, parts + i * stride, t.k);
+    for (int i = 1; i < nparts; i++) pl->k->combine(parts, parts + i * stride, t.k);
     store(pl, &t, parts);
 }
 #endif
@@ -317,9 +321,13 @@ static int run_plan(const Plan *pl) {
             }
             return 0;
         }
-        char *parts = malloc((size_t)nt * TILE * EM_REDUCE_ACC_MAX);
+        /* Note [reduce split]: four pieces per thread, each of EM_GRAIN or more elements */
+        int64_t most = work / (pl->items > 0 ? pl->items : 1) / EM_GRAIN;
+        int nparts = most < 4 * (int64_t)nt ? (int)most : 4 * nt;
+        if (nparts < nt) nparts = nt;
+        char *parts = malloc((size_t)nparts * TILE * EM_REDUCE_ACC_MAX);
         if (parts) {
-            for (int64_t item = 0; item < pl->items; item++) run_split(pl, item, nt, parts);
+            for (int64_t item = 0; item < pl->items; item++) run_split(pl, item, nt, nparts, parts);
             free(parts);
             return 0;
         }
