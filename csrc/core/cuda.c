@@ -478,6 +478,7 @@ static PyMethodDef cuda_methods[] = {
     {"_cuda_event", py_event_op, METH_VARARGS, NULL},
     {"_cuda_use_fake_backend", py_use_fake, METH_O, NULL},
     {"_cuda_live_storages", py_live_storages, METH_NOARGS, NULL},
+    {"_cuda_fake_counters", em_cuda_fake_counters, METH_NOARGS, NULL}, /* cudared */
     {NULL, NULL, 0, NULL},
 };
 
