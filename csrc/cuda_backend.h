@@ -28,7 +28,7 @@ extern "C" {
 
 /* Bumped whenever the table's layout changes: the core refuses a backend
  * built for another layout instead of calling through stale pointers. */
-#define EM_CUDA_ABI 1
+#define EM_CUDA_ABI 2
 #define EM_CUDA_MAX_DIMS 64
 
 #define EM_CUDA_MAX_OPS 6 /* operands of one elementwise kernel, output first */
@@ -58,6 +58,45 @@ typedef struct {
     unsigned char scalar[EM_CUDA_MAX_OPS][8];
     const void *cpu_kernels; /* the CPU table: only the fake backend (Note [fake CUDA]) runs it */
 } EmCudaElementwise;
+
+/* Note [CUDA reduce]: one reduction launch, prepared by the core's reduce
+ * iterator (csrc/core/reduce.c) exactly as for its CPU kernels (Note [reduce
+ * kernels] in ember.h). The input's dims are split into kept dims (one per
+ * output element) and reduced dims, size-1 dims dropped, each group ordered
+ * innermost-first by the input's strides and mergeable neighbours merged.
+ * Byte strides: kept_strides[d] = {input, out[0], out[1], aux} (0 where an
+ * output does not move along d), red_strides[d] for the input. `op` names
+ * the CPU kernel table (em_reduce_<op>: "sum", "nansum", "nanmean", "prod",
+ * "count_nonzero", "all", "any", "amax", "amin", "aminmax", "argmax",
+ * "argmin", "norm0", "norm1", "norm2", "normp", "norminf", "normninf",
+ * "sqdev", "lse"); its semantics, accumulator widths and tie rules are the
+ * CPU kernels' (csrc/cpu/reduce.c). The kernel writes out[i] (when not
+ * NULL) in out_dtype[i], converting from its result dtype: the CPU kernel's
+ * `result_dtype[i]` (int64 or float64). Arg-reductions number the reduced
+ * elements 0.. in this order (innermost first); the core only asks them
+ * over one reduced dim. aux (NULL or float64, one per output, at the kept
+ * strides' 4th column) seeds two-pass ops: sqdev's mean, lse's max. An
+ * empty reduction (red_numel 0) writes each output's identity/finish. */
+typedef struct {
+    const char *op;
+    int in_dtype;
+    int out_dtype[2];    /* the output tensors' dtypes (-1 when absent) */
+    int result_dtype[2]; /* what the op computes per output: EM_INT64 or EM_FLOAT64 codes */
+    int nkept, nred;     /* >= 1 each (a single size-1 dim when there is none) */
+    int64_t out_numel;   /* product of kept sizes */
+    int64_t red_numel;   /* product of reduced sizes (elements per output) */
+    int64_t kept_shape[EM_CUDA_MAX_DIMS];
+    int64_t kept_strides[EM_CUDA_MAX_DIMS][4];
+    int64_t red_shape[EM_CUDA_MAX_DIMS];
+    int64_t red_strides[EM_CUDA_MAX_DIMS];
+    const void *in;
+    void *out[2];
+    const void *aux;
+    double p;       /* the norm order (normp) */
+    double divisor; /* sums divide float results by it (mean: the count; 1 else); sqdev's N - correction */
+    bool root;      /* sqdev: finish takes the square root (std) */
+    const void *cpu_kernel; /* the CPU kernel: only the fake backend (Note [fake CUDA]) runs it */
+} EmCudaReduce;
 
 typedef struct {
     char name[256];
@@ -220,6 +259,12 @@ typedef struct EmCudaBackend {
     int (*embedding_backward)(int dev, int dtype, void *gw, const void *g, const void *indices,
                               int idx_dtype, int64_t n_idx, int64_t num_weights, int64_t dim,
                               int64_t padding_idx, bool scale_grad_by_freq);
+
+    /* ---- cudared: reductions (Note [CUDA reduce]). has_reduce says whether
+     * `op` has a kernel for in_dtype (the core falls back to the CPU when
+     * not, or when these pointers are NULL); the launch returns when queued. */
+    bool (*has_reduce)(const char *op, int in_dtype);
+    int (*reduce)(int dev, const EmCudaReduce *r);
 } EmCudaBackend;
 
 

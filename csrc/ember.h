@@ -349,6 +349,8 @@ void em_cuda_generator_next(int dev, uint64_t *seed, uint64_t *offset);
 const EmCudaBackend *em_cuda_fake_backend(void);
 /* _C._cuda_fake_kernel_calls(): {entry: calls} of the fake's fused nn kernels */
 PyObject *em_cuda_fake_kernel_calls(PyObject *m, PyObject *unused);
+/* _C._cuda_fake_counters(): the fake's launch counts (Note [CUDA reduce]). */
+PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused);
 int em_init_cuda(PyObject *m);
 
 /* ------------------------------------------------------------------- shape */
@@ -509,6 +511,7 @@ typedef struct {
     EmReduceStepFn step; /* NULL: the op does not support this input dtype */
     EmReduceCombineFn combine;
     EmReduceFinishFn finish;
+    const char *name; /* the op's table name (em_reduce_<name>): GPU kernels are looked up by it */
 } EmReduceKernel;
 #define EM_REDUCE_ACC_MAX 32
 
@@ -530,6 +533,9 @@ typedef struct {
  * over the outputs when there are many, else over the reduced elements with
  * per-thread partials that are then combined. 0 / -1. */
 int em_reduce_run(const EmReduceConfig *cfg);
+/* Note [CUDA reduce]: run a prepared launch with the CPU kernel it names in
+ * `cpu_kernel`, on host memory (the fake backend's reduce). 0 / -1. */
+int em_reduce_run_prepared(const EmCudaReduce *r);
 /* `dim` as torch takes it (None, an int, or a sequence of ints; None and ()
  * mean every dim) to a mask over ndim dims: IndexError out of range,
  * RuntimeError for repeats. *all is set when every dim is reduced because

@@ -87,7 +87,8 @@ class Backend(C.Structure):
                           C.c_double, C.c_double, C.c_int64, C.c_uint64)),
     ] + [(name, VP) for name in (  # the fused nn kernels: tested by tests/test_cuda_nn_fused.py
         "softmax", "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
-        "cross_entropy_backward", "adam", "embedding", "embedding_backward")]
+        "cross_entropy_backward", "adam", "embedding", "embedding_backward",
+        "has_reduce", "reduce")]  # the reductions: tests/test_cuda_reduce.py
 
 
 def _backend():

@@ -550,6 +550,24 @@ done:
     Py_XDECREF(acc);
     Py_XDECREF(cnt);
     return fake_done(r, "embedding backward failed");
+/* cudared: Note [CUDA reduce] on the fake: the launch description, run by
+ * the CPU kernel it carries, on untagged pointers. Launches are counted so
+ * tests can tell the native path from Note [CUDA fallback]. */
+static int64_t reduce_launches;
+static bool fake_has_reduce(const char *op, int in_dtype) { return true; }
+static int fake_reduce(int dev, const EmCudaReduce *launch) {
+    EmCudaReduce r = *launch;
+    r.in = untag(r.in);
+    for (int i = 0; i < 2; i++)
+        if (r.out[i]) r.out[i] = untag(r.out[i]);
+    if (r.aux) r.aux = untag(r.aux);
+    reduce_launches++;
+    return em_reduce_run_prepared(&r) < 0 ? fake_fail("no CPU reduce kernel") : 0;
+}
+
+/* _C._cuda_fake_counters(): {"reduce": launches} since the fake was switched on. */
+PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused) {
+    return Py_BuildValue("{s:L}", "reduce", (long long)reduce_launches);
 }
 
 static const EmCudaBackend fake = {
@@ -596,6 +614,8 @@ static const EmCudaBackend fake = {
     .adam = fake_adam,
     .embedding = fake_embedding,
     .embedding_backward = fake_embedding_backward,
+    .has_reduce = fake_has_reduce,
+    .reduce = fake_reduce,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {
@@ -604,5 +624,6 @@ const EmCudaBackend *em_cuda_fake_backend(void) {
     memset(current_streams, 0, sizeof current_streams);
     memset(fused_calls, 0, sizeof fused_calls);
     fake_load_host_kernels();
+    reduce_launches = 0;
     return &fake;
 }

@@ -12,7 +12,8 @@
  *   - elementwise ops run their impl, whose iterator launches the
  *     backend's kernel (Note [CUDA elementwise]); a backend without that
  *     kernel makes the iterator raise EmNoCudaKernel before anything is
- *     written, and the call takes the fallback instead;
+ *     written, and the call takes the fallback instead; reductions alike
+ *     through the reduce iterator (Note [CUDA reduce]);
  *   - every other op takes Note [CUDA fallback].
  *
  * Note [CUDA fallback]: the op runs on the CPU on host copies of its GPU
@@ -54,6 +55,12 @@ int em_device_dispatch_init(void) {
     static const char *native[] = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul",
                                    /* Note [GPU random numbers] */
                                    "uniform_", "normal_", "bernoulli_", "random_", "exponential_", NULL};
+    /* reductions: the reduce iterator launches the backend's kernel or raises
+     * EmNoCudaKernel before writing (Note [CUDA reduce]) */
+    static const char *reductions[] = {
+        "sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax",
+        "argmax", "argmin", "var", "std", "var_mean", "std_mean", "norm", "_linalg_vector_norm",
+        "logsumexp", "all", "any", "count_nonzero", "sum_to_size", NULL};
     static const char *writers[] = {"_native_batch_norm", NULL};
     static const char *index_ops[] = {"_index", "index_put", "index_put_", "_index_put_", NULL};
     /* fused nn ops with a GPU branch that raises EmNoCudaKernel when the backend lacks the kernel */
@@ -66,6 +73,8 @@ int em_device_dispatch_init(void) {
          * raises EmNoCudaKernel before touching anything (Note [CUDA elementwise]) */
         if (em_op_defs[id].kernels && strcmp(em_op_defs[id].kernels->name, "none"))
             how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
+        for (int i = 0; reductions[i]; i++)
+            if (!strcmp(name, reductions[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; as_is[i]; i++)
             if (!strcmp(name, as_is[i])) how_to_run[id] = RUN_AS_IS;
         for (int i = 0; native[i]; i++)

@@ -11,7 +11,12 @@
  * folds its share into its own accumulators; combine then merges them in
  * order, so "first index wins" rules hold).
  *
- * em_lines_run is the walker for scans and selections along one dim.
+ * On a GPU input the same plan is described to the backend instead
+ * (Note [CUDA reduce] in cuda_backend.h); the fake backend hands it back to
+ * em_reduce_run_prepared, which runs these CPU kernels on it.
+ *
+ * em_lines_run is the walker for scans and selections along one dim (CPU
+ * only: scans on GPU tensors take Note [CUDA fallback]).
  */
 #include "../ember.h"
 #include <stdlib.h>
@@ -338,6 +343,108 @@ static int run_plan(const Plan *pl) {
     return 0;
 }
 
+/* ------------------------------------------------ Note [CUDA reduce] */
+
+/* Describe the plan to the GPU backend and launch it; EmNoCudaKernel (before
+ * anything is written) when the backend has no kernel, so the dispatcher
+ * takes the CPU fallback. */
+static int run_on_gpu(const EmReduceConfig *cfg) {
+    const EmReduceKernel *k = cfg->kernel;
+    const EmTensor *in = cfg->in;
+    EmDevice dev = em_device(in);
+    for (int i = 0; i < 3; i++) {
+        const EmTensor *t = i < 2 ? cfg->out[i] : cfg->aux;
+        if (t && (em_is_cpu(t) || em_device(t).index != dev.index)) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "ember: a GPU reduction's outputs must be on the input's device");
+            return -1;
+        }
+    }
+    if (!em_cuda || !em_cuda->has_reduce || !em_cuda->reduce || !k->name ||
+        !em_cuda->has_reduce(k->name, in->dtype)) {
+        PyErr_Format(EmNoCudaKernel, "reduction \"%s\" has no CUDA kernel for '%s'",
+                     k->name ? k->name : "?", em_dtype_name((EmDType)in->dtype));
+        return -1;
+    }
+    Plan *pl = PyMem_Malloc(sizeof(Plan));
+    EmCudaReduce *r = PyMem_Malloc(sizeof(EmCudaReduce));
+    int rc = 0;
+    if (!pl || !r) {
+        PyErr_NoMemory();
+        rc = -1;
+        goto done;
+    }
+    build_plan(pl, cfg);
+    if (pl->M == 0) goto done; /* no outputs: nothing to launch */
+    memset(r, 0, sizeof *r);
+    r->op = k->name;
+    r->in_dtype = in->dtype;
+    for (int i = 0; i < 2; i++) {
+        r->out_dtype[i] = cfg->out[i] ? cfg->out[i]->dtype : -1;
+        r->result_dtype[i] = k->out_dtype[i];
+        r->out[i] = pl->out[i];
+    }
+    r->nkept = pl->nk;
+    r->nred = pl->nr;
+    r->out_numel = pl->M;
+    r->red_numel = pl->R;
+    for (int d = 0; d < pl->nk; d++) {
+        r->kept_shape[d] = pl->kept[d].size;
+        r->kept_strides[d][0] = pl->kept[d].in;
+        for (int op = 0; op < 3; op++) r->kept_strides[d][op + 1] = pl->kept[d].o[op];
+    }
+    for (int d = 0; d < pl->nr; d++) {
+        r->red_shape[d] = pl->red[d].size;
+        r->red_strides[d] = pl->red[d].in;
+    }
+    r->in = pl->in;
+    r->aux = pl->aux;
+    r->p = pl->p.p;
+    r->divisor = pl->p.divisor;
+    r->root = pl->p.root;
+    r->cpu_kernel = k;
+    if (em_cuda->reduce(dev.index, r) < 0) rc = em_cuda_error(k->name);
+done:
+    PyMem_Free(pl);
+    PyMem_Free(r);
+    return rc;
+}
+
+int em_reduce_run_prepared(const EmCudaReduce *r) {
+    const EmReduceKernel *k = r->cpu_kernel;
+    if (!k || !k->step || r->nkept < 1 || r->nred < 1) return -1;
+    Plan *pl = PyMem_Malloc(sizeof(Plan));
+    if (!pl) return -1;
+    memset(pl, 0, sizeof *pl);
+    pl->k = k;
+    pl->p.p = r->p;
+    pl->p.divisor = r->divisor;
+    pl->p.root = r->root;
+    pl->in = r->in;
+    for (int i = 0; i < 2; i++) {
+        pl->out[i] = r->out[i];
+        pl->out_dtype[i] = (int8_t)(r->out[i] ? r->out_dtype[i] : 0);
+    }
+    pl->aux = r->aux;
+    pl->nk = r->nkept;
+    pl->nr = r->nred;
+    for (int d = 0; d < pl->nk; d++) {
+        pl->kept[d].size = r->kept_shape[d];
+        pl->kept[d].in = r->kept_strides[d][0];
+        for (int op = 0; op < 3; op++) pl->kept[d].o[op] = r->kept_strides[d][op + 1];
+    }
+    for (int d = 0; d < pl->nr; d++) pl->red[d] = (Dim){r->red_shape[d], r->red_strides[d], {0, 0, 0}};
+    pl->M = r->out_numel;
+    pl->R = r->red_numel;
+    pl->tiles_per_row = (pl->kept[0].size + TILE - 1) / TILE;
+    pl->items = pl->M == 0 ? 0 : pl->M / pl->kept[0].size * pl->tiles_per_row;
+    if (pl->items > 0) run_plan(pl);
+    PyMem_Free(pl);
+    return 0;
+}
+
+/* ------------------------------------------------------------- entry */
+
 int em_reduce_run(const EmReduceConfig *cfg) {
     const EmReduceKernel *k = cfg->kernel;
     if (!k->step) {
@@ -348,6 +455,7 @@ int em_reduce_run(const EmReduceConfig *cfg) {
         PyErr_SetString(PyExc_SystemError, "ember: reduction accumulator too large");
         return -1;
     }
+    if (!em_is_cpu(cfg->in)) return run_on_gpu(cfg);
     if (em_check_cpu(cfg->in, "reduction") < 0) return -1;
     for (int i = 0; i < 2; i++)
         if (cfg->out[i] && em_check_cpu(cfg->out[i], "reduction") < 0) return -1;

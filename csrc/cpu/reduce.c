@@ -88,7 +88,7 @@
 
 #define RED_ENTRY(op, DT, T, CT, LD, AT, LO, HI)                                          \
     [EM_##DT] = {(int)sizeof(op##_acc_##DT), {op##_OUT0(AT), op##_OUT1(AT)},              \
-                 op##_init_##DT, op##_step_##DT, op##_combine_##DT, op##_finish_##DT},
+                 op##_init_##DT, op##_step_##DT, op##_combine_##DT, op##_finish_##DT, #op},
 
 #define RED_KERNELS(op, TYPES)                                                            \
     TYPES(RED_DEFINE, op)                                                                 \

@@ -8,13 +8,14 @@
  * allocator.cpp (caching allocator, pinned memory), memcpy.cpp (copies),
  * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS),
  * elementwise.cu (Note [CUDA elementwise]), random.cu (Note [GPU random
- * numbers]), nn_fused.cu (softmax, layer/rms
+ * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
  * norm, cross-entropy, Adam, embedding). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "elementwise.h"
 #include "nn_fused.h"
+#include "reduce.h"
 #include "runtime.h"
 
 static const EmCudaBackend backend = {
@@ -61,6 +62,8 @@ static const EmCudaBackend backend = {
     em_cuda_adam,
     em_cuda_embedding,
     em_cuda_embedding_backward,
+    em_cuda_has_reduce,
+    em_cuda_reduce,
 };
 
 static struct PyModuleDef module = {

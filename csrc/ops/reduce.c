@@ -68,11 +68,20 @@ static bool same_shape(const EmTensor *t, int ndim, const int64_t *shape) {
     return t->ndim == ndim && memcmp(t->sizes, shape, ndim * sizeof(int64_t)) == 0;
 }
 
-/* A result in the reduced shape: `out` resized when its shape differs (new
- * reference), or a new tensor. */
-static EmTensor *red_output(EmTensor *out, int ndim, const int64_t *shape, EmDType dtype) {
-    if (!out) return em_empty(ndim, shape, dtype, em_cpu());
-    if (em_check_cpu(out, "out") < 0) return NULL;
+/* A result in the reduced shape on like's device: `out` resized when its
+ * shape differs (new reference), or a new tensor. */
+static EmTensor *red_output(const EmTensor *like, EmTensor *out, int ndim, const int64_t *shape,
+                            EmDType dtype) {
+    EmDevice dev = em_device(like);
+    if (!out) return em_empty(ndim, shape, dtype, dev); /* on the input's device (Note [CUDA reduce]) */
+    if (em_device(out).type != dev.type || (dev.type == EM_CUDA && em_device(out).index != dev.index)) {
+        char a[32], b[32];
+        PyErr_Format(PyExc_RuntimeError,
+                     "Expected all tensors to be on the same device, but found at least two devices, "
+                     "%s and %s!", em_device_str(dev, a, sizeof a),
+                     em_device_str(em_device(out), b, sizeof b));
+        return NULL;
+    }
     if (!same_shape(out, ndim, shape) && em_tensor_resize(out, ndim, shape, true) < 0) return NULL;
     return (EmTensor *)Py_NewRef(out);
 }
@@ -85,7 +94,7 @@ static int red_run(EmReduceConfig *cfg) {
     for (int i = 0; i < 2 && rc == 0; i++) {
         EmTensor *o = orig[i];
         if (o && o->storage == cfg->in->storage && o->numel) {
-            tmp[i] = em_empty(o->ndim, o->sizes, (EmDType)o->dtype, em_cpu());
+            tmp[i] = em_empty(o->ndim, o->sizes, (EmDType)o->dtype, em_device(cfg->in));
             if (!tmp[i]) rc = -1;
             cfg->out[i] = tmp[i];
         }
@@ -195,6 +204,10 @@ typedef enum { K_SUM, K_NANSUM, K_PROD, K_MEAN, K_NANMEAN } SumKind;
 
 /* A float64 copy of a float tensor with its NaNs replaced by 0. */
 static EmTensor *zero_nans(EmTensor *t) {
+    if (!em_is_cpu(t)) { /* a host loop: GPU inputs take Note [CUDA fallback] */
+        PyErr_SetString(EmNoCudaKernel, "nansum into an integer dtype has no CUDA kernel");
+        return NULL;
+    }
     EmTensor *c = em_empty(t->ndim, t->sizes, EM_FLOAT64, em_cpu());
     if (!c) return NULL;
     if (em_copy_(c, (PyObject *)t) < 0) {
@@ -270,7 +283,7 @@ static PyObject *sum_like(EmCall *c, SumKind kind) {
         not_implemented(name, (EmDType)x->dtype);
         goto fail;
     }
-    res = red_output(out, r.ndim, r.shape, rt);
+    res = red_output(in, out, r.ndim, r.shape, rt);
     if (!res || reduce_into(K, x, &r, res, NULL, NULL, p) < 0) goto fail;
     Py_DECREF(x);
     return (PyObject *)res;
@@ -299,7 +312,7 @@ static PyObject *all_any(EmCall *c, const EmReduceKernels *K) {
                      em_dtype_name((EmDType)out->dtype));
         return NULL;
     }
-    EmTensor *res = red_output(out, r.ndim, r.shape, rt);
+    EmTensor *res = red_output(in, out, r.ndim, r.shape, rt);
     if (!res || reduce_into(K, in, &r, res, NULL, NULL, params_default()) < 0) {
         Py_XDECREF(res);
         return NULL;
@@ -314,7 +327,7 @@ PyObject *em_impl_count_nonzero(EmCall *c) {
     EmTensor *in = em_arg_tensor(c, 0);
     Red r;
     if (red_setup(&r, in, c->args[1], false) < 0) return NULL;
-    EmTensor *res = em_empty(r.ndim, r.shape, EM_INT64, em_cpu());
+    EmTensor *res = em_empty(r.ndim, r.shape, EM_INT64, em_device(in));
     if (!res || reduce_into(&em_reduce_count_nonzero, in, &r, res, NULL, NULL, params_default()) < 0) {
         Py_XDECREF(res);
         return NULL;
@@ -338,7 +351,7 @@ static PyObject *amax_like(EmCall *c, const EmReduceKernels *K) {
                      "for out's dtype.", em_dtype_name((EmDType)in->dtype), em_dtype_name((EmDType)out->dtype));
         return NULL;
     }
-    EmTensor *res = red_output(out, r.ndim, r.shape, (EmDType)in->dtype);
+    EmTensor *res = red_output(in, out, r.ndim, r.shape, (EmDType)in->dtype);
     if (!res || reduce_into(K, in, &r, res, NULL, NULL, params_default()) < 0) {
         Py_XDECREF(res);
         return NULL;
@@ -359,8 +372,8 @@ static PyObject *extreme_with_indices(EmTensor *in, int dim, bool keepdim, PyObj
         check_nonempty(&r, name, false) < 0)
         return NULL;
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, EM_INT64) < 0) return NULL;
-    v = red_output(oa, r.ndim, r.shape, (EmDType)in->dtype);
-    i = v ? red_output(ob, r.ndim, r.shape, EM_INT64) : NULL;
+    v = red_output(in, oa, r.ndim, r.shape, (EmDType)in->dtype);
+    i = v ? red_output(in, ob, r.ndim, r.shape, EM_INT64) : NULL;
     if (!i || reduce_into(K, in, &r, v, i, NULL, params_default()) < 0) {
         Py_XDECREF(v);
         Py_XDECREF(i);
@@ -420,7 +433,7 @@ static PyObject *max_like(EmCall *c, bool is_max) {
                          "%s for out's dtype.", em_dtype_name((EmDType)in->dtype), em_dtype_name((EmDType)o->dtype));
             return NULL;
         }
-        EmTensor *res = red_output(o, r.ndim, r.shape, (EmDType)in->dtype);
+        EmTensor *res = red_output(in, o, r.ndim, r.shape, (EmDType)in->dtype);
         if (!res || reduce_into(is_max ? &em_reduce_amax : &em_reduce_amin, in, &r, res, NULL, NULL,
                                 params_default()) < 0) {
             Py_XDECREF(res);
@@ -464,8 +477,8 @@ PyObject *em_impl_aminmax(EmCall *c) {
     }
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, (EmDType)in->dtype) < 0)
         return NULL;
-    lo = red_output(oa, r.ndim, r.shape, (EmDType)in->dtype);
-    hi = lo ? red_output(ob, r.ndim, r.shape, (EmDType)in->dtype) : NULL;
+    lo = red_output(in, oa, r.ndim, r.shape, (EmDType)in->dtype);
+    hi = lo ? red_output(in, ob, r.ndim, r.shape, (EmDType)in->dtype) : NULL;
     if (!hi || reduce_into(&em_reduce_aminmax, in, &r, lo, hi, NULL, params_default()) < 0) {
         Py_XDECREF(lo);
         Py_XDECREF(hi);
@@ -506,7 +519,7 @@ static PyObject *argmax_like(EmCall *c, const EmReduceKernels *K) {
         ndim = r.ndim;
         memcpy(shape, r.shape, sizeof(int64_t) * ndim);
     }
-    res = red_output(out, ndim, shape, EM_INT64);
+    res = red_output(in, out, ndim, shape, EM_INT64);
     if (!res || reduce_into(K, x, &r, NULL, res, NULL, params_default()) < 0) goto fail;
     Py_DECREF(x);
     return (PyObject *)res;
@@ -568,11 +581,11 @@ static PyObject *var_like(EmCall *c, bool root, bool with_mean) {
         return NULL;
     EmReduceParams p = params_default();
     p.divisor = (double)r.count;
-    mean = em_empty(r.ndim, r.shape, EM_FLOAT64, em_cpu());
+    mean = em_empty(r.ndim, r.shape, EM_FLOAT64, em_device(in));
     if (!mean || reduce_into(&em_reduce_sum, in, &r, mean, NULL, NULL, p) < 0) goto fail;
     p.divisor = dof > 0 ? dof : 0.0;
     p.root = root;
-    res = red_output(out, r.ndim, r.shape, (EmDType)in->dtype);
+    res = red_output(in, out, r.ndim, r.shape, (EmDType)in->dtype);
     if (!res || reduce_into(&em_reduce_sqdev, in, &r, res, NULL, mean, p) < 0) goto fail;
     if (!with_mean) {
         Py_DECREF(mean);
@@ -647,7 +660,7 @@ static PyObject *vector_norm(EmCall *c, double p, PyObject *dim, bool keepdim, i
     EmReduceParams prm = params_default();
     prm.p = p;
     EmTensor *x = needs_cast(in_dt, dt) ? em_to_dtype(in, dt, false) : (EmTensor *)Py_NewRef(in);
-    EmTensor *res = x ? red_output(out, r.ndim, r.shape, dt) : NULL;
+    EmTensor *res = x ? red_output(in, out, r.ndim, r.shape, dt) : NULL;
     if (!res || reduce_into(K, x, &r, res, NULL, NULL, prm) < 0) {
         Py_XDECREF(x);
         Py_XDECREF(res);
@@ -722,9 +735,9 @@ PyObject *em_impl_logsumexp(EmCall *c) {
     }
     x = em_is_float(in->dtype) ? (EmTensor *)Py_NewRef(in) : em_to_dtype(in, em_default_float, false);
     if (!x || red_setup(&r, x, c->args[1], keepdim) < 0) goto fail;
-    mx = em_empty(r.ndim, r.shape, EM_FLOAT64, em_cpu());
+    mx = em_empty(r.ndim, r.shape, EM_FLOAT64, em_device(x));
     if (!mx || reduce_into(&em_reduce_amax, x, &r, mx, NULL, NULL, params_default()) < 0) goto fail;
-    res = red_output(out, r.ndim, r.shape, out ? (EmDType)out->dtype : (EmDType)x->dtype);
+    res = red_output(x, out, r.ndim, r.shape, out ? (EmDType)out->dtype : (EmDType)x->dtype);
     if (!res || reduce_into(&em_reduce_lse, x, &r, res, NULL, mx, params_default()) < 0) goto fail;
     Py_DECREF(x);
     Py_DECREF(mx);
@@ -776,7 +789,7 @@ static PyObject *cum_like(EmCall *c, const EmLineKernels *K) {
     if (c->inplace) {
         res = (EmTensor *)Py_NewRef(in);
     } else {
-        res = red_output(out, in->ndim, in->sizes, rt);
+        res = red_output(in, out, in->ndim, in->sizes, rt);
         if (!res) goto fail;
     }
     EmTensor *target = res;

@@ -1,5 +1,6 @@
 /* sum_to.c — Tensor.sum_to_size: sum a tensor down to a shape it was
- * broadcast from (integer and bool sums give int64, as torch's). The
+ * broadcast from (integer and bool sums give int64, as torch's), on t's
+ * device (a GPU input runs the backend's sum: Note [CUDA reduce]). The
  * autograd engine uses it to undo broadcasting in gradients (bias gradients
  * of every linear layer), so it is one pass of the sum reduction. */
 #include "../ember.h"
@@ -24,7 +25,6 @@ EmTensor *em_sum_to(EmTensor *t, int nd, const int64_t *shape) {
         return NULL;
     }
     if (nd == t->ndim && !memcmp(shape, t->sizes, nd * sizeof(int64_t))) return (EmTensor *)Py_NewRef(t);
-    if (em_check_cpu(t, "sum_to_size") < 0) return NULL;
     /* one reduction over the leading dims and the dims the target has as 1 */
     EmDType d = (EmDType)t->dtype, acc = em_is_float(d) ? d : EM_INT64;
     int lead = t->ndim - nd;
@@ -37,7 +37,7 @@ EmTensor *em_sum_to(EmTensor *t, int nd, const int64_t *shape) {
         kept[dd] = reduced ? 1 : t->sizes[dd];
     }
     EmTensor *src = acc == d ? (EmTensor *)Py_NewRef(t) : em_to_dtype(t, acc, false);
-    EmTensor *sum = src ? em_empty(t->ndim, kept, acc, em_cpu()) : NULL, *res = NULL;
+    EmTensor *sum = src ? em_empty(t->ndim, kept, acc, em_device(t)) : NULL, *res = NULL;
     if (sum) {
         EmReduceConfig cfg;
         memset(&cfg, 0, sizeof cfg);
