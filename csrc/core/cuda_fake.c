@@ -550,6 +550,8 @@ done:
     Py_XDECREF(acc);
     Py_XDECREF(cnt);
     return fake_done(r, "embedding backward failed");
+}
+
 /* cudared: Note [CUDA reduce] on the fake: the launch description, run by
  * the CPU kernel it carries, on untagged pointers. Launches are counted so
  * tests can tell the native path from Note [CUDA fallback]. */
