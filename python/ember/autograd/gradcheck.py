@@ -91,7 +91,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         g = _C.Generator().manual_seed(0)
         grad_outputs = tuple(_C.randn(o.shape, dtype=o.dtype, generator=g).requires_grad_() for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
-    diff = [x for x in inputs if isinstance(x, _C.Tensor) and x.requires_grad]
     n_in = len(inputs)
 
     def first_grads(*args):
