@@ -66,25 +66,33 @@ def make_gpt(m, vocab=65, block=64, n_layer=4, n_embd=256, n_head=4):
 GPT2_SMALL = dict(batch=4, seq=64, block=1024, vocab=50257, n_layer=12, n_embd=768, n_head=12)
 
 
-def gpt_step(m, batch=8, block=64, vocab=65, seq=None, **shape):
-    """One training step's callable (returns the loss) on batches of
-    batch x seq tokens (seq defaults to block, the positional table's size);
-    shape: make_gpt's n_layer, n_embd, n_head."""
+def gpt_step(m, batch=8, block=64, vocab=65, seq=None, device=None, autocast=None, **shape):
+    """One training step's callable (returns the loss; .model is the model) on
+    batches of batch x seq tokens (seq defaults to block, the positional
+    table's size); shape: make_gpt's n_layer, n_embd, n_head. device: where
+    the model and batches live; autocast: a dtype to run the forward in under
+    m.autocast on that device."""
+    import contextlib
     seq = seq or block
     m.manual_seed(0)
     model = make_gpt(m, vocab=vocab, block=block, **shape)
+    if device is not None:
+        model = model.to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     other = [p for p in model.parameters() if p.dim() < 2]
     opt = m.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
                         lr=3e-4, betas=(0.9, 0.95))
-    x = m.randint(0, vocab, (batch, seq))
-    y = m.randint(0, vocab, (batch, seq))
+    x = m.randint(0, vocab, (batch, seq), device=device)
+    y = m.randint(0, vocab, (batch, seq), device=device)
 
     def step():
-        loss = model(x, y)
+        ctx = m.autocast(str(x.device.type), dtype=autocast) if autocast is not None else contextlib.nullcontext()
+        with ctx:
+            loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         m.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
+    step.model = model
     return step

@@ -83,24 +83,10 @@ def bench_launch(lib, repeats):
 def gpt2_step_tokens_per_s(lib, steps, batch, T):
     """A GPT-2 small (124M) bf16-autocast AdamW step on T tokens per sequence
     (benchmarks/gpt.py's model at GPT-2 small's size, on the GPU)."""
-    from benchmarks.gpt import make_gpt
-    lib.manual_seed(0)
-    model = make_gpt(lib, vocab=50257, block=1024, n_layer=12, n_embd=768, n_head=12).cuda()
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    other = [p for p in model.parameters() if p.dim() < 2]
-    opt = lib.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
-                          lr=3e-4, betas=(0.9, 0.95))
-    x = lib.randint(0, 50257, (batch, T), device="cuda")
-    y = lib.randint(0, 50257, (batch, T), device="cuda")
-
-    def step():
-        with lib.autocast("cuda", dtype=lib.bfloat16):
-            loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return loss
+    from benchmarks.gpt import GPT2_SMALL, gpt_step
+    shape = {k: v for k, v in GPT2_SMALL.items() if k not in ("batch", "seq")}
+    step = gpt_step(lib, batch=batch, seq=T, device="cuda", autocast=lib.bfloat16, **shape)
+    model = step.model
     for _ in range(2):
         step()
     _sync(lib)

@@ -22,6 +22,25 @@ def cuda_device():
         yield device
 
 
+@pytest.fixture
+def cuda():
+    """'real' on a GPU with ember._cuda, else 'fake': the fake backend (Note
+    [fake CUDA]) switched on for the test's duration."""
+    import gc
+    import ember
+    from ember import _C
+    if ember.cuda.is_available() and _C._cuda_backend_name() == "cuda":
+        yield "real"
+        return
+    gc.collect()
+    _C._cuda_use_fake_backend(True)
+    try:
+        yield "fake"
+    finally:
+        gc.collect()
+        _C._cuda_use_fake_backend(False)
+
+
 def pytest_runtest_setup(item):
     """@pytest.mark.gpu: only on a real GPU (the fake backend runs the CPU kernels)."""
     if item.get_closest_marker("gpu"):

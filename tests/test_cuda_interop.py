@@ -3,29 +3,14 @@ pinned memory and the DataLoader's pin_memory, DLPack on the device, and
 autocast on 'cuda'. Run on the real backend when a GPU is present, else on
 Note [fake CUDA] (host memory behind the CUDA interface); values are checked
 against NumPy."""
-import gc
 import io
 
 import numpy as np
 import pytest
 
 import ember
-from ember import _C
 
 
-@pytest.fixture
-def cuda():
-    """'cuda' on a real GPU, else the fake backend for the test's duration."""
-    if ember.cuda.is_available() and _C._cuda_backend_name() == "cuda":
-        yield "real"
-        return
-    gc.collect()
-    _C._cuda_use_fake_backend(True)
-    try:
-        yield "fake"
-    finally:
-        gc.collect()
-        _C._cuda_use_fake_backend(False)
 
 
 def _arr(seed, *shape):

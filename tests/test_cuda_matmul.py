@@ -3,29 +3,15 @@ broadcast batches, addmm/baddbmm/addbmm with alpha/beta, transposed
 operands read in place, every float dtype, integer products through the CPU
 fallback, autograd. On a real GPU when present, else on Note [fake CUDA]
 (host memory behind the CUDA interface). Checked against NumPy in float64."""
-import gc
 
 import numpy as np
 import pytest
 
 import ember
-from ember import _C
 
 TOL = {"float32": 1e-4, "float64": 1e-10, "float16": 2e-2, "bfloat16": 5e-2}
 
 
-@pytest.fixture
-def cuda():
-    if ember.cuda.is_available() and _C._cuda_backend_name() == "cuda":
-        yield "real"
-        return
-    gc.collect()
-    _C._cuda_use_fake_backend(True)
-    try:
-        yield "fake"
-    finally:
-        gc.collect()
-        _C._cuda_use_fake_backend(False)
 
 
 def _t(seed, shape, dtype):

@@ -3,7 +3,6 @@ cross-entropy, fused Adam/AdamW, embedding): on a real GPU when present, else
 on Note [fake CUDA], whose fused entries are counted so each test also checks
 that the native path ran and not Note [CUDA fallback]. Values are compared
 with NumPy references (float64), gradients with hand-derived formulas."""
-import gc
 
 import numpy as np
 import pytest
@@ -13,18 +12,6 @@ import ember.nn.functional as F
 from ember import _C
 
 
-@pytest.fixture
-def cuda():
-    if ember.cuda.is_available() and _C._cuda_backend_name() == "cuda":
-        yield "real"
-        return
-    gc.collect()
-    _C._cuda_use_fake_backend(True)
-    try:
-        yield "fake"
-    finally:
-        gc.collect()
-        _C._cuda_use_fake_backend(False)
 
 
 class native:

@@ -3,7 +3,6 @@ the Philox4x32-10 known-answer vector, seeding and state, each
 distribution's moments and ranges, non-contiguous fills, explicit host
 generators. On a real GPU when present, else on Note [fake CUDA], whose
 random fill computes the same stream on the host."""
-import gc
 
 import numpy as np
 import pytest
@@ -12,18 +11,6 @@ import ember
 from ember import _C
 
 
-@pytest.fixture
-def cuda():
-    if ember.cuda.is_available() and _C._cuda_backend_name() == "cuda":
-        yield "real"
-        return
-    gc.collect()
-    _C._cuda_use_fake_backend(True)
-    try:
-        yield "fake"
-    finally:
-        gc.collect()
-        _C._cuda_use_fake_backend(False)
 
 
 def test_philox_known_answer(cuda):

@@ -6,7 +6,6 @@ memory behind the CUDA interface, the CPU kernels behind the backend's
 `reduce`), where the fake also counts launches: each call with outputs must
 have launched at least one reduction instead of taking Note [CUDA fallback].
 On a real GPU the same comparisons check ember._cuda's kernels."""
-import gc
 
 import numpy as np
 import pytest
@@ -23,19 +22,6 @@ NATIVE = [op for op in OPS if op.kind == "reduce" and op.name not in
 NATIVE_BY_NAME = {op.name: op for op in NATIVE}
 
 
-@pytest.fixture
-def cuda():
-    """'real' on a GPU with ember._cuda, else the fake backend for the test's duration."""
-    if ember.cuda.is_available() and _C._cuda_backend_name() == "cuda":
-        yield "real"
-        return
-    gc.collect()
-    _C._cuda_use_fake_backend(True)
-    try:
-        yield "fake"
-    finally:
-        gc.collect()
-        _C._cuda_use_fake_backend(False)
 
 
 def launches(mode):
