@@ -13,6 +13,15 @@ def torch():
     return pytest.importorskip("torch")
 
 
+@pytest.fixture(params=["ember", "torch"])
+def L(request):
+    """The library under test: ember, then torch (skipped when not installed)."""
+    import ember
+    if request.param == "torch":
+        return pytest.importorskip("torch")
+    return ember
+
+
 @pytest.fixture(scope="module")
 def cuda_device():
     """'cuda': the real GPU when there is one, else the fake backend, switched

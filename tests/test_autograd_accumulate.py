@@ -6,23 +6,8 @@ embedding's backward (into fresh zeros) sums repeated indices. Values are
 checked against NumPy; `L` runs each test on ember and, when installed,
 on torch, whose behaviour the expectations describe."""
 import numpy as np
-import pytest
 
 import ember
-
-try:
-    import torch as _torch
-except ImportError:
-    _torch = None
-
-
-@pytest.fixture(params=["ember", "torch"])
-def L(request):
-    if request.param == "torch":
-        if _torch is None:
-            pytest.skip("torch not installed")
-        return _torch
-    return ember
 
 
 def _np(t):

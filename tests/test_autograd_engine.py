@@ -3,13 +3,12 @@ version counters, in-place rules, backward/grad arguments, grad modes,
 hooks, autograd.Function, double backward, and no leaks over a long
 training loop.
 
-Most tests take the library as the fixture `L` and run on ember and, when
+Most tests take the library as the fixture `L` (tests/conftest.py) and run on ember and, when
 it is installed, on torch too: the expected values are computed by hand (or
 by finite differences), and the torch run shows the expectations are
 torch's. Error messages are matched on the words torch and ember share.
 """
 import gc
-import math
 import resource
 import subprocess
 import sys
@@ -25,15 +24,6 @@ try:
     import torch as _torch
 except ImportError:
     _torch = None
-
-
-@pytest.fixture(params=["ember", "torch"])
-def L(request):
-    if request.param == "torch":
-        if _torch is None:
-            pytest.skip("torch not installed")
-        return _torch
-    return ember
 
 
 @pytest.fixture(autouse=True)

@@ -46,25 +46,32 @@ VM_INLINE float vm_float(uint32_t u) {
     return f;
 }
 
-/* e^x for x in [-87.3, 0] within 1 ulp (NaN passes): x = k·ln2 + r (k by
- * the 1.5·2^23 rounding trick), e^r by Cephes' degree-6 polynomial, 2^k by
- * multiplying with a float built from k's bits (a multiply keeps NaN a NaN;
- * k >= -126 keeps 2^k normal, the product may round to a subnormal). */
-VM_INLINE float exp_neg_core_f32(float x) {
+/* The shared reduction of e^x: x = k·ln2 + r (k by the 1.5·2^23 rounding
+ * trick, r in [-ln2/2, ln2/2]), e^r - 1 = r + r²·P(r) with Cephes'
+ * degree-6 polynomial. Returns e^r - 1 and sets *scale = 2^k, built from k's
+ * bits (a multiply keeps NaN a NaN; k >= -126 keeps 2^k normal). *kf gets k. */
+VM_INLINE float exp_reduce_f32(float x, float *scale, float *kf) {
     const float shifter = 12582912.0f;
     float t = fmaf(x, 1.44269504f, shifter);
-    float kf = t - shifter;
-    float r = fmaf(kf, -0.693359375f, x);
-    r = fmaf(kf, 2.12194440e-4f, r);
+    *kf = t - shifter;
+    float r = fmaf(*kf, -0.693359375f, x);
+    r = fmaf(*kf, 2.12194440e-4f, r);
     float p = 1.9875691500e-4f;
     p = fmaf(p, r, 1.3981999507e-3f);
     p = fmaf(p, r, 8.3334519073e-3f);
     p = fmaf(p, r, 4.1665795894e-2f);
     p = fmaf(p, r, 1.6666665459e-1f);
     p = fmaf(p, r, 5.0000001201e-1f);
-    p = fmaf(p, r * r, r) + 1.0f;
     /* k sits in t's low mantissa bits: shifted up it is 2^k's exponent field */
-    return p * vm_float((vm_bits(t) << 23) + 0x3f800000u);
+    *scale = vm_float((vm_bits(t) << 23) + 0x3f800000u);
+    return fmaf(p, r * r, r);
+}
+
+/* e^x for x in [-87.3, 0] within 1 ulp (NaN passes); the product may round
+ * to a subnormal. */
+VM_INLINE float exp_neg_core_f32(float x) {
+    float scale, kf, em1 = exp_reduce_f32(x, &scale, &kf);
+    return (em1 + 1.0f) * scale;
 }
 /* e^x for x <= 0: 0 below -87.3 (results under float's normal range, which
  * activations never need) */
@@ -111,21 +118,9 @@ VM_INLINE float sigmoid_f32(float x) {
  * result rounds to 1 (±inf give ±1). The sign is copied back, so tanh(-0) =
  * -0; NaN stays NaN. */
 VM_INLINE float tanh_f32(float x) {
-    const float shifter = 12582912.0f;
     float a = fabsf(x);
     float u = -2.0f * (a > 9.1f ? 9.1f : a); /* a NaN stays NaN through every step */
-    float t = fmaf(u, 1.44269504f, shifter);
-    float kf = t - shifter;
-    float r = fmaf(kf, -0.693359375f, u);
-    r = fmaf(kf, 2.12194440e-4f, r);
-    float p = 1.9875691500e-4f;
-    p = fmaf(p, r, 1.3981999507e-3f);
-    p = fmaf(p, r, 8.3334519073e-3f);
-    p = fmaf(p, r, 4.1665795894e-2f);
-    p = fmaf(p, r, 1.6666665459e-1f);
-    p = fmaf(p, r, 5.0000001201e-1f);
-    float em1 = fmaf(p, r * r, r); /* e^r - 1 */
-    float scale = vm_float((vm_bits(t) << 23) + 0x3f800000u); /* 2^k */
+    float scale, kf, em1 = exp_reduce_f32(u, &scale, &kf); /* e^r - 1 and 2^k */
     /* with s = 2^k: q = s·em1 + s and tanh|x| = -E/(1 + q) = (A + B)/(1 + q)
      * where A = -s·em1, B = 1 - s for k >= -1 (|x| < 0.87) and A = -q,
      * B = 1 beyond (q <= 1/2 there); B is 0, 1/2 or 1, so B·w is exact.
