@@ -686,6 +686,7 @@ PyObject *em_call_run(EmCall *c);
  * live on a GPU. */
 PyObject *em_device_dispatch(EmCall *c);
 int em_device_dispatch_init(void);
+PyObject *em_cuda_fallback_counts(PyObject *m, PyObject *reset);
 /* Note [autocast] (core/autocast.c) */
 extern bool em_autocast_on;
 extern int em_autocast_suspend;

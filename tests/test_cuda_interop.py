@@ -119,3 +119,19 @@ def test_grad_scaler_on_cuda_skips_inf_steps(cuda):
     scaler.step(opt)
     # d loss / d w = 2 for each weight: one SGD step moves every weight by -0.2
     np.testing.assert_allclose(m.weight.detach().cpu().numpy(), w0 - 0.2, rtol=1e-6, atol=1e-6)
+
+
+def test_fallback_counts_name_the_ops_without_a_gpu_kernel(cuda):
+    _C = ember._C
+    x = ember.tensor([[3.0, 1.0], [2.0, 5.0]], device="cuda")
+    _C._cuda_fallback_counts(True)
+    (x + 1).sum()  # elementwise and reduction kernels: no fallback
+    assert _C._cuda_fallback_counts(False) == {}
+    # an op with no GPU kernel here: a scan (counted once per call)
+    before = _C._cuda_fallback_counts(False).get("cumsum", 0)
+    y = x.cumsum(1)
+    ember.cumsum(x, 0)
+    np.testing.assert_allclose(y.cpu().numpy(), [[3, 4], [2, 7]])
+    counts = _C._cuda_fallback_counts(True)
+    assert counts.get("cumsum", 0) - before in (0, 2)  # 0 once scans get a kernel
+    assert _C._cuda_fallback_counts(False) == {}

@@ -535,6 +535,7 @@ static PyMethodDef cuda_methods[] = {
     {"_get_allow_tf32", py_get_allow_tf32, METH_NOARGS, NULL},
     {"_cuda_fake_kernel_calls", em_cuda_fake_kernel_calls, METH_NOARGS, NULL}, /* cudafused */
     {"_cuda_fake_counters", em_cuda_fake_counters, METH_NOARGS, NULL}, /* cudared */
+    {"_cuda_fallback_counts", em_cuda_fallback_counts, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

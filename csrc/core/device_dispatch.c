@@ -37,6 +37,9 @@ static uint8_t how_to_run[EM_NUM_OPS];
 static bool writes_args[EM_NUM_OPS];  /* copy every argument storage back after the fallback */
 static bool cpu_indices_ok[EM_NUM_OPS]; /* CPU index tensors may index a GPU tensor */
 static bool any_devices[EM_NUM_OPS];    /* copy_: its tensors may live anywhere */
+/* {op name: calls that took the fallback}: _C._cuda_fallback_counts()
+ * shows which ops of a program still lack a GPU kernel */
+static PyObject *fallback_calls;
 
 int em_device_dispatch_init(void) {
     EmNoCudaKernel = PyErr_NewException("ember._C._NoCudaKernel", PyExc_NotImplementedError, NULL);
@@ -395,6 +398,17 @@ done:
 
 /* ------------------------------------------------------------ entry */
 
+static void count_fallback(const char *name) {
+    if (!fallback_calls && !(fallback_calls = PyDict_New())) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject *n = PyDict_GetItemString(fallback_calls, name);
+    PyObject *next = PyLong_FromLongLong(n ? PyLong_AsLongLong(n) + 1 : 1);
+    if (!next || PyDict_SetItemString(fallback_calls, name, next) < 0) PyErr_Clear();
+    Py_XDECREF(next);
+}
+
 PyObject *em_device_dispatch(EmCall *c) {
     Scan s = {0};
     scan_call(&s, c);
@@ -413,5 +427,13 @@ PyObject *em_device_dispatch(EmCall *c) {
         if (r || !PyErr_ExceptionMatches(EmNoCudaKernel)) return r;
         PyErr_Clear();
     }
+    count_fallback(c->def->name);
     return run_on_host(c, s.device);
+}
+
+/* _C._cuda_fallback_counts(reset): the counts so far, then cleared if reset. */
+PyObject *em_cuda_fallback_counts(PyObject *m, PyObject *reset) {
+    PyObject *d = fallback_calls ? PyDict_Copy(fallback_calls) : PyDict_New();
+    if (d && PyObject_IsTrue(reset) && fallback_calls) PyDict_Clear(fallback_calls);
+    return d;
 }
