@@ -729,6 +729,9 @@ EmTensor *em_sum_to(EmTensor *t, int ndim, const int64_t *shape); /* ops/sum_to.
 /* Linear algebra (ops/linalg.c): products through BLAS, Note [batched gemm].
  * out may be NULL; they return a new reference. */
 EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out);
+/* c[i] = a[i] @ b[i], the two products run side by side (Note [GEMM pairs],
+ * ops/linalg.c): 0, 1 when it does not apply, -1 on error. */
+int em_mm_pair(EmTensor *const a[2], EmTensor *const b[2], EmTensor *c[2]);
 EmTensor *em_bmm(EmTensor *a, EmTensor *b, EmTensor *out);
 EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out);
 /* Sum over the dims whose mask is set; integer and bool inputs sum to int64

@@ -40,8 +40,37 @@ static PyObject *mm_grad_b(Scratch *s, PyObject *g, PyObject *a, PyObject *b) {
     return CALL2(s, mm, CALL1(s, t, a), g);
 }
 
+/* Both gradients of a @ b, the two products side by side (Note [GEMM
+ * pairs]) when no graph is being built; 1 when that does not apply. */
+static int mm_grads_paired(Scratch *s, PyObject *g, PyObject *a, PyObject *b, PyObject **ga, PyObject **gb) {
+    if (em_grad_enabled() || !g || !a || !b || !em_is_tensor(g) || !em_is_tensor(a) || !em_is_tensor(b)) return 1;
+    bool back_a = col_major(a), back_b = col_major(b);
+    PyObject *x[2] = {back_a ? b : g, back_b ? CALL1(s, t, g) : CALL1(s, t, a)};
+    PyObject *y[2] = {back_a ? CALL1(s, t, g) : CALL1(s, t, b), back_b ? a : g};
+    if (!x[1] || !y[0]) return -1;
+    EmTensor *xa[2] = {(EmTensor *)x[0], (EmTensor *)x[1]}, *ya[2] = {(EmTensor *)y[0], (EmTensor *)y[1]}, *c[2];
+    int rc = em_mm_pair(xa, ya, c);
+    if (rc) {
+        if (rc < 0) s->failed = true;
+        return rc;
+    }
+    *ga = keep(s, (PyObject *)c[0]);
+    *gb = keep(s, (PyObject *)c[1]);
+    if (back_a) *ga = CALL1(s, t, *ga);
+    if (back_b) *gb = CALL1(s, t, *gb);
+    return *ga && *gb ? 0 : -1;
+}
+
 static int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
+    PyObject *ga, *gb;
+    int paired = need(n, 0) && need(n, 1) ? mm_grads_paired(S, G(0), IN(0), IN(1), &ga, &gb) : 1;
+    if (paired < 0) END;
+    if (paired == 0) {
+        SET(0, ga);
+        SET(1, gb);
+        END;
+    }
     if (need(n, 0)) SET(0, mm_grad_a(S, G(0), IN(0), IN(1)));
     if (need(n, 1)) SET(1, mm_grad_b(S, G(0), IN(0), IN(1)));
     END;
@@ -69,6 +98,14 @@ static int bw_matmul(EmNode *n, EmTensor **go, EmTensor **gi) {
         if (need(n, 0)) SET(0, SQ(MATMUL(UNSQ(g, -2), MT(IN(1))), -2));
         if (need(n, 1)) SET(1, MATMUL(UNSQ(IN(0), -1), UNSQ(g, -2)));
     } else {
+        PyObject *ga, *gb;
+        int paired = na == 2 && nb == 2 && need(n, 0) && need(n, 1) ? mm_grads_paired(S, g, IN(0), IN(1), &ga, &gb) : 1;
+        if (paired < 0) END;
+        if (paired == 0) {
+            SET(0, ga);
+            SET(1, gb);
+            END;
+        }
         if (need(n, 0)) SET(0, MATMUL(g, MT(IN(1))));
         if (need(n, 1)) SET(1, MATMUL(MT(IN(0)), g));
     }
@@ -126,6 +163,14 @@ static int bw_outer(EmNode *n, EmTensor **go, EmTensor **gi) {
 static int bw_addmm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, SCALED(G(0), BETA));
+    PyObject *ga, *gb;
+    int paired = need(n, 1) && need(n, 2) ? mm_grads_paired(S, G(0), IN(1), IN(2), &ga, &gb) : 1;
+    if (paired < 0) END;
+    if (paired == 0) {
+        SET(1, SCALED(ga, ALPHA));
+        SET(2, SCALED(gb, ALPHA));
+        END;
+    }
     if (need(n, 1)) SET(1, SCALED(mm_grad_a(S, G(0), IN(1), IN(2)), ALPHA));
     if (need(n, 2)) SET(2, SCALED(mm_grad_b(S, G(0), IN(1), IN(2)), ALPHA));
     END;

@@ -396,6 +396,56 @@ fail:
     return NULL;
 }
 
+/* Note [GEMM pairs]: a matrix product's backward needs two products of
+ * the same size, g @ b^T and a^T @ g. Split across threads, each product
+ * re-packs its shared operand once per slab and ends at a barrier (Note
+ * [GEMM threads]); run side by side, one thread each, the two share
+ * nothing. em_mm_pair computes c[i] = a[i] @ b[i] that way when it applies:
+ * float CPU matrices BLAS takes as they are, each product big enough to
+ * pay for a thread, and two threads at hand — ember's whole team, or more
+ * threads than either product would use on its own. 1: it does not apply
+ * (the caller runs mm twice); -1: an error. The outputs are new and
+ * contiguous. */
+int em_mm_pair(EmTensor *const a[2], EmTensor *const b[2], EmTensor *c[2]) {
+    c[0] = c[1] = NULL;
+    if (em_num_threads < 2) return 1;
+    EmDType d = (EmDType)a[0]->dtype;
+    int64_t m[2], n[2], k[2], lda[2], ldb[2];
+    bool ta[2], tb[2], small = true;
+    for (int i = 0; i < 2; i++) {
+        const EmTensor *x = a[i], *y = b[i];
+        if (!em_is_cpu(x) || !em_is_cpu(y) || x->ndim != 2 || y->ndim != 2 || x->dtype != d || y->dtype != d ||
+            !em_gemm_uses_blas(d) || x->sizes[1] != y->sizes[0])
+            return 1;
+        int la = layout_of(x, &lda[i]), lb = layout_of(y, &ldb[i]);
+        m[i] = x->sizes[0], k[i] = x->sizes[1], n[i] = y->sizes[1];
+        double mnk = (double)m[i] * (double)n[i] * (double)k[i];
+        if (la < 0 || lb < 0 || mnk < 262144.0 || m[i] >= INT32_MAX || n[i] >= INT32_MAX || k[i] >= INT32_MAX ||
+            lda[i] >= INT32_MAX || ldb[i] >= INT32_MAX)
+            return 1;
+        ta[i] = la == 1, tb[i] = lb == 1;
+        small = small && mnk <= EM_BLAS_SINGLE_THREAD_MNK;
+    }
+    if (em_num_threads != 2 && !small) return 1;
+    for (int i = 0; i < 2; i++) {
+        int64_t shape[2] = {m[i], n[i]};
+        if (!(c[i] = em_empty(2, shape, d, em_cpu()))) {
+            Py_CLEAR(c[0]);
+            return -1;
+        }
+    }
+    char *pa[2] = {em_data(a[0]), em_data(a[1])}, *pb[2] = {em_data(b[0]), em_data(b[1])},
+         *pc[2] = {em_data(c[0]), em_data(c[1])};
+    Py_BEGIN_ALLOW_THREADS
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 1) num_threads(2)
+#endif
+    for (int i = 0; i < 2; i++)
+        em_gemm_ex(d, ta[i], tb[i], m[i], n[i], k[i], pa[i], lda[i], pb[i], ldb[i], pc[i], n[i], ONE, ZERO, false);
+    Py_END_ALLOW_THREADS
+    return 0;
+}
+
 PyObject *em_impl_mm(EmCall *c) {
     return (PyObject *)em_mm(em_arg_tensor(c, 0), em_arg_tensor(c, 1), c->out);
 }
