@@ -265,6 +265,11 @@ typedef struct EmCudaBackend {
      * not, or when these pointers are NULL); the launch returns when queued. */
     bool (*has_reduce)(const char *op, int in_dtype);
     int (*reduce)(int dev, const EmCudaReduce *r);
+
+    /* ---- Note [record_stream] (csrc/cuda/allocator.cpp): the block at ptr
+     * (an address alloc returned) is in use on `stream` too; its free waits
+     * for the work queued there. */
+    int (*record_stream)(int dev, void *ptr, EmCudaStream stream);
 } EmCudaBackend;
 
 

@@ -570,6 +570,10 @@ float em_rng_uniform_f(EmGenerator *g);
 double em_rng_uniform_d(EmGenerator *g);
 double em_rng_normal_d(EmGenerator *g);
 void em_rng_seed(EmGenerator *g, uint64_t seed);
+/* cpu, or the GPU a Generator(device='cuda') draws for */
+EmDevice em_generator_device(const EmGenerator *g);
+/* a CUDA generator's Philox (seed, offset) for its next launch; advances it */
+void em_generator_philox_next(EmGenerator *g, uint64_t *seed, uint64_t *offset);
 
 /* --------------------------------------------------------------- Python */
 

@@ -88,7 +88,8 @@ class Backend(C.Structure):
     ] + [(name, VP) for name in (  # the fused nn kernels: tested by tests/test_cuda_nn_fused.py
         "softmax", "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
         "cross_entropy_backward", "adam", "embedding", "embedding_backward",
-        "has_reduce", "reduce")]  # the reductions: tests/test_cuda_reduce.py
+        "has_reduce", "reduce",  # the reductions: tests/test_cuda_reduce.py
+        "record_stream")]
 
 
 def _backend():
@@ -539,9 +540,64 @@ __host__ cudaError_t CUDARTAPI cudaMalloc(void **p, size_t n) {
     return cudaSuccess;
 }
 __host__ cudaError_t CUDARTAPI cudaFree(void *p) { used -= *(size_t *)p; free(p); return cudaSuccess; }
-__host__ cudaError_t CUDARTAPI cudaHostAlloc(void **p, size_t n, unsigned) { *p = malloc(n); return cudaSuccess; }
-__host__ cudaError_t CUDARTAPI cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+static size_t pinned = 0;
+__host__ cudaError_t CUDARTAPI cudaHostAlloc(void **p, size_t n, unsigned) {
+    size_t *b = (size_t *)malloc(n + sizeof(size_t));
+    *b = n;
+    pinned += n;
+    *p = b + 1;
+    return cudaSuccess;
+}
+__host__ cudaError_t CUDARTAPI cudaFreeHost(void *p) {
+    size_t *b = (size_t *)p - 1;
+    pinned -= *b;
+    free(b);
+    return cudaSuccess;
+}
+/* streams are handles the test marks busy or idle; an event is done when
+ * the stream it was recorded on is idle; synchronizing makes it idle */
+static void *busy[8];
+static bool is_busy(void *s) {
+    for (void *b : busy) if (b && b == s) return true;
+    return false;
+}
+static void set_idle(void *s) {
+    for (void *&b : busy) if (b == s) b = nullptr;
+}
+struct StubEvent { void *stream; };
+static int live_events = 0;
+__host__ cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
+    *e = (cudaEvent_t) new StubEvent{nullptr};
+    live_events++;
+    return cudaSuccess;
+}
+__host__ cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    ((StubEvent *)e)->stream = s;
+    return cudaSuccess;
+}
+__host__ cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t e) {
+    return is_busy(((StubEvent *)e)->stream) ? cudaErrorNotReady : cudaSuccess;
+}
+__host__ cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t e) {
+    set_idle(((StubEvent *)e)->stream);
+    return cudaSuccess;
+}
+__host__ cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t e) {
+    delete (StubEvent *)e;
+    live_events--;
+    return cudaSuccess;
+}
+__host__ cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t s) {
+    set_idle(s);
+    return cudaSuccess;
+}
 size_t stub_used(void) { return used; }
+size_t stub_pinned(void) { return pinned; }
+int stub_live_events(void) { return live_events; }
+void stub_set_busy(void *s) {
+    for (void *&b : busy) if (!b) { b = s; return; }
+}
+void stub_set_idle(void *s) { set_idle(s); }
 }
 int emc_device_count(void) { return 2; }
 int emc_valid_device(int dev) { return dev >= 0 && dev < 2 ? 0 : emc_fail("invalid device ordinal %d", dev); }
@@ -552,6 +608,10 @@ void stub_stats(int dev, EmCudaMemoryStats *o) { emc_memory_stats(dev, o); }
 void stub_reset_peak(int dev) { emc_reset_peak_stats(dev); }
 int stub_empty_cache(void) { return emc_empty_cache(); }
 const char *stub_error(void) { return emc_last_error(); }
+int stub_record_stream(int dev, void *p, void *s) { return emc_record_stream(dev, p, s); }
+void *stub_host_alloc(size_t n) { return emc_host_alloc(n); }
+void stub_host_free(void *p) { emc_host_free(p); }
+void stub_host_record_use(void *p, int dev, void *s) { emc_host_record_use(p, dev, s); }
 }
 """
 
@@ -589,7 +649,12 @@ def stub(tmp_path_factory):
     s.stub_free.argtypes = [C.c_int, VP]
     s.stub_stats.argtypes = [C.c_int, C.POINTER(Stats)]
     s.stub_error.restype = C.c_char_p
-    s.stub_used.restype = C.c_size_t
+    s.stub_used.restype = s.stub_pinned.restype = C.c_size_t
+    s.stub_record_stream.argtypes = [C.c_int, VP, VP]
+    s.stub_host_alloc.restype, s.stub_host_alloc.argtypes = VP, [C.c_size_t]
+    s.stub_host_free.argtypes = [VP]
+    s.stub_host_record_use.argtypes = [VP, C.c_int, VP]
+    s.stub_set_busy.argtypes = s.stub_set_idle.argtypes = [VP]
     return s
 
 
@@ -671,6 +736,62 @@ def test_allocator_releases_cache_and_retries_then_reports_oom(stub):
     s.stub_free(0, 12345)  # a pointer it never handed out: ignored, with a message
     assert b"did not hand out" in s.stub_error()
     assert s.stub_empty_cache() == 0 and s.stub_used() == 0
+
+
+def test_record_stream_parks_a_freed_block_until_the_other_stream_is_done(stub):
+    s = stub
+    a = s.stub_alloc(0, 4096, 0x10)
+    assert s.stub_record_stream(0, a, 0x20) == 0
+    assert s.stub_record_stream(0, a, 0x20) == 0 and s.stub_record_stream(0, a, 0x10) == 0  # once; own stream: nothing
+    s.stub_set_busy(0x20)  # stream 0x20 still has work that uses a
+    s.stub_free(0, a)
+    assert stub_stats(s).allocated == 4096  # parked, still counted
+    b = s.stub_alloc(0, 4096, 0x10)
+    assert b != a  # a is not handed out while 0x20 is busy
+    s.stub_set_idle(0x20)
+    c = s.stub_alloc(0, 4096, 0x10)  # the next allocation releases a first
+    assert c == a and stub_stats(s).allocated == 8192 and s.stub_live_events() == 0
+    for p in (b, c):
+        s.stub_free(0, p)
+    # parked blocks are waited for when the cache is emptied
+    a = s.stub_alloc(0, 4096, 0x10)
+    s.stub_record_stream(0, a, 0x30)
+    s.stub_set_busy(0x30)
+    s.stub_free(0, a)
+    assert s.stub_empty_cache() == 0
+    st = stub_stats(s)
+    assert st.allocated == 0 and st.reserved == 0 and s.stub_used() == 0 and s.stub_live_events() == 0
+    # a pointer it did not hand out, or another device's
+    assert s.stub_record_stream(0, 12345, 0x20) == -1 and b"is not memory" in s.stub_error()
+    a = s.stub_alloc(0, 512, 0x10)
+    assert s.stub_record_stream(1, a, 0x20) == -1
+    s.stub_free(0, a)
+    s.stub_empty_cache()
+
+
+def test_pinned_host_blocks_are_reused_once_their_copies_are_done(stub):
+    s = stub
+    p = s.stub_host_alloc(1000)  # a 4 KiB block
+    assert s.stub_pinned() == 4096
+    s.stub_host_free(p)
+    q = s.stub_host_alloc(3000)  # same class: the cached block, no new pinning
+    assert q == p and s.stub_pinned() == 4096
+    s.stub_host_record_use(q + 100, 0, 0x40)  # an async copy on 0x40 uses it (interior address)
+    s.stub_set_busy(0x40)
+    s.stub_host_free(q)
+    r = s.stub_host_alloc(4096)  # still in use by the copy: a new block
+    assert r != p and s.stub_pinned() == 8192
+    s.stub_host_alloc(5000)  # another class: 8 KiB
+    assert s.stub_pinned() == 16384
+    s.stub_set_idle(0x40)
+    s.stub_host_free(r)
+    assert s.stub_host_alloc(10) in (p, r)  # both free and idle now
+    s.stub_host_record_use(12345, 0, 0x40)  # pageable memory: not the cache's, ignored
+    s.stub_host_free(12345)
+    assert b"pinned host cache did not hand out" in s.stub_error()
+    assert s.stub_empty_cache() == 0
+    assert s.stub_pinned() == 4096 + 8192  # the two blocks still handed out stay
+    assert s.stub_live_events() == 0
 
 
 # ------------------------------- the strided copy's element rules on the CPU

@@ -135,3 +135,26 @@ def test_fallback_counts_name_the_ops_without_a_gpu_kernel(cuda):
     counts = _C._cuda_fallback_counts(True)
     assert counts.get("cumsum", 0) - before in (0, 2)  # 0 once scans get a kernel
     assert _C._cuda_fallback_counts(False) == {}
+
+
+def test_record_stream_names_the_memory_to_the_allocator(cuda):
+    x = ember.ones(1000, device="cuda")
+    s = ember.cuda.Stream()
+    if cuda == "fake":
+        before = ember._C._cuda_fake_counters()["record_stream"]
+    with ember.cuda.stream(s):
+        y = x * 2  # x is read on s
+    x.record_stream(s)
+    x[10:].record_stream(s)  # a view names its storage
+    if cuda == "fake":
+        assert ember._C._cuda_fake_counters()["record_stream"] == before + 2
+    del x  # the block waits for s's work before it is reused
+    s.synchronize()
+    np.testing.assert_array_equal(y.cpu().numpy(), np.full(1000, 2.0, np.float32))
+    with pytest.raises(RuntimeError, match="CPU tensor"):
+        ember.ones(3).record_stream(s)
+    with pytest.raises(TypeError, match="Stream"):
+        y.record_stream(3)
+    if ember.cuda.device_count() > 1:
+        with pytest.raises(RuntimeError, match="cuda:1"):
+            ember.ones(3, device="cuda:1").record_stream(s)

@@ -4,6 +4,8 @@ distribution's moments and ranges, non-contiguous fills, explicit host
 generators. On a real GPU when present, else on Note [fake CUDA], whose
 random fill computes the same stream on the host."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -76,11 +78,40 @@ def test_non_contiguous_fill_follows_logical_order(cuda):
     np.testing.assert_array_equal(t.cpu().numpy().ravel(), flat.cpu().numpy())
 
 
-def test_explicit_host_generator_matches_the_cpu(cuda):
-    g = ember.Generator().manual_seed(11)
-    on_gpu = ember.rand(6, generator=g, device="cuda")
+def test_cuda_generator_draws_its_own_philox_stream(cuda):
+    """Generator(device='cuda') is a Philox (seed, offset) like the device's
+    default one: seeded alike, the two draw the same numbers; reseeding
+    replays; each launch moves on; its state is torch's 16 bytes."""
+    g = ember.Generator(device="cuda")
+    assert g.device == ember.device("cuda", 0)
     g.manual_seed(11)
-    np.testing.assert_array_equal(on_gpu.cpu().numpy(), ember.rand(6, generator=g).numpy())
+    a = ember.rand(6, generator=g, device="cuda")
+    ember.cuda.manual_seed(11)
+    np.testing.assert_array_equal(a.cpu().numpy(), ember.rand(6, device="cuda").cpu().numpy())
+    b = ember.randn(6, generator=g, device="cuda")
+    assert not ember.equal(b, ember.randn(6, generator=g, device="cuda"))
+    assert g.initial_seed() == 11
+    state = g.get_state()
+    assert state.dtype == ember.uint8 and state.numel() == 16
+    x = ember.empty(5, device="cuda").normal_(generator=g)
+    g.set_state(state)
+    np.testing.assert_array_equal(x.cpu().numpy(), ember.empty(5, device="cuda").normal_(generator=g).cpu().numpy())
+    g2 = pickle.loads(pickle.dumps(g))
+    assert g2.device == g.device
+    np.testing.assert_array_equal(ember.rand(4, generator=g, device="cuda").cpu().numpy(),
+                                  ember.rand(4, generator=g2, device="cuda").cpu().numpy())
+    with pytest.raises(RuntimeError, match="16 bytes"):
+        g.set_state(ember.zeros(3, dtype=ember.uint8))
+
+
+def test_generator_must_match_the_device_type(cuda):
+    with pytest.raises(RuntimeError, match="Expected a 'cuda' device type for generator but found 'cpu'"):
+        ember.rand(6, generator=ember.Generator(), device="cuda")
+    with pytest.raises(RuntimeError, match="Expected a 'cpu' device type for generator but found 'cuda'"):
+        ember.rand(6, generator=ember.Generator(device="cuda"))
+    if ember.cuda.device_count() > 1:
+        with pytest.raises(RuntimeError, match="cuda:1"):
+            ember.rand(3, generator=ember.Generator(device="cuda:0"), device="cuda:1")
 
 
 def test_dropout_on_the_device(cuda):

@@ -89,6 +89,14 @@ static void fake_reset_peak(int dev) {
 }
 static int fake_empty_cache(void) { return 0; }
 static void *fake_host_alloc(size_t n) { return malloc(n ? n : 1); }
+/* Note [record_stream]: the fake runs everything at once, so nothing waits;
+ * the calls are counted for the tests (_C._cuda_fake_counters). */
+static int64_t record_stream_calls;
+static int fake_record_stream(int dev, void *ptr, EmCudaStream s) {
+    if (dev < 0 || dev >= FAKE_DEVICES) return fake_fail("invalid device ordinal");
+    record_stream_calls++;
+    return 0;
+}
 static void fake_host_free(void *p) { free(p); }
 
 static int fake_memcpy(void *dst, int dd, const void *src, int sd, size_t n, bool nb) {
@@ -567,9 +575,11 @@ static int fake_reduce(int dev, const EmCudaReduce *launch) {
     return em_reduce_run_prepared(&r) < 0 ? fake_fail("no CPU reduce kernel") : 0;
 }
 
-/* _C._cuda_fake_counters(): {"reduce": launches} since the fake was switched on. */
+/* _C._cuda_fake_counters(): {"reduce": launches, "record_stream": calls}
+ * since the fake was switched on. */
 PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused) {
-    return Py_BuildValue("{s:L}", "reduce", (long long)reduce_launches);
+    return Py_BuildValue("{s:L,s:L}", "reduce", (long long)reduce_launches, "record_stream",
+                         (long long)record_stream_calls);
 }
 
 static const EmCudaBackend fake = {
@@ -618,6 +628,7 @@ static const EmCudaBackend fake = {
     .embedding_backward = fake_embedding_backward,
     .has_reduce = fake_has_reduce,
     .reduce = fake_reduce,
+    .record_stream = fake_record_stream,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {

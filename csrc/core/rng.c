@@ -3,7 +3,9 @@
  * (24/53-bit uniforms, Box-Muller with a cached second normal), so a script
  * seeded with manual_seed draws the same numbers it draws under PyTorch.
  * `ember.Generator` wraps one state; a default generator serves calls
- * without generator=. */
+ * without generator=. Generator(device='cuda') holds instead the (seed,
+ * offset) of a Philox stream, as torch's CUDA generator does (Note [GPU
+ * random numbers], ops/random.c): its fills run on that device. */
 #include "../ember.h"
 #include <math.h>
 #include <time.h>
@@ -22,8 +24,19 @@ typedef struct {
 
 struct EmGenerator {
     PyObject_HEAD
-    RngState s;
+    RngState s;       /* a CPU generator's MT19937 state */
+    EmDevice device;  /* cpu, or the GPU whose fills draw from the Philox stream: */
+    uint64_t philox_seed, philox_offset;
 };
+
+EmDevice em_generator_device(const EmGenerator *g) { return g->device; }
+
+void em_generator_philox_next(EmGenerator *g, uint64_t *seed, uint64_t *offset) {
+    *seed = g->philox_seed;
+    *offset = g->philox_offset++;
+}
+
+static bool on_gpu(const EmGenerator *g) { return g->device.type != EM_CPU; }
 
 static void mt_seed(RngState *s, uint64_t seed) {
     s->seed = seed;
@@ -100,15 +113,17 @@ static PyObject *gen_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"device", NULL};
     PyObject *dev = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Generator", kwlist, &dev)) return NULL;
-    if (dev) {
-        EmDevice d;
+    EmDevice d = em_cpu();
+    if (dev && dev != Py_None) {
         if (em_device_from_py(dev, &d) < 0) return NULL;
-        /* GPU random numbers are drawn on the host for now (Note [CUDA fallback]):
-         * a 'cuda' generator is a host generator, once a GPU exists */
-        if (d.type != EM_CPU && em_device_unavailable(d) < 0) return NULL;
+        if (d.type != EM_CPU && em_cuda_resolve(&d) < 0) return NULL; /* cuda -> cuda:<current> */
     }
     EmGenerator *g = (EmGenerator *)type->tp_alloc(type, 0);
-    if (g) mt_seed(&g->s, EM_DEFAULT_SEED);
+    if (!g) return NULL;
+    mt_seed(&g->s, EM_DEFAULT_SEED);
+    g->device = d;
+    g->philox_seed = EM_DEFAULT_SEED; /* torch's default CUDA seed is the CPU one */
+    g->philox_offset = 0;
     return (PyObject *)g;
 }
 
@@ -142,6 +157,7 @@ static PyObject *gen_manual_seed(EmGenerator *g, PyObject *arg) {
     uint64_t seed;
     if (seed_from_py(arg, &seed) < 0) return NULL;
     mt_seed(&g->s, seed);
+    g->philox_seed = seed, g->philox_offset = 0;
     return Py_NewRef(g);
 }
 
@@ -152,17 +168,28 @@ static PyObject *gen_seed(EmGenerator *g, PyObject *unused) {
     s *= 0xff51afd7ed558ccdULL;
     s ^= s >> 33;
     mt_seed(&g->s, s);
+    g->philox_seed = s, g->philox_offset = 0;
     return PyLong_FromUnsignedLongLong(s);
 }
 
 static PyObject *gen_initial_seed(EmGenerator *g, PyObject *unused) {
-    return PyLong_FromUnsignedLongLong(g->s.seed);
+    return PyLong_FromUnsignedLongLong(on_gpu(g) ? g->philox_seed : g->s.seed);
 }
 
+/* the state's bytes: MT19937's for a CPU generator, (seed, offset) for a
+ * CUDA one (torch's 16-byte CUDA state) */
+static size_t state_size(const EmGenerator *g) { return on_gpu(g) ? 2 * sizeof(uint64_t) : sizeof(RngState); }
+
 static PyObject *gen_get_state(EmGenerator *g, PyObject *unused) {
-    int64_t n = sizeof(RngState);
+    int64_t n = (int64_t)state_size(g);
     EmTensor *t = em_empty(1, &n, EM_UINT8, em_cpu());
-    if (t) memcpy(em_data(t), &g->s, sizeof(RngState));
+    if (!t) return NULL;
+    if (on_gpu(g)) {
+        memcpy(em_data(t), &g->philox_seed, sizeof(uint64_t));
+        memcpy(em_data(t) + sizeof(uint64_t), &g->philox_offset, sizeof(uint64_t));
+    } else {
+        memcpy(em_data(t), &g->s, sizeof(RngState));
+    }
     return (PyObject *)t;
 }
 
@@ -177,13 +204,19 @@ static PyObject *gen_set_state(EmGenerator *g, PyObject *arg) {
                      em_dtype_info[t->dtype].name);
         return NULL;
     }
-    if (t->numel != (int64_t)sizeof(RngState)) {
+    if (t->numel != (int64_t)state_size(g)) {
         PyErr_Format(PyExc_RuntimeError, "RNG state is wrong size: expected %zu bytes, got %lld",
-                     sizeof(RngState), (long long)t->numel);
+                     state_size(g), (long long)t->numel);
         return NULL;
     }
     EmTensor *c = em_contiguous(t);
     if (!c) return NULL;
+    if (on_gpu(g)) {
+        memcpy(&g->philox_seed, em_data(c), sizeof(uint64_t));
+        memcpy(&g->philox_offset, em_data(c) + sizeof(uint64_t), sizeof(uint64_t));
+        Py_DECREF(c);
+        return Py_NewRef(g);
+    }
     RngState s;
     memcpy(&s, em_data(c), sizeof s);
     Py_DECREF(c);
@@ -195,12 +228,16 @@ static PyObject *gen_set_state(EmGenerator *g, PyObject *arg) {
     return Py_NewRef(g);
 }
 
-static PyObject *gen_device(EmGenerator *g, void *c) { return em_device_object(em_cpu()); }
+static PyObject *gen_device(EmGenerator *g, void *c) { return em_device_object(g->device); }
 
 static PyObject *gen_reduce(EmGenerator *g, PyObject *unused) {
     PyObject *state = gen_get_state(g, NULL);
-    if (!state) return NULL;
-    return Py_BuildValue("(O()N)", (PyObject *)Py_TYPE(g), state);
+    PyObject *dev = state ? em_device_object(g->device) : NULL;
+    if (!dev) {
+        Py_XDECREF(state);
+        return NULL;
+    }
+    return Py_BuildValue("(O(N)N)", (PyObject *)Py_TYPE(g), dev, state);
 }
 static PyObject *gen_setstate(EmGenerator *g, PyObject *state) {
     PyObject *r = gen_set_state(g, state);
@@ -241,5 +278,8 @@ int em_init_generator(PyObject *m) {
     default_generator = PyObject_New(EmGenerator, &EmGeneratorType);
     if (!default_generator) return -1;
     mt_seed(&default_generator->s, EM_DEFAULT_SEED);
+    default_generator->device = em_cpu(); /* PyObject_New leaves the fields unset */
+    default_generator->philox_seed = EM_DEFAULT_SEED;
+    default_generator->philox_offset = 0;
     return PyModule_AddObject(m, "default_generator", (PyObject *)default_generator);
 }

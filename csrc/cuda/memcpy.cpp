@@ -66,5 +66,7 @@ int emc_memcpy(void *dst, int dd, const void *src, int sd, size_t n, bool non_bl
     if (!g.ok) return -1;
     cudaStream_t s = (cudaStream_t)emc_current_stream(dev);
     if (EMC_CHECK(cudaMemcpyAsync(dst, src, n, kind, s)) < 0) return -1;
+    if (non_blocking && kind != cudaMemcpyDeviceToDevice) /* Note [pinned host cache] */
+        emc_host_record_use(dd < 0 ? dst : src, dev, s);
     return sync_if_blocking(s, non_blocking);
 }

@@ -64,6 +64,7 @@ static const EmCudaBackend backend = {
     em_cuda_embedding_backward,
     em_cuda_has_reduce,
     em_cuda_reduce,
+    emc_record_stream,
 };
 
 static struct PyModuleDef module = {

@@ -77,6 +77,10 @@ void emc_reset_peak_stats(int dev);
 int emc_empty_cache(void);
 void *emc_host_alloc(size_t nbytes);
 void emc_host_free(void *ptr);
+/* Note [pinned host cache]: a non_blocking copy on `stream` reads or writes
+ * host memory at ptr; a cached pinned block is not reused before it is done. */
+void emc_host_record_use(const void *ptr, int dev, EmCudaStream stream);
+int emc_record_stream(int dev, void *ptr, EmCudaStream stream); /* Note [record_stream] */
 
 int emc_memcpy(void *dst, int dst_dev, const void *src, int src_dev, size_t nbytes,
                bool non_blocking);

@@ -23,7 +23,22 @@ static int uniform_digits(EmDType d) {
  * contiguous, else through a contiguous temporary and copy_. */
 typedef int (*FillFn)(EmTensor *dst, void *ctx);
 static int gpu_fill(EmTensor *t, FillFn fn, void *ctx);
+
+/* Every fill's context starts with its generator (Range, Bern, IntRange):
+ * an explicit one must be for the tensor's device type, as in torch. (No
+ * generator= gives the CPU default, which stands for the device's own on a
+ * GPU.) */
+static int check_generator(const EmTensor *t, void *ctx) {
+    EmGenerator *g = *(EmGenerator **)ctx;
+    EmDevice gd = em_generator_device(g), td = em_device(t);
+    if (g == em_default_generator() || gd.type == td.type) return 0;
+    PyErr_Format(PyExc_RuntimeError, "Expected a '%s' device type for generator but found '%s'",
+                 td.type == EM_CPU ? "cpu" : "cuda", gd.type == EM_CPU ? "cpu" : "cuda");
+    return -1;
+}
+
 static int fill_logical(EmTensor *t, FillFn fn, void *ctx) {
+    if (check_generator(t, ctx) < 0) return -1;
     if (!em_is_cpu(t)) return gpu_fill(t, fn, ctx);
     if (em_is_contiguous(t)) return fn(t, ctx);
     EmTensor *tmp = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_cpu());
@@ -319,9 +334,10 @@ static int do_exponential(EmTensor *t, void *vctx) {
 
 /* ------------------------------------ Note [GPU random numbers] */
 
-/* The same fills on a GPU tensor, drawn by the backend from the device's
- * Philox generator. An explicit (host) generator, per-element bernoulli
- * probabilities or a backend without random_fill take the CPU fallback. */
+/* The same fills on a GPU tensor, drawn by the backend from the Philox
+ * stream of the device's generator or of the CUDA generator given.
+ * Per-element bernoulli probabilities or a backend without random_fill take
+ * the CPU fallback. */
 static int gpu_fill(EmTensor *t, FillFn fn, void *ctx) {
     int kind;
     double a = 0, b = 0;
@@ -342,16 +358,30 @@ static int gpu_fill(EmTensor *t, FillFn fn, void *ctx) {
     } else {
         g = NULL, kind = -1;
     }
-    if (kind < 0 || g != em_default_generator() || !em_cuda->random_fill) { /* g: explicit, a host one */
+    int dev = em_device(t).index, r = 0;
+    bool own = g != em_default_generator();
+    if (own && em_generator_device(g).index != dev) {
+        PyErr_Format(PyExc_RuntimeError, "Expected a generator on cuda:%d, but got one on cuda:%d", dev,
+                     em_generator_device(g).index);
+        return -1;
+    }
+    if (own && (kind < 0 || !em_cuda->random_fill)) { /* the host fallback cannot draw from its stream */
+        PyErr_SetString(PyExc_NotImplementedError,
+                        "this random fill has no CUDA kernel, so it cannot draw from a CUDA generator");
+        return -1;
+    }
+    if (kind < 0 || !em_cuda->random_fill) {
         PyErr_SetString(EmNoCudaKernel, "no GPU kernel for this random fill");
         return -1;
     }
     EmTensor *dst = em_is_contiguous(t) ? (EmTensor *)Py_NewRef(t)
                                         : em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t));
     if (!dst) return -1;
-    int dev = em_device(t).index, r = 0;
     uint64_t seed, offset;
-    em_cuda_generator_next(dev, &seed, &offset);
+    if (own)
+        em_generator_philox_next(g, &seed, &offset);
+    else
+        em_cuda_generator_next(dev, &seed, &offset);
     if (dst->numel && em_cuda->random_fill(dev, kind, dst->dtype, em_data(dst), dst->numel, seed, offset, a, b,
                                            from, range) < 0)
         r = em_cuda_error("random");

@@ -524,6 +524,37 @@ static PyObject *m_pin_memory(PyObject *self, PyObject *a, PyObject *k) {
     if (t && em_copy_(t, self) < 0) Py_CLEAR(t);
     return (PyObject *)t;
 }
+/* Tensor.record_stream(stream): Note [record_stream] (csrc/cuda/allocator.cpp).
+ * Memory ember did not allocate (DLPack imports) is the owner's to manage. */
+static PyObject *m_record_stream(PyObject *self, PyObject *stream) {
+    if (em_is_cpu(SELF)) {
+        PyErr_SetString(PyExc_RuntimeError, "record_stream: expected a CUDA tensor, but got a CPU tensor");
+        return NULL;
+    }
+    PyObject *h = PyObject_GetAttrString(stream, "cuda_stream");
+    PyObject *d = h ? PyObject_GetAttrString(stream, "device_index") : NULL;
+    void *handle = h ? PyLong_AsVoidPtr(h) : NULL;
+    long dev = d ? PyLong_AsLong(d) : -1;
+    Py_XDECREF(h);
+    Py_XDECREF(d);
+    if (PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "record_stream(): argument 'stream' must be a CUDA Stream, not %s",
+                         Py_TYPE(stream)->tp_name);
+        }
+        return NULL;
+    }
+    if (dev != em_device(SELF).index) {
+        PyErr_Format(PyExc_RuntimeError, "record_stream: the stream is on cuda:%ld but the tensor on cuda:%d", dev,
+                     em_device(SELF).index);
+        return NULL;
+    }
+    EmStorage *s = SELF->storage;
+    if (s->base || s->deleter || !em_cuda->record_stream) Py_RETURN_NONE;
+    if (em_cuda->record_stream((int)dev, s->data, handle) < 0) return em_cuda_error("record_stream"), NULL;
+    Py_RETURN_NONE;
+}
 static PyObject *m_get_device(PyObject *self, PyObject *u) {
     return PyLong_FromLong(em_is_cpu(SELF) ? -1 : em_device(SELF).index);
 }
@@ -738,6 +769,7 @@ static PyMethodDef hand_methods[] = {
     {"is_complex", m_false, METH_NOARGS, NULL},
     {"is_pinned", (PyCFunction)(void (*)(void))m_is_pinned, METH_VARARGS | METH_KEYWORDS, NULL},
     {"pin_memory", (PyCFunction)(void (*)(void))m_pin_memory, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"record_stream", m_record_stream, METH_O, NULL},
     {"get_device", m_get_device, METH_NOARGS, NULL},
     {"item", m_item, METH_NOARGS, NULL},
     {"tolist", m_tolist, METH_NOARGS, NULL},
