@@ -337,7 +337,7 @@ def test_getitem_out_of_range():
 def test_index_put(dtype, accumulate):
     x = data((5, 3), dtype)
     v = data((4, 3), dtype, 21, 0, 3)
-    i = ember.tensor([4, 0, 2, -1]) if not accumulate else ember.tensor([4, 0, 4, -1])  # duplicates accumulate
+    i = ember.tensor([4, 0, 2, -2]) if not accumulate else ember.tensor([4, 0, 4, -1])  # duplicates only accumulate
     both(lambda x, i, v: x.index_put((i,), v, accumulate=accumulate), x, i, v)
     both(lambda x, i, v: x.index_put_((i, i % 3), v[:, 0], accumulate=accumulate), x, i, v)
     both(lambda x, i, v: x.index_put((i,), v[0, 0], accumulate=accumulate), x, i, v)  # one value
