@@ -98,6 +98,30 @@ typedef struct {
     const void *cpu_kernel; /* the CPU kernel: only the fake backend (Note [fake CUDA]) runs it */
 } EmCudaReduce;
 
+/* Note [CUDA indexing] (csrc/cuda/index.h): the loop descriptions of the
+ * CPU's indexing kernels (Note [indirect loops] and Note [scatter loops] in
+ * ember.h, which names these types EmIndirect and EmScatterLoop), with
+ * device pointers in place of host ones. All strides in bytes. */
+typedef struct {
+    char *x, *d;
+    int np, na;
+    int64_t psize[EM_CUDA_MAX_DIMS], ps_x[EM_CUDA_MAX_DIMS], ps_d[EM_CUDA_MAX_DIMS];
+    int64_t asize[EM_CUDA_MAX_DIMS], as_x[EM_CUDA_MAX_DIMS], as_d[EM_CUDA_MAX_DIMS];
+    int64_t nj;
+    const int64_t *off;
+    const int64_t *dense_off;
+    int64_t dense_jstride;
+} EmCudaIndirect;
+
+typedef struct {
+    char *x, *y;
+    const char *idx; /* int64 */
+    int nrow;
+    int64_t rsize[EM_CUDA_MAX_DIMS], rs_x[EM_CUDA_MAX_DIMS], rs_y[EM_CUDA_MAX_DIMS], rs_i[EM_CUDA_MAX_DIMS];
+    int64_t n, xs, ys, is, x_dim_stride, group;
+    int64_t size;
+} EmCudaScatter;
+
 typedef struct {
     char name[256];
     int64_t total_memory; /* bytes */
@@ -270,6 +294,39 @@ typedef struct EmCudaBackend {
      * (an address alloc returned) is in use on `stream` too; its free waits
      * for the work queued there. */
     int (*record_stream)(int dev, void *ptr, EmCudaStream stream);
+
+    /* ---- indexing (cudaindex; Note [CUDA indexing] in csrc/cuda/index.h).
+     * Each is the GPU twin of a CPU loop of cpu/index.c, on `dev`'s current
+     * stream; host arrays (shapes, strides) are read during the call. op:
+     * EmReduceOp (0 assign, 1 sum, 2 prod, 3 amax, 4 amin); dtype: EmDType.
+     * Entries that look at index values return 1 when one is out of range
+     * (reading that back costs one sync), having written nothing the core
+     * keeps. */
+    /* off[j] (= or, accumulate, +=) u * stride for the values u of idx
+     * (int32/int64 by idx_dtype) broadcast to bshape (nb dims; idx_strides in
+     * bytes, 0 where broadcast), wrap 1: negatives count from the end. off
+     * NULL: only check. 1: *bad_pos (row-major) is the first value outside
+     * [0, size), *bad_val that value. */
+    int (*index_offsets)(int dev, int64_t *off, bool accumulate, const void *idx, int idx_dtype, int nb,
+                         const int64_t *bshape, const int64_t *idx_strides, int64_t size, int64_t stride,
+                         int wrap, int64_t *bad_pos, int64_t *bad_val);
+    /* Note [indirect loops]: d <- x (itemsize bytes per element) */
+    int (*index_gather)(int dev, const EmCudaIndirect *g, int itemsize);
+    /* Note [indirect loops]: x op= d; duplicates in off combine atomically */
+    int (*index_put)(int dev, const EmCudaIndirect *g, int op, int dtype);
+    /* Note [scatter loops]: gather (y <- x; 1 when an index is outside
+     * [0, g->size)), or scatter (x op= y; indices checked before) */
+    int (*scatter_gather)(int dev, const EmCudaScatter *g, int op, int dtype, bool gather);
+    /* nonzero over a strided tensor (sizes, strides in elements; ndim 0: one
+     * element): scan[i] = nonzero elements among the first i + 1 in
+     * row-major order (numel int64 of device scratch), *count the total. */
+    int (*nonzero_scan)(int dev, const void *in, int dtype, int ndim, const int64_t *sizes,
+                        const int64_t *strides, int64_t *scan, int64_t *count);
+    /* ... then the k-th nonzero element's coordinates into coords [k, ndim]
+     * and/or the byte offset sum(c_d * ostrides[d]) into offs[k] (NULL: skip) */
+    int (*nonzero_fill)(int dev, const void *in, int dtype, int ndim, const int64_t *sizes,
+                        const int64_t *strides, const int64_t *scan, int64_t *coords, int64_t *offs,
+                        const int64_t *ostrides);
 } EmCudaBackend;
 
 

@@ -777,16 +777,7 @@ typedef enum { EM_RED_ASSIGN, EM_RED_SUM, EM_RED_PROD, EM_RED_MAX, EM_RED_MIN, E
  * with doff(j) = dense_off ? dense_off[j] : j·dense_jstride. All strides in
  * bytes. Gathers read x, puts write it; puts visit j in order, so among
  * duplicate indices the last write wins. */
-typedef struct {
-    char *x, *d;
-    int np, na;
-    int64_t psize[EM_MAX_DIMS], ps_x[EM_MAX_DIMS], ps_d[EM_MAX_DIMS];
-    int64_t asize[EM_MAX_DIMS], as_x[EM_MAX_DIMS], as_d[EM_MAX_DIMS];
-    int64_t nj;
-    const int64_t *off;
-    const int64_t *dense_off;
-    int64_t dense_jstride;
-} EmIndirect;
+typedef EmCudaIndirect EmIndirect; /* cuda_backend.h: the GPU entries take the same description */
 void em_cpu_index_gather(const EmIndirect *g, int itemsize);
 /* outer_parallel: distinct p never write the same element (x is dense). */
 void em_cpu_index_put(const EmIndirect *g, EmReduceOp op, EmDType dtype, bool outer_parallel);
@@ -798,14 +789,7 @@ void em_cpu_index_put(const EmIndirect *g, EmReduceOp op, EmDType dtype, bool ou
  * rs_x/xs); y (src, or gather's result) is at y_row + k·ys. Rows in one
  * `group` may write the same elements and stay on one thread. Scatters get
  * their index values checked beforehand (a failed scatter writes nothing). */
-typedef struct {
-    char *x, *y;
-    const char *idx; /* int64 */
-    int nrow;
-    int64_t rsize[EM_MAX_DIMS], rs_x[EM_MAX_DIMS], rs_y[EM_MAX_DIMS], rs_i[EM_MAX_DIMS];
-    int64_t n, xs, ys, is, x_dim_stride, group;
-    int64_t size; /* x's size along the dim: gathers check their indices against it */
-} EmScatterLoop;
+typedef EmCudaScatter EmScatterLoop; /* the fields: EmCudaScatter in cuda_backend.h */
 /* false: an index was outside [0, size) (the result is then incomplete) */
 bool em_cpu_gather(const EmScatterLoop *g, int itemsize);
 void em_cpu_scatter(const EmScatterLoop *g, EmReduceOp op, EmDType dtype);

@@ -90,6 +90,8 @@ class Backend(C.Structure):
         "cross_entropy_backward", "adam", "embedding", "embedding_backward",
         "has_reduce", "reduce",  # the reductions: tests/test_cuda_reduce.py
         "record_stream")]
+    _fields_ += [(name, VP) for name in (  # indexing (cudaindex): tests/test_cuda_index.py
+        "index_offsets", "index_gather", "index_put", "scatter_gather", "nonzero_scan", "nonzero_fill")]
 
 
 def _backend():

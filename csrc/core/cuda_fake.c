@@ -575,11 +575,124 @@ static int fake_reduce(int dev, const EmCudaReduce *launch) {
     return em_reduce_run_prepared(&r) < 0 ? fake_fail("no CPU reduce kernel") : 0;
 }
 
-/* _C._cuda_fake_counters(): {"reduce": launches, "record_stream": calls}
- * since the fake was switched on. */
+/* cudaindex: Note [CUDA indexing] on the fake: the descriptions run by
+ * cpu/index.c's loops on untagged pointers (index values read through a
+ * host view with the broadcast strides), nonzero by a plain row-major walk.
+ * Launches are counted (_C._cuda_fake_counters()["index"]). */
+static int64_t index_launches;
+
+static int fake_index_offsets(int dev, int64_t *off, bool accumulate, const void *idx, int idx_dtype, int nb,
+                              const int64_t *bshape, const int64_t *idx_strides, int64_t size, int64_t stride,
+                              int wrap, int64_t *bad_pos, int64_t *bad_val) {
+    index_launches++;
+    int isz = em_itemsize((EmDType)idx_dtype);
+    int64_t st[EM_MAX_DIMS], extent = isz;
+    for (int d = 0; d < nb; d++) {
+        st[d] = idx_strides[d] / isz;
+        if (bshape[d] > 0) extent += (bshape[d] - 1) * idx_strides[d];
+    }
+    EmStorage *hs = em_storage_wrap(untag(idx), extent, em_cpu(), NULL);
+    EmTensor *v = hs ? em_tensor_alloc(&EmTensorType, hs, 0, nb, bshape, st, (EmDType)idx_dtype) : NULL;
+    Py_XDECREF(hs);
+    if (!v) {
+        PyErr_Clear();
+        return fake_fail("index offsets: no host view");
+    }
+    int64_t at = em_cpu_index_offsets(off ? untag(off) : NULL, accumulate, v, nb, bshape, size, stride, wrap, bad_val);
+    Py_DECREF(v);
+    if (at < 0) return 0;
+    *bad_pos = at;
+    return 1;
+}
+
+static EmCudaIndirect fake_indirect(const EmCudaIndirect *g) {
+    EmCudaIndirect h = *g;
+    h.x = untag(g->x);
+    h.d = untag(g->d);
+    h.off = g->off ? untag(g->off) : NULL;
+    h.dense_off = g->dense_off ? untag(g->dense_off) : NULL;
+    return h;
+}
+static int fake_index_gather(int dev, const EmCudaIndirect *g, int itemsize) {
+    index_launches++;
+    EmCudaIndirect h = fake_indirect(g);
+    em_cpu_index_gather(&h, itemsize);
+    return 0;
+}
+static int fake_index_put(int dev, const EmCudaIndirect *g, int op, int dtype) {
+    index_launches++;
+    EmCudaIndirect h = fake_indirect(g);
+    em_cpu_index_put(&h, (EmReduceOp)op, (EmDType)dtype, false);
+    return 0;
+}
+static int fake_scatter_gather(int dev, const EmCudaScatter *g, int op, int dtype, bool gather) {
+    index_launches++;
+    EmCudaScatter h = *g;
+    h.x = untag(g->x);
+    h.y = untag(g->y);
+    h.idx = untag(g->idx);
+    if (gather) return em_cpu_gather(&h, em_itemsize((EmDType)dtype)) ? 0 : 1;
+    em_cpu_scatter(&h, (EmReduceOp)op, (EmDType)dtype);
+    return 0;
+}
+
+/* Walks the logical elements of a strided tensor in row-major order. */
+static bool fake_nz_at(const char *p, int isz, int dtype) {
+    uint64_t v = 0, mask = dtype == EM_FLOAT16 || dtype == EM_BFLOAT16 ? 0x7fffu
+                           : dtype == EM_FLOAT32                    ? 0x7fffffffu
+                           : dtype == EM_FLOAT64                    ? 0x7fffffffffffffffull
+                                                                    : ~0ull;
+    memcpy(&v, p, (size_t)isz); /* little-endian: the low bytes */
+    return (v & mask) != 0;
+}
+static int64_t fake_nz_walk(const void *in, int dtype, int ndim, const int64_t *sizes, const int64_t *strides,
+                            int64_t *scan, int64_t *coords, int64_t *offs, const int64_t *ostrides) {
+    int isz = em_itemsize((EmDType)dtype);
+    int64_t numel = 1, c[EM_MAX_DIMS] = {0}, n = 0;
+    for (int d = 0; d < ndim; d++) numel *= sizes[d];
+    const char *base = untag(in);
+    for (int64_t i = 0; i < numel; i++) {
+        int64_t o = 0;
+        for (int d = 0; d < ndim; d++) o += c[d] * strides[d];
+        if (fake_nz_at(base + o * isz, isz, dtype)) {
+            if (coords)
+                for (int d = 0; d < ndim; d++) coords[n * ndim + d] = c[d];
+            if (offs) {
+                int64_t b = 0;
+                for (int d = 0; d < ndim; d++) b += c[d] * ostrides[d];
+                offs[n] = b;
+            }
+            n++;
+        }
+        if (scan) scan[i] = n;
+        for (int d = ndim - 1; d >= 0; d--) {
+            if (++c[d] < sizes[d]) break;
+            c[d] = 0;
+        }
+    }
+    return n;
+}
+static int fake_nonzero_scan(int dev, const void *in, int dtype, int ndim, const int64_t *sizes,
+                             const int64_t *strides, int64_t *scan, int64_t *count) {
+    index_launches++;
+    *count = fake_nz_walk(in, dtype, ndim, sizes, strides, untag(scan), NULL, NULL, NULL);
+    return 0;
+}
+static int fake_nonzero_fill(int dev, const void *in, int dtype, int ndim, const int64_t *sizes,
+                             const int64_t *strides, const int64_t *scan, int64_t *coords, int64_t *offs,
+                             const int64_t *ostrides) {
+    index_launches++;
+    (void)scan;
+    fake_nz_walk(in, dtype, ndim, sizes, strides, NULL, coords ? untag(coords) : NULL, offs ? untag(offs) : NULL,
+                 ostrides);
+    return 0;
+}
+
+/* _C._cuda_fake_counters(): {"reduce", "index": launches, "record_stream":
+ * calls} since the fake was switched on. */
 PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused) {
-    return Py_BuildValue("{s:L,s:L}", "reduce", (long long)reduce_launches, "record_stream",
-                         (long long)record_stream_calls);
+    return Py_BuildValue("{s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index", (long long)index_launches,
+                         "record_stream", (long long)record_stream_calls);
 }
 
 static const EmCudaBackend fake = {
@@ -629,6 +742,12 @@ static const EmCudaBackend fake = {
     .has_reduce = fake_has_reduce,
     .reduce = fake_reduce,
     .record_stream = fake_record_stream,
+    .index_offsets = fake_index_offsets,
+    .index_gather = fake_index_gather,
+    .index_put = fake_index_put,
+    .scatter_gather = fake_scatter_gather,
+    .nonzero_scan = fake_nonzero_scan,
+    .nonzero_fill = fake_nonzero_fill,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {
@@ -638,5 +757,7 @@ const EmCudaBackend *em_cuda_fake_backend(void) {
     memset(fused_calls, 0, sizeof fused_calls);
     fake_load_host_kernels();
     reduce_launches = 0;
+    index_launches = 0;
+    record_stream_calls = 0;
     return &fake;
 }

@@ -70,6 +70,12 @@ int em_device_dispatch_init(void) {
     static const char *fused[] = {"softmax", "log_softmax", "_softmax_backward_data", "_native_layer_norm",
                                   "_native_layer_norm_backward", "_rms_norm", "_cross_entropy",
                                   "_cross_entropy_backward", "_fused_adam_", "_fused_adamw_", "embedding", NULL};
+    /* indexing (cudaindex): the loops run on the device through index_gpu.h, or the front-end
+     * raises EmNoCudaKernel before writing when the backend lacks the entries */
+    static const char *indexing[] = {"index_select", "gather", "scatter", "scatter_add", "scatter_reduce",
+                                     "index_add", "index_copy", "index_fill", "_index", "index_put", "_index_put_",
+                                     "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim",
+                                     "nonzero", "argwhere", "_one_hot", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
         const char *name = em_op_defs[id].name;
         /* elementwise ops: the iterator launches the backend's kernel, or
@@ -84,6 +90,8 @@ int em_device_dispatch_init(void) {
             if (!strcmp(name, native[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; fused[i]; i++)
             if (!strcmp(name, fused[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
+        for (int i = 0; indexing[i]; i++)
+            if (!strcmp(name, indexing[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; writers[i]; i++)
             if (!strcmp(name, writers[i])) writes_args[id] = true;
         for (int i = 0; index_ops[i]; i++)

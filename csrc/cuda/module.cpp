@@ -9,11 +9,12 @@
  * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS),
  * elementwise.cu (Note [CUDA elementwise]), random.cu (Note [GPU random
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
- * norm, cross-entropy, Adam, embedding). */
+ * norm, cross-entropy, Adam, embedding), index.cu (Note [CUDA indexing]). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "elementwise.h"
+#include "index.h"
 #include "nn_fused.h"
 #include "reduce.h"
 #include "runtime.h"
@@ -65,6 +66,12 @@ static const EmCudaBackend backend = {
     em_cuda_has_reduce,
     em_cuda_reduce,
     emc_record_stream,
+    em_cuda_index_offsets,
+    em_cuda_index_gather,
+    em_cuda_index_put,
+    em_cuda_scatter_gather,
+    em_cuda_nonzero_scan,
+    em_cuda_nonzero_fill,
 };
 
 static struct PyModuleDef module = {

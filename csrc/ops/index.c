@@ -89,7 +89,13 @@ static int int_value(PyObject *k, int64_t *out) {
 
 /* A tensor key item: 0-d integers select, 0-d bools act as Python bools. */
 static int classify_tensor(EmTensor *t, KeyItem *it) {
-    if (!em_is_cpu(t)) { /* a GPU index tensor: its values are read here, so on the host */
+    if (!em_is_cpu(t) && t->ndim > 0 &&
+        (t->dtype == EM_INT64 || t->dtype == EM_INT32 || t->dtype == EM_BOOL)) { /* used on its device */
+        it->kind = K_TENSOR;
+        it->tensor = (EmTensor *)Py_NewRef(t);
+        return 0;
+    }
+    if (!em_is_cpu(t)) { /* a GPU scalar (or uint8) index: its value is read here, so on the host */
         EmTensor *host = em_to_device(t, em_cpu(), false);
         int r = host ? classify_tensor(host, it) : -1;
         Py_XDECREF(host);

@@ -2,8 +2,10 @@
  * ops built on it: index_put(_), masked_fill, masked_select, masked_scatter,
  * take, nonzero, argwhere. Tensor.__getitem__/__setitem__ (ops/index.c)
  * parse the key, apply the basic parts as a view and hand the tensor
- * indices here. The loops are in cpu/index.c (Note [indirect loops]). */
+ * indices here. The loops are in cpu/index.c (Note [indirect loops]), or
+ * the backend's for GPU tensors (index_gpu.h). */
 #include "../ember.h"
+#include "index_gpu.h"
 
 /* Note [advanced indexing] (torch's rules, as NumPy's but with integers
  * always basic): index tensors (int64/int32) broadcast together to a shape
@@ -17,15 +19,17 @@ typedef struct {
     int nb;
     int64_t bshape[EM_MAX_DIMS];
     int64_t nj;
-    int64_t *off; /* nj byte offsets into src's data (PyMem) */
+    int64_t *off; /* nj byte offsets into src's data (on its device: em_index_offsets_alloc) */
+    EmTensor *off_hold;
     int rdim;
     int64_t rshape[EM_MAX_DIMS]; /* P + B + A */
 } AdvPlan;
 
 static void plan_clear(AdvPlan *pl) {
     Py_CLEAR(pl->src);
-    PyMem_Free(pl->off);
+    if (pl->off) em_index_offsets_free(pl->off, pl->off_hold);
     pl->off = NULL;
+    pl->off_hold = NULL;
 }
 
 static bool is_mask(const EmTensor *t) { return t->dtype == EM_BOOL || t->dtype == EM_UINT8; }
@@ -56,30 +60,9 @@ static int64_t *alloc_offsets(int64_t n) {
 }
 
 /* Byte offsets (in t's coordinates, strides ostrides) of mask's nonzero
- * elements in row-major order; *n their count. */
-static int64_t *mask_offsets(EmTensor *mask, const int64_t *ostrides, int64_t *n) {
-    int nch = em_cpu_nonzero_chunks(mask);
-    int64_t counts[256], total = 0;
-    bool big = mask->numel >= 65536;
-    if (big) {
-        Py_BEGIN_ALLOW_THREADS
-        em_cpu_nonzero_count(mask, nch, counts);
-        Py_END_ALLOW_THREADS
-    } else {
-        em_cpu_nonzero_count(mask, nch, counts);
-    }
-    for (int c = 0; c < nch; c++) total += counts[c];
-    int64_t *off = alloc_offsets(total);
-    if (!off) return NULL;
-    if (big) {
-        Py_BEGIN_ALLOW_THREADS
-        em_cpu_nonzero_fill(mask, nch, counts, NULL, off, ostrides);
-        Py_END_ALLOW_THREADS
-    } else {
-        em_cpu_nonzero_fill(mask, nch, counts, NULL, off, ostrides);
-    }
-    *n = total;
-    return off;
+ * elements in row-major order on mask's device; *n their count. */
+static int64_t *mask_offsets(EmTensor *mask, const int64_t *ostrides, int64_t *n, EmTensor **hold) {
+    return em_index_nonzero_offsets(mask, ostrides, n, hold);
 }
 
 static int plan_result_shape(AdvPlan *pl) {
@@ -120,7 +103,7 @@ static int check_values_shape(const AdvPlan *pl, const EmTensor *values) {
 }
 
 /* values: index_put_'s (NULL for indexing). */
-static int plan_build(EmTensor *view, EmTensor **idx, AdvPlan *pl, const EmTensor *values, bool accumulate) {
+static int plan_build_on(EmTensor *view, EmTensor **idx, AdvPlan *pl, const EmTensor *values, bool accumulate) {
     bool put = values != NULL && !accumulate;
     memset(pl, 0, sizeof *pl);
     int isz = em_itemsize(view->dtype), nent = 0, nmask = 0, nd = view->ndim;
@@ -146,7 +129,7 @@ static int plan_build(EmTensor *view, EmTensor **idx, AdvPlan *pl, const EmTenso
         pl->first = d;
         pl->k = m->ndim;
         pl->nb = 1;
-        pl->off = mask_offsets(m, ost, &pl->nj);
+        pl->off = mask_offsets(m, ost, &pl->nj, &pl->off_hold);
         if (!pl->off) goto fail;
         pl->bshape[0] = pl->nj;
         if (plan_result_shape(pl) < 0 || (values && check_values_shape(pl, values) < 0)) goto fail;
@@ -224,18 +207,20 @@ static int plan_build(EmTensor *view, EmTensor **idx, AdvPlan *pl, const EmTenso
         EM_CHECK(pl->nj == 0 || pl->src->sizes[pl->first + i] != 0, PyExc_IndexError,
                  "index is out of bounds for dimension with size 0");
     if (values && check_values_shape(pl, values) < 0) goto fail;
-    pl->off = alloc_offsets(pl->nj);
+    pl->off = em_index_offsets_alloc(em_device(view), pl->nj, &pl->off_hold);
     if (!pl->off) goto fail;
-    /* torch checks the index values as it copies: nothing to copy, no check */
+    /* torch checks the index values as it copies: nothing to copy, no check
+     * (and no loop reads the offsets then) */
     int64_t rnumel = prod_of(pl->first, pl->src->sizes) *
                      prod_of(pl->src->ndim - pl->first - pl->k, pl->src->sizes + pl->first + pl->k);
     if (rnumel == 0 || pl->nj == 0) {
-        memset(pl->off, 0, (size_t)pl->nj * sizeof(int64_t));
+        if (em_is_cpu(view)) memset(pl->off, 0, (size_t)pl->nj * sizeof(int64_t));
     } else {
         for (int i = 0; i < nent; i++) {
             int64_t bad, size = pl->src->sizes[pl->first + i];
-            int64_t at = em_cpu_index_offsets(pl->off, i > 0, ents[i], pl->nb, pl->bshape, size,
-                                              pl->src->strides[pl->first + i] * isz, EM_WRAP_NEG, &bad);
+            int64_t at = em_index_offsets(em_device(view), pl->off, i > 0, ents[i], pl->nb, pl->bshape, size,
+                                          pl->src->strides[pl->first + i] * isz, EM_WRAP_NEG, &bad);
+            EM_TRY(at != -2);
             EM_CHECK(at < 0, PyExc_IndexError, "index %lld is out of bounds for dimension %d with size %lld",
                      (long long)bad, i, (long long)size);
         }
@@ -246,6 +231,24 @@ fail:
     Py_XDECREF(keep);
     plan_clear(pl);
     return -1;
+}
+
+/* plan_build_on with CPU index tensors of a GPU view moved to its device
+ * (torch allows them; the offsets are computed where the data is). */
+static int plan_build(EmTensor *view, EmTensor **idx, AdvPlan *pl, const EmTensor *values, bool accumulate) {
+    if (em_is_cpu(view)) return plan_build_on(view, idx, pl, values, accumulate);
+    EmTensor *moved[EM_MAX_DIMS];
+    int r = 0;
+    for (int d = 0; d < view->ndim; d++) {
+        moved[d] = idx[d] ? em_to_device(idx[d], em_device(view), false) : NULL;
+        if (idx[d] && !moved[d]) {
+            for (int e = 0; e < d; e++) Py_XDECREF(moved[e]);
+            return -1;
+        }
+    }
+    r = plan_build_on(view, moved, pl, values, accumulate);
+    for (int d = 0; d < view->ndim; d++) Py_XDECREF(moved[d]);
+    return r;
 }
 
 /* Drop size-1 dims and merge neighbours contiguous for both stride sets. */
@@ -296,7 +299,7 @@ static void plan_geometry(const AdvPlan *pl, EmIndirect *g, char *d, const int64
 
 EmTensor *em_index_advanced(EmTensor *view, EmTensor **idx) {
     AdvPlan pl;
-    if (em_check_cpu(view, "index") < 0 || plan_build(view, idx, &pl, NULL, false) < 0) return NULL;
+    if (em_index_device_ok(view, "index") < 0 || plan_build(view, idx, &pl, NULL, false) < 0) return NULL;
     EmTensor *out = em_empty(pl.rdim, pl.rshape, (EmDType)view->dtype, em_device(view));
     if (!out) goto done;
     if (out->numel > 0) {
@@ -306,13 +309,7 @@ EmTensor *em_index_advanced(EmTensor *view, EmTensor **idx) {
         EmIndirect g;
         plan_geometry(&pl, &g, em_data(out), rs);
         g.dense_jstride = prod_of(g.na, g.asize) * isz; /* out is contiguous: j steps over A */
-        if (out->numel >= 65536) {
-            Py_BEGIN_ALLOW_THREADS
-            em_cpu_index_gather(&g, isz);
-            Py_END_ALLOW_THREADS
-        } else {
-            em_cpu_index_gather(&g, isz);
-        }
+        if (em_index_gather_on(em_device(view), &g, isz) < 0) Py_CLEAR(out);
     }
 done:
     plan_clear(&pl);
@@ -401,8 +398,12 @@ static int put_as_masked_fill(EmTensor *view, EmTensor **idx, EmTensor *values) 
             d = i;
         }
     if (n != 1 || !is_mask(idx[d]) || values->numel != 1) return 0;
-    EmTensor *m = idx[d];
+    EmTensor *m = idx[d], *moved = NULL;
     if (check_mask_shape(view, d, m) < 0) return -1;
+    if (!em_is_cpu(view) && em_is_cpu(m)) { /* a CPU mask of a GPU tensor */
+        if (!(moved = em_to_device(m, em_device(view), false))) return -1;
+        m = moved;
+    }
     int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
     int k = m->ndim, nd = view->ndim - d;
     for (int j = 0; j < nd; j++) {
@@ -412,12 +413,26 @@ static int put_as_masked_fill(EmTensor *view, EmTensor **idx, EmTensor *values) 
     EmTensor *mv = m->dtype == EM_BOOL ? em_view_of(m, nd, sizes, strides, m->offset) : NULL;
     if (m->dtype != EM_BOOL) {
         EmTensor *b = em_to_dtype(m, EM_BOOL, false);
-        if (!b) return -1;
+        if (!b) {
+            Py_XDECREF(moved);
+            return -1;
+        }
         mv = em_view_of(b, nd, sizes, strides, b->offset);
         Py_DECREF(b);
     }
+    Py_XDECREF(moved);
     if (!mv) return -1;
-    EmScalar s = em_scalar_load(em_data(values), (EmDType)values->dtype);
+    _Alignas(8) char vbuf[8];
+    if (!em_is_cpu(values)) { /* the one value, read back from the device */
+        if (em_cuda->memcpy(vbuf, -1, em_data(values), em_device(values).index, (size_t)em_itemsize(values->dtype),
+                            false) < 0) {
+            Py_DECREF(mv);
+            return em_cuda_error("copy to the host");
+        }
+    } else {
+        memcpy(vbuf, em_data(values), (size_t)em_itemsize(values->dtype));
+    }
+    EmScalar s = em_scalar_load(vbuf, (EmDType)values->dtype);
     EmTensor *r = em_masked_fill(view, mv, s, true);
     Py_DECREF(mv);
     if (!r) return -1;
@@ -426,7 +441,7 @@ static int put_as_masked_fill(EmTensor *view, EmTensor **idx, EmTensor *values) 
 }
 
 int em_index_put_(EmTensor *view, EmTensor **idx, EmTensor *values, bool accumulate) {
-    if (em_check_cpu(view, "index_put_") < 0 || em_check_cpu(values, "index_put_") < 0) return -1;
+    if (em_index_device_ok(view, "index_put_") < 0 || em_index_device_ok(values, "index_put_") < 0) return -1;
     if (!accumulate) {
         int r = put_as_masked_fill(view, idx, values);
         if (r != 0) return r < 0 ? -1 : 0;
@@ -441,8 +456,16 @@ int em_index_put_(EmTensor *view, EmTensor **idx, EmTensor *values, bool accumul
     AdvPlan pl;
     if (plan_build(view, idx, &pl, values, accumulate) < 0) return -1;
     int ret = -1, isz = em_itemsize(view->dtype);
-    int64_t *doff = NULL;
-    EmTensor *v = NULL;
+    EmTensor *vdev = NULL; /* CPU values of a GPU view, moved over */
+    if (!em_is_cpu(view) && em_is_cpu(values)) {
+        if (!(vdev = em_to_device(values, em_device(view), false))) {
+            plan_clear(&pl);
+            return -1;
+        }
+        values = vdev;
+    }
+    int64_t *doff = NULL, *ddoff = NULL;
+    EmTensor *v = NULL, *ddoff_hold = NULL;
     if (view->numel == 0) { /* nothing to write */
         ret = 0;
         goto fail;
@@ -485,19 +508,20 @@ int em_index_put_(EmTensor *view, EmTensor **idx, EmTensor *values, bool accumul
             }
         }
         g.dense_off = doff;
+        if (!em_is_cpu(view)) { /* the values' offsets where the kernel reads them */
+            ddoff = em_index_offsets_upload(em_device(view), doff, pl.nj, &ddoff_hold);
+            EM_TRY(ddoff);
+            g.dense_off = ddoff;
+        }
     }
     bool par = em_is_non_overlapping_and_dense(pl.src);
     EmReduceOp op = accumulate ? EM_RED_SUM : EM_RED_ASSIGN;
-    if (pl.nj * prod_of(g.na, g.asize) * prod_of(g.np, g.psize) >= 65536) {
-        Py_BEGIN_ALLOW_THREADS
-        em_cpu_index_put(&g, op, (EmDType)view->dtype, par);
-        Py_END_ALLOW_THREADS
-    } else {
-        em_cpu_index_put(&g, op, (EmDType)view->dtype, par);
-    }
+    EM_TRY(em_index_put_on(em_device(view), &g, op, (EmDType)view->dtype, par) == 0);
     ret = 0;
 fail:
     Py_XDECREF(v);
+    Py_XDECREF(vdev);
+    Py_XDECREF(ddoff_hold);
     PyMem_Free(doff);
     plan_clear(&pl);
     return ret;
@@ -578,7 +602,8 @@ PyObject *em_impl_setitem_put(EmCall *c) { return index_put(c, true); }
 /* ---------------------------------------------------------- nonzero */
 
 EmTensor *em_nonzero(EmTensor *t) {
-    if (em_check_cpu(t, "nonzero") < 0) return NULL;
+    if (em_index_device_ok(t, "nonzero") < 0) return NULL;
+    if (!em_is_cpu(t)) return em_index_nonzero_gpu(t);
     int nch = em_cpu_nonzero_chunks(t);
     int64_t counts[256], n = 0;
     bool big = t->numel >= 65536;
@@ -725,7 +750,7 @@ PyObject *em_impl_masked_select(EmCall *c) {
 
 PyObject *em_impl_masked_scatter(EmCall *c) {
     EmTensor *self = em_arg_tensor(c, 0), *mask = em_arg_tensor(c, 1), *source = em_arg_tensor(c, 2);
-    EmTensor *target = NULL, *m = NULL, *src = NULL;
+    EmTensor *target = NULL, *m = NULL, *src = NULL, *hold = NULL;
     int64_t *off = NULL, n = 0;
     if (mask->dtype != EM_BOOL) {
         PyErr_Format(PyExc_RuntimeError, "masked_scatter_ only supports boolean masks, but got mask with dtype %s",
@@ -738,6 +763,7 @@ PyObject *em_impl_masked_scatter(EmCall *c) {
                      em_dtype_name((EmDType)self->dtype), em_dtype_name((EmDType)source->dtype));
         return NULL;
     }
+    if (em_index_device_ok(self, "masked_scatter") < 0) return NULL;
     if (c->inplace) {
         if (em_index_check_internal_overlap(self) < 0) return NULL;
         target = (EmTensor *)Py_NewRef(self);
@@ -753,7 +779,7 @@ PyObject *em_impl_masked_scatter(EmCall *c) {
     int isz = em_itemsize(target->dtype);
     int64_t ost[EM_MAX_DIMS];
     for (int d = 0; d < target->ndim; d++) ost[d] = target->strides[d] * isz;
-    off = mask_offsets(m, ost, &n);
+    off = mask_offsets(m, ost, &n, &hold);
     if (!off) goto fail;
     EM_CHECK(n <= source->numel, PyExc_RuntimeError, "Number of elements of source < number of ones in mask");
     if (n > 0) {
@@ -767,14 +793,14 @@ PyObject *em_impl_masked_scatter(EmCall *c) {
         g.nj = n;
         g.off = off;
         g.dense_jstride = isz;
-        em_cpu_index_put(&g, EM_RED_ASSIGN, (EmDType)target->dtype, false);
+        if (em_index_put_on(em_device(target), &g, EM_RED_ASSIGN, (EmDType)target->dtype, false) < 0) goto fail;
     }
-    PyMem_Free(off);
+    em_index_offsets_free(off, hold);
     Py_DECREF(m);
     Py_XDECREF(src);
     return (PyObject *)target;
 fail:
-    PyMem_Free(off);
+    if (off) em_index_offsets_free(off, hold);
     Py_XDECREF(m);
     Py_XDECREF(src);
     Py_XDECREF(target);
@@ -784,7 +810,7 @@ fail:
 /* ------------------------------------------------------------ take */
 
 PyObject *em_impl_take(EmCall *c) {
-    EmTensor *self = em_arg_tensor(c, 0), *index = em_arg_tensor(c, 1), *out = NULL;
+    EmTensor *self = em_arg_tensor(c, 0), *index = em_arg_tensor(c, 1), *out = NULL, *hold = NULL, *x = NULL;
     int64_t *off = NULL;
     if (index->dtype != EM_INT64) {
         PyErr_Format(PyExc_RuntimeError, "take(): Expected a long tensor for index, but got %s",
@@ -795,15 +821,19 @@ PyObject *em_impl_take(EmCall *c) {
         PyErr_Format(PyExc_RuntimeError, "take(): self and result must have the same scalar type");
         return NULL;
     }
-    if (em_check_cpu(self, "take") < 0) return NULL;
+    if (em_index_device_ok(self, "take") < 0) return NULL;
     out = em_empty(index->ndim, index->sizes, (EmDType)self->dtype, em_device(self));
     if (!out || out->numel == 0) goto done;
-    off = alloc_offsets(out->numel);
+    /* a GPU self is read contiguous: flat positions are then offsets */
+    x = em_is_cpu(self) ? (EmTensor *)Py_NewRef(self) : em_contiguous(self);
+    EM_TRY(x);
+    off = em_index_offsets_alloc(em_device(self), out->numel, &hold);
     if (!off) goto fail;
     int isz = em_itemsize(self->dtype);
-    bool contig = em_is_contiguous(self);
-    int64_t bad, at = em_cpu_index_offsets(off, false, index, index->ndim, index->sizes, self->numel,
-                                           contig ? isz : 1, EM_WRAP_NEG, &bad);
+    bool contig = em_is_contiguous(x);
+    int64_t bad, at = em_index_offsets(em_device(self), off, false, index, index->ndim, index->sizes, self->numel,
+                                       contig ? isz : 1, EM_WRAP_NEG, &bad);
+    EM_TRY(at != -2);
     EM_CHECK(at < 0, PyExc_IndexError, "out of range: tried to access index %lld on a tensor of %lld elements.",
              (long long)bad, (long long)self->numel);
     if (!contig) { /* flat positions to byte offsets in self's layout */
@@ -818,17 +848,19 @@ PyObject *em_impl_take(EmCall *c) {
     }
     EmIndirect g;
     memset(&g, 0, sizeof g);
-    g.x = em_data(self);
+    g.x = em_data(x);
     g.d = em_data(out);
     g.nj = out->numel;
     g.off = off;
     g.dense_jstride = isz;
-    em_cpu_index_gather(&g, isz);
+    EM_TRY(em_index_gather_on(em_device(self), &g, isz) == 0);
 done:
-    PyMem_Free(off);
+    if (off) em_index_offsets_free(off, hold);
+    Py_XDECREF(x);
     return c->out ? em_index_into_out(c->out, out, true) : (PyObject *)out;
 fail:
-    PyMem_Free(off);
+    if (off) em_index_offsets_free(off, hold);
+    Py_XDECREF(x);
     Py_XDECREF(out);
     return NULL;
 }

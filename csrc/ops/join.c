@@ -10,6 +10,7 @@
  * repeat from a stride-0 alias into a split view of the output. Only
  * repeat_interleave and one_hot have loops of their own. */
 #include "../ember.h"
+#include "index_gpu.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -1016,13 +1017,79 @@ fail:
 
 /* -------------------------------------------------------------- one_hot */
 
+/* one_hot of a GPU tensor: the checks through the backend's index check
+ * (negatives first, as the CPU's min/max test), amax for an inferred
+ * count, then a scatter of ones (Note [scatter loops]) into zeros. */
+static PyObject *one_hot_gpu(EmTensor *t, int64_t ncls) {
+    EmTensor *src = NULL, *r = NULL, *one = NULL, *hi = NULL;
+    EmDevice dev = em_device(t);
+    int64_t bad;
+    if (t->numel == 0) {
+        EM_CHECK(ncls > 0, PyExc_RuntimeError, "Can not infer total number of classes from empty tensor.");
+    } else {
+        src = em_contiguous(t);
+        EM_TRY(src);
+        int64_t at = em_index_offsets(dev, NULL, false, src, src->ndim, src->sizes, INT64_MAX, 0, EM_WRAP_NONE, &bad);
+        EM_TRY(at != -2);
+        EM_CHECK(at < 0, PyExc_RuntimeError, "Class values must be non-negative.");
+        if (ncls == -1) {
+            PyObject *a = (PyObject *)src;
+            hi = em_op_t(EM_OP_amax, 1, &a);
+            EmTensor *h = hi ? em_to_device(hi, em_cpu(), false) : NULL;
+            EM_TRY(h);
+            ncls = *(const int64_t *)em_data(h) + 1;
+            Py_DECREF(h);
+        } else {
+            at = em_index_offsets(dev, NULL, false, src, src->ndim, src->sizes, ncls, 0, EM_WRAP_NONE, &bad);
+            EM_TRY(at != -2);
+            EM_CHECK(at < 0, PyExc_RuntimeError, "Class values must be smaller than num_classes.");
+        }
+    }
+    EM_CHECK(t->ndim < EM_MAX_DIMS, PyExc_RuntimeError, "one_hot: too many dimensions");
+    int64_t shape[EM_MAX_DIMS];
+    memcpy(shape, t->sizes, t->ndim * sizeof(int64_t));
+    shape[t->ndim] = ncls;
+    r = em_zeros(t->ndim + 1, shape, EM_INT64, dev);
+    EM_TRY(r);
+    if (src && ncls > 0) {
+        EmScalar s1 = {'i', {1}};
+        one = em_scalar_tensor(s1, EM_INT64, dev);
+        EM_TRY(one);
+        EmScatterLoop g;
+        memset(&g, 0, sizeof g);
+        g.x = em_data(r);
+        g.y = em_data(one);
+        g.idx = em_data(src);
+        g.nrow = 1; /* rows of r, one index each, at column idx */
+        g.rsize[0] = src->numel;
+        g.rs_x[0] = ncls * 8;
+        g.rs_i[0] = 8;
+        g.n = 1;
+        g.is = 8;
+        g.x_dim_stride = 8;
+        g.group = 1;
+        EM_TRY(em_scatter_on(dev, &g, EM_RED_ASSIGN, EM_INT64) == 0);
+    }
+    Py_XDECREF(src);
+    Py_XDECREF(one);
+    Py_XDECREF(hi);
+    return (PyObject *)r;
+fail:
+    Py_XDECREF(src);
+    Py_XDECREF(one);
+    Py_XDECREF(hi);
+    Py_XDECREF(r);
+    return NULL;
+}
+
 PyObject *em_impl_one_hot(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0), *src = NULL, *r = NULL;
     int64_t ncls;
     if (em_arg_int(c, 1, &ncls) < 0) return NULL;
     EM_CHECK(t->dtype == EM_INT64, PyExc_RuntimeError,
              "one_hot is only applicable to index tensor of type LongTensor.");
-    if (em_check_cpu(t, "one_hot") < 0) return NULL;
+    if (em_index_device_ok(t, "one_hot") < 0) return NULL;
+    if (!em_is_cpu(t)) return one_hot_gpu(t, ncls);
     if (t->numel == 0) {
         EM_CHECK(ncls > 0, PyExc_RuntimeError, "Can not infer total number of classes from empty tensor.");
     } else {

@@ -2,8 +2,10 @@
  * index_copy, index_add, index_fill (one index per slice: Note [indirect
  * loops]) and gather, scatter, scatter_add, scatter_reduce, take_along_dim
  * (one index per element: Note [scatter loops]). Each validates like torch
- * (dtypes, shapes, every index value) before the loops in cpu/index.c run. */
+ * (dtypes, shapes, every index value) before the loops run: cpu/index.c's,
+ * or the backend's on a GPU (index_gpu.h). */
 #include "../ember.h"
+#include "index_gpu.h"
 #include <math.h>
 
 extern const EmKernels em_kernels_div, em_kernels_floor_divide;
@@ -41,17 +43,18 @@ static PyObject *finish(EmCall *c, EmTensor *target) {
 
 /* Byte offsets of a 0-d/1-d index along a dim of size `size` (stride in
  * bytes); -1 when a value is out of range (*bad holds it). */
-static int64_t *slice_offsets(EmTensor *index, int64_t size, int64_t stride, int wrap, int64_t *bad,
-                              int *failed) {
+static int64_t *slice_offsets(EmDevice dev, EmTensor *index, int64_t size, int64_t stride, int wrap, int64_t *bad,
+                              int *failed, EmTensor **hold) {
     int64_t n = index->numel;
-    int64_t *off = n <= PY_SSIZE_T_MAX / 8 ? PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t)) : NULL;
+    int64_t *off = em_index_offsets_alloc(dev, n, hold);
     *failed = 0;
-    if (!off) {
-        PyErr_NoMemory();
+    if (!off) return NULL;
+    int64_t shape = n, at = em_index_offsets(dev, off, false, index, 1, &shape, size, stride, wrap, bad);
+    if (at == -2) {
+        em_index_offsets_free(off, *hold);
         return NULL;
     }
-    int64_t shape = n;
-    if (em_cpu_index_offsets(off, false, index, 1, &shape, size, stride, wrap, bad) >= 0) *failed = 1;
+    if (at >= 0) *failed = 1;
     return off;
 }
 
@@ -104,7 +107,7 @@ static void byte_strides(const EmTensor *t, int64_t *s) {
 }
 
 PyObject *em_impl_index_select(EmCall *c) {
-    EmTensor *self = em_arg_tensor(c, 0), *index = em_arg_tensor(c, 2), *out = NULL;
+    EmTensor *self = em_arg_tensor(c, 0), *index = em_arg_tensor(c, 2), *out = NULL, *hold = NULL;
     int64_t dim64, *off = NULL, bad;
     int dim, failed;
     if (em_arg_int(c, 1, &dim64) < 0 || em_wrap_dim(dim64, self->ndim, &dim) < 0) return NULL;
@@ -113,7 +116,7 @@ PyObject *em_impl_index_select(EmCall *c) {
     EM_CHECK(index->ndim <= 1, PyExc_IndexError, "index_select(): Index is supposed to be a vector");
     EM_CHECK(!c->out || c->out->dtype == self->dtype, PyExc_RuntimeError,
              "index_select(): self and result must have the same scalar type");
-    EM_TRY(em_check_cpu(self, "index_select") == 0);
+    EM_TRY(em_index_device_ok(self, "index_select") == 0);
     EM_TRY(!c->out || (em_index_check_overlap(c->out, self) >= 0 && em_index_check_overlap(c->out, index) >= 0));
     if (self->ndim == 0)
         EM_CHECK(index->numel == 1, PyExc_RuntimeError,
@@ -127,8 +130,8 @@ PyObject *em_impl_index_select(EmCall *c) {
     out = em_empty(self->ndim, shape, (EmDType)self->dtype, em_device(self));
     EM_TRY(out);
     int isz = em_itemsize(self->dtype);
-    off = slice_offsets(index, size_or_one(self, dim), self->ndim ? self->strides[dim] * isz : 0, EM_WRAP_NONE,
-                        &bad, &failed);
+    off = slice_offsets(em_device(self), index, size_or_one(self, dim), self->ndim ? self->strides[dim] * isz : 0,
+                        EM_WRAP_NONE, &bad, &failed, &hold);
     EM_TRY(off);
     if (failed) { /* torch's two kernels raise differently */
         int64_t slice = self->ndim ? self->numel / (self->sizes[dim] ? self->sizes[dim] : 1) : 1;
@@ -144,18 +147,12 @@ PyObject *em_impl_index_select(EmCall *c) {
         byte_strides(out, ds);
         EmIndirect g;
         along_dim(&g, self, dim, em_data(out), ds, off, index->numel);
-        if (out->numel >= 65536) {
-            Py_BEGIN_ALLOW_THREADS
-            em_cpu_index_gather(&g, isz);
-            Py_END_ALLOW_THREADS
-        } else {
-            em_cpu_index_gather(&g, isz);
-        }
+        EM_TRY(em_index_gather_on(em_device(self), &g, isz) == 0);
     }
-    PyMem_Free(off);
+    em_index_offsets_free(off, hold);
     return c->out ? em_index_into_out(c->out, out, true) : (PyObject *)out;
 fail:
-    PyMem_Free(off);
+    if (off) em_index_offsets_free(off, hold);
     Py_XDECREF(out);
     return NULL;
 }
@@ -166,18 +163,21 @@ fail:
  * Like torch, an empty target of 2+ dims is neither checked nor written. */
 static int put_slices(EmTensor *target, int dim, EmTensor *index, EmTensor *source, const EmScalar *value,
                       EmReduceOp op, int wrap, PyObject *exc, const char *range_fmt) {
-    int isz = em_itemsize(target->dtype), failed;
+    int isz = em_itemsize(target->dtype), failed, rc = -1;
     if (target->numel == 0 && target->ndim > 1) return 0;
+    if (em_index_device_ok(target, "index_put") < 0) return -1;
+    EmDevice dev = em_device(target);
+    EmTensor *hold = NULL, *scalar = NULL;
     int64_t bad, size = size_or_one(target, dim);
-    int64_t *off = slice_offsets(index, size, target->ndim ? target->strides[dim] * isz : 0, wrap, &bad, &failed);
+    int64_t *off = slice_offsets(dev, index, size, target->ndim ? target->strides[dim] * isz : 0, wrap, &bad, &failed,
+                                 &hold);
     if (!off) return -1;
     if (failed) {
         if (range_fmt)
             PyErr_Format(exc, range_fmt, (long long)bad, dim, (long long)size);
         else
             PyErr_SetString(exc, "index out of range in self");
-        PyMem_Free(off);
-        return -1;
+        goto done;
     }
     int64_t ds[EM_MAX_DIMS] = {0};
     _Alignas(8) char buf[8];
@@ -185,22 +185,21 @@ static int put_slices(EmTensor *target, int dim, EmTensor *index, EmTensor *sour
     if (source) {
         for (int i = 0; i < source->ndim; i++) ds[i] = source->strides[i] * isz;
         d = em_data(source);
+    } else if (dev.type != EM_CPU) { /* the value where the kernel reads it */
+        scalar = em_scalar_tensor(*value, (EmDType)target->dtype, dev);
+        if (!scalar) goto done;
+        d = em_data(scalar);
     } else {
         em_scalar_store(*value, (EmDType)target->dtype, buf);
     }
     EmIndirect g;
     along_dim(&g, target, dim, d, ds, off, index->numel);
     if (!source || source->ndim == 0) g.dense_jstride = 0;
-    bool par = em_is_non_overlapping_and_dense(target);
-    if (target->numel >= 65536) {
-        Py_BEGIN_ALLOW_THREADS
-        em_cpu_index_put(&g, op, (EmDType)target->dtype, par);
-        Py_END_ALLOW_THREADS
-    } else {
-        em_cpu_index_put(&g, op, (EmDType)target->dtype, par);
-    }
-    PyMem_Free(off);
-    return 0;
+    rc = em_index_put_on(dev, &g, op, (EmDType)target->dtype, em_is_non_overlapping_and_dense(target));
+done:
+    Py_XDECREF(scalar);
+    em_index_offsets_free(off, hold);
+    return rc;
 }
 
 PyObject *em_impl_index_copy(EmCall *c) {
@@ -388,8 +387,10 @@ static void scatter_geometry(EmScatterLoop *g, EmTensor *x, char *y_data, EmTens
 
 /* Index values in [0, size): -1, or RuntimeError naming the first bad one. */
 static int check_values(EmTensor *idx, int dim, int64_t size) {
-    int64_t bad;
-    if (em_cpu_index_offsets(NULL, false, idx, idx->ndim, idx->sizes, size, 0, EM_WRAP_NONE, &bad) >= 0) {
+    int64_t bad, at = em_index_offsets(em_device(idx), NULL, false, idx, idx->ndim, idx->sizes, size, 0, EM_WRAP_NONE,
+                                       &bad);
+    if (at == -2) return -1;
+    if (at >= 0) {
         PyErr_Format(PyExc_RuntimeError, "index %lld is out of bounds for dimension %d with size %lld",
                      (long long)bad, dim, (long long)size);
         return -1;
@@ -397,13 +398,18 @@ static int check_values(EmTensor *idx, int dim, int64_t size) {
     return 0;
 }
 
-static EmTensor *as_int64(EmTensor *idx) { return em_to_dtype(idx, EM_INT64, false); }
+/* idx as int64 on x's device (new reference) */
+static EmTensor *as_int64(EmTensor *idx, const EmTensor *x) {
+    EmTensor *d = em_to_device(idx, em_device(x), false), *r = d ? em_to_dtype(d, EM_INT64, false) : NULL;
+    Py_XDECREF(d);
+    return r;
+}
 
 static EmTensor *gather_impl(EmTensor *self, int dim, EmTensor *index, const char *what) {
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     EmTensor *out = NULL, *idx = NULL;
     EM_CHECK(is_index_dtype(index, true), PyExc_RuntimeError, "gather(): Expected dtype int32/int64 for index");
-    EM_TRY(em_check_cpu(self, "gather") == 0);
+    EM_TRY(em_index_device_ok(self, "gather") == 0);
     out = em_empty(index->ndim, index->sizes, (EmDType)self->dtype, em_device(self));
     if (!out || out->numel == 0) return out;
     EM_CHECK(ndim_or_one(index) == ndim_or_one(self), PyExc_RuntimeError,
@@ -414,19 +420,13 @@ static EmTensor *gather_impl(EmTensor *self, int dim, EmTensor *index, const cha
                  "dimension %d",
                  d, em_shape_str(index->ndim, index->sizes, a, sizeof a),
                  em_shape_str(self->ndim, self->sizes, b, sizeof b), dim);
-    idx = as_int64(index);
+    idx = as_int64(index, self);
     EM_TRY(idx);
     EmScatterLoop g;
-    bool ok;
     scatter_geometry(&g, self, em_data(out), out, idx, dim, true);
     g.size = size_or_one(self, dim); /* checked as it gathers; the error names the first bad one */
-    if (out->numel >= 65536) {
-        Py_BEGIN_ALLOW_THREADS
-        ok = em_cpu_gather(&g, em_itemsize(self->dtype));
-        Py_END_ALLOW_THREADS
-    } else {
-        ok = em_cpu_gather(&g, em_itemsize(self->dtype));
-    }
+    int ok = em_gather_on(em_device(self), &g, em_itemsize(self->dtype));
+    EM_TRY(ok >= 0);
     if (!ok) {
         if (check_values(index, dim, g.size) == 0)
             PyErr_SetString(PyExc_RuntimeError, "gather(): index out of bounds");
@@ -465,7 +465,7 @@ static EmTensor *scatter_check(EmTensor *self, int dim, EmTensor *index, EmTenso
     EM_CHECK(is_index_dtype(index, true), PyExc_RuntimeError, "scatter(): Expected dtype int32/int64 for index");
     EM_CHECK(!src || src->dtype == self->dtype, PyExc_RuntimeError,
              "scatter(): Expected self.dtype to be equal to src.dtype");
-    EM_TRY(em_check_cpu(self, "scatter") == 0);
+    EM_TRY(em_index_device_ok(self, "scatter") == 0);
     if (index->numel == 0) {
         *empty = true;
         EM_CHECK(!not_implemented, PyExc_NotImplementedError, "%s", not_implemented);
@@ -495,29 +495,31 @@ static EmTensor *scatter_check(EmTensor *self, int dim, EmTensor *index, EmTenso
     }
     EM_CHECK(!not_implemented, PyExc_NotImplementedError, "%s", not_implemented); /* torch: after the shapes */
     EM_TRY(check_values(index, dim, size_or_one(self, dim)) == 0);
-    return as_int64(index);
+    return as_int64(index, self);
 fail:
     return NULL;
 }
 
 /* target[... idx ...] op= src (or the scalar) */
-static void scatter_run(EmTensor *target, int dim, EmTensor *idx, EmTensor *src, const EmScalar *value,
-                        EmReduceOp op) {
+static int scatter_run(EmTensor *target, int dim, EmTensor *idx, EmTensor *src, const EmScalar *value,
+                       EmReduceOp op) {
     _Alignas(8) char buf[8];
     char *y = buf;
-    if (src)
+    EmTensor *scalar = NULL;
+    EmDevice dev = em_device(target);
+    if (src) {
         y = em_data(src);
-    else
+    } else if (dev.type != EM_CPU) { /* the value where the kernel reads it */
+        if (!(scalar = em_scalar_tensor(*value, (EmDType)target->dtype, dev))) return -1;
+        y = em_data(scalar);
+    } else {
         em_scalar_store(*value, (EmDType)target->dtype, buf);
+    }
     EmScatterLoop g;
     scatter_geometry(&g, target, y, src, idx, dim, false);
-    if (idx->numel >= 65536) {
-        Py_BEGIN_ALLOW_THREADS
-        em_cpu_scatter(&g, op, (EmDType)target->dtype);
-        Py_END_ALLOW_THREADS
-    } else {
-        em_cpu_scatter(&g, op, (EmDType)target->dtype);
-    }
+    int rc = em_scatter_on(dev, &g, op, (EmDType)target->dtype);
+    Py_XDECREF(scalar);
+    return rc;
 }
 
 /* The shared body of scatter / scatter_add: src tensor or scalar value. */
@@ -542,7 +544,7 @@ static PyObject *scatter_common(EmCall *c, EmTensor *srct, PyObject *value_obj, 
             src = readable(target, srct);
             EM_TRY(src);
         }
-        scatter_run(target, dim, idx, src, srct ? NULL : &value, op);
+        EM_TRY(scatter_run(target, dim, idx, src, srct ? NULL : &value, op) == 0);
     }
     Py_XDECREF(idx);
     Py_XDECREF(src);
@@ -652,19 +654,31 @@ PyObject *em_impl_scatter_reduce(EmCall *c) {
     EmDType dt = (EmDType)target->dtype;
     if (!include_self) {
         EmScalar id = reduce_identity(op, dt);
-        scatter_run(target, dim, idx, NULL, &id, EM_RED_ASSIGN);
+        EM_TRY(scatter_run(target, dim, idx, NULL, &id, EM_RED_ASSIGN) == 0);
     }
-    scatter_run(target, dim, idx, src, NULL, op);
+    EM_TRY(scatter_run(target, dim, idx, src, NULL, op) == 0);
     if (mean) { /* as torch: counts in self's dtype, floor division for integers */
         EmScalar start = {'i', {include_self ? 1 : 0}}, one = {'i', {1}};
         count = em_empty(target->ndim, target->sizes, dt, em_device(target));
         EM_TRY(count && em_fill_(count, start) == 0);
-        scatter_run(count, dim, idx, NULL, &one, EM_RED_SUM);
-        int isz = em_itemsize(dt);
-        char *p = em_data(count), onebuf[8], zero[8] = {0};
-        em_scalar_store(one, dt, onebuf);
-        for (int64_t i = 0; i < count->numel; i++)
-            if (!memcmp(p + i * isz, zero, (size_t)isz)) memcpy(p + i * isz, onebuf, (size_t)isz);
+        EM_TRY(scatter_run(count, dim, idx, NULL, &one, EM_RED_SUM) == 0);
+        if (em_is_cpu(count)) {
+            int isz = em_itemsize(dt);
+            char *p = em_data(count), onebuf[8], zero[8] = {0};
+            em_scalar_store(one, dt, onebuf);
+            for (int64_t i = 0; i < count->numel; i++)
+                if (!memcmp(p + i * isz, zero, (size_t)isz)) memcpy(p + i * isz, onebuf, (size_t)isz);
+        } else { /* the same on the device: count = where(count == 0, 1, count) */
+            EmScalar zero = {'i', {0}};
+            PyObject *z = em_scalar_to_py(zero);
+            EmTensor *none = z ? (EmTensor *)em_binary_op(EM_OP_eq, (PyObject *)count, z, NULL) : NULL;
+            Py_XDECREF(z);
+            EM_TRY(none);
+            EmTensor *filled = em_masked_fill(count, none, one, true);
+            Py_DECREF(none);
+            EM_TRY(filled);
+            Py_DECREF(filled);
+        }
         const EmKernels *divide = em_is_float(dt) ? &em_kernels_div : &em_kernels_floor_divide;
         EmIterConfig cfg = em_iter_config("scatter_reduce", divide, EM_PROMOTE_NONE);
         cfg.inputs[0] = em_opnd(target);
@@ -731,9 +745,19 @@ PyObject *em_impl_take_along_dim(EmCall *c) {
         EM_TRY(ix);
         x = em_expand(self, n2, b2);
         EM_TRY(x);
-        int64_t size = self->sizes[dim], *v = (int64_t *)em_data(ix);
+        int64_t size = self->sizes[dim];
         EM_CHECK(size > 0 || ix->numel == 0, PyExc_RuntimeError, "ZeroDivisionError");
-        for (int64_t i = 0; i < ix->numel; i++) v[i] = ((v[i] % size) + size) % size;
+        if (em_is_cpu(ix)) {
+            int64_t *v = (int64_t *)em_data(ix);
+            for (int64_t i = 0; i < ix->numel; i++) v[i] = ((v[i] % size) + size) % size;
+        } else if (ix->numel > 0) { /* remainder takes the divisor's sign: the same wrap */
+            EmScalar sz = {'i', {size}};
+            PyObject *ps = em_scalar_to_py(sz);
+            PyObject *w = ps ? em_binary_op(EM_OP_remainder, (PyObject *)ix, ps, NULL) : NULL;
+            Py_XDECREF(ps);
+            EM_TRY(w);
+            Py_SETREF(ix, (EmTensor *)w);
+        }
         r = gather_impl(x, dim, ix, "input");
     }
     Py_XDECREF(x);
