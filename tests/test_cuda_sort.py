@@ -473,3 +473,32 @@ def test_unique_matches_numpy(cuda):
     # with dim: Note [CUDA fallback] still answers, on the device
     r = ember.unique(ember.tensor([[1, 2], [1, 2], [0, 5]]).cuda(), dim=0)
     assert r.device.type == "cuda" and host(r).tolist() == [[0, 5], [1, 2]]
+
+
+# ------------------------------------------------ sizes past one block / tile
+
+def test_large_inputs(cuda):
+    """Sizes where the GPU takes its other paths: one long row (DeviceRadixSort),
+    many rows (DeviceSegmentedSort), long scan rows (the block scan)."""
+    rng = np.random.default_rng(21)
+    a = rng.integers(-1000, 1000, 200_003).astype(np.float32)
+    with native("sort", "topk", "unique", "cumsum", "kthvalue"):
+        v, i = ember.sort(ember.tensor(a).cuda(), stable=True)
+        order = np.argsort(a, kind="stable")
+        np.testing.assert_array_equal(host(i), order)
+        np.testing.assert_array_equal(host(v), a[order])
+        b = a.reshape(-1)[:200_000].reshape(2000, 100)
+        v, i = ember.sort(ember.tensor(b).cuda(), dim=1, descending=True, stable=True)
+        np.testing.assert_array_equal(host(i), np.argsort(-b, axis=1, kind="stable"))
+        v, i = ember.topk(ember.tensor(b).cuda(), 5, dim=0)
+        np.testing.assert_array_equal(host(i), np.argsort(-b, axis=0, kind="stable")[:5])
+        u, cnt = ember.unique(ember.tensor(a.astype(np.int64)).cuda(), return_counts=True)
+        eu, ecnt = np.unique(a.astype(np.int64), return_counts=True)
+        np.testing.assert_array_equal(host(u), eu)
+        np.testing.assert_array_equal(host(cnt), ecnt)
+        c = rng.standard_normal((3, 100_000))
+        np.testing.assert_allclose(host(ember.cumsum(ember.tensor(c).cuda(), 1)), np.cumsum(c, 1), rtol=1e-9,
+                                   atol=1e-9)
+        ci = rng.integers(-5, 5, (4, 5000))
+        np.testing.assert_array_equal(host(ember.cumsum(ember.tensor(ci).cuda(), 1)), np.cumsum(ci, 1))
+        same(ember.kthvalue(ember.tensor(b).cuda(), 37, 1), ember.kthvalue(ember.tensor(b), 37, 1))
