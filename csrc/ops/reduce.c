@@ -759,8 +759,22 @@ fail:
  * op: 0 cumsum, 1 cumprod, 2 cummax, 3 cummin. Returns the values tensor
  * (new reference) and *idx (cummax/cummin); no backend entry: EmNoCudaKernel
  * before anything is written. */
+static const char *const scan_names[] = {"cumsum", "cumprod", "cummax", "cummin"};
+
+/* A (values, indices) out= pair not on the GPU input's device: torch's error (true). */
+static bool gpu_outs_elsewhere(const EmTensor *in, const EmTensor *oa, const EmTensor *ob) {
+    const EmTensor *o = !oa ? NULL : !em_device_eq(em_device(oa), em_device(in)) ? oa
+                                   : !em_device_eq(em_device(ob), em_device(in)) ? ob : NULL;
+    if (!o) return false;
+    char a[32], b[32];
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                 em_device_str(em_device(in), a, sizeof a), em_device_str(em_device(o), b, sizeof b));
+    return true;
+}
+
 static EmTensor *scan_gpu_run(EmTensor *in, int dim, EmDType rt, int op, EmTensor **idx) {
-    if (!em_cuda->scan) return em_fused_no_kernel(op == 0 ? "cumsum" : op == 1 ? "cumprod" : op == 2 ? "cummax" : "cummin");
+    if (!em_cuda->scan) return em_fused_no_kernel(scan_names[op]);
     EmDevice dev = em_device(in);
     EmTensor *x = em_fused_operand(in, rt, dev), *y = NULL;
     if (idx) *idx = NULL;
@@ -775,7 +789,7 @@ static EmTensor *scan_gpu_run(EmTensor *in, int dim, EmDType rt, int op, EmTenso
         }
         if (em_cuda->scan(dev.index, op, rt, em_data(x), em_data(y), idx ? (int64_t *)em_data(*idx) : NULL, outer,
                           n, inner) < 0) {
-            em_cuda_error(op == 0 ? "cumsum" : op == 1 ? "cumprod" : op == 2 ? "cummax" : "cummin");
+            em_cuda_error(scan_names[op]);
             goto fail;
         }
     }
@@ -880,9 +894,7 @@ static PyObject *cumext(EmCall *c, const EmLineKernels *K) {
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, EM_INT64) < 0) return NULL;
     /* computed into fresh tensors (an out= may alias the input), then copied */
     if (!em_is_cpu(in)) {
-        if (oa && (!em_device_eq(em_device(oa), em_device(in)) || !em_device_eq(em_device(ob), em_device(in))))
-            return PyErr_Format(PyExc_RuntimeError, "Expected all tensors to be on the same device, but found at "
-                                "least two devices"), NULL;
+        if (gpu_outs_elsewhere(in, oa, ob)) return NULL;
         v = scan_gpu_run(in, dim, (EmDType)in->dtype, K == &em_scan_cummax ? 2 : 3, &i);
         if (!v) return NULL;
     } else {
@@ -926,10 +938,7 @@ static PyObject *select_dim(EmTensor *in, int dim, bool keepdim, PyObject *out_o
         return NULL;
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, EM_INT64) < 0) return NULL;
     if (!em_is_cpu(in) && !em_cuda->select_rows) return em_fused_no_kernel(name);
-    if (!em_is_cpu(in) && oa &&
-        (!em_device_eq(em_device(oa), em_device(in)) || !em_device_eq(em_device(ob), em_device(in))))
-        return PyErr_Format(PyExc_RuntimeError, "Expected all tensors to be on the same device, but found at "
-                            "least two devices"), NULL;
+    if (!em_is_cpu(in) && gpu_outs_elsewhere(in, oa, ob)) return NULL;
     /* rows: in with dim moved last, contiguous: (lines, n) */
     int64_t order[EM_MAX_DIMS], n = in->ndim ? in->sizes[dim] : 1;
     int k = 0;
