@@ -327,6 +327,42 @@ typedef struct EmCudaBackend {
     int (*nonzero_fill)(int dev, const void *in, int dtype, int ndim, const int64_t *sizes,
                         const int64_t *strides, const int64_t *scan, int64_t *coords, int64_t *offs,
                         const int64_t *ostrides);
+
+    /* ---- sort and scan (cudasort; Note [CUDA sort] in csrc/cuda/sort.h).
+     * Operands contiguous; dtype an EmDType code; the launch returns when
+     * queued. NULL entries make the front-ends take Note [CUDA fallback]. */
+    /* Each of `rows` rows of n elements sorted stably (NaN largest, -0.0 ==
+     * 0.0, descending flips the order but keeps ties in index order): the
+     * first m of each row into values [rows, m] (dtype; NULL: not wanted) and
+     * indices [rows, m] (int64; NULL: not wanted). sort: m = n; topk: m = k. */
+    int (*sort_rows)(int dev, int dtype, const void *in, int64_t rows, int64_t n, bool descending,
+                     int64_t m, void *values, int64_t *indices);
+    /* One value and index per row (n >= 1): kind 0 median, 1 nanmedian, 2
+     * mode (cpu/scan.c's rules), 3 kthvalue (the k-th smallest, 1-based, with
+     * torch's index among ties: Note [kthvalue ties] in cpu/sort.c). */
+    int (*select_rows)(int dev, int kind, int dtype, const void *in, int64_t rows, int64_t n, int64_t k,
+                       void *values, int64_t *indices);
+    /* op 0 cumsum, 1 cumprod, 2 cummax, 3 cummin along n of [outer, n, inner]:
+     * out has in's dtype (the core casts first); indices (int64, same shape)
+     * for cummax/cummin. */
+    int (*scan)(int dev, int op, int dtype, const void *in, void *out, int64_t *indices, int64_t outer,
+                int64_t n, int64_t inner);
+    /* searchsorted: nval values (dtype: uint8..int64, float32, float64), each
+     * searched in its row of `rows` x L boundaries (per_row values a row; 0:
+     * one row) through sorter (int64 [rows, L] or NULL); out int32 or int64.
+     * Returns 1 (and writes nothing) when a sorter index is outside [0, L). */
+    int (*search)(int dev, int dtype, const void *boundaries, const int64_t *sorter, int64_t rows, int64_t L,
+                  const void *values, int64_t nval, int64_t per_row, bool right, bool out_int32, void *out);
+    /* unique / unique_consecutive with dim=None over n >= 1 elements in
+     * `sorted` (sorted stably, or as given for unique_consecutive); perm:
+     * each one's original position (int64; NULL: the identity). Equal
+     * neighbours form a group (NaNs are all distinct): vals[g] (dtype) the
+     * first of group g, inverse[perm[i]] (int64; NULL: not wanted) the group
+     * of element i, counts[g] (int64; NULL: not wanted) its size; vals and
+     * counts hold room for n. *groups (host) = the number of groups: the call
+     * waits for the stream to read it. */
+    int (*unique)(int dev, int dtype, const void *sorted, const int64_t *perm, int64_t n, void *vals,
+                  int64_t *inverse, int64_t *counts, int64_t *groups);
 } EmCudaBackend;
 
 

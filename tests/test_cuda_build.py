@@ -92,6 +92,8 @@ class Backend(C.Structure):
         "record_stream")]
     _fields_ += [(name, VP) for name in (  # indexing (cudaindex): tests/test_cuda_index.py
         "index_offsets", "index_gather", "index_put", "scatter_gather", "nonzero_scan", "nonzero_fill")]
+    _fields_ += [(name, VP) for name in (  # sort and scan (cudasort): tests/test_cuda_sort.py
+        "sort_rows", "select_rows", "scan", "search", "unique")]
 
 
 def _backend():

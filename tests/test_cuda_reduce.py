@@ -16,7 +16,7 @@ from op_db import DTYPES, LAYOUTS, OPS, TS
 from test_ops import JUNK, about, call, check, expected_of, lib_value, np_value, out_ok, prepare, raw
 
 # reductions of the reduce iterator; scans and selections (cumsum, cummax,
-# median, mode) stay on the CPU fallback
+# median, mode) run through Note [CUDA sort] instead: tests/test_cuda_sort.py
 NATIVE = [op for op in OPS if op.kind == "reduce" and op.name not in
           ("cumsum", "cumprod", "cummax", "cummin", "median", "nanmedian", "mode")]
 NATIVE_BY_NAME = {op.name: op for op in NATIVE}

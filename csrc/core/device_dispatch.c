@@ -64,6 +64,11 @@ int em_device_dispatch_init(void) {
         "sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax",
         "argmax", "argmin", "var", "std", "var_mean", "std_mean", "norm", "_linalg_vector_norm",
         "logsumexp", "all", "any", "count_nonzero", "sum_to_size", NULL};
+    /* sorting, selection, scans and searches (cudasort; Note [CUDA sort] in
+     * csrc/cuda/sort.h): EmNoCudaKernel when the backend lacks the entry */
+    static const char *sorting[] = {"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian",
+                                    "mode", "cumsum", "cumprod", "cummax", "cummin", "searchsorted",
+                                    "bucketize", "unique", "unique_consecutive", NULL};
     static const char *writers[] = {"_native_batch_norm", NULL};
     static const char *index_ops[] = {"_index", "index_put", "index_put_", "_index_put_", NULL};
     /* fused nn ops with a GPU branch that raises EmNoCudaKernel when the backend lacks the kernel */
@@ -92,6 +97,8 @@ int em_device_dispatch_init(void) {
             if (!strcmp(name, fused[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; indexing[i]; i++)
             if (!strcmp(name, indexing[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
+        for (int i = 0; sorting[i]; i++)
+            if (!strcmp(name, sorting[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; writers[i]; i++)
             if (!strcmp(name, writers[i])) writes_args[id] = true;
         for (int i = 0; index_ops[i]; i++)

@@ -9,7 +9,8 @@
  * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS),
  * elementwise.cu (Note [CUDA elementwise]), random.cu (Note [GPU random
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
- * norm, cross-entropy, Adam, embedding), index.cu (Note [CUDA indexing]). */
+ * norm, cross-entropy, Adam, embedding), index.cu (Note [CUDA indexing]),
+ * sort.cu (Note [CUDA sort]). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -18,6 +19,7 @@
 #include "nn_fused.h"
 #include "reduce.h"
 #include "runtime.h"
+#include "sort.h"
 
 static const EmCudaBackend backend = {
     EM_CUDA_ABI,
@@ -72,6 +74,12 @@ static const EmCudaBackend backend = {
     em_cuda_scatter_gather,
     em_cuda_nonzero_scan,
     em_cuda_nonzero_fill,
+    /* sort and scan (cudasort) */
+    em_cuda_sort_rows,
+    em_cuda_select_rows,
+    em_cuda_scan,
+    em_cuda_search,
+    em_cuda_unique,
 };
 
 static struct PyModuleDef module = {

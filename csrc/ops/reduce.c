@@ -11,6 +11,7 @@
  */
 #include "../ember.h"
 #include "../cpu/reduce.h"
+#include "fused_gpu.h"
 #include <math.h>
 
 extern const EmReduceKernels em_reduce_sum, em_reduce_nansum, em_reduce_nanmean, em_reduce_prod,
@@ -751,6 +752,66 @@ fail:
 
 /* ------------------------------------------------------------------ scans */
 
+/* Note [CUDA sort] (csrc/cuda/sort.h) for the scans of GPU tensors: the
+ * input cast to the result dtype, contiguous, seen as [outer, n, inner]
+ * along dim; the backend's scan writes fresh contiguous results, copied
+ * into out= (or self, in place) afterwards, which also covers aliasing.
+ * op: 0 cumsum, 1 cumprod, 2 cummax, 3 cummin. Returns the values tensor
+ * (new reference) and *idx (cummax/cummin); no backend entry: EmNoCudaKernel
+ * before anything is written. */
+static const char *const scan_names[] = {"cumsum", "cumprod", "cummax", "cummin"};
+
+/* A (values, indices) out= pair not on the GPU input's device: torch's error (true). */
+static bool gpu_outs_elsewhere(const EmTensor *in, const EmTensor *oa, const EmTensor *ob) {
+    const EmTensor *o = !oa ? NULL : !em_device_eq(em_device(oa), em_device(in)) ? oa
+                                   : !em_device_eq(em_device(ob), em_device(in)) ? ob : NULL;
+    if (!o) return false;
+    char a[32], b[32];
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                 em_device_str(em_device(in), a, sizeof a), em_device_str(em_device(o), b, sizeof b));
+    return true;
+}
+
+static EmTensor *scan_gpu_run(EmTensor *in, int dim, EmDType rt, int op, EmTensor **idx) {
+    if (!em_cuda->scan) return em_fused_no_kernel(scan_names[op]);
+    EmDevice dev = em_device(in);
+    EmTensor *x = em_fused_operand(in, rt, dev), *y = NULL;
+    if (idx) *idx = NULL;
+    EM_TRY(x);
+    EM_TRY(y = em_empty(in->ndim, in->sizes, rt, dev));
+    if (idx) EM_TRY(*idx = em_empty(in->ndim, in->sizes, EM_INT64, dev));
+    if (in->numel) {
+        int64_t outer = 1, inner = 1, n = in->ndim ? in->sizes[dim] : 1;
+        for (int d = 0; d < in->ndim; d++) {
+            if (d < dim) outer *= in->sizes[d];
+            if (d > dim) inner *= in->sizes[d];
+        }
+        if (em_cuda->scan(dev.index, op, rt, em_data(x), em_data(y), idx ? (int64_t *)em_data(*idx) : NULL, outer,
+                          n, inner) < 0) {
+            em_cuda_error(scan_names[op]);
+            goto fail;
+        }
+    }
+    Py_DECREF(x);
+    return y;
+fail:
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    if (idx) Py_CLEAR(*idx);
+    return NULL;
+}
+
+/* cumsum / cumprod of a GPU tensor into `dst` (out= or self in place; NULL: a new tensor). */
+static PyObject *scan_gpu(EmCall *c, EmTensor *in, int dim, EmDType rt, int op, EmTensor *dst) {
+    EmTensor *y = scan_gpu_run(in, dim, rt, op, NULL), *res;
+    if (!y || !dst) return (PyObject *)y;
+    res = c->inplace ? (EmTensor *)Py_NewRef(dst) : red_output(in, dst, in->ndim, in->sizes, rt);
+    if (res && em_copy_(res, (PyObject *)y) < 0) Py_CLEAR(res);
+    Py_DECREF(y);
+    return (PyObject *)res;
+}
+
 /* cumsum / cumprod: (input, dim, *, dtype, out); in place: self's dtype */
 static PyObject *cum_like(EmCall *c, const EmLineKernels *K) {
     const char *name = c->def->name;
@@ -784,6 +845,7 @@ static PyObject *cum_like(EmCall *c, const EmLineKernels *K) {
     /* (a 0-d or empty input needs no kernel: torch takes bool then) */
     if (!K->fn[rt] && in->ndim && in->numel)
         return not_implemented(strncmp(name, "cumprod", 7) ? "cumsum_out_cpu" : "cumprod_out_cpu", rt);
+    if (!em_is_cpu(in)) return scan_gpu(c, in, dim, rt, strncmp(name, "cumprod", 7) ? 0 : 1, c->inplace ? in : out);
     x = em_to_dtype(in, rt, false);
     if (!x) return NULL;
     if (c->inplace) {
@@ -831,9 +893,15 @@ static PyObject *cumext(EmCall *c, const EmLineKernels *K) {
         return NULL;
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, EM_INT64) < 0) return NULL;
     /* computed into fresh tensors (an out= may alias the input), then copied */
-    v = em_empty(in->ndim, in->sizes, (EmDType)in->dtype, em_cpu());
-    i = v ? em_empty(in->ndim, in->sizes, EM_INT64, em_cpu()) : NULL;
-    if (!i || em_lines_run(K->fn[in->dtype], in, dim, v, i) < 0) goto fail;
+    if (!em_is_cpu(in)) {
+        if (gpu_outs_elsewhere(in, oa, ob)) return NULL;
+        v = scan_gpu_run(in, dim, (EmDType)in->dtype, K == &em_scan_cummax ? 2 : 3, &i);
+        if (!v) return NULL;
+    } else {
+        v = em_empty(in->ndim, in->sizes, (EmDType)in->dtype, em_cpu());
+        i = v ? em_empty(in->ndim, in->sizes, EM_INT64, em_cpu()) : NULL;
+        if (!i || em_lines_run(K->fn[in->dtype], in, dim, v, i) < 0) goto fail;
+    }
     if (oa) {
         EmTensor *outs[2] = {oa, ob}, *vals[2] = {v, i};
         for (int k = 0; k < 2; k++) {
@@ -869,6 +937,8 @@ static PyObject *select_dim(EmTensor *in, int dim, bool keepdim, PyObject *out_o
         check_nonempty(&r, name, true) < 0)
         return NULL;
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, EM_INT64) < 0) return NULL;
+    if (!em_is_cpu(in) && !em_cuda->select_rows) return em_fused_no_kernel(name);
+    if (!em_is_cpu(in) && gpu_outs_elsewhere(in, oa, ob)) return NULL;
     /* rows: in with dim moved last, contiguous: (lines, n) */
     int64_t order[EM_MAX_DIMS], n = in->ndim ? in->sizes[dim] : 1;
     int k = 0;
@@ -881,10 +951,16 @@ static PyObject *select_dim(EmTensor *in, int dim, bool keepdim, PyObject *out_o
     int64_t lines = n ? rows->numel / n : 0;
     int64_t flat[EM_MAX_DIMS];
     int nflat = em_reduce_shape(in, in->ndim ? (uint64_t)1 << dim : 0, false, flat);
-    v = em_empty(nflat, flat, (EmDType)in->dtype, em_cpu());
-    i = v ? em_empty(nflat, flat, EM_INT64, em_cpu()) : NULL;
+    v = em_empty(nflat, flat, (EmDType)in->dtype, em_device(in));
+    i = v ? em_empty(nflat, flat, EM_INT64, em_device(in)) : NULL;
     if (!i) goto fail;
-    if (lines > 0) {
+    if (!em_is_cpu(in)) { /* Note [CUDA sort]: the backend's row selection */
+        if (lines > 0 && em_cuda->select_rows(em_device(in).index, (int)kind, rows->dtype, em_data(rows), lines, n, 0,
+                                              em_data(v), (int64_t *)em_data(i)) < 0) {
+            em_cuda_error(name);
+            goto fail;
+        }
+    } else if (lines > 0) {
         int nt = 1;
         if (em_num_threads > 1 && lines > 1 && lines * n >= 2 * EM_GRAIN)
             nt = em_num_threads < lines ? em_num_threads : (int)lines;
@@ -970,7 +1046,7 @@ static PyObject *median_like(EmCall *c, EmSelectKind kind) {
             s.kind = 'i';
             s.v.i = d == EM_BOOL ? 1 : d == EM_INT32 ? INT32_MIN : d == EM_INT64 ? INT64_MIN : 0;
         }
-        return (PyObject *)em_scalar_tensor(s, (EmDType)in->dtype, em_cpu());
+        return (PyObject *)em_scalar_tensor(s, (EmDType)in->dtype, em_device(in));
     }
     if (in->dtype == EM_BOOL) return not_implemented("median_cpu", EM_BOOL);
     int64_t flat = -1;

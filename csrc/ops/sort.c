@@ -8,6 +8,7 @@
  * Ops returning (values, indices) return torch.return_types named tuples and
  * take out=(values, indices). */
 #include "../ember.h"
+#include "fused_gpu.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -76,8 +77,119 @@ static int out_pair(EmCall *c, EmTensor **v, EmTensor **i) {
     return 0;
 }
 
+static int64_t dim_len(const EmTensor *t, int dim) { return t->ndim ? t->sizes[dim] : 1; }
+
 static bool shares(const EmTensor *a, const EmTensor *b) {
     return a && b && a->storage == b->storage && a->numel > 0 && b->numel > 0;
+}
+
+/* ------------------------------------------------------ GPU tensors */
+
+/* Note [CUDA sort] (csrc/cuda/sort.h): GPU tensors are sorted by the
+ * backend's row kernels. The sorted dim moves innermost in a contiguous copy
+ * (rows x n), each row's first m results come back as rows x m and move
+ * back into place. The backend lacking an entry raises EmNoCudaKernel
+ * before anything is allocated (Note [CUDA fallback] then runs the op). */
+
+/* t with `dim` moved last, contiguous (new reference); perm receives the order. */
+static EmTensor *dim_last(EmTensor *t, int dim, int64_t *perm) {
+    int k = 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (d != dim) perm[k++] = d;
+    if (t->ndim) perm[k] = dim;
+    if (t->ndim <= 1 || dim == t->ndim - 1) return em_contiguous(t);
+    EmTensor *p = em_permute(t, t->ndim, perm), *c = p ? em_contiguous(p) : NULL;
+    Py_XDECREF(p);
+    return c;
+}
+
+/* A rows x m result r (stolen; laid out as t's dims with dim last and of
+ * length m) as a contiguous tensor of the final shape (nd, shape). */
+static EmTensor *dim_back(EmTensor *r, const EmTensor *t, int dim, const int64_t *perm, int nd,
+                          int64_t *shape) {
+    if (!r) return NULL;
+    EmTensor *res;
+    if (nd != t->ndim || t->ndim <= 1 || dim == t->ndim - 1) { /* squeezed, or already in place */
+        res = em_reshape(r, nd, shape);
+    } else {
+        int64_t back[EM_MAX_DIMS];
+        for (int d = 0; d < t->ndim; d++) back[perm[d]] = d;
+        EmTensor *p = em_permute(r, t->ndim, back);
+        res = p ? em_contiguous(p) : NULL;
+        Py_XDECREF(p);
+    }
+    Py_DECREF(r);
+    return res;
+}
+
+/* One GPU out= tensor: torch's dtype and device checks, resized, then the
+ * result copied in. New reference to o. */
+static EmTensor *gpu_out(EmTensor *o, EmTensor *res, EmDType want, const EmTensor *t, int nd, const int64_t *shape) {
+    if (o->dtype != want) {
+        PyErr_Format(PyExc_RuntimeError, "Expected out tensor to have dtype %s, but got %s instead",
+                     em_dtype_ctype(want), em_dtype_ctype((EmDType)o->dtype));
+        return NULL;
+    }
+    if (!em_device_eq(em_device(o), em_device(t))) {
+        char a[32], b[32];
+        PyErr_Format(PyExc_RuntimeError,
+                     "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                     em_device_str(em_device(t), a, sizeof a), em_device_str(em_device(o), b, sizeof b));
+        return NULL;
+    }
+    bool same = o->ndim == nd && !memcmp(o->sizes, shape, nd * sizeof(int64_t));
+    if (!same && em_tensor_resize(o, nd, shape, true) < 0) return NULL;
+    if (em_copy_(o, (PyObject *)res) < 0) return NULL;
+    return (EmTensor *)Py_NewRef(o);
+}
+
+static PyObject *select_gpu(EmTensor *t, int dim, EmSelectMode mode, int64_t k, bool desc, int64_t m, int nd,
+                            int64_t *shape, const char *rname, bool want_v, bool want_i, EmTensor *vout,
+                            EmTensor *iout, const char *fname) {
+    bool kth = mode == EM_SELECT_KTH;
+    if (kth ? !em_cuda->select_rows : !em_cuda->sort_rows) return em_fused_no_kernel(fname);
+    EmDevice dev = em_device(t);
+    int64_t perm[EM_MAX_DIMS], psizes[EM_MAX_DIMS], n = dim_len(t, dim), rows = 1;
+    EmTensor *x = NULL, *v = NULL, *ix = NULL;
+    for (int d = 0, j = 0; d < t->ndim; d++)
+        if (d != dim) rows *= (psizes[j++] = t->sizes[d]);
+    int pn = t->ndim ? t->ndim : 1;
+    psizes[pn - 1] = m;
+    EM_TRY(x = dim_last(t, dim, perm));
+    if (want_v) EM_TRY(v = em_empty(pn, psizes, (EmDType)t->dtype, dev));
+    if (want_i) EM_TRY(ix = em_empty(pn, psizes, EM_INT64, dev));
+    if (rows > 0 && m > 0) {
+        void *vp = v ? em_data(v) : NULL;
+        int64_t *ip = ix ? (int64_t *)em_data(ix) : NULL;
+        int rc = kth ? em_cuda->select_rows(dev.index, 3, t->dtype, em_data(x), rows, n, k, vp, ip)
+                     : em_cuda->sort_rows(dev.index, t->dtype, em_data(x), rows, n, desc, m, vp, ip);
+        if (rc < 0) {
+            em_cuda_error(fname);
+            goto fail;
+        }
+    }
+    Py_CLEAR(x);
+    if (v) EM_TRY(v = dim_back(v, t, dim, perm, nd, shape));
+    if (ix) EM_TRY(ix = dim_back(ix, t, dim, perm, nd, shape));
+    if (v && vout) Py_SETREF(v, gpu_out(vout, v, (EmDType)t->dtype, t, nd, shape));
+    if (want_v && !v) goto fail;
+    if (ix && iout) Py_SETREF(ix, gpu_out(iout, ix, EM_INT64, t, nd, shape));
+    if (want_i && !ix) goto fail;
+    if (vout && iout) { /* Note [when versions change]: a pair of out= tensors is ours to bump */
+        em_bump_version(vout);
+        em_bump_version(iout);
+    }
+    if (want_v && want_i) {
+        char name[40];
+        snprintf(name, sizeof name, vout ? "%s_out" : "%s", rname);
+        return em_return_pair(name, "values", "indices", (PyObject *)v, (PyObject *)ix);
+    }
+    return want_v ? (PyObject *)v : (PyObject *)ix;
+fail:
+    Py_XDECREF(x);
+    Py_XDECREF(v);
+    Py_XDECREF(ix);
+    return NULL;
 }
 
 /* The common driver of sort / argsort / msort / topk / kthvalue: the result
@@ -96,6 +208,8 @@ static PyObject *select_op(EmTensor *t, int dim, EmSelectMode mode, int64_t k, b
         memmove(shape + dim, shape + dim + 1, (nd - dim - 1) * sizeof(int64_t));
         nd--;
     }
+    if (!em_is_cpu(t))
+        return select_gpu(t, dim, mode, k, desc, m, nd, shape, rname, want_v, want_i, vout, iout, fname);
     if (em_check_cpu(t, fname) < 0) return NULL;
     if (want_v && vout && prepare_out(vout, (EmDType)t->dtype, nd, shape, fname) < 0) return NULL;
     if (want_i && iout && prepare_out(iout, EM_INT64, nd, shape, fname) < 0) return NULL;
@@ -139,7 +253,6 @@ fail:
     return NULL;
 }
 
-static int64_t dim_len(const EmTensor *t, int dim) { return t->ndim ? t->sizes[dim] : 1; }
 
 PyObject *em_impl_sort(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0), *vo, *io;
@@ -272,7 +385,18 @@ static PyObject *search_impl(EmCall *c, EmTensor *bd, PyObject *input, bool out_
         in = em_scalar_tensor(s, s.kind == 'f' ? EM_FLOAT64 : s.kind == 'i' ? EM_INT64 : EM_BOOL, em_cpu());
         if (!in) return NULL;
     }
-    EM_TRY(em_check_cpu(bd, fname) == 0 && em_check_cpu(in, fname) == 0);
+    /* Note [CUDA sort]: GPU boundaries are searched by the backend; a number
+     * or 0-d CPU tensor searched in them moves to their device */
+    bool gpu = !em_is_cpu(bd);
+    if (gpu && !em_cuda->search) {
+        Py_DECREF(in);
+        return em_fused_no_kernel(fname);
+    }
+    if (gpu && em_is_cpu(in)) {
+        Py_SETREF(in, em_to_device(in, em_device(bd), false));
+        EM_TRY(in);
+    }
+    EM_TRY(gpu || (em_check_cpu(bd, fname) == 0 && em_check_cpu(in, fname) == 0));
     EM_CHECK(bd->ndim > 0, PyExc_RuntimeError,
              "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension");
     EM_CHECK(bd->ndim == 1 || in->ndim > 0, PyExc_RuntimeError,
@@ -303,7 +427,7 @@ static PyObject *search_impl(EmCall *c, EmTensor *bd, PyObject *input, bool out_
                  "torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) "
                  "depending on whether out_int32 flag is True, but we got output tensor's dtype %s and out_int32 "
                  "flag is %s", em_dtype_name((EmDType)c->out->dtype), out_int32 ? "True" : "False");
-        EM_TRY(em_check_cpu(c->out, fname) == 0);
+        EM_TRY(gpu || em_check_cpu(c->out, fname) == 0);
     }
     EmDType common = em_promote_types((EmDType)bd->dtype, (EmDType)in->dtype);
     EM_CHECK(common != EM_BOOL, PyExc_NotImplementedError, "\"searchsorted_out_cpu\" not implemented for 'Bool'");
@@ -320,13 +444,23 @@ static PyObject *search_impl(EmCall *c, EmTensor *bd, PyObject *input, bool out_
     int64_t L = bd->sizes[bd->ndim - 1];
     if (sorter) {
         EM_TRY(sc = as_contig(sorter, EM_INT64));
-        const int64_t *s = (const int64_t *)em_data(sc);
-        for (int64_t i = 0; i < sc->numel; i++)
+        const int64_t *s = gpu ? NULL : (const int64_t *)em_data(sc);
+        for (int64_t i = 0; s && i < sc->numel; i++)
             EM_CHECK(s[i] >= 0 && s[i] < L, PyExc_RuntimeError, "torch.searchsorted(): sorter index out of range");
     }
-    r = em_empty(in->ndim, in->sizes, out_dt, em_cpu());
+    r = em_empty(in->ndim, in->sizes, out_dt, gpu ? em_device(bd) : em_cpu());
     EM_TRY(r);
-    if (r->numel > 0) {
+    if (gpu) { /* the backend checks the sorter on the device first (1: out of range) */
+        int64_t per_row = bd->ndim > 1 ? in->sizes[in->ndim - 1] : 0;
+        int rc = em_cuda->search(em_device(bd).index, kd, em_data(bc), sc ? (const int64_t *)em_data(sc) : NULL,
+                                 bc->numel / (L ? L : 1), L, em_data(vc), r->numel, per_row, right, out_int32,
+                                 em_data(r));
+        EM_CHECK(rc != 1, PyExc_RuntimeError, "torch.searchsorted(): sorter index out of range");
+        if (rc < 0) {
+            em_cuda_error(fname);
+            goto fail;
+        }
+    } else if (r->numel > 0) {
         int64_t per_row = bd->ndim > 1 ? in->sizes[in->ndim - 1] : 0;
         const int64_t *srt = sc ? (const int64_t *)em_data(sc) : NULL;
         char *o = em_data(r);
@@ -534,11 +668,64 @@ fail:
     return -1;
 }
 
+/* unique / unique_consecutive (dim=None) of a GPU tensor (Note [CUDA sort]):
+ * the flattened elements sorted stably on the device (unique) or taken as
+ * they are (unique_consecutive), then grouped by the backend, which reads
+ * the number of groups back; results are the first g of n-long buffers. */
+static PyObject *unique_gpu(EmTensor *t, bool sorted, bool want_inv, bool want_cnt) {
+    if (!em_cuda->unique || (sorted && !em_cuda->sort_rows)) return em_fused_no_kernel("unique");
+    EmDevice dev = em_device(t);
+    EmDType dt = (EmDType)t->dtype;
+    int64_t n = t->numel, g = 0, m1 = -1;
+    EmTensor *x = NULL, *sv = NULL, *perm = NULL, *vals = NULL, *inv = NULL, *cnt = NULL, *r[3] = {NULL, NULL, NULL};
+    EmTensor *flat = em_reshape(t, 1, &m1);
+    EM_TRY(flat && (x = em_contiguous(flat)));
+    EM_TRY(vals = em_empty(1, &n, dt, dev));
+    EM_TRY(inv = em_empty(1, &n, EM_INT64, dev));
+    EM_TRY(cnt = em_empty(1, &n, EM_INT64, dev));
+    if (sorted) {
+        EM_TRY(sv = em_empty(1, &n, dt, dev));
+        EM_TRY(perm = em_empty(1, &n, EM_INT64, dev));
+        if (n && em_cuda->sort_rows(dev.index, dt, em_data(x), 1, n, false, n, em_data(sv), (int64_t *)em_data(perm)) < 0) {
+            em_cuda_error("unique");
+            goto fail;
+        }
+    }
+    if (n && em_cuda->unique(dev.index, dt, em_data(sorted ? sv : x), perm ? (const int64_t *)em_data(perm) : NULL, n,
+                             em_data(vals), want_inv ? (int64_t *)em_data(inv) : NULL,
+                             want_cnt ? (int64_t *)em_data(cnt) : NULL, &g) < 0) {
+        em_cuda_error("unique");
+        goto fail;
+    }
+    EM_TRY(r[0] = em_tensor_alloc(&EmTensorType, vals->storage, 0, 1, &g, NULL, dt));
+    EM_TRY(r[1] = em_tensor_alloc(&EmTensorType, inv->storage, 0, t->ndim, t->sizes, NULL, EM_INT64));
+    EM_TRY(r[2] = em_tensor_alloc(&EmTensorType, cnt->storage, 0, 1, &g, NULL, EM_INT64));
+    Py_XDECREF(flat);
+    Py_XDECREF(x);
+    Py_XDECREF(sv);
+    Py_XDECREF(perm);
+    Py_XDECREF(vals);
+    Py_XDECREF(inv);
+    Py_XDECREF(cnt);
+    return unique_result(r[0], r[1], r[2], want_inv, want_cnt);
+fail:
+    Py_XDECREF(flat);
+    Py_XDECREF(x);
+    Py_XDECREF(sv);
+    Py_XDECREF(perm);
+    Py_XDECREF(vals);
+    Py_XDECREF(inv);
+    Py_XDECREF(cnt);
+    for (int k = 0; k < 3; k++) Py_XDECREF(r[k]);
+    return NULL;
+}
+
 static PyObject *unique_impl(EmCall *c, bool sorted, int inv_i, int cnt_i, int dim_i) {
     EmTensor *t = em_arg_tensor(c, 0), *x = NULL, *vals, *inv, *cnt;
     bool want_inv, want_cnt;
     em_arg_bool(c, inv_i, &want_inv);
     em_arg_bool(c, cnt_i, &want_cnt);
+    if (!em_is_cpu(t) && em_arg_is_none(c, dim_i)) return unique_gpu(t, sorted, want_inv, want_cnt);
     if (em_check_cpu(t, c->def->name) < 0) return NULL;
     if (em_arg_is_none(c, dim_i)) {
         int64_t m1 = -1;
