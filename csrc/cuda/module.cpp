@@ -9,7 +9,7 @@
  * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS),
  * elementwise.cu (Note [CUDA elementwise]), random.cu (Note [GPU random
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
- * norm, cross-entropy, Adam, embedding). */
+ * norm, cross-entropy, Adam, embedding), shape.cu (Note [CUDA shape kernels]). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -17,6 +17,7 @@
 #include "nn_fused.h"
 #include "reduce.h"
 #include "runtime.h"
+#include "shape.h"
 
 static const EmCudaBackend backend = {
     EM_CUDA_ABI,
@@ -64,6 +65,11 @@ static const EmCudaBackend backend = {
     em_cuda_embedding_backward,
     em_cuda_has_reduce,
     em_cuda_reduce,
+    /* shape kernels (cudashape) */
+    em_cuda_arange_fill,
+    em_cuda_linspace_fill,
+    em_cuda_tri_mask,
+    em_cuda_repeat_interleave,
 };
 
 static struct PyModuleDef module = {
