@@ -407,6 +407,8 @@ def test_like_and_new_factories(cuda, dtype):
         same(x.new_ones((2, 2)), np.ones((2, 2)), dtype)
         same(x.new_full((3,), 1), np.ones(3), dtype)
         assert x.new_empty(5).shape == (5,) and x.new_empty(5).device.type == "cuda"
+        e = ember.empty_strided((2, 3), (1, 2), dtype=dtype, device="cuda")
+        assert e.device.type == "cuda" and e.stride() == (1, 2) and e.dtype == dtype
         same(x.new_tensor([1, 0, 1]), np.array([1, 0, 1]), dtype)
         same(c.new_zeros(3, device="cuda"), np.zeros(3), dtype)
         if dtype in (ember.float32, ember.float16, ember.bfloat16):
@@ -472,3 +474,133 @@ def test_gpt_step_takes_no_fallback_for_these_ops(cuda):
     for name in ("arange", "new_zeros", "stack", "cat", "tril", "triu", "zeros_like", "ones_like", "full_like"):
         assert name not in counts, counts
     del step
+
+
+# ------------------------------------------- shape.cu's own code, on the host
+#
+# csrc/cuda/shape.cu built with -DEM_CUDA_SHAPE_HOST_TEST runs each kernel's
+# per-element function (the casts of copy_rules.h, the offsets and the
+# search) as a host loop: called here on NumPy buffers, its bytes must equal
+# the CPU ops' bytes. On a GPU the tests above check the kernels themselves.
+
+import ctypes as C  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CU = ROOT / "csrc" / "cuda" / "shape.cu"
+HOST_LIB = ROOT / "build" / "cuda_shape_host" / "libshape_host.so"
+SOURCES = [CU] + [ROOT / "csrc" / "cuda" / n for n in ("shape.h", "shape_rules.h", "copy_rules.h", "runtime.h")]
+CODES = {ember.bool: 0, ember.uint8: 1, ember.int8: 2, ember.int16: 3, ember.int32: 4, ember.int64: 5,
+         ember.float16: 6, ember.bfloat16: 7, ember.float32: 8, ember.float64: 9}
+BITS = {1: ember.uint8, 2: ember.int16, 4: ember.int32, 8: ember.int64}
+NP_BITS = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
+I64P = C.POINTER(C.c_int64)
+
+
+@pytest.fixture(scope="module")
+def host_lib():
+    if not HOST_LIB.exists() or any(s.stat().st_mtime > HOST_LIB.stat().st_mtime for s in SOURCES):
+        nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc")
+                                        else None)
+        if not nvcc:
+            pytest.skip("nvcc not found: the host build of shape.cu needs it")
+        HOST_LIB.parent.mkdir(parents=True, exist_ok=True)
+        tmp = HOST_LIB.with_suffix(".tmp.so")
+        cmd = [nvcc, "-std=c++17", "-O1", "-DEM_CUDA_SHAPE_HOST_TEST", "-Xcompiler", "-fPIC", "-shared",
+               "-I", str(ROOT / "csrc"), str(CU), "-o", str(tmp)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, "host build of shape.cu failed:\n" + r.stderr[-4000:]
+        tmp.replace(HOST_LIB)
+    lib = C.CDLL(str(HOST_LIB))
+    lib.em_cuda_arange_fill.argtypes = [C.c_int, C.c_int, C.c_void_p, C.c_int64, C.c_int64, C.c_bool, C.c_int64,
+                                        C.c_int64, C.c_double, C.c_double]
+    lib.em_cuda_linspace_fill.argtypes = [C.c_int, C.c_int, C.c_void_p, C.c_int64, C.c_int64, C.c_double,
+                                          C.c_double, C.c_bool, C.c_double]
+    lib.em_cuda_tri_mask.argtypes = [C.c_int, C.c_int, C.c_void_p, C.c_int, I64P, I64P, C.c_int64, C.c_bool]
+    lib.em_cuda_repeat_interleave.argtypes = [C.c_int, C.c_int, C.c_void_p, C.c_void_p, C.c_int64, C.c_int64,
+                                              C.c_int64, I64P, C.c_int64]
+    lib.em_cuda_shape_host_last_error.restype = C.c_char_p
+    return lib
+
+
+def bits(t):
+    """The bytes of a CPU ember tensor, as NumPy integers of its itemsize."""
+    return t.contiguous().view(BITS[t.element_size()]).numpy()
+
+
+ALL_DTYPES = [d for d in CODES if d != ember.bool]
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("args", [(10,), (-3, 40, 7), (5, -7, -2), (0.5, 30.2, 0.3), (-1.5, 2.5, 0.5),
+                                  (0, 1, 0.1), (1e6, 1e6 + 50, 1)])
+def test_host_build_arange(host_lib, dtype, args):
+    try:
+        want = ember.arange(*args, dtype=dtype)
+    except RuntimeError:
+        pytest.skip("no such range for this dtype")
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (args + (1,))[:3]
+    int_math = all(isinstance(v, int) for v in (start, end, step)) and not want.is_floating_point()
+    n = want.numel()
+    out = np.zeros(2 * n, NP_BITS[want.element_size()])  # a stride of 2
+    iv = lambda v: int(v) if isinstance(v, int) else 0  # noqa: E731
+    assert host_lib.em_cuda_arange_fill(0, CODES[dtype], out.ctypes.data, n, 2, int_math, iv(start), iv(step),
+                                        float(start), float(step)) == 0
+    np.testing.assert_array_equal(out[::2], bits(want))
+    assert not out[1::2].any()
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("args", [(0, 1, 5), (-2.5, 7.25, 13), (3, 3, 4), (1, -1, 1), (0.1, 1.7, 100), (-4, 4, 9)])
+def test_host_build_linspace_logspace(host_lib, dtype, args):
+    for log, want in ((False, ember.linspace(*args, dtype=dtype)), (True, ember.logspace(*args, base=3.0, dtype=dtype))):
+        n = want.numel()
+        out = np.zeros(n, NP_BITS[want.element_size()])
+        assert host_lib.em_cuda_linspace_fill(0, CODES[dtype], out.ctypes.data, n, 1, float(args[0]),
+                                              float(args[1]), log, 3.0) == 0
+        np.testing.assert_array_equal(out, bits(want))
+
+
+@pytest.mark.parametrize("k", [-3, -1, 0, 1, 4])
+@pytest.mark.parametrize("lower", [True, False])
+def test_host_build_tri_mask(host_lib, k, lower):
+    rng = np.random.default_rng(20)
+    base = rng.standard_normal((5, 3, 8, 2))  # a (3, 5, 4) view: permuted and strided
+    view = base.transpose(1, 0, 2, 3)[:, :, ::2, 0]
+    want = np.tril(view, k) if lower else np.triu(view, k)
+    sizes = (C.c_int64 * 3)(*view.shape)
+    strides = (C.c_int64 * 3)(*(s // 8 for s in view.strides))
+    assert host_lib.em_cuda_tri_mask(0, 9, view.ctypes.data, 3, sizes, strides, k, lower) == 0
+    np.testing.assert_array_equal(view, want)
+    untouched = base.copy()
+    untouched.transpose(1, 0, 2, 3)[:, :, ::2, 0] = 0
+    assert np.count_nonzero(untouched) == base.size - view.size  # nothing outside the view was written
+
+
+@pytest.mark.parametrize("dtype", [ember.uint8, ember.float16, ember.float32, ember.float64])
+@pytest.mark.parametrize("shape,dim,reps", [((4,), 0, [2, 0, 3, 1]), ((3, 4, 2), 1, [0, 5, 1, 0]),
+                                            ((2, 3), 0, [3, 3]), ((2, 1, 3), 1, [4])])
+def test_host_build_repeat_interleave(host_lib, dtype, shape, dim, reps):
+    isz = {ember.uint8: 1, ember.float16: 2, ember.float32: 4, ember.float64: 8}[dtype]
+    src = np.random.default_rng(21).integers(0, 100, shape).astype(NP_BITS[isz])
+    want = np.repeat(src, reps, axis=dim)
+    outer = int(np.prod(shape[:dim])) if dim else 1
+    inner = int(np.prod(shape[dim + 1:]))
+    cum = np.concatenate([[0], np.cumsum(reps)]).astype(np.int64)
+    out = np.full(want.shape, 77, NP_BITS[isz])
+    assert host_lib.em_cuda_repeat_interleave(0, CODES[dtype], out.ctypes.data, src.ctypes.data, outer,
+                                              shape[dim], inner, cum.ctypes.data_as(I64P), int(cum[-1])) == 0
+    np.testing.assert_array_equal(out, want)
+
+
+def test_host_build_rejects_bad_arguments(host_lib):
+    assert host_lib.em_cuda_arange_fill(0, 12, None, 3, 1, True, 0, 1, 0, 0) == -1
+    assert b"unknown dtype code 12" in host_lib.em_cuda_shape_host_last_error()
+    sizes = (C.c_int64 * 1)(3)
+    assert host_lib.em_cuda_tri_mask(0, 8, None, 1, sizes, sizes, 0, True) == -1
+    assert b"1 dims" in host_lib.em_cuda_shape_host_last_error()
+    assert host_lib.em_cuda_repeat_interleave(0, 8, None, None, 1, 0, 1, None, 3) == -1
+    assert b"empty input" in host_lib.em_cuda_shape_host_last_error()

@@ -113,7 +113,8 @@ static bool native_factory(const EmOpDef *def) {
     static const char *names[] = {"zeros", "ones", "full", "empty", "rand", "randn", "randint",
                                   /* cudashape: Note [CUDA shape kernels]; _like on device= */
                                   "arange", "linspace", "logspace", "eye", "zeros_like", "ones_like",
-                                  "full_like", "empty_like", "rand_like", "randn_like", "randint_like", NULL};
+                                  "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "empty_strided",
+                                  NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(def->name, names[i])) return true;
     return false;

@@ -165,7 +165,9 @@ static PyObject *f_empty_strided(EmCall *c) {
         return NULL;
     }
     EmDType d = o.dtype == EM_AUTO ? em_default_float : (EmDType)o.dtype;
-    return em_factory_finish(em_empty_strided(n, shape, strides, d, em_cpu()), &o);
+    EmDevice dev;
+    if (device_or(c, em_cpu(), &dev) < 0) return NULL;
+    return em_factory_finish(em_empty_strided(n, shape, strides, d, dev), &o);
 }
 
 /* _like: shape, dtype (and layout) of the input unless told otherwise */
