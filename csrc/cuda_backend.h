@@ -363,6 +363,31 @@ typedef struct EmCudaBackend {
      * waits for the stream to read it. */
     int (*unique)(int dev, int dtype, const void *sorted, const int64_t *perm, int64_t n, void *vals,
                   int64_t *inverse, int64_t *counts, int64_t *groups);
+
+    /* ---- shape kernels (cudashape; Note [CUDA shape kernels] in csrc/cuda/shape.h).
+     * Fills and masks for the ops a strided copy cannot express; each
+     * writes its elements in `dtype` (an EmDType code) exactly as the CPU
+     * (csrc/ops/factory.c, shape_ops.c, join.c) computes them, and returns
+     * when queued. out[i * stride] for i < n: arange's values, integer math
+     * (start + i * step, int64) when int_math, else xs + i * xt in float64. */
+    int (*arange_fill)(int dev, int dtype, void *out, int64_t n, int64_t stride, bool int_math,
+                       int64_t start, int64_t step, double xs, double xt);
+    /* out[i * stride] for i < steps: torch's symmetric linspace from xs to xe
+     * (float arithmetic for the 16/32-bit float dtypes, double else), then
+     * pow(base, v) when log (logspace). */
+    int (*linspace_fill)(int dev, int dtype, void *out, int64_t steps, int64_t stride, double xs,
+                         double xe, bool log, double base);
+    /* tril (lower) / triu in place: zero every element of data (ndim >= 2
+     * dims of `sizes`, element strides) whose column j and row i of the last
+     * two dims break j - i <= k (tril) or j - i >= k (triu). */
+    int (*tri_mask)(int dev, int dtype, void *data, int ndim, const int64_t *sizes,
+                    const int64_t *strides, int64_t k, bool lower);
+    /* repeat_interleave with per-index counts: in contiguous (outer, n,
+     * inner), out contiguous (outer, total, inner), cum a device int64 array
+     * of n + 1 running totals (cum[0] = 0, cum[n] = total): out[o, j, :] =
+     * in[o, i, :] for cum[i] <= j < cum[i + 1]. Elements are moved as bits. */
+    int (*repeat_interleave)(int dev, int dtype, void *out, const void *in, int64_t outer, int64_t n,
+                             int64_t inner, const int64_t *cum, int64_t total);
 } EmCudaBackend;
 
 

@@ -683,6 +683,9 @@ typedef struct {
 int em_factory_opts(EmCall *c, EmFactoryOpts *o);
 EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtype);
 PyObject *em_factory_finish(EmTensor *t, const EmFactoryOpts *o);
+/* An empty tensor like src (shape; src's layout when on its device) of dtype on
+ * the call's device= (src's device when not given). New reference. */
+EmTensor *em_factory_like(EmCall *c, EmTensor *src, EmDType dtype);
 
 /* Run a bound call through the whole op pipeline (bindings.c). */
 PyObject *em_call_run(EmCall *c);

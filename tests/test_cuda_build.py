@@ -94,6 +94,8 @@ class Backend(C.Structure):
         "index_offsets", "index_gather", "index_put", "scatter_gather", "nonzero_scan", "nonzero_fill")]
     _fields_ += [(name, VP) for name in (  # sort and scan (cudasort): tests/test_cuda_sort.py
         "sort_rows", "select_rows", "scan", "search", "unique")]
+    _fields_ += [(name, VP) for name in (  # shape kernels (cudashape): tests/test_cuda_shape.py
+        "arange_fill", "linspace_fill", "tri_mask", "repeat_interleave")]
 
 
 def _backend():

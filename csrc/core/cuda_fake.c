@@ -155,20 +155,36 @@ static int fake_event_elapsed(int dev, EmCudaEvent a, EmCudaEvent b, float *ms) 
 }
 
 /* The strided copy-and-cast, done by the CPU copy on host views of the
- * fake device memory. */
+ * fake device memory. Strides may be negative (flip reads a reversed alias):
+ * each view starts at its lowest element. */
+static int fake_span(int ndim, const int64_t *sizes, const int64_t *strides, int64_t *lo, int64_t *extent) {
+    int64_t pos[EM_MAX_DIMS];
+    *lo = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] == 0) {
+            *extent = 0;
+            return 0;
+        }
+        pos[d] = strides[d] < 0 ? -strides[d] : strides[d];
+        if (strides[d] < 0) *lo += (sizes[d] - 1) * strides[d];
+    }
+    return em_extent_checked(ndim, sizes, pos, extent);
+}
+
 static int fake_copy_strided(int dev, int ndim, const int64_t *sizes, void *dst, int dst_dtype,
                              const int64_t *dst_strides, const void *src, int src_dtype,
                              const int64_t *src_strides) {
-    int64_t dext, sext;
-    if (em_extent_checked(ndim, sizes, dst_strides, &dext) < 0 ||
-        em_extent_checked(ndim, sizes, src_strides, &sext) < 0) {
+    int64_t dext, sext, dlo, slo;
+    if (fake_span(ndim, sizes, dst_strides, &dlo, &dext) < 0 || fake_span(ndim, sizes, src_strides, &slo, &sext) < 0) {
         PyErr_Clear();
         return fake_fail("bad strides");
     }
-    EmStorage *ds = em_storage_wrap(untag(dst), dext * em_itemsize(dst_dtype), em_cpu(), NULL);
-    EmStorage *ss = em_storage_wrap(untag(src), sext * em_itemsize(src_dtype), em_cpu(), NULL);
-    EmTensor *d = ds ? em_tensor_alloc(&EmTensorType, ds, 0, ndim, sizes, dst_strides, (EmDType)dst_dtype) : NULL;
-    EmTensor *s = ss ? em_tensor_alloc(&EmTensorType, ss, 0, ndim, sizes, src_strides, (EmDType)src_dtype) : NULL;
+    EmStorage *ds = em_storage_wrap((char *)untag(dst) + dlo * em_itemsize(dst_dtype), dext * em_itemsize(dst_dtype),
+                                    em_cpu(), NULL);
+    EmStorage *ss = em_storage_wrap((char *)untag(src) + slo * em_itemsize(src_dtype), sext * em_itemsize(src_dtype),
+                                    em_cpu(), NULL);
+    EmTensor *d = ds ? em_tensor_alloc(&EmTensorType, ds, -dlo, ndim, sizes, dst_strides, (EmDType)dst_dtype) : NULL;
+    EmTensor *s = ss ? em_tensor_alloc(&EmTensorType, ss, -slo, ndim, sizes, src_strides, (EmDType)src_dtype) : NULL;
     Py_XDECREF(ds);
     Py_XDECREF(ss);
     int r = d && s ? em_copy_(d, (PyObject *)s) : -1;
@@ -689,11 +705,14 @@ static int fake_nonzero_fill(int dev, const void *in, int dtype, int ndim, const
     return 0;
 }
 
-/* _C._cuda_fake_counters(): {"reduce", "index": launches, "record_stream":
- * calls} since the fake was switched on. */
+static int64_t shape_launches; /* cudashape: the shape kernels' launches (below) */
+
+/* _C._cuda_fake_counters(): {"reduce", "index", "shape": launches,
+ * "record_stream": calls} since the fake was switched on. */
 PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused) {
-    return Py_BuildValue("{s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index", (long long)index_launches,
-                         "record_stream", (long long)record_stream_calls);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index",
+                         (long long)index_launches, "shape", (long long)shape_launches, "record_stream",
+                         (long long)record_stream_calls);
 }
 
 /* ---- sort and scan (cudasort) on the fake: the per-row logic of
@@ -825,6 +844,81 @@ static int fake_unique(int dev, int dtype, const void *tsorted, const int64_t *t
     return 0;
 }
 
+/* ---- shape kernels (cudashape): Note [CUDA shape kernels] on the fake.
+ * The per-element rules of csrc/cuda/shape_rules.h, which shape.cu's
+ * kernels run too, as host loops on untagged pointers; values are stored
+ * with the CPU's casts. Launches are counted (_C._cuda_fake_counters()
+ * ["shape"]) so tests can tell the native path ran. */
+#include "../cuda/shape_rules.h"
+
+static int fake_arange_fill(int dev, int dtype, void *out, int64_t n, int64_t stride, bool int_math, int64_t start,
+                            int64_t step, double xs, double xt) {
+    char *p = n ? untag(out) : NULL;
+    int isz = em_itemsize((EmDType)dtype);
+    shape_launches++;
+    for (int64_t i = 0; i < n; i++) {
+        EmScalar v;
+        if (int_math) {
+            v.kind = 'i';
+            v.v.i = em_shape_arange_int(i, start, step);
+        } else {
+            v.kind = 'f';
+            v.v.f = em_shape_arange_float(i, xs, xt);
+        }
+        em_scalar_store(v, (EmDType)dtype, p + i * stride * isz);
+    }
+    return 0;
+}
+
+static int fake_linspace_fill(int dev, int dtype, void *out, int64_t steps, int64_t stride, double xs, double xe,
+                              bool log, double base) {
+    char *p = steps ? untag(out) : NULL;
+    int isz = em_itemsize((EmDType)dtype);
+    bool single = dtype == EM_FLOAT32 || dtype == EM_FLOAT16 || dtype == EM_BFLOAT16;
+    shape_launches++;
+    for (int64_t i = 0; i < steps; i++) {
+        EmScalar v = {'f', {0}};
+        v.v.f = em_shape_linspace(i, steps, xs, xe, single);
+        if (log) v.v.f = pow(base, v.v.f);
+        em_scalar_store(v, (EmDType)dtype, p + i * stride * isz);
+    }
+    return 0;
+}
+
+static int fake_tri_mask(int dev, int dtype, void *data, int ndim, const int64_t *sizes, const int64_t *strides,
+                         int64_t k, bool lower) {
+    int64_t numel = 1;
+    for (int d = 0; d < ndim; d++) numel *= sizes[d];
+    if (ndim < 2) return fake_fail("tril/triu: fewer than 2 dims");
+    char *p = numel ? untag(data) : NULL;
+    int isz = em_itemsize((EmDType)dtype);
+    shape_launches++;
+    for (int64_t lin = 0; lin < numel; lin++) {
+        int64_t row = 0, col = 0, off = em_shape_offset_rc(lin, ndim, sizes, strides, &row, &col);
+        if (!em_shape_tri_keep(row, col, k, lower)) memset(p + off * isz, 0, (size_t)isz);
+    }
+    return 0;
+}
+
+static int fake_repeat_interleave(int dev, int dtype, void *out, const void *in, int64_t outer, int64_t n,
+                                  int64_t inner, const int64_t *cum, int64_t total) {
+    int64_t numel = outer * total * inner;
+    int isz = em_itemsize((EmDType)dtype);
+    shape_launches++;
+    if (!numel) return 0;
+    if (!n) return fake_fail("repeat_interleave: outputs from an empty input");
+    char *o = untag(out);
+    const char *s = untag(in);
+    const int64_t *c = untag(cum);
+    for (int64_t lin = 0; lin < numel; lin++) {
+        int64_t rest = lin / inner, e = lin - rest * inner, ob = rest / total, j = rest - ob * total;
+        int64_t i = em_shape_interleave_src(c, n, j);
+        memcpy(o + lin * isz, s + ((ob * n + i) * inner + e) * isz, (size_t)isz);
+    }
+    return 0;
+}
+
+
 static const EmCudaBackend fake = {
     .abi = EM_CUDA_ABI,
     .name = "fake",
@@ -884,6 +978,11 @@ static const EmCudaBackend fake = {
     .scan = fake_scan,
     .search = fake_search,
     .unique = fake_unique,
+    /* shape kernels (cudashape) */
+    .arange_fill = fake_arange_fill,
+    .linspace_fill = fake_linspace_fill,
+    .tri_mask = fake_tri_mask,
+    .repeat_interleave = fake_repeat_interleave,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {
@@ -895,5 +994,6 @@ const EmCudaBackend *em_cuda_fake_backend(void) {
     reduce_launches = 0;
     index_launches = 0;
     record_stream_calls = 0;
+    shape_launches = 0;
     return &fake;
 }

@@ -37,6 +37,7 @@ static uint8_t how_to_run[EM_NUM_OPS];
 static bool writes_args[EM_NUM_OPS];  /* copy every argument storage back after the fallback */
 static bool cpu_indices_ok[EM_NUM_OPS]; /* CPU index tensors may index a GPU tensor */
 static bool any_devices[EM_NUM_OPS];    /* copy_: its tensors may live anywhere */
+static bool builds_on_device[EM_NUM_OPS]; /* new_*: device= says where, the input may be on the CPU */
 /* {op name: calls that took the fallback}: _C._cuda_fallback_counts()
  * shows which ops of a program still lack a GPU kernel */
 static PyObject *fallback_calls;
@@ -81,8 +82,19 @@ int em_device_dispatch_init(void) {
                                      "index_add", "index_copy", "index_fill", "_index", "index_put", "_index_put_",
                                      "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim",
                                      "nonzero", "argwhere", "_one_hot", NULL};
+    /* shape, join and new_* ops (cudashape): copies into views of a result
+     * on the inputs' device, or Note [CUDA shape kernels], which raise
+     * EmNoCudaKernel before writing when the backend lacks them */
+    static const char *shape_ops[] = {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack",
+                                      "dstack", "column_stack", "repeat", "tile", "repeat_interleave", "flip",
+                                      "fliplr", "flipud", "roll", "rot90", "tril", "triu", "diff",
+                                      "broadcast_tensors", "meshgrid", "new_zeros", "new_ones", "new_full",
+                                      "new_empty", "new_tensor", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
         const char *name = em_op_defs[id].name;
+        for (int i = 0; shape_ops[i]; i++)
+            if (!strcmp(name, shape_ops[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
+        builds_on_device[id] = !strncmp(name, "new_", 4);
         /* elementwise ops: the iterator launches the backend's kernel, or
          * raises EmNoCudaKernel before touching anything (Note [CUDA elementwise]) */
         if (em_op_defs[id].kernels && strcmp(em_op_defs[id].kernels->name, "none"))
@@ -113,7 +125,11 @@ int em_device_dispatch_init(void) {
 /* Factories that build on the GPU themselves (em_factory_out allocates on
  * device=, then em_fill_ or a random fill), falling back like the ops. */
 static bool native_factory(const EmOpDef *def) {
-    static const char *names[] = {"zeros", "ones", "full", "empty", "rand", "randn", "randint", NULL};
+    static const char *names[] = {"zeros", "ones", "full", "empty", "rand", "randn", "randint",
+                                  /* cudashape: Note [CUDA shape kernels]; _like on device= */
+                                  "arange", "linspace", "logspace", "eye", "zeros_like", "ones_like",
+                                  "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "empty_strided",
+                                  NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(def->name, names[i])) return true;
     return false;
@@ -431,6 +447,8 @@ PyObject *em_device_dispatch(EmCall *c) {
     int id = op_row(c->def);
     bool as_is = id >= 0 && (how_to_run[id] == RUN_AS_IS || (id == EM_OP__index && !s.key_has_tensors));
     if (id >= 0 && any_devices[id]) return c->def->impl(c);
+    /* zeros_like(cpu_tensor, device='cuda'): the input gives only a shape */
+    if (s.device_arg && s.target.type == EM_CUDA && (id < 0 || builds_on_device[id])) s.cpu_arg = NULL;
     if (s.other || (s.cpu_arg && !as_is && !(id >= 0 && cpu_indices_ok[id])))
         return device_error(&s), NULL;
     if (em_cuda_resolve(&s.device) < 0) return NULL;

@@ -10,7 +10,7 @@
  * elementwise.cu (Note [CUDA elementwise]), random.cu (Note [GPU random
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
  * norm, cross-entropy, Adam, embedding), index.cu (Note [CUDA indexing]),
- * sort.cu (Note [CUDA sort]). */
+ * sort.cu (Note [CUDA sort]), shape.cu (Note [CUDA shape kernels]). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -19,6 +19,7 @@
 #include "nn_fused.h"
 #include "reduce.h"
 #include "runtime.h"
+#include "shape.h"
 #include "sort.h"
 
 static const EmCudaBackend backend = {
@@ -80,6 +81,11 @@ static const EmCudaBackend backend = {
     em_cuda_scan,
     em_cuda_search,
     em_cuda_unique,
+    /* shape kernels (cudashape) */
+    em_cuda_arange_fill,
+    em_cuda_linspace_fill,
+    em_cuda_tri_mask,
+    em_cuda_repeat_interleave,
 };
 
 static struct PyModuleDef module = {

@@ -2,8 +2,14 @@
  * _like and new_ forms, arange, linspace, logspace, eye, tensor, as_tensor,
  * from_numpy, from_dlpack. They bind arguments with the op table's
  * signature binder (em_register_functions) but are not ops: nothing flows
- * into them, so they have no kernels and no backward. */
+ * into them, so they have no kernels and no backward.
+ *
+ * On a GPU (device='cuda', or a GPU input of _like / new_): fills go through
+ * em_fill_ (the strided copy of one value), eye fills its diagonal view,
+ * and arange / linspace / logspace run the backend's fill kernels (Note
+ * [CUDA shape kernels]), which compute each element by the formulas below. */
 #include "../ember.h"
+#include "fused_gpu.h"
 #include <math.h>
 
 /* --------------------------------------------------------- shared parts */
@@ -45,6 +51,35 @@ EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtyp
     if (!same && em_tensor_resize(c->out, ndim, shape, true) < 0) return NULL;
     em_bump_version(c->out);
     return (EmTensor *)Py_NewRef(c->out);
+}
+
+/* The device= argument, or `dflt` when absent or None. 0 / -1. */
+static int device_or(EmCall *c, EmDevice dflt, EmDevice *out) {
+    PyObject *dev = em_arg_named(c, "device");
+    *out = dflt;
+    if (!dev || dev == Py_None) return 0;
+    return em_device_from_py(dev, out) < 0 || em_cuda_resolve(out) < 0 ? -1 : 0;
+}
+
+EmTensor *em_factory_like(EmCall *c, EmTensor *src, EmDType dtype) {
+    EmDevice d;
+    if (device_or(c, em_device(src), &d) < 0) return NULL;
+    if (em_device_eq(d, em_device(src))) return em_empty_like(src, dtype);
+    return em_empty(src->ndim, src->sizes, dtype, d);
+}
+
+/* The factory builds on a GPU (device='cuda', no out=): a backend without
+ * its kernel makes it raise EmNoCudaKernel before anything is allocated. */
+static bool gpu_target(EmCall *c) {
+    if (c->out) return false; /* a GPU out= is refused by em_factory_out: the fallback */
+    PyObject *dev = em_arg_named(c, "device");
+    EmDevice d;
+    if (!dev || dev == Py_None) return false;
+    if (em_device_from_py(dev, &d) < 0) {
+        PyErr_Clear();
+        return false;
+    }
+    return d.type == EM_CUDA;
 }
 
 PyObject *em_factory_finish(EmTensor *t, const EmFactoryOpts *o) {
@@ -130,7 +165,9 @@ static PyObject *f_empty_strided(EmCall *c) {
         return NULL;
     }
     EmDType d = o.dtype == EM_AUTO ? em_default_float : (EmDType)o.dtype;
-    return em_factory_finish(em_empty_strided(n, shape, strides, d, em_cpu()), &o);
+    EmDevice dev;
+    if (device_or(c, em_cpu(), &dev) < 0) return NULL;
+    return em_factory_finish(em_empty_strided(n, shape, strides, d, dev), &o);
 }
 
 /* _like: shape, dtype (and layout) of the input unless told otherwise */
@@ -139,7 +176,7 @@ static PyObject *like(EmCall *c, bool fill, EmScalar v) {
     EmFactoryOpts o;
     if (em_factory_opts(c, &o) < 0) return NULL;
     EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)src->dtype;
-    EmTensor *t = em_empty_like(src, d);
+    EmTensor *t = em_factory_like(c, src, d);
     if (t && fill && em_fill_(t, v) < 0) Py_CLEAR(t);
     return em_factory_finish(t, &o);
 }
@@ -160,7 +197,9 @@ static PyObject *new_filled(EmCall *c, bool fill, EmScalar v) {
     EmFactoryOpts o;
     if (size_arg(c, 1, &n, shape) < 0 || em_factory_opts(c, &o) < 0) return NULL;
     EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)self->dtype;
-    EmTensor *t = em_empty(n, shape, d, em_device(self));
+    EmDevice dev;
+    if (device_or(c, em_device(self), &dev) < 0) return NULL;
+    EmTensor *t = em_empty(n, shape, d, dev);
     if (t && fill && em_fill_(t, v) < 0) Py_CLEAR(t);
     return em_factory_finish(t, &o);
 }
@@ -176,7 +215,10 @@ PyObject *em_impl_new_tensor(EmCall *c) {
     EmTensor *self = em_arg_tensor(c, 0);
     EmFactoryOpts o;
     if (em_factory_opts(c, &o) < 0) return NULL;
+    EmDevice dev;
+    if (device_or(c, em_device(self), &dev) < 0) return NULL;
     EmTensor *t = em_tensor_from_data(c->args[1], o.dtype != EM_AUTO ? o.dtype : self->dtype);
+    if (t && dev.type != EM_CPU) Py_SETREF(t, em_to_device(t, dev, false)); /* the data is on the host */
     return em_factory_finish(t, &o);
 }
 
@@ -217,6 +259,8 @@ static PyObject *f_arange(EmCall *c) {
     }
     int64_t n;
     bool int_math = !any_float && !em_is_float(d);
+    bool gpu = gpu_target(c);
+    if (gpu && (!em_cuda_get() || !em_cuda->arange_fill)) return em_cuda ? em_fused_no_kernel("arange") : NULL;
     if (int_math) {
         int64_t s = start.v.i, e = end.v.i, st = step.v.i, sgn = st > 0 ? 1 : -1;
         n = (e - s + st - sgn) / st;
@@ -230,6 +274,14 @@ static PyObject *f_arange(EmCall *c) {
     }
     EmTensor *t = em_factory_out(c, 1, &n, d);
     if (!t) return NULL;
+    if (gpu) {
+        if (em_cuda->arange_fill(em_device(t).index, d, em_data(t), n, t->strides[0], int_math, start.v.i,
+                                 step.v.i, xs, xt) < 0) {
+            em_cuda_error("arange");
+            Py_CLEAR(t);
+        }
+        return em_factory_finish(t, &o);
+    }
     char *p = em_data(t);
     int isz = em_itemsize(d);
     int64_t es = t->strides[0] * isz;
@@ -261,8 +313,18 @@ static PyObject *linspace_impl(EmCall *c, bool log, double base) {
         return NULL;
     }
     EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : em_default_float;
+    bool gpu = gpu_target(c);
+    if (gpu && (!em_cuda_get() || !em_cuda->linspace_fill))
+        return em_cuda ? em_fused_no_kernel(log ? "logspace" : "linspace") : NULL;
     EmTensor *t = em_factory_out(c, 1, &steps, d);
     if (!t) return NULL;
+    if (gpu) {
+        if (em_cuda->linspace_fill(em_device(t).index, d, em_data(t), steps, t->strides[0], xs, xe, log, base) < 0) {
+            em_cuda_error(log ? "logspace" : "linspace");
+            Py_CLEAR(t);
+        }
+        return em_factory_finish(t, &o);
+    }
     char *p = em_data(t);
     int64_t es = t->strides[0] * em_itemsize(d), half = steps / 2;
     bool single = d == EM_FLOAT32 || d == EM_FLOAT16 || d == EM_BFLOAT16;
@@ -307,6 +369,13 @@ static PyObject *f_eye(EmCall *c) {
     if (em_fill_(t, ZERO) < 0) {
         Py_DECREF(t);
         return NULL;
+    }
+    if (!em_is_cpu(t)) { /* ones on the diagonal: a view with stride s0 + s1 */
+        int64_t len = n < m ? n : m, st = t->strides[0] + t->strides[1];
+        EmTensor *diag = em_tensor_alloc(&EmTensorType, t->storage, t->offset, 1, &len, &st, d);
+        if (!diag || em_fill_(diag, ONE) < 0) Py_CLEAR(t);
+        Py_XDECREF(diag);
+        return em_factory_finish(t, &o);
     }
     int isz = em_itemsize(d);
     for (int64_t i = 0; i < (n < m ? n : m); i++)

@@ -8,17 +8,31 @@
  * takes that view of the input": cat copies each input into a narrowed view
  * of the output, flip copies from a negative-stride alias of the input,
  * repeat from a stride-0 alias into a split view of the output. Only
- * repeat_interleave and one_hot have loops of their own. */
+ * repeat_interleave and one_hot have loops of their own.
+ *
+ * On a GPU the same code runs: em_copy_ launches the strided copy, results
+ * are allocated on the inputs' device, and repeat_interleave with per-index
+ * counts calls the backend's kernel (Note [CUDA shape kernels]). */
 #include "../ember.h"
 #include "index_gpu.h"
+#include "fused_gpu.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 /* ------------------------------------------------------------- helpers */
 
+/* torch's error for tensors of one call on two devices. */
+static int device_mismatch(const EmTensor *a, const EmTensor *b) {
+    char x[32], y[32];
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                 em_device_str(em_device(a), x, sizeof x), em_device_str(em_device(b), y, sizeof y));
+    return -1;
+}
+
 /* A tuple of the tensors in a list/tuple argument (new reference); TypeError
- * worded as torch's for anything else. */
+ * worded as torch's for anything else, RuntimeError for two devices. */
 static PyObject *tensor_tuple(PyObject *seq, const char *fname, const char *argname, int pos) {
     if (!PyList_Check(seq) && !PyTuple_Check(seq)) {
         PyErr_Format(PyExc_TypeError, "%s(): argument '%s' (position %d) must be tuple of Tensors, not %.100s",
@@ -35,7 +49,9 @@ static PyObject *tensor_tuple(PyObject *seq, const char *fname, const char *argn
             Py_DECREF(tup);
             return NULL;
         }
-        if (em_check_cpu((EmTensor *)o, fname) < 0) {
+        EmTensor *first = (EmTensor *)PyTuple_GET_ITEM(tup, 0);
+        if (!em_device_eq(em_device((EmTensor *)o), em_device(first))) {
+            device_mismatch(first, (EmTensor *)o);
             Py_DECREF(tup);
             return NULL;
         }
@@ -86,7 +102,10 @@ static PyObject *finish_out(EmCall *c, EmTensor *r) {
                      em_dtype_name((EmDType)r->dtype), em_dtype_name((EmDType)out->dtype));
         goto fail;
     }
-    if (em_check_cpu(out, c->def->name) < 0) goto fail;
+    if (!em_device_eq(em_device(out), em_device(r))) {
+        device_mismatch(r, out);
+        goto fail;
+    }
     bool same = out->ndim == r->ndim && !memcmp(out->sizes, r->sizes, r->ndim * sizeof(int64_t));
     if (!same && em_tensor_resize(out, r->ndim, r->sizes, true) < 0) goto fail;
     if (em_copy_(out, (PyObject *)r) < 0) goto fail;
@@ -138,7 +157,7 @@ EmTensor *em_cat(int n, EmTensor *const *ts, int64_t dim64, EmTensor *out, const
         EM_CHECK(em_can_cast(dt, (EmDType)out->dtype), PyExc_TypeError,
                  "torch.cat(): input types can't be cast to the desired output type %s",
                  em_dtype_name((EmDType)out->dtype));
-        if (em_check_cpu(out, name) < 0) return NULL;
+        if (!em_device_eq(em_device(out), em_device(ts[0]))) return device_mismatch(ts[0], out), NULL;
         bool same = out->ndim == ndim && !memcmp(out->sizes, shape, ndim * sizeof(int64_t));
         if (!same && em_tensor_resize(out, ndim, shape, true) < 0) return NULL;
         for (int i = 0; i < n; i++)
@@ -148,7 +167,7 @@ EmTensor *em_cat(int n, EmTensor *const *ts, int64_t dim64, EmTensor *out, const
             }
         r = (EmTensor *)Py_NewRef(out);
     } else {
-        r = em_empty(ndim, shape, dt, em_cpu());
+        r = em_empty(ndim, shape, dt, em_device(ts[0]));
         if (!r) return NULL;
     }
     int64_t off = 0;
@@ -372,7 +391,7 @@ static EmTensor *repeat_impl(EmTensor *t, int nr, const int64_t *reps) {
         EM_CHECK(!__builtin_mul_overflow(reps[d], s, &shape[d]), PyExc_RuntimeError,
                  "repeat: the size of dim %d (%lld * %lld) overflows", d, (long long)reps[d], (long long)s);
     }
-    EmTensor *r = em_empty(nr, shape, (EmDType)t->dtype, em_cpu());
+    EmTensor *r = em_empty(nr, shape, (EmDType)t->dtype, em_device(t));
     if (!r || r->numel == 0) return r;
     /* split each dim with both a repeat and a size > 1 into (repeat, size) */
     int64_t osz[EM_MAX_DIMS], ost[EM_MAX_DIMS], isz[EM_MAX_DIMS], ist[EM_MAX_DIMS];
@@ -461,7 +480,7 @@ static EmTensor *interleave_uniform(EmTensor *t, int dim, int64_t r, int64_t tot
     int64_t shape[EM_MAX_DIMS], dsz[EM_MAX_DIMS], dst[EM_MAX_DIMS], ssz[EM_MAX_DIMS], sst[EM_MAX_DIMS];
     memcpy(shape, t->sizes, t->ndim * sizeof(int64_t));
     shape[dim] = total;
-    EmTensor *out = em_empty(t->ndim, shape, (EmDType)t->dtype, em_cpu());
+    EmTensor *out = em_empty(t->ndim, shape, (EmDType)t->dtype, em_device(t));
     if (!out || out->numel == 0) return out;
     if (t->ndim >= EM_MAX_DIMS) {
         PyErr_SetString(PyExc_RuntimeError, "repeat_interleave: too many dimensions");
@@ -487,21 +506,55 @@ static EmTensor *interleave_uniform(EmTensor *t, int dim, int64_t r, int64_t tot
     return out;
 }
 
-/* repeats as int64 values of a 0-d or 1-D integer tensor (PyMem array). */
+/* repeats as int64 values of a 0-d or 1-D integer tensor (PyMem array).
+ * GPU repeats are read on the host: the output's size depends on them. */
 static int64_t *read_repeats(EmTensor *r, int64_t *n) {
     EM_CHECK(em_is_int((EmDType)r->dtype), PyExc_NotImplementedError,
              "\"repeat_interleave_cpu\" not implemented for '%s'", em_dtype_name((EmDType)r->dtype));
-    *n = r->ndim ? r->sizes[0] : 1;
+    EmTensor *h = em_is_cpu(r) ? (EmTensor *)Py_NewRef(r) : em_to_device(r, em_cpu(), false);
+    if (!h) return NULL;
+    *n = h->ndim ? h->sizes[0] : 1;
     int64_t *v = PyMem_Malloc((size_t)(*n ? *n : 1) * sizeof(int64_t));
-    if (!v) return (int64_t *)PyErr_NoMemory();
-    int isz = em_itemsize(r->dtype);
+    if (!v) {
+        Py_DECREF(h);
+        return (int64_t *)PyErr_NoMemory();
+    }
+    int isz = em_itemsize(h->dtype);
     for (int64_t i = 0; i < *n; i++) {
-        EmScalar s = em_scalar_load(em_data(r) + (r->ndim ? i * r->strides[0] : 0) * isz, (EmDType)r->dtype);
+        EmScalar s = em_scalar_load(em_data(h) + (h->ndim ? i * h->strides[0] : 0) * isz, (EmDType)h->dtype);
         v[i] = s.v.i;
     }
+    Py_DECREF(h);
     return v;
 fail:
     return NULL;
+}
+
+/* The GPU form of interleave_copy: out, with dim of size total, from src
+ * (contiguous, on a GPU) whose index i along dim is repeated
+ * cum[i + 1] - cum[i] times (n + 1 running totals, made on the host). */
+static EmTensor *interleave_gpu(EmTensor *src, int dim, const int64_t *cum, int64_t n, int64_t total) {
+    int64_t shape[EM_MAX_DIMS], outer = 1, inner = 1, nc = n + 1;
+    EmDevice dev = em_device(src);
+    memcpy(shape, src->sizes, src->ndim * sizeof(int64_t));
+    shape[dim] = total;
+    for (int d = 0; d < dim; d++) outer *= src->sizes[d];
+    for (int d = dim + 1; d < src->ndim; d++) inner *= src->sizes[d];
+    EmTensor *out = em_empty(src->ndim, shape, (EmDType)src->dtype, dev);
+    if (!out || out->numel == 0) return out;
+    EmTensor *host = em_empty(1, &nc, EM_INT64, em_cpu()), *dcum = NULL;
+    if (host) {
+        memcpy(em_data(host), cum, (size_t)nc * sizeof(int64_t));
+        dcum = em_to_device(host, dev, false);
+    }
+    if (!dcum || em_cuda->repeat_interleave(dev.index, src->dtype, em_data(out), em_data(src), outer, n, inner,
+                                            (const int64_t *)em_data(dcum), total) < 0) {
+        if (dcum) em_cuda_error("repeat_interleave");
+        Py_CLEAR(out);
+    }
+    Py_XDECREF(host);
+    Py_XDECREF(dcum);
+    return out;
 }
 
 /* torch.repeat_interleave(repeats): indices i repeated repeats[i] times */
@@ -509,6 +562,8 @@ static PyObject *interleave_indices(EmTensor *rt, EmCall *c) {
     int64_t n, *rep = NULL, total = 0, osize;
     EmTensor *r = NULL;
     EM_CHECK(rt->ndim == 1, PyExc_RuntimeError, "repeat_interleave only accept 1D vector as repeat");
+    if (!em_is_cpu(rt) && (!em_cuda->repeat_interleave || !em_cuda->arange_fill))
+        return em_fused_no_kernel("repeat_interleave");
     if (!(rep = read_repeats(rt, &n))) return NULL;
     for (int64_t i = 0; i < n; i++) {
         EM_CHECK(rep[i] >= 0, PyExc_RuntimeError, "repeats can not be negative");
@@ -518,6 +573,24 @@ static PyObject *interleave_indices(EmTensor *rt, EmCall *c) {
     if (!em_arg_is_none(c, 3)) {
         if (em_arg_int(c, 3, &osize) < 0) goto fail;
         EM_CHECK(osize == total, PyExc_RuntimeError, "allocated size does not match required size");
+    }
+    if (!em_is_cpu(rt)) { /* gather from 0..n-1 made on the device */
+        int64_t *cum = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
+        if (!cum) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        cum[0] = 0;
+        for (int64_t i = 0; i < n; i++) cum[i + 1] = cum[i] + rep[i];
+        EmTensor *idx = em_empty(1, &n, (EmDType)rt->dtype, em_device(rt));
+        if (idx && em_cuda->arange_fill(em_device(rt).index, idx->dtype, em_data(idx), n, 1, true, 0, 1, 0, 0) < 0) {
+            em_cuda_error("repeat_interleave");
+            Py_CLEAR(idx);
+        }
+        if (idx) r = interleave_gpu(idx, 0, cum, n, total);
+        Py_XDECREF(idx);
+        PyMem_Free(cum);
+        goto fail;
     }
     r = em_empty(1, &total, (EmDType)rt->dtype, em_cpu());
     if (!r) goto fail;
@@ -542,7 +615,9 @@ PyObject *em_impl_repeat_interleave(EmCall *c) {
                  "repeat_interleave(): argument 'repeats' must be Tensor, not %.100s", Py_TYPE(reps)->tp_name);
         return interleave_indices(t ? t : (EmTensor *)reps, c);
     }
-    if (em_check_cpu(t, "repeat_interleave") < 0) return NULL;
+    bool gpu = !em_is_cpu(t);
+    if (gpu && em_is_tensor(reps) && ((EmTensor *)reps)->numel != 1 && !em_cuda->repeat_interleave)
+        return em_fused_no_kernel("repeat_interleave");
     if (em_is_tensor(reps)) {
         rt = (EmTensor *)reps;
         EM_CHECK(rt->ndim <= 1, PyExc_RuntimeError, "repeats must be 0-dim or 1-dim tensor");
@@ -605,13 +680,18 @@ PyObject *em_impl_repeat_interleave(EmCall *c) {
     }
     int64_t inner_bytes = em_itemsize(src->dtype);
     for (int d = dim + 1; d < src->ndim; d++) inner_bytes *= src->sizes[d];
-    if (nrep == 1 && inner_bytes >= 256) { /* one count, long rows: a strided copy by the iterator */
+    if (nrep == 1 && (inner_bytes >= 256 || gpu)) { /* one count, long rows: a strided copy by the iterator */
         r = interleave_uniform(src, dim, rep[0], total);
         goto fail;
     }
     if (!em_is_contiguous(src)) {
         Py_SETREF(src, em_contiguous(src));
         if (!src) goto fail;
+    }
+    if (gpu) {
+        cum[n] = total;
+        r = interleave_gpu(src, dim, cum, n, total);
+        goto fail;
     }
     int64_t shape[EM_MAX_DIMS], outer = 1, inner = 1;
     memcpy(shape, src->sizes, src->ndim * sizeof(int64_t));
@@ -730,7 +810,7 @@ static int64_t *int_list(PyObject *o, const char *fname, const char *argname, in
 /* Roll one dim by s (0 < s < size): two narrowed copies. */
 static EmTensor *roll_dim(EmTensor *t, int d, int64_t s) {
     int64_t n = t->sizes[d];
-    EmTensor *r = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_cpu());
+    EmTensor *r = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t));
     if (!r) return NULL;
     EmTensor *a = em_narrow(r, d, 0, s), *b = a ? em_narrow(t, d, n - s, s) : NULL;
     int rc = b ? em_copy_(a, (PyObject *)b) : -1;

@@ -591,7 +591,7 @@ static PyObject *random_like(EmCall *c, int kind) {
     EmTensor *src = em_arg_tensor(c, 0);
     EmFactoryOpts o;
     if (em_factory_opts(c, &o) < 0) return NULL;
-    EmTensor *t = em_empty_like(src, o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)src->dtype);
+    EmTensor *t = em_factory_like(c, src, o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)src->dtype);
     if (!t) return NULL;
     int r = kind == 0 ? em_uniform_(t, 0, 1, gen_arg(c)) : em_normal_(t, 0, 1, gen_arg(c));
     if (r < 0) {
@@ -649,7 +649,7 @@ static PyObject *f_randint_like(EmCall *c) {
     if (low && (lo = PyLong_AsLongLong(low)) == -1 && PyErr_Occurred()) return NULL;
     EmFactoryOpts o;
     if (em_factory_opts(c, &o) < 0) return NULL;
-    EmTensor *t = em_empty_like(src, o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)src->dtype);
+    EmTensor *t = em_factory_like(c, src, o.dtype != EM_AUTO ? (EmDType)o.dtype : (EmDType)src->dtype);
     if (!t) return NULL;
     if (em_random_(t, lo, high, gen_arg(c)) < 0) {
         Py_DECREF(t);

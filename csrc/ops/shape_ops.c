@@ -659,7 +659,8 @@ PyObject *em_impl_detach(EmCall *c) {
 }
 
 /* tril/triu: copy (unless in place), then zero the other triangle of every
- * matrix in the batch. */
+ * matrix in the batch. On a GPU the zeroing is the backend's tri_mask
+ * kernel (Note [CUDA shape kernels]). */
 static PyObject *triangle(EmCall *c, bool lower) {
     EmTensor *t = em_arg_tensor(c, 0), *r = NULL;
     int64_t k;
@@ -667,6 +668,11 @@ static PyObject *triangle(EmCall *c, bool lower) {
     if (t->ndim < 2) {
         PyErr_Format(PyExc_RuntimeError, "%s: input tensor must have at least 2 dimensions",
                      lower ? "tril" : "triu");
+        return NULL;
+    }
+    bool gpu = !em_is_cpu(t) || (c->out && !em_is_cpu(c->out));
+    if (gpu && !em_cuda->tri_mask) { /* before anything is written: the fallback runs it */
+        PyErr_Format(EmNoCudaKernel, "\"%s\" has no CUDA kernel in this backend", lower ? "tril" : "triu");
         return NULL;
     }
     if (c->inplace) {
@@ -680,6 +686,13 @@ static PyObject *triangle(EmCall *c, bool lower) {
         r = em_clone(t);
     }
     if (!r || r->numel == 0) return (PyObject *)r;
+    if (gpu) {
+        if (em_cuda->tri_mask(em_device(r).index, r->dtype, em_data(r), r->ndim, r->sizes, r->strides, k, lower) < 0) {
+            em_cuda_error(lower ? "tril" : "triu");
+            Py_CLEAR(r);
+        }
+        return (PyObject *)r;
+    }
     int nd = r->ndim, isz = em_itemsize(r->dtype);
     int64_t rows = r->sizes[nd - 2], cols = r->sizes[nd - 1];
     int64_t rs = r->strides[nd - 2] * isz, cs = r->strides[nd - 1] * isz;
