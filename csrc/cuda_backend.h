@@ -137,6 +137,29 @@ typedef struct EmCudaAdam {
     bool maximize, decoupled; /* decoupled: AdamW */
 } EmCudaAdam;
 
+/* One fused attention problem (cudaattn; Note [CUDA attention] in
+ * csrc/cuda/attention.h): q (B, H, L, D), k and v (B, Hkv, S, D) with H a
+ * multiple of Hkv (query head h reads key/value head h / (H / Hkv)), each
+ * read through element strides {batch, head, row} with unit stride along D;
+ * out and dout (B, H, L, D) likewise. dtype: float16, bfloat16 or float32
+ * (halves compute in float32). lse: (B, H, L) float32, contiguous: the
+ * natural-log log-sum-exp of each row's scaled scores (-inf for a row that
+ * sees no key). causal: torch's top-left alignment, query i sees keys j <= i.
+ * The backward writes dq (B, H, L, D), dk and dv (B, Hkv, S, D), contiguous,
+ * in dtype. D <= 256. */
+typedef struct EmCudaAttention {
+    int dtype;
+    int64_t B, H, Hkv, L, S, D;
+    double scale;
+    bool causal;
+    const void *q, *k, *v;
+    void *out;        /* written by the forward, read by the backward */
+    const void *dout; /* backward only */
+    int64_t sq[3], sk[3], sv[3], so[3], sdo[3];
+    float *lse;
+    void *dq, *dk, *dv;
+} EmCudaAttention;
+
 typedef struct EmCudaBackend {
     int abi;            /* EM_CUDA_ABI */
     const char *name;   /* "cuda" (ember._cuda) or "fake" (the test double) */
@@ -265,6 +288,12 @@ typedef struct EmCudaBackend {
      * not, or when these pointers are NULL); the launch returns when queued. */
     bool (*has_reduce)(const char *op, int in_dtype);
     int (*reduce)(int dev, const EmCudaReduce *r);
+
+    /* ---- attention (cudaattn): flash attention (Note [CUDA attention]);
+     * the launch returns when queued. The backward allocates its float32
+     * scratch (dq accumulator, rowsum(dout * out)) from the caching allocator. */
+    int (*attention_forward)(int dev, const EmCudaAttention *a);
+    int (*attention_backward)(int dev, const EmCudaAttention *a);
 } EmCudaBackend;
 
 

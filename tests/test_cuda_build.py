@@ -88,7 +88,8 @@ class Backend(C.Structure):
     ] + [(name, VP) for name in (  # the fused nn kernels: tested by tests/test_cuda_nn_fused.py
         "softmax", "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
         "cross_entropy_backward", "adam", "embedding", "embedding_backward",
-        "has_reduce", "reduce")]  # the reductions: tests/test_cuda_reduce.py
+        "has_reduce", "reduce")] + [  # the reductions: tests/test_cuda_reduce.py
+        ("attention_forward", VP), ("attention_backward", VP)]  # attention: tests/test_cuda_attention.py
 
 
 def _backend():

@@ -69,7 +69,10 @@ int em_device_dispatch_init(void) {
     /* fused nn ops with a GPU branch that raises EmNoCudaKernel when the backend lacks the kernel */
     static const char *fused[] = {"softmax", "log_softmax", "_softmax_backward_data", "_native_layer_norm",
                                   "_native_layer_norm_backward", "_rms_norm", "_cross_entropy",
-                                  "_cross_entropy_backward", "_fused_adam_", "_fused_adamw_", "embedding", NULL};
+                                  "_cross_entropy_backward", "_fused_adam_", "_fused_adamw_", "embedding",
+                                  /* cudaattn: ops/attention.c */
+                                  "_scaled_dot_product_flash_attention",
+                                  "_scaled_dot_product_flash_attention_backward", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
         const char *name = em_op_defs[id].name;
         /* elementwise ops: the iterator launches the backend's kernel, or

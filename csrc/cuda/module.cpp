@@ -9,10 +9,11 @@
  * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS),
  * elementwise.cu (Note [CUDA elementwise]), random.cu (Note [GPU random
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
- * norm, cross-entropy, Adam, embedding). */
+ * norm, cross-entropy, Adam, embedding), attention.cu (Note [CUDA attention]). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "attention.h"
 #include "elementwise.h"
 #include "nn_fused.h"
 #include "reduce.h"
@@ -64,6 +65,9 @@ static const EmCudaBackend backend = {
     em_cuda_embedding_backward,
     em_cuda_has_reduce,
     em_cuda_reduce,
+    /* attention (cudaattn) */
+    em_cuda_attention_forward,
+    em_cuda_attention_backward,
 };
 
 static struct PyModuleDef module = {
