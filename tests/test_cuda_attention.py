@@ -112,7 +112,7 @@ def test_forward_matches_reference(cuda, dtype, causal, shape):
     q, k, v = _inputs(shape, dtype)
     gqa = shape[1] != shape[2]
     qg, kg, vg = q.cuda(), k.cuda(), v.cuda()
-    with native(cuda, "attention_forward"):
+    with native(cuda, "attention_forward"):  # float32 sdpa stays composed; the op runs the plain kernel
         out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, enable_gqa=gqa)
         res = _C._scaled_dot_product_flash_attention(qg, kg, vg, 0.0, causal)
     ref, lse = reference(_np(q), _np(k), _np(v), causal)
@@ -134,7 +134,10 @@ def test_gradients_match_reference(cuda, dtype, causal, shape):
     dout = ember.tensor(_rand(9, B, H, L, D)).to(dtype)
     qg, kg, vg = (t.cuda().requires_grad_() for t in (q, k, v))
     with native(cuda, "attention_forward", "attention_backward"):
-        out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, enable_gqa=H != Hk)
+        if dtype == ember.float32:  # F.sdpa keeps float32 composed: the op itself
+            out = _C._scaled_dot_product_flash_attention(qg, kg, vg, 0.0, causal)[0]
+        else:
+            out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, enable_gqa=H != Hk)
         assert type(out.grad_fn).__name__ == "ScaledDotProductFlashAttentionBackward0"
         out.backward(dout.cuda())
     ref = reference(_np(q), _np(k), _np(v), causal, dout=_np(dout))
@@ -145,7 +148,7 @@ def test_gradients_match_reference(cuda, dtype, causal, shape):
 
 
 def test_grad_fn_name_and_no_double_backward(cuda):
-    q, k, v = (t.cuda().requires_grad_() for t in _inputs((1, 2, 2, 8, 8, 16), ember.float32))
+    q, k, v = (t.cuda().requires_grad_() for t in _inputs((1, 2, 2, 8, 8, 16), ember.bfloat16))
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert type(out.grad_fn).__name__ == "ScaledDotProductFlashAttentionBackward0"
     gq, = ember.autograd.grad(out.sum(), q, create_graph=True)
@@ -175,7 +178,7 @@ def test_explicit_scale_and_nanogpt_strided_views(cuda):
 
 def test_strided_gradients(cuda):
     B, T, H, D = 1, 20, 2, 32
-    x = ember.tensor(_rand(4, B, T, 3 * H * D))
+    x = ember.tensor(_rand(4, B, T, 3 * H * D)).half()
     xg = x.cuda().requires_grad_()
     q, k, v = (xg[..., i * H * D:(i + 1) * H * D].view(B, T, H, D).transpose(1, 2) for i in range(3))
     with native(cuda, "attention_forward", "attention_backward"):
@@ -183,12 +186,12 @@ def test_strided_gradients(cuda):
     xh = x.clone().requires_grad_()
     qh, kh, vh = (xh[..., i * H * D:(i + 1) * H * D].view(B, T, H, D).transpose(1, 2) for i in range(3))
     F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).pow(2).sum().backward()  # the CPU kernel
-    np.testing.assert_allclose(_np(xg.grad), _np(xh.grad), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_np(xg.grad), _np(xh.grad), rtol=1e-2, atol=1e-2)
 
 
-@pytest.mark.parametrize("case", ["mask", "dropout", "odd_head_dim", "float64", "three_d", "gqa_off"])
+@pytest.mark.parametrize("case", ["mask", "dropout", "odd_head_dim", "float32", "float64", "three_d", "gqa_off"])
 def test_dispatch_takes_composed_path_outside_flash_conditions(cuda, case):
-    q, k, v = _inputs((1, 2, 2, 6, 6, 16), ember.float32)
+    q, k, v = _inputs((1, 2, 2, 6, 6, 16), ember.float16)
     kw = {}
     if case == "mask":
         kw["attn_mask"] = ember.tensor(np.tril(np.ones((6, 6), bool)))
@@ -196,8 +199,8 @@ def test_dispatch_takes_composed_path_outside_flash_conditions(cuda, case):
         kw["dropout_p"] = 0.5
     elif case == "odd_head_dim":
         q, k, v = (t[..., :12] for t in (q, k, v))
-    elif case == "float64":
-        q, k, v = (t.double() for t in (q, k, v))
+    elif case in ("float32", "float64"):
+        q, k, v = (t.float() if case == "float32" else t.double() for t in (q, k, v))
     elif case == "three_d":
         q, k, v = (t[0] for t in (q, k, v))
     elif case == "gqa_off":  # fewer key/value heads without enable_gqa: the composed path broadcasts them
@@ -208,7 +211,13 @@ def test_dispatch_takes_composed_path_outside_flash_conditions(cuda, case):
     assert _calls(cuda) == before
     if case != "dropout":
         want = F.scaled_dot_product_attention(q, k, v, **kw)  # the CPU
-        np.testing.assert_allclose(_np(out), _np(want), rtol=1e-5, atol=1e-5)
+        tol = 5e-3 if q.dtype == ember.float16 else 1e-5
+        np.testing.assert_allclose(_np(out), _np(want), rtol=tol, atol=tol)
+    # inside the conditions (half types), the same call takes the flash op
+    if case == "odd_head_dim":
+        q, k, v = _inputs((1, 2, 2, 6, 6, 16), ember.float16)
+        F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda())
+        assert cuda == "real" or _calls(cuda)[0] == before[0] + 1
 
 
 def test_op_on_cpu_tensors_runs_the_cpu_kernel():

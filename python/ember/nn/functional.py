@@ -538,13 +538,14 @@ def _fused_attention_applies(query, key, value, attn_mask, dropout_p, enable_gqa
 def _cuda_flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
     """torch's conditions for its CUDA flash kernel, which ember's GPU flash
     op (csrc/cuda/attention.cu) follows: 4-d CUDA tensors of float16 or
-    bfloat16 (float32 too: torch takes its memory-efficient kernel there),
-    no mask, no dropout, one head dim (a multiple of 8, at most 256), equal
-    batch sizes, key/value heads equal to the query's (or dividing them with
-    enable_gqa), nothing empty, unit stride along the head dim."""
+    bfloat16, no mask, no dropout, one head dim (a multiple of 8, at most
+    256), equal batch sizes, key/value heads equal to the query's (or
+    dividing them with enable_gqa), nothing empty, unit stride along the head
+    dim. The op also takes float32, on plain (non tensor-core) kernels that
+    lose to cuBLAS + softmax at training sizes: float32 stays composed."""
     if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or attn_mask is not None or dropout_p > 0.0:
         return False
-    if query.device.type != "cuda" or str(query.dtype).split(".")[-1] not in ("float16", "bfloat16", "float32"):
+    if query.device.type != "cuda" or str(query.dtype).split(".")[-1] not in ("float16", "bfloat16"):
         return False
     d = query.size(-1)
     if not (d == key.size(-1) == value.size(-1)) or d % 8 or d > 256 or key.size(-2) != value.size(-2):
