@@ -256,10 +256,10 @@ PyObject *em_impl_sdpa_flash_cpu_backward(EmCall *c) {
 
 /* ---- torch's CUDA flash op (Note [CUDA attention] in cuda/attention.h).
  * GPU tensors go to the backend's fused kernels in their own dtype (float16,
- * bfloat16, and float32 beyond torch's flash kernel); on CPU tensors (Note
- * [CUDA fallback]'s host twins when the backend has no kernel) the CPU
- * kernel runs. torch returns nine things; ember fills what it has: output,
- * logsumexp (float32), empty int32 cum_seq_q / cum_seq_k (no nested
+ * bfloat16, and float32 beyond torch's flash kernel); float64 (also beyond
+ * torch) raises EmNoCudaKernel, and on CPU tensors (Note [CUDA fallback]'s
+ * host twins) the CPU kernel runs. torch returns nine things; ember fills what it has: output,
+ * logsumexp (float32; float64 for float64 data), empty int32 cum_seq_q / cum_seq_k (no nested
  * tensors), max_q / max_k as 0-d int64 tensors (torch: ints), philox seed
  * and offset as 0-d int64 zeros (no dropout), an empty debug mask. */
 
@@ -277,12 +277,6 @@ static int flash_checks(const char *who, EmTensor *q, EmTensor *k, EmTensor *v, 
         return -1;
     }
     if (check_qkv(who, q, k, v, 0.0) < 0) return -1;
-    EmDType dt = (EmDType)q->dtype;
-    if (dt != EM_FLOAT16 && dt != EM_BFLOAT16 && dt != EM_FLOAT32) {
-        PyErr_Format(PyExc_RuntimeError, "%s: FlashAttention only supports float16, bfloat16 (and in ember "
-                     "float32) data, but got %s", who, em_dtype_ctype(dt));
-        return -1;
-    }
     if (q->sizes[3] > 256) {
         PyErr_Format(PyExc_RuntimeError, "%s: FlashAttention forward only supports head dimension at most 256, "
                      "but got %lld", who, (long long)q->sizes[3]);
@@ -342,7 +336,9 @@ PyObject *em_impl_sdpa_flash(EmCall *c) {
         PyObject *r = cpu_forward(q, k, v, NULL, 0.0, causal, c->args[6]);
         if (!r) return NULL;
         EmTensor *out = (EmTensor *)Py_NewRef(PyTuple_GET_ITEM(r, 0));
-        EmTensor *lse = em_to_dtype((EmTensor *)PyTuple_GET_ITEM(r, 1), EM_FLOAT32, false);
+        /* logsumexp in float32 (float64 for float64 data, beyond torch's kernel) */
+        EmTensor *lse = em_to_dtype((EmTensor *)PyTuple_GET_ITEM(r, 1), q->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32,
+                                    false);
         Py_DECREF(r);
         if (!lse) {
             Py_DECREF(out);
@@ -357,7 +353,8 @@ PyObject *em_impl_sdpa_flash(EmCall *c) {
         }
         return flash_results(out, lse, L, S, em_cpu());
     }
-    if (!em_cuda || !em_cuda->attention_forward) return em_fused_no_kernel(FLASH);
+    /* float64 (beyond torch's kernel) has no GPU kernel: Note [CUDA fallback] runs the CPU one */
+    if (!em_cuda || !em_cuda->attention_forward || q->dtype == EM_FLOAT64) return em_fused_no_kernel(FLASH);
     int err;
     double scale = flash_scale(c->args[6], D, &err);
     if (err < 0) return NULL;
@@ -420,7 +417,7 @@ PyObject *em_impl_sdpa_flash_backward(EmCall *c) {
                      em_dtype_ctype((EmDType)q->dtype));
         return NULL;
     }
-    if (!em_cuda || !em_cuda->attention_backward) return em_fused_no_kernel(FLASH_BW);
+    if (!em_cuda || !em_cuda->attention_backward || q->dtype == EM_FLOAT64) return em_fused_no_kernel(FLASH_BW);
     int err;
     double scale = flash_scale(c->args[14], D, &err);
     if (err < 0) return NULL;
