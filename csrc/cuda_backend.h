@@ -28,7 +28,7 @@ extern "C" {
 
 /* Bumped whenever the table's layout changes: the core refuses a backend
  * built for another layout instead of calling through stale pointers. */
-#define EM_CUDA_ABI 2
+#define EM_CUDA_ABI 3
 #define EM_CUDA_MAX_DIMS 64
 
 #define EM_CUDA_MAX_OPS 6 /* operands of one elementwise kernel, output first */
@@ -160,6 +160,29 @@ typedef struct EmCudaAdam {
     double lr, beta1, beta2, weight_decay, eps;
     bool maximize, decoupled; /* decoupled: AdamW */
 } EmCudaAdam;
+
+/* One fused attention problem (cudaattn; Note [CUDA attention] in
+ * csrc/cuda/attention.h): q (B, H, L, D), k and v (B, Hkv, S, D) with H a
+ * multiple of Hkv (query head h reads key/value head h / (H / Hkv)), each
+ * read through element strides {batch, head, row} with unit stride along D;
+ * out and dout (B, H, L, D) likewise. dtype: float16, bfloat16 or float32
+ * (halves compute in float32). lse: (B, H, L) float32, contiguous: the
+ * natural-log log-sum-exp of each row's scaled scores (-inf for a row that
+ * sees no key). causal: torch's top-left alignment, query i sees keys j <= i.
+ * The backward writes dq (B, H, L, D), dk and dv (B, Hkv, S, D), contiguous,
+ * in dtype. D <= 256. */
+typedef struct EmCudaAttention {
+    int dtype;
+    int64_t B, H, Hkv, L, S, D;
+    double scale;
+    bool causal;
+    const void *q, *k, *v;
+    void *out;        /* written by the forward, read by the backward */
+    const void *dout; /* backward only */
+    int64_t sq[3], sk[3], sv[3], so[3], sdo[3];
+    float *lse;
+    void *dq, *dk, *dv;
+} EmCudaAttention;
 
 typedef struct EmCudaBackend {
     int abi;            /* EM_CUDA_ABI */
@@ -388,6 +411,12 @@ typedef struct EmCudaBackend {
      * in[o, i, :] for cum[i] <= j < cum[i + 1]. Elements are moved as bits. */
     int (*repeat_interleave)(int dev, int dtype, void *out, const void *in, int64_t outer, int64_t n,
                              int64_t inner, const int64_t *cum, int64_t total);
+
+    /* ---- attention (cudaattn): flash attention (Note [CUDA attention]);
+     * the launch returns when queued. The backward allocates its float32
+     * scratch (dq accumulator, rowsum(dout * out)) from the caching allocator. */
+    int (*attention_forward)(int dev, const EmCudaAttention *a);
+    int (*attention_backward)(int dev, const EmCudaAttention *a);
 } EmCudaBackend;
 
 

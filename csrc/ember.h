@@ -612,7 +612,7 @@ typedef enum {
     EM_NUM_OPS
 } EmOpId;
 
-#define EM_MAX_PARAMS 12
+#define EM_MAX_PARAMS 16 /* torch's _scaled_dot_product_flash_attention_backward has 15 */
 
 typedef enum {
     EM_ARG_TENSOR, EM_ARG_TENSOR_OR_NUMBER, EM_ARG_NUMBER, EM_ARG_INT, EM_ARG_FLOAT,

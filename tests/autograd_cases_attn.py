@@ -7,6 +7,7 @@ from autograd_common import _calls, _ts, _vals
 
 DB_KINDS = set()
 OP = "_scaled_dot_product_flash_attention_for_cpu"
+FLASH = "_scaled_dot_product_flash_attention"
 Q = _ts(_vals(("attn_q",), (2, 4, 3, 5)))
 K = _ts(_vals(("attn_k",), (2, 2, 6, 5)))
 V = _ts(_vals(("attn_v",), (2, 2, 6, 5)))
@@ -25,6 +26,12 @@ EXTRA = {
     + _calls(OP, lambda L, q, k, v: _sdpa(L, q, k, v, is_causal=True, enable_gqa=True), Q, K, V, desc="gqa")
     + _calls(OP, lambda L, q, k, v, m: _sdpa(L, q, k, v, attn_mask=m, scale=0.7), Q, K4, V4, ADD,
              desc="additive mask, scale"),
+    # torch's CUDA flash op (cudaattn): on CPU float64 tensors ember runs the CPU kernel (Note [CUDA
+    # fallback]'s host twins), which gradchecks its formula; torch has no CPU kernel for it
+    FLASH: _calls(FLASH, lambda L, q, k, v: L._C._scaled_dot_product_flash_attention(q, k, v, 0.0, True)[0], Q,
+                  K4, V4, layouts=("contig", "expand"), torch_ref=False, desc="causal")
+    + _calls(FLASH, lambda L, q, k, v: L._C._scaled_dot_product_flash_attention(q, k, v, scale=0.7)[0], Q, K, V,
+             torch_ref=False, desc="gqa, scale"),
 }
 INPLACE_VIEW_EXTRA = []
 GG = []  # the fused backward is not differentiable (torch's too): tests/test_nn_attention_fused.py

@@ -3456,6 +3456,50 @@ OPS += [OpInfo(n, None, kind="nn", dtypes=FLOATS, unsupported=None, variants="F"
         for n in ("_scaled_dot_product_flash_attention_for_cpu",
                   "_scaled_dot_product_flash_attention_for_cpu_backward")]
 
+
+# torch's CUDA flash op and its backward (cudaattn: csrc/ops/attention.c): on
+# CPU tensors ember runs the CPU kernel (what Note [CUDA fallback] does on host
+# twins), so the table checks that path; torch has no CPU kernel for these
+# ops, so its side runs its CPU flash op on the same operands. The GPU kernels:
+# tests/test_cuda_attention.py.
+def _flash_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    out = []
+    for (B, H, Hk, L, S, D), causal in (((2, 2, 2, 3, 5, 8), False), ((1, 4, 2, 5, 3, 8), True)):
+        q, k, v = (TS(rng.uniform(-1, 1, sh), dtype) for sh in ((B, H, L, D), (B, Hk, S, D), (B, Hk, S, D)))
+        if op.name == "_scaled_dot_product_flash_attention":
+            out.append(Sample((q, k, v, 0.0, causal)))
+            continue
+        o, lse = np_attention(q.values, k.values, v.values, None, causal)
+        g = TS(rng.uniform(-1, 1, (B, H, L, D)), dtype)
+        out.append(Sample((g, q, k, v, TS(o, dtype, False), TS(lse, "float32", False), None, None, L, S, 0.0,
+                           causal, None, None)))
+    return out
+
+
+def _flash_expect(op, sample, values):
+    a, dt = list(values), sample.args[0].dtype
+    if op.name == "_scaled_dot_product_flash_attention":
+        o, lse = np_attention(a[0], a[1], a[2], None, a[4])
+        return (quantize(o, dt), lse), (dt, "float32")
+    return tuple(quantize(r, dt) for r in np_attention(a[1], a[2], a[3], None, a[11], grad_out=a[0])), dt
+
+
+def _flash_call(name):
+    def run(L, *a):
+        if L.__name__ == "ember":
+            return getattr(L._C, name)(*a)[:2 if name == "_scaled_dot_product_flash_attention" else 3]
+        if name == "_scaled_dot_product_flash_attention":
+            return L.ops.aten._scaled_dot_product_flash_attention_for_cpu(*a[:5])
+        return L.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(*a[:6], a[10], a[11])
+    return run
+
+
+OPS += [OpInfo(n, None, kind="nn", dtypes=("float32", "float16", "bfloat16"), unsupported=None, variants="F",
+               samples=_flash_samples, expect=_flash_expect, call=_flash_call(n), layouts=("contig", "T", "slice"),
+               tol=_ATTN_TOL)
+        for n in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward")]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 
 

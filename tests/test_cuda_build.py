@@ -96,6 +96,8 @@ class Backend(C.Structure):
         "sort_rows", "select_rows", "scan", "search", "unique")]
     _fields_ += [(name, VP) for name in (  # shape kernels (cudashape): tests/test_cuda_shape.py
         "arange_fill", "linspace_fill", "tri_mask", "repeat_interleave")]
+    _fields_ += [(name, VP) for name in (  # attention (cudaattn): tests/test_cuda_attention.py
+        "attention_forward", "attention_backward")]
 
 
 def _backend():

@@ -1,5 +1,5 @@
 /* derivatives_attn.c — the backward of the fused CPU attention
- * (ops/attention.c): one call of its fused backward op, which recomputes
+ * (ops/attention.c) and of torch's CUDA flash op: one call of its fused backward op, which recomputes
  * the probabilities block by block from the saved logsumexp. As in torch,
  * the logsumexp output carries no gradient and the fused backward is not
  * differentiable again (it has no formula of its own): under create_graph
@@ -11,22 +11,21 @@
 /* torch's fused backward has no formula: under create_graph its results
  * get a node of this kind, which raises when a gradient reaches it */
 static int bw_not_implemented(EmNode *n, EmTensor **go, EmTensor **gi) {
-    (void)n, (void)go, (void)gi;
-    PyErr_SetString(PyExc_RuntimeError,
-                    "derivative for aten::_scaled_dot_product_flash_attention_for_cpu_backward is not implemented");
+    (void)go, (void)gi;
+    PyErr_Format(PyExc_RuntimeError, "derivative for aten::%s is not implemented", em_op_defs[n->op].name);
     return -1;
 }
 
 /* res: (dq, dk, dv) from the fused backward of ins (grad_out, q, k, v);
  * when some of ins take part in the graph, the results hang off a
  * "NotImplemented" node with edges to them (torch's behaviour). */
-static int attach_not_implemented(PyObject *res, PyObject **ins, int nin) {
+static int attach_not_implemented(PyObject *res, PyObject **ins, int nin, EmOpId op) {
     bool any = false;
     for (int i = 0; i < nin; i++) any |= em_requires_grad((EmTensor *)ins[i]);
     if (!any) return 0;
     EmNode *nd = em_node_new(EM_NODE_OP, "NotImplemented", nin, 3);
     if (!nd) return -1;
-    nd->op = EM_OP__scaled_dot_product_flash_attention_for_cpu_backward;
+    nd->op = op;
     nd->backward = bw_not_implemented;
     int rc = -1;
     for (int i = 0; i < nin; i++) {
@@ -55,7 +54,29 @@ static int bw_sdpa_flash_cpu(EmNode *n, EmTensor **go, EmTensor **gi) {
     PyObject *args[10] = {G(0), IN(0), IN(1), IN(2), OUT(0), OUT(1), ARG(3), ARG(4), optional_in(S, n, 3), ARG(6)};
     PyObject *r = call_n(S, EM_OP__scaled_dot_product_flash_attention_for_cpu_backward, 10, args);
     if (!r) END;
-    if (em_grad_enabled() && attach_not_implemented(r, args, 4) < 0) {
+    if (em_grad_enabled() && attach_not_implemented(r, args, 4, EM_OP__scaled_dot_product_flash_attention_for_cpu_backward) < 0) {
+        sc.failed = true;
+        END;
+    }
+    for (int k = 0; k < 3; k++)
+        if (need(n, k)) SET(k, PyTuple_GET_ITEM(r, k));
+    END;
+}
+
+/* _scaled_dot_product_flash_attention(query, key, value, dropout_p,
+ * is_causal, return_debug_mask, *, scale) (the CUDA op): its backward op
+ * with the forward's output and logsumexp; max_q / max_k from the inputs. */
+static int bw_sdpa_flash(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (!G(0) || !(need(n, 0) || need(n, 1) || need(n, 2))) END;
+    PyObject *args[15] = {G(0), IN(0), IN(1), IN(2), OUT(0), OUT(1), Py_None, Py_None,
+                          INT(em_meta_sizes(&n->in_meta[0])[2]), INT(em_meta_sizes(&n->in_meta[1])[2]), ARG(3),
+                          ARG(4), Py_None, Py_None, ARG(6)};
+    for (int i = 0; i < 15; i++)
+        if (!args[i]) END;
+    PyObject *r = call_n(S, EM_OP__scaled_dot_product_flash_attention_backward, 15, args);
+    if (!r) END;
+    if (em_grad_enabled() && attach_not_implemented(r, args, 4, EM_OP__scaled_dot_product_flash_attention_backward) < 0) {
         sc.failed = true;
         END;
     }
@@ -67,6 +88,8 @@ static int bw_sdpa_flash_cpu(EmNode *n, EmTensor **go, EmTensor **gi) {
 static const EmFormula formulas[] = {
     FORMULA(_scaled_dot_product_flash_attention_for_cpu, IN0 | IN1 | IN2 | EM_SAVE_IN(3) | SOUT, bw_sdpa_flash_cpu,
             "ScaledDotProductFlashAttentionForCpuBackward0")
+    FORMULA(_scaled_dot_product_flash_attention, IN0 | IN1 | IN2 | SOUT, bw_sdpa_flash,
+            "ScaledDotProductFlashAttentionBackward0")
 };
 
 void em_formulas_attn(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

@@ -20,6 +20,7 @@
 #include "../cuda/philox.h"
 #include "../cuda/sort_logic.h"
 #include "../cpu/cross_entropy.h"
+#include "../cpu/attention.h"
 #include "../ops/fused_gpu.h"
 #include <math.h>
 #include <dlfcn.h>
@@ -292,7 +293,7 @@ static int fake_random_fill(int dev, int kind, int dtype, void *out, int64_t num
  * (_C._cuda_fake_kernel_calls()). */
 static const char *fused_names[] = {"softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
                                     "cross_entropy", "cross_entropy_backward", "adam", "embedding",
-                                    "embedding_backward"};
+                                    "embedding_backward", "attention_forward", "attention_backward"};
 enum { NFUSED = sizeof fused_names / sizeof fused_names[0] };
 static int64_t fused_calls[NFUSED];
 
@@ -919,6 +920,98 @@ static int fake_repeat_interleave(int dev, int dtype, void *out, const void *in,
 }
 
 
+/* ---- attention (cudaattn) on the fake: the CPU flash kernel (cpu/attention.c)
+ * in float32 on float32 copies of host views of the untagged memory; results
+ * are cast back into the entry's dtype and strides. */
+/* a (B, heads, rows, D) view of device memory p with element strides s (new reference) */
+static EmTensor *attn_fake_view(const void *p, int dtype, int64_t B, int64_t heads, int64_t rows, int64_t D,
+                                const int64_t *s) {
+    const int64_t sizes[4] = {B, heads, rows, D}, strides[4] = {s[0], s[1], s[2], 1};
+    int64_t ext;
+    if (em_extent_checked(4, sizes, strides, &ext) < 0) return NULL;
+    EmStorage *st = em_storage_wrap(untag(p), ext * em_itemsize((EmDType)dtype), em_cpu(), NULL);
+    EmTensor *t = st ? em_tensor_alloc(&EmTensorType, st, 0, 4, sizes, strides, (EmDType)dtype) : NULL;
+    Py_XDECREF(st);
+    return t;
+}
+
+/* the float32, contiguous copy of a view, as a kernel operand (new reference) */
+static EmTensor *attn_fake_f32(const void *p, int dtype, int64_t B, int64_t heads, int64_t rows, int64_t D,
+                               const int64_t *s, EmAttnOperand *op) {
+    EmTensor *v = attn_fake_view(p, dtype, B, heads, rows, D, s);
+    EmTensor *f = v ? em_to_dtype(v, EM_FLOAT32, true) : NULL;
+    EmTensor *c = f ? em_contiguous(f) : NULL;
+    Py_XDECREF(v);
+    Py_XDECREF(f);
+    if (c && op) *op = (EmAttnOperand){em_data(c), c->strides[0], c->strides[1], c->strides[2]};
+    return c;
+}
+
+/* dst (device view) = src (host float32 tensor) cast to dtype. 0 / -1 */
+static int attn_fake_store(void *p, int dtype, const int64_t *s, EmTensor *src) {
+    EmTensor *v = attn_fake_view(p, dtype, src->sizes[0], src->sizes[1], src->sizes[2], src->sizes[3], s);
+    int r = v ? em_copy_(v, (PyObject *)src) : -1;
+    Py_XDECREF(v);
+    return r;
+}
+
+static EmAttn attn_fake_problem(const EmCudaAttention *a) {
+    return (EmAttn){.dt = EM_FLOAT32, .B = a->B, .H = a->H, .Hk = a->Hkv, .L = a->L, .S = a->S, .D = a->D,
+                    .Dv = a->D, .causal = a->causal, .scale = a->scale};
+}
+
+static int fake_attention_forward(int dev, const EmCudaAttention *a) {
+    fused_calls[9]++;
+    if (a->dtype != EM_FLOAT16 && a->dtype != EM_BFLOAT16 && a->dtype != EM_FLOAT32)
+        return fake_fail("attention forward: dtype is not float16, bfloat16 or float32");
+    EmAttn p = attn_fake_problem(a);
+    EmTensor *q = attn_fake_f32(a->q, a->dtype, a->B, a->H, a->L, a->D, a->sq, &p.q);
+    EmTensor *k = q ? attn_fake_f32(a->k, a->dtype, a->B, a->Hkv, a->S, a->D, a->sk, &p.k) : NULL;
+    EmTensor *v = k ? attn_fake_f32(a->v, a->dtype, a->B, a->Hkv, a->S, a->D, a->sv, &p.v) : NULL;
+    const int64_t os[4] = {a->B, a->H, a->L, a->D};
+    EmTensor *out = v ? em_empty(4, os, EM_FLOAT32, em_cpu()) : NULL;
+    int r = -1;
+    if (out && em_cpu_attention_forward(&p, em_data(out), untag(a->lse)) == 0) {
+        if (a->S == 0) /* the kernels' contract: a row that sees no key has lse -inf */
+            for (int64_t i = 0; i < a->B * a->H * a->L; i++) ((float *)untag(a->lse))[i] = -INFINITY;
+        r = attn_fake_store(a->out, a->dtype, a->so, out);
+    }
+    Py_XDECREF(q);
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    Py_XDECREF(out);
+    return fake_done(r, "attention forward failed");
+}
+
+static int fake_attention_backward(int dev, const EmCudaAttention *a) {
+    fused_calls[10]++;
+    if (a->dtype != EM_FLOAT16 && a->dtype != EM_BFLOAT16 && a->dtype != EM_FLOAT32)
+        return fake_fail("attention backward: dtype is not float16, bfloat16 or float32");
+    EmAttn p = attn_fake_problem(a);
+    EmAttnOperand go, oo;
+    EmTensor *t[8] = {NULL};
+    int r = -1;
+    const int64_t qs[4] = {a->B, a->H, a->L, a->D}, ks[4] = {a->B, a->Hkv, a->S, a->D};
+    const int64_t cq[3] = {a->H * a->L * a->D, a->L * a->D, a->D}, ck[3] = {a->Hkv * a->S * a->D, a->S * a->D, a->D};
+    if (!(t[0] = attn_fake_f32(a->q, a->dtype, a->B, a->H, a->L, a->D, a->sq, &p.q)) ||
+        !(t[1] = attn_fake_f32(a->k, a->dtype, a->B, a->Hkv, a->S, a->D, a->sk, &p.k)) ||
+        !(t[2] = attn_fake_f32(a->v, a->dtype, a->B, a->Hkv, a->S, a->D, a->sv, &p.v)) ||
+        !(t[3] = attn_fake_f32(a->out, a->dtype, a->B, a->H, a->L, a->D, a->so, &oo)) ||
+        !(t[4] = attn_fake_f32(a->dout, a->dtype, a->B, a->H, a->L, a->D, a->sdo, &go)) ||
+        !(t[5] = em_zeros(4, qs, EM_FLOAT32, em_cpu())) || !(t[6] = em_zeros(4, ks, EM_FLOAT32, em_cpu())) ||
+        !(t[7] = em_zeros(4, ks, EM_FLOAT32, em_cpu())))
+        goto done;
+    if (em_cpu_attention_backward(&p, &go, &oo, untag(a->lse), em_data(t[5]), em_data(t[6]), em_data(t[7])) < 0)
+        goto done;
+    if (attn_fake_store(a->dq, a->dtype, cq, t[5]) < 0 || attn_fake_store(a->dk, a->dtype, ck, t[6]) < 0 ||
+        attn_fake_store(a->dv, a->dtype, ck, t[7]) < 0)
+        goto done;
+    r = 0;
+done:
+    for (int i = 0; i < 8; i++) Py_XDECREF(t[i]);
+    return fake_done(r, "attention backward failed");
+}
+
 static const EmCudaBackend fake = {
     .abi = EM_CUDA_ABI,
     .name = "fake",
@@ -983,6 +1076,9 @@ static const EmCudaBackend fake = {
     .linspace_fill = fake_linspace_fill,
     .tri_mask = fake_tri_mask,
     .repeat_interleave = fake_repeat_interleave,
+    /* attention (cudaattn) */
+    .attention_forward = fake_attention_forward,
+    .attention_backward = fake_attention_backward,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {

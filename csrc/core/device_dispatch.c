@@ -75,7 +75,10 @@ int em_device_dispatch_init(void) {
     /* fused nn ops with a GPU branch that raises EmNoCudaKernel when the backend lacks the kernel */
     static const char *fused[] = {"softmax", "log_softmax", "_softmax_backward_data", "_native_layer_norm",
                                   "_native_layer_norm_backward", "_rms_norm", "_cross_entropy",
-                                  "_cross_entropy_backward", "_fused_adam_", "_fused_adamw_", "embedding", NULL};
+                                  "_cross_entropy_backward", "_fused_adam_", "_fused_adamw_", "embedding",
+                                  /* cudaattn: ops/attention.c */
+                                  "_scaled_dot_product_flash_attention",
+                                  "_scaled_dot_product_flash_attention_backward", NULL};
     /* indexing (cudaindex): the loops run on the device through index_gpu.h, or the front-end
      * raises EmNoCudaKernel before writing when the backend lacks the entries */
     static const char *indexing[] = {"index_select", "gather", "scatter", "scatter_add", "scatter_reduce",

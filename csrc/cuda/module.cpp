@@ -10,10 +10,12 @@
  * elementwise.cu (Note [CUDA elementwise]), random.cu (Note [GPU random
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
  * norm, cross-entropy, Adam, embedding), index.cu (Note [CUDA indexing]),
- * sort.cu (Note [CUDA sort]), shape.cu (Note [CUDA shape kernels]). */
+ * sort.cu (Note [CUDA sort]), shape.cu (Note [CUDA shape kernels]), attention.cu
+ * (Note [CUDA attention]). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "attention.h"
 #include "elementwise.h"
 #include "index.h"
 #include "nn_fused.h"
@@ -86,6 +88,9 @@ static const EmCudaBackend backend = {
     em_cuda_linspace_fill,
     em_cuda_tri_mask,
     em_cuda_repeat_interleave,
+    /* attention (cudaattn) */
+    em_cuda_attention_forward,
+    em_cuda_attention_backward,
 };
 
 static struct PyModuleDef module = {

@@ -6,9 +6,12 @@
  * (Note [attention layout]). F.scaled_dot_product_attention picks this op
  * where torch picks its CPU flash kernel. Beyond torch's op, the mask may
  * also be bool (true takes part), and the backward takes attn_mask and
- * scale positionally too. Backward formula: autograd/derivatives_attn.c. */
+ * scale positionally too. Backward formula: autograd/derivatives_attn.c.
+ * Also torch's CUDA op _scaled_dot_product_flash_attention and its backward
+ * (the GPU kernels: cuda/attention.cu). */
 #include "../ember.h"
 #include "../cpu/attention.h"
+#include "fused_gpu.h"
 #include <math.h>
 
 
@@ -53,21 +56,15 @@ static EmTensor *operand(Owned *o, EmTensor *t, EmDType ct, EmAttnOperand *op) {
     return x;
 }
 
-/* The checks shared by forward and backward, then the problem p with its
- * operands (owned by o). q, k, v, mask as given by the user. */
-static int setup(EmAttn *p, Owned *o, EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *mask, double dropout,
-                 bool causal, PyObject *scale_arg) {
-    const char *who = "scaled_dot_product_attention_flash_attention";
+/* The checks the CPU and CUDA ops share (torch's messages): 4-d, one
+ * floating dtype, (B, H, L, D) / (B, Hk, S, D) shapes, Hk dividing H. */
+static int check_qkv(const char *who, EmTensor *q, EmTensor *k, EmTensor *v, double dropout) {
     if (dropout > 0) {
         PyErr_Format(PyExc_RuntimeError, "%s: Currently do not support dropout > 0", who);
         return -1;
     }
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4) {
         PyErr_Format(PyExc_RuntimeError, "%s: Accept only 4 dims inputs shape of {B, H, T, K}", who);
-        return -1;
-    }
-    if (!em_is_cpu(q) || !em_is_cpu(k) || !em_is_cpu(v) || (mask && !em_is_cpu(mask))) {
-        PyErr_Format(PyExc_RuntimeError, "%s: the fused CPU kernel takes CPU tensors only", who);
         return -1;
     }
     if (q->dtype != k->dtype || q->dtype != v->dtype) {
@@ -93,6 +90,19 @@ static int setup(EmAttn *p, Owned *o, EmTensor *q, EmTensor *k, EmTensor *v, EmT
     }
     if (k->sizes[1] == 0 ? q->sizes[1] != 0 : q->sizes[1] % k->sizes[1] != 0) {
         PyErr_SetString(PyExc_RuntimeError, "Number of heads in key and value must divide the number of heads in query");
+        return -1;
+    }
+    return 0;
+}
+
+/* The checks shared by forward and backward, then the problem p with its
+ * operands (owned by o). q, k, v, mask as given by the user. */
+static int setup(EmAttn *p, Owned *o, EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *mask, double dropout,
+                 bool causal, PyObject *scale_arg) {
+    const char *who = "scaled_dot_product_attention_flash_attention";
+    if (check_qkv(who, q, k, v, dropout) < 0) return -1;
+    if (!em_is_cpu(q) || !em_is_cpu(k) || !em_is_cpu(v) || (mask && !em_is_cpu(mask))) {
+        PyErr_Format(PyExc_RuntimeError, "%s: the fused CPU kernel takes CPU tensors only", who);
         return -1;
     }
     EmDType ct = em_compute_dtype((EmDType)q->dtype);
@@ -148,17 +158,14 @@ static EmTensor *to_user(EmTensor *t, EmDType dt) {
 
 static bool big(const EmAttn *p) { return em_cpu_attention_work(p) >= 65536.0; }
 
-/* (query, key, value, dropout_p, is_causal, *, attn_mask, scale) -> (output, logsumexp) */
-PyObject *em_impl_sdpa_flash_cpu(EmCall *c) {
-    EmTensor *q = em_arg_tensor(c, 0), *k = em_arg_tensor(c, 1), *v = em_arg_tensor(c, 2);
-    double dropout;
-    bool causal;
-    if (em_arg_float(c, 3, &dropout) < 0 || em_arg_bool(c, 4, &causal) < 0) return NULL;
+/* The CPU forward: (output in q's dtype, logsumexp in the compute dtype) */
+static PyObject *cpu_forward(EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *mask, double dropout, bool causal,
+                             PyObject *scale_arg) {
     EmAttn p;
     Owned o = {{0}, 0};
     EmTensor *out = NULL, *lse = NULL;
     PyObject *res = NULL;
-    if (setup(&p, &o, q, k, v, em_arg_tensor(c, 5), dropout, causal, c->args[6]) < 0) goto done;
+    if (setup(&p, &o, q, k, v, mask, dropout, causal, scale_arg) < 0) goto done;
     const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], v->sizes[3]};
     if (!(out = em_empty(4, os, p.dt, em_cpu())) || !(lse = em_empty(3, os, p.dt, em_cpu()))) goto done;
     PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
@@ -177,34 +184,38 @@ done:
     return res;
 }
 
-static int expect_shape(EmTensor *t, const char *what, int nd, const int64_t *s) {
+/* (query, key, value, dropout_p, is_causal, *, attn_mask, scale) -> (output, logsumexp) */
+PyObject *em_impl_sdpa_flash_cpu(EmCall *c) {
+    double dropout;
+    bool causal;
+    if (em_arg_float(c, 3, &dropout) < 0 || em_arg_bool(c, 4, &causal) < 0) return NULL;
+    return cpu_forward(em_arg_tensor(c, 0), em_arg_tensor(c, 1), em_arg_tensor(c, 2), em_arg_tensor(c, 5), dropout,
+                       causal, c->args[6]);
+}
+
+static int expect_shape(const char *who, EmTensor *t, const char *what, int nd, const int64_t *s) {
     bool ok = t->ndim == nd;
     for (int d = 0; ok && d < nd; d++) ok = t->sizes[d] == s[d];
     if (ok) return 0;
     char a[128];
     em_shape_str(t->ndim, t->sizes, a, sizeof a);
-    PyErr_Format(PyExc_RuntimeError, "_scaled_dot_product_flash_attention_for_cpu_backward: %s of shape %s does "
-                 "not fit the forward's (expected %d dims: [%lld, %lld, %lld%s])", what, a, nd, (long long)s[0],
-                 (long long)s[1], (long long)s[2], nd == 4 ? ", Dv" : "");
+    PyErr_Format(PyExc_RuntimeError, "%s: %s of shape %s does not fit the forward's (expected %d dims: [%lld, "
+                 "%lld, %lld%s])", who, what, a, nd, (long long)s[0], (long long)s[1], (long long)s[2],
+                 nd == 4 ? ", Dv" : "");
     return -1;
 }
 
-/* (grad_out, query, key, value, out, logsumexp, dropout_p, is_causal,
- *  attn_mask, scale) -> (grad_query, grad_key, grad_value) */
-PyObject *em_impl_sdpa_flash_cpu_backward(EmCall *c) {
-    EmTensor *g = em_arg_tensor(c, 0), *q = em_arg_tensor(c, 1), *k = em_arg_tensor(c, 2), *v = em_arg_tensor(c, 3);
-    EmTensor *out = em_arg_tensor(c, 4), *lse = em_arg_tensor(c, 5);
-    double dropout;
-    bool causal;
-    if (em_arg_float(c, 6, &dropout) < 0 || em_arg_bool(c, 7, &causal) < 0) return NULL;
+/* The CPU backward: (grad_query, grad_key, grad_value) in q's dtype */
+static PyObject *cpu_backward(const char *who, EmTensor *g, EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *out,
+                              EmTensor *lse, EmTensor *mask, double dropout, bool causal, PyObject *scale_arg) {
     EmAttn p;
     Owned o = {{0}, 0};
     EmTensor *dq = NULL, *dk = NULL, *dv = NULL, *lc = NULL;
     PyObject *res = NULL;
-    if (setup(&p, &o, q, k, v, em_arg_tensor(c, 8), dropout, causal, c->args[9]) < 0) goto done;
+    if (setup(&p, &o, q, k, v, mask, dropout, causal, scale_arg) < 0) goto done;
     const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], v->sizes[3]};
-    if (expect_shape(g, "grad_out", 4, os) < 0 || expect_shape(out, "out", 4, os) < 0 ||
-        expect_shape(lse, "logsumexp", 3, os) < 0)
+    if (expect_shape(who, g, "grad_out", 4, os) < 0 || expect_shape(who, out, "out", 4, os) < 0 ||
+        expect_shape(who, lse, "logsumexp", 3, os) < 0)
         goto done;
     EmAttnOperand go, oo;
     if (!operand(&o, g, p.dt, &go) || !operand(&o, out, p.dt, &oo)) goto done;
@@ -230,4 +241,222 @@ done:
     Py_XDECREF(dk);
     Py_XDECREF(dv);
     return res;
+}
+
+/* (grad_out, query, key, value, out, logsumexp, dropout_p, is_causal,
+ *  attn_mask, scale) -> (grad_query, grad_key, grad_value) */
+PyObject *em_impl_sdpa_flash_cpu_backward(EmCall *c) {
+    double dropout;
+    bool causal;
+    if (em_arg_float(c, 6, &dropout) < 0 || em_arg_bool(c, 7, &causal) < 0) return NULL;
+    return cpu_backward("_scaled_dot_product_flash_attention_for_cpu_backward", em_arg_tensor(c, 0),
+                        em_arg_tensor(c, 1), em_arg_tensor(c, 2), em_arg_tensor(c, 3), em_arg_tensor(c, 4),
+                        em_arg_tensor(c, 5), em_arg_tensor(c, 8), dropout, causal, c->args[9]);
+}
+
+/* ---- torch's CUDA flash op (Note [CUDA attention] in cuda/attention.h).
+ * GPU tensors go to the backend's fused kernels in their own dtype (float16,
+ * bfloat16, and float32 beyond torch's flash kernel); float64 (also beyond
+ * torch) raises EmNoCudaKernel, and on CPU tensors (Note [CUDA fallback]'s
+ * host twins) the CPU kernel runs. torch returns nine things; ember fills what it has: output,
+ * logsumexp (float32; float64 for float64 data), empty int32 cum_seq_q / cum_seq_k (no nested
+ * tensors), max_q / max_k as 0-d int64 tensors (torch: ints), philox seed
+ * and offset as 0-d int64 zeros (no dropout), an empty debug mask. */
+
+static const char *FLASH = "_scaled_dot_product_flash_attention";
+static const char *FLASH_BW = "_scaled_dot_product_flash_attention_backward";
+
+static int flash_checks(const char *who, EmTensor *q, EmTensor *k, EmTensor *v, double dropout, bool debug) {
+    if (dropout > 0) {
+        PyErr_Format(PyExc_RuntimeError, "%s: dropout_p > 0 is not supported by ember's kernel (got %g)", who,
+                     dropout);
+        return -1;
+    }
+    if (debug) {
+        PyErr_Format(PyExc_RuntimeError, "%s: return_debug_mask=True is not supported by ember's kernel", who);
+        return -1;
+    }
+    if (check_qkv(who, q, k, v, 0.0) < 0) return -1;
+    if (q->sizes[3] > 256) {
+        PyErr_Format(PyExc_RuntimeError, "%s: FlashAttention forward only supports head dimension at most 256, "
+                     "but got %lld", who, (long long)q->sizes[3]);
+        return -1;
+    }
+    return 0;
+}
+
+static double flash_scale(PyObject *scale_arg, int64_t D, int *err) {
+    *err = 0;
+    if (!scale_arg || scale_arg == Py_None) return D > 0 ? 1.0 / sqrt((double)D) : INFINITY;
+    double s = PyFloat_AsDouble(scale_arg);
+    if (s == -1.0 && PyErr_Occurred()) *err = -1;
+    return s;
+}
+
+/* t on the device with unit last stride (itself, or a contiguous copy owned
+ * by o); its element strides {batch, head, row} into s. */
+static EmTensor *gpu_operand(Owned *o, EmTensor *t, int64_t *s) {
+    EmTensor *x = t;
+    if (t->strides[3] != 1 && t->sizes[3] > 1 && !(x = own(o, em_contiguous(t)))) return NULL;
+    for (int d = 0; d < 3; d++) s[d] = x->strides[d];
+    return x;
+}
+
+/* The nine results around (out, lse); steals both. */
+static PyObject *flash_results(EmTensor *out, EmTensor *lse, int64_t L, int64_t S, EmDevice dev) {
+    const int64_t zero = 0;
+    PyObject *items[9] = {(PyObject *)out, (PyObject *)lse};
+    items[2] = (PyObject *)em_empty(1, &zero, EM_INT32, dev);
+    items[3] = (PyObject *)em_empty(1, &zero, EM_INT32, dev);
+    items[4] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = L}}, EM_INT64, em_cpu());
+    items[5] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = S}}, EM_INT64, em_cpu());
+    items[6] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = 0}}, EM_INT64, em_cpu());
+    items[7] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = 0}}, EM_INT64, em_cpu());
+    items[8] = (PyObject *)em_empty(1, &zero, (EmDType)out->dtype, dev);
+    PyObject *res = PyTuple_New(9);
+    for (int i = 0; i < 9; i++) {
+        if (!items[i]) Py_CLEAR(res);
+        if (res) PyTuple_SET_ITEM(res, i, items[i]);
+        else Py_XDECREF(items[i]);
+    }
+    return res;
+}
+
+/* (query, key, value, dropout_p, is_causal, return_debug_mask, *, scale) ->
+ * (output, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, philox_seed, philox_offset, debug_attn_mask) */
+PyObject *em_impl_sdpa_flash(EmCall *c) {
+    EmTensor *q = em_arg_tensor(c, 0), *k = em_arg_tensor(c, 1), *v = em_arg_tensor(c, 2);
+    double dropout;
+    bool causal, debug;
+    if (em_arg_float(c, 3, &dropout) < 0 || em_arg_bool(c, 4, &causal) < 0 || em_arg_bool(c, 5, &debug) < 0)
+        return NULL;
+    if (flash_checks(FLASH, q, k, v, dropout, debug) < 0) return NULL;
+    const int64_t B = q->sizes[0], H = q->sizes[1], L = q->sizes[2], S = k->sizes[2], D = q->sizes[3];
+    if (em_is_cpu(q) && em_is_cpu(k) && em_is_cpu(v)) {
+        PyObject *r = cpu_forward(q, k, v, NULL, 0.0, causal, c->args[6]);
+        if (!r) return NULL;
+        EmTensor *out = (EmTensor *)Py_NewRef(PyTuple_GET_ITEM(r, 0));
+        /* logsumexp in float32 (float64 for float64 data, beyond torch's kernel) */
+        EmTensor *lse = em_to_dtype((EmTensor *)PyTuple_GET_ITEM(r, 1), q->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32,
+                                    false);
+        Py_DECREF(r);
+        if (!lse) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (S == 0) { /* the GPU kernels' contract: a row that sees no key has lse -inf */
+            if (em_fill_(lse, (EmScalar){'f', {.f = -INFINITY}}) < 0) {
+                Py_DECREF(out);
+                Py_DECREF(lse);
+                return NULL;
+            }
+        }
+        return flash_results(out, lse, L, S, em_cpu());
+    }
+    /* float64 (beyond torch's kernel) has no GPU kernel: Note [CUDA fallback] runs the CPU one */
+    if (!em_cuda || !em_cuda->attention_forward || q->dtype == EM_FLOAT64) return em_fused_no_kernel(FLASH);
+    int err;
+    double scale = flash_scale(c->args[6], D, &err);
+    if (err < 0) return NULL;
+    EmCudaAttention a = {.dtype = q->dtype, .B = B, .H = H, .Hkv = k->sizes[1], .L = L, .S = S, .D = D,
+                         .scale = scale, .causal = causal};
+    if (a.Hkv == 0) a.Hkv = 1, a.H = 0; /* no heads: nothing to compute */
+    Owned o = {{0}, 0};
+    EmTensor *out = NULL, *lse = NULL, *ot = NULL, *x;
+    EmDevice dev = em_device(q);
+    if (!(x = gpu_operand(&o, q, a.sq))) goto fail;
+    a.q = em_data(x);
+    if (!(x = gpu_operand(&o, k, a.sk))) goto fail;
+    a.k = em_data(x);
+    if (!(x = gpu_operand(&o, v, a.sv))) goto fail;
+    a.v = em_data(x);
+    /* output rows laid out (B, L, H, D), as torch's kernel does: attention's
+     * usual transpose(1, 2).reshape(B, L, H * D) afterwards is then a view */
+    const int64_t blhd[4] = {B, L, H, D}, bhl[3] = {B, H, L};
+    if (!(ot = em_empty(4, blhd, (EmDType)q->dtype, dev)) || !(out = em_transpose(ot, 1, 2)) ||
+        !(lse = em_empty(3, bhl, EM_FLOAT32, dev)))
+        goto fail;
+    a.out = em_data(out);
+    a.so[0] = out->strides[0], a.so[1] = out->strides[1], a.so[2] = out->strides[2];
+    a.lse = (float *)em_data(lse);
+    if (em_cuda->attention_forward(dev.index, &a) < 0) {
+        em_cuda_error(FLASH);
+        goto fail;
+    }
+    release(&o);
+    Py_DECREF(ot);
+    return flash_results(out, lse, L, S, dev);
+fail:
+    release(&o);
+    Py_XDECREF(ot);
+    Py_XDECREF(out);
+    Py_XDECREF(lse);
+    return NULL;
+}
+
+/* (grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q,
+ *  max_k, dropout_p, is_causal, philox_seed, philox_offset, *, scale)
+ *  -> (grad_query, grad_key, grad_value) */
+PyObject *em_impl_sdpa_flash_backward(EmCall *c) {
+    EmTensor *g = em_arg_tensor(c, 0), *q = em_arg_tensor(c, 1), *k = em_arg_tensor(c, 2), *v = em_arg_tensor(c, 3);
+    EmTensor *out = em_arg_tensor(c, 4), *lse = em_arg_tensor(c, 5);
+    double dropout;
+    bool causal;
+    if (em_arg_float(c, 10, &dropout) < 0 || em_arg_bool(c, 11, &causal) < 0) return NULL;
+    if (flash_checks(FLASH_BW, q, k, v, dropout, false) < 0) return NULL;
+    if (em_is_cpu(q))
+        return cpu_backward(FLASH_BW, g, q, k, v, out, lse, NULL, 0.0, causal, c->args[14]);
+    const int64_t B = q->sizes[0], H = q->sizes[1], L = q->sizes[2], S = k->sizes[2], D = q->sizes[3];
+    const int64_t os[4] = {B, H, L, D};
+    if (expect_shape(FLASH_BW, g, "grad_out", 4, os) < 0 || expect_shape(FLASH_BW, out, "out", 4, os) < 0 ||
+        expect_shape(FLASH_BW, lse, "logsumexp", 3, os) < 0)
+        return NULL;
+    if (g->dtype != q->dtype || out->dtype != q->dtype) {
+        PyErr_Format(PyExc_RuntimeError, "%s: grad_out (%s) and out (%s) must have query's dtype %s", FLASH_BW,
+                     em_dtype_ctype((EmDType)g->dtype), em_dtype_ctype((EmDType)out->dtype),
+                     em_dtype_ctype((EmDType)q->dtype));
+        return NULL;
+    }
+    if (!em_cuda || !em_cuda->attention_backward || q->dtype == EM_FLOAT64) return em_fused_no_kernel(FLASH_BW);
+    int err;
+    double scale = flash_scale(c->args[14], D, &err);
+    if (err < 0) return NULL;
+    EmCudaAttention a = {.dtype = q->dtype, .B = B, .H = H, .Hkv = k->sizes[1], .L = L, .S = S, .D = D,
+                         .scale = scale, .causal = causal};
+    if (a.Hkv == 0) a.Hkv = 1, a.H = 0;
+    Owned o = {{0}, 0};
+    EmTensor *dq = NULL, *dk = NULL, *dv = NULL, *x;
+    EmDevice dev = em_device(q);
+    if (!(x = gpu_operand(&o, q, a.sq))) goto fail;
+    a.q = em_data(x);
+    if (!(x = gpu_operand(&o, k, a.sk))) goto fail;
+    a.k = em_data(x);
+    if (!(x = gpu_operand(&o, v, a.sv))) goto fail;
+    a.v = em_data(x);
+    if (!(x = gpu_operand(&o, out, a.so))) goto fail;
+    a.out = em_data(x);
+    if (!(x = gpu_operand(&o, g, a.sdo))) goto fail;
+    a.dout = em_data(x);
+    if (!(x = own(&o, em_to_dtype(lse, EM_FLOAT32, false))) || !(x = own(&o, em_contiguous(x)))) goto fail;
+    a.lse = (float *)em_data(x);
+    if (!(dq = em_empty(4, q->sizes, (EmDType)q->dtype, dev)) || !(dk = em_empty(4, k->sizes, (EmDType)q->dtype, dev)) ||
+        !(dv = em_empty(4, v->sizes, (EmDType)q->dtype, dev)))
+        goto fail;
+    a.dq = em_data(dq), a.dk = em_data(dk), a.dv = em_data(dv);
+    if (em_cuda->attention_backward(dev.index, &a) < 0) {
+        em_cuda_error(FLASH_BW);
+        goto fail;
+    }
+    release(&o);
+    PyObject *res = PyTuple_Pack(3, dq, dk, dv);
+    Py_DECREF(dq);
+    Py_DECREF(dk);
+    Py_DECREF(dv);
+    return res;
+fail:
+    release(&o);
+    Py_XDECREF(dq);
+    Py_XDECREF(dk);
+    Py_XDECREF(dv);
+    return NULL;
 }

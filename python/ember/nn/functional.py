@@ -494,7 +494,8 @@ def glu(input, dim=-1):
 # ---------------------------------------------------------------------------
 # attention: torch's CPU flash kernel where torch uses it (a fused C op that
 # streams over key blocks and never builds the L x S scores,
-# csrc/cpu/attention.c), else the composition torch documents as its
+# csrc/cpu/attention.c), on CUDA tensors torch's CUDA flash op
+# (csrc/cuda/attention.cu) under torch's flash conditions, else the composition torch documents as its
 # reference (scores, mask, softmax, dropout, weighted sum) on ember's C ops.
 __all__ += ["scaled_dot_product_attention"]
 
@@ -534,6 +535,31 @@ def _fused_attention_applies(query, key, value, attn_mask, dropout_p, enable_gqa
     return query.stride(-1) == 1 and key.stride(-1) == 1 and value.stride(-1) == 1
 
 
+def _cuda_flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """torch's conditions for its CUDA flash kernel, which ember's GPU flash
+    op (csrc/cuda/attention.cu) follows: 4-d CUDA tensors of float16 or
+    bfloat16, no mask, no dropout, one head dim (a multiple of 8, at most
+    256), equal batch sizes, key/value heads equal to the query's (or
+    dividing them with enable_gqa), nothing empty, unit stride along the head
+    dim. The op also takes float32, on plain (non tensor-core) kernels that
+    lose to cuBLAS + softmax at training sizes: float32 stays composed."""
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or attn_mask is not None or dropout_p > 0.0:
+        return False
+    if query.device.type != "cuda" or str(query.dtype).split(".")[-1] not in ("float16", "bfloat16"):
+        return False
+    d = query.size(-1)
+    if not (d == key.size(-1) == value.size(-1)) or d % 8 or d > 256 or key.size(-2) != value.size(-2):
+        return False
+    if not (query.size(0) == key.size(0) == value.size(0)):
+        return False
+    hq, hk = query.size(1), key.size(1)
+    if value.size(1) != hk or not (hq == hk or (enable_gqa and hk > 0 and hq % hk == 0)):
+        return False
+    if query.numel() == 0 or key.numel() == 0:
+        return False
+    return query.stride(-1) == 1 and key.stride(-1) == 1 and value.stride(-1) == 1
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(q k^T * scale + mask) v over the last two dims. attn_mask: bool
@@ -559,6 +585,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if enable_gqa and query.dim() >= 3 and (key.size(-3) == 0 or query.size(-3) % key.size(-3)
                                             or value.size(-3) == 0 or query.size(-3) % value.size(-3)):
         raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+    if _cuda_flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+        return _C._scaled_dot_product_flash_attention(query, key, value, 0.0, is_causal, scale=scale)[0]
     if _fused_attention_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
         mask = attn_mask
         if mask is not None and mask.dtype != _bool() and mask.dtype != query.dtype:

@@ -1,0 +1,86 @@
+/* attention.h — the GPU flash attention behind the "attention (cudaattn)"
+ * entries of EmCudaBackend (cuda_backend.h), and the fragment index math its
+ * tensor-core kernels share with a host test.
+ *
+ * Note [CUDA attention]: softmax(scale q k^T + causal mask) v without the
+ * L x S scores ever reaching memory (FlashAttention-2's schedule).
+ *   - forward: one block of 4 warps per (batch·head, 64 query rows); key and
+ *     value tiles of 64 rows stream through shared memory; each warp keeps
+ *     its 16 rows' running max and sum (online softmax, float32, exp2 with
+ *     scale·log2(e) folded in) and output accumulator in registers. Causal
+ *     tiles right of the diagonal are never loaded; the mask is applied on
+ *     the diagonal tile (and the last, partial tile) only.
+ *   - backward: D = rowsum(dout ∘ out) first (a small kernel), then one block
+ *     per (batch, key/value head, 64 key rows) that loops over the query
+ *     heads reading that key/value head and over the query tiles, recomputes
+ *     P = exp(s - lse) and accumulates dK, dV in registers (no atomics); dQ
+ *     goes to a float32 buffer by atomicAdd and is cast at the end.
+ *   - bf16/fp16 with D <= 128, D % 8 == 0 and 16-byte aligned rows run on
+ *     tensor cores (mma.sync m16n8k16, float32 accumulate; D padded to 64 or
+ *     128 with zeros in shared memory); everything else (float32, D up to
+ *     256, odd strides) runs a plain kernel with one warp per row, the same
+ *     formulas in float32.
+ * Results match the CPU kernel (cpu/attention.c) up to float32 rounding
+ * order; the one difference is a row that sees no key (S == 0): lse -inf
+ * here, 0 on the CPU. */
+#ifndef EMBER_CUDA_ATTENTION_H
+#define EMBER_CUDA_ATTENTION_H
+
+#include "../cuda_backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int em_cuda_attention_forward(int dev, const EmCudaAttention *a);
+int em_cuda_attention_backward(int dev, const EmCudaAttention *a);
+
+#ifdef __cplusplus
+}
+
+#ifdef __CUDACC__
+#define EMC_ATTN_HD __host__ __device__ __forceinline__
+#else
+#define EMC_ATTN_HD inline
+#endif
+
+/* Fragment layout of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for
+ * mma.m16n8k16"): lane = 4 * group + tig. reg is the 32-bit register index
+ * (two 16-bit elements, half = 0 / 1 within it). */
+namespace emc_attn {
+EMC_ATTN_HD int a_row(int lane, int reg) { return (lane >> 2) + ((reg & 1) ? 8 : 0); }
+EMC_ATTN_HD int a_col(int lane, int reg, int half) { return (lane & 3) * 2 + half + ((reg & 2) ? 8 : 0); }
+EMC_ATTN_HD int b_k(int lane, int reg, int half) { return (lane & 3) * 2 + half + (reg ? 8 : 0); }
+EMC_ATTN_HD int b_n(int lane) { return lane >> 2; }
+/* accumulator element i (0..3) of a 16x8 float tile */
+EMC_ATTN_HD int c_row(int lane, int i) { return (lane >> 2) + (i >= 2 ? 8 : 0); }
+EMC_ATTN_HD int c_col(int lane, int i) { return (lane & 3) * 2 + (i & 1); }
+
+/* Key tiles (of bk rows) a query tile [q0, q0 + bq) needs: all that hold a
+ * key < S, and with top-left causal masking only those with a key <= the
+ * tile's last row. */
+EMC_ATTN_HD long long key_tiles(long long q0, long long bq, long long L, long long S, long long bk, bool causal) {
+    long long n = (S + bk - 1) / bk;
+    if (causal) {
+        long long last = q0 + bq - 1 < L - 1 ? q0 + bq - 1 : L - 1;
+        long long c = last / bk + 1;
+        if (c < n) n = c;
+    }
+    return n;
+}
+/* The first query tile (of bq rows) a key tile starting at k0 sees under
+ * causal masking (query i sees key j when j <= i). */
+EMC_ATTN_HD long long first_query_tile(long long k0, long long bq, bool causal) {
+    return causal ? k0 / bq : 0;
+}
+/* Whether a key tile [k0, k0 + bk) needs the element mask for query rows
+ * [r0, r0 + rows): it runs past S, or (causal) some key lies right of the
+ * rows' first row. */
+EMC_ATTN_HD bool tile_needs_mask(long long k0, long long bk, long long r0, long long S, bool causal) {
+    return k0 + bk > S || (causal && k0 + bk - 1 > r0);
+}
+EMC_ATTN_HD bool visible(long long i, long long j, long long S, bool causal) { return j < S && !(causal && j > i); }
+} // namespace emc_attn
+#endif
+
+#endif
