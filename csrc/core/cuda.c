@@ -467,14 +467,41 @@ static PyObject *py_use_fake(PyObject *m, PyObject *on) {
 #define EM_CUDA_DEFAULT_SEED 67280421310721ULL /* torch's default seed */
 static uint64_t gen_seed[128], gen_offset[128];
 static bool gen_seeded[128];
+/* what an unseeded device's generator starts from: ember.manual_seed sets
+ * it without loading the backend (_C._cuda_seed_all_lazily), as torch defers
+ * seeding the GPUs until CUDA is first used */
+static uint64_t start_seed = EM_CUDA_DEFAULT_SEED;
+
+static uint64_t seed_from(PyObject *seed, bool *ok) {
+    /* torch keeps seeds in [-2**63, 2**64) as uint64 */
+    PyObject *mask = PyLong_FromUnsignedLongLong(0xFFFFFFFFFFFFFFFFULL);
+    PyObject *v = mask ? PyNumber_And(seed, mask) : NULL;
+    Py_XDECREF(mask);
+    uint64_t r = v ? PyLong_AsUnsignedLongLong(v) : 0;
+    Py_XDECREF(v);
+    *ok = !PyErr_Occurred();
+    return r;
+}
 
 void em_cuda_generator_next(int dev, uint64_t *seed, uint64_t *offset) {
     if (!gen_seeded[dev]) {
-        gen_seed[dev] = EM_CUDA_DEFAULT_SEED;
+        gen_seed[dev] = start_seed;
         gen_seeded[dev] = true;
     }
     *seed = gen_seed[dev];
     *offset = gen_offset[dev]++;
+}
+
+/* _C._cuda_seed_all_lazily(seed): every device's generator restarts from
+ * seed at its next use; nothing is loaded. */
+static PyObject *py_seed_all_lazily(PyObject *m, PyObject *seed) {
+    bool ok;
+    uint64_t s = seed_from(seed, &ok);
+    if (!ok) return NULL;
+    start_seed = s;
+    memset(gen_seeded, 0, sizeof gen_seeded);
+    memset(gen_offset, 0, sizeof gen_offset);
+    Py_RETURN_NONE;
 }
 
 /* _C._cuda_generator(device[, seed[, offset]]): (seed, offset); with seed,
@@ -485,18 +512,14 @@ static PyObject *py_generator(PyObject *m, PyObject *args) {
     int dev;
     if (!PyArg_ParseTuple(args, "O|OK", &d, &seed, &offset) || device_arg(d, &dev) < 0) return NULL;
     if (seed) {
-        /* torch keeps seeds in [-2**63, 2**64) as uint64 */
-        PyObject *mask = PyLong_FromUnsignedLongLong(0xFFFFFFFFFFFFFFFFULL);
-        PyObject *v = mask ? PyNumber_And(seed, mask) : NULL;
-        Py_XDECREF(mask);
-        if (!v) return NULL;
-        gen_seed[dev] = PyLong_AsUnsignedLongLong(v);
-        Py_DECREF(v);
-        if (PyErr_Occurred()) return NULL;
+        bool ok;
+        uint64_t s = seed_from(seed, &ok);
+        if (!ok) return NULL;
+        gen_seed[dev] = s;
         gen_offset[dev] = offset;
         gen_seeded[dev] = true;
     } else if (!gen_seeded[dev]) {
-        gen_seed[dev] = EM_CUDA_DEFAULT_SEED;
+        gen_seed[dev] = start_seed;
         gen_seeded[dev] = true;
     }
     return Py_BuildValue("(KK)", (unsigned long long)gen_seed[dev], (unsigned long long)gen_offset[dev]);
@@ -532,6 +555,7 @@ static PyMethodDef cuda_methods[] = {
     {"_cuda_live_storages", py_live_storages, METH_NOARGS, NULL},
     {"_set_allow_tf32", py_set_allow_tf32, METH_O, NULL},
     {"_cuda_generator", py_generator, METH_VARARGS, NULL},
+    {"_cuda_seed_all_lazily", py_seed_all_lazily, METH_O, NULL},
     {"_get_allow_tf32", py_get_allow_tf32, METH_NOARGS, NULL},
     {"_cuda_fake_kernel_calls", em_cuda_fake_kernel_calls, METH_NOARGS, NULL}, /* cudafused */
     {"_cuda_fake_counters", em_cuda_fake_counters, METH_NOARGS, NULL}, /* cudared */

@@ -5,9 +5,7 @@ from . import _C
 def manual_seed(seed):
     """Seed the default generator and every GPU's (as torch); returns the default one."""
     g = _C.default_generator.manual_seed(seed)
-    if _C._cuda_device_count() > 0:
-        from . import cuda
-        cuda.manual_seed_all(int(seed))
+    _C._cuda_seed_all_lazily(int(seed))  # the GPUs' too, without loading CUDA (as torch defers it)
     return g
 
 

@@ -138,8 +138,7 @@ def manual_seed(seed):
 
 
 def manual_seed_all(seed):
-    for i in range(device_count()):
-        _C._cuda_generator(i, int(seed))
+    _C._cuda_seed_all_lazily(int(seed))
 
 
 def seed():
