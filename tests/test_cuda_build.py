@@ -88,7 +88,10 @@ class Backend(C.Structure):
     ] + [(name, VP) for name in (  # the fused nn kernels: tested by tests/test_cuda_nn_fused.py
         "softmax", "softmax_backward", "layer_norm", "layer_norm_backward", "cross_entropy",
         "cross_entropy_backward", "adam", "embedding", "embedding_backward",
-        "has_reduce", "reduce")]  # the reductions: tests/test_cuda_reduce.py
+        "has_reduce", "reduce")  # the reductions: tests/test_cuda_reduce.py
+    ] + [(name, VP) for name in (  # more nn kernels (cudann): tests/test_cuda_nn_more.py
+        "dropout", "nll_loss", "nll_loss_backward", "norm_runs_stats", "norm_runs_affine", "max_pool2d",
+        "max_pool2d_backward", "avg_pool2d")]
 
 
 def _backend():

@@ -9,12 +9,14 @@
  * copy_strided.cu (the strided copy-and-cast kernel), gemm.cpp (cuBLAS),
  * elementwise.cu (Note [CUDA elementwise]), random.cu (Note [GPU random
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
- * norm, cross-entropy, Adam, embedding). */
+ * norm, cross-entropy, Adam, embedding), nn_more.cu (dropout, NLL, batch /
+ * group norm runs). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "elementwise.h"
 #include "nn_fused.h"
+#include "nn_more.h"
 #include "reduce.h"
 #include "runtime.h"
 
@@ -64,6 +66,14 @@ static const EmCudaBackend backend = {
     em_cuda_embedding_backward,
     em_cuda_has_reduce,
     em_cuda_reduce,
+    em_cuda_dropout,
+    em_cuda_nll_loss,
+    em_cuda_nll_loss_backward,
+    em_cuda_norm_runs_stats,
+    em_cuda_norm_runs_affine,
+    em_cuda_max_pool2d,
+    em_cuda_max_pool2d_backward,
+    em_cuda_avg_pool2d,
 };
 
 static struct PyModuleDef module = {
