@@ -183,6 +183,11 @@ typedef struct EmCudaAttention {
     float *lse;
     void *dq, *dk, *dv;
 } EmCudaAttention;
+/* A 2-d pool's geometry (cudann; the layout of EmPool2d, cpu/poolnorm.h). */
+typedef struct EmCudaPool2d {
+    int64_t planes, H, W, OH, OW;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+} EmCudaPool2d;
 
 typedef struct EmCudaBackend {
     int abi;            /* EM_CUDA_ABI */
@@ -417,6 +422,56 @@ typedef struct EmCudaBackend {
      * scratch (dq accumulator, rowsum(dout * out)) from the caching allocator. */
     int (*attention_forward)(int dev, const EmCudaAttention *a);
     int (*attention_backward)(int dev, const EmCudaAttention *a);
+
+    /* ---- more nn kernels (cudann; Note [CUDA nn more] in csrc/cuda/nn_more.h).
+     * Contiguous operands; entries the core lacks (NULL) make the op take
+     * Note [CUDA fallback]. */
+    /* _native_dropout: numel elements of dtype (a float type); mask[i] is the
+     * Bernoulli(keep) draw random_fill(EM_RANDOM_BERNOULLI, dtype, a = keep)
+     * makes for element i of the Philox stream (seed, offset); out[i] =
+     * (in[i] * mask[i]) * scale, in float32 for the halves. */
+    int (*dropout)(int dev, int dtype, void *out, bool *mask, const void *in, int64_t numel, double keep,
+                   double scale, uint64_t seed, uint64_t offset);
+    /* Note [nll layout] on x [N, C, inner] and weight [C] (NULL: none), both of
+     * dtype float32 or float64, int64 target [N, inner]. reduction 0: loss
+     * [N, inner] (0 where ignored); 1 / 2: loss[0] = the sum over the kept
+     * weight / the sum. work: device float64 scratch of 4. Returns 1 with *bad
+     * = a target outside [0, C) that is not `ignore`. */
+    int (*nll_loss)(int dev, int dtype, void *loss, const void *x, const int64_t *target, const void *weight,
+                    int64_t N, int64_t C, int64_t inner, int64_t ignore, int reduction, double *work,
+                    int64_t *bad);
+    /* gi [N, C, inner] (all written): -weight[t] * grad (grad [N, inner] for
+     * reduction 0, else one element; / the kept weight for 'mean') at each
+     * kept target, 0 elsewhere. work and bounds as nll_loss. */
+    int (*nll_loss_backward)(int dev, int dtype, void *gi, const void *grad, const int64_t *target,
+                             const void *weight, int64_t N, int64_t C, int64_t inner, int64_t ignore,
+                             int reduction, double *work, int64_t *bad);
+    /* Note [norm runs] (cpu/poolnorm.h) on [R, S] data of dtype float32 /
+     * float64; center, out1, out2: device float64 [R]. g NULL: out1 = per-run
+     * sum of x (center NULL) or of (x - center)^2; else out1 = sum of g,
+     * out2 = sum of g * (x - center). */
+    int (*norm_runs_stats)(int dev, int dtype, const void *g, const void *x, int64_t R, int64_t S,
+                           const double *center, double *out1, double *out2);
+    /* y = a[r] * g + b[r] * x + c[r] (g NULL: b[r] * x + c[r]), in dtype with
+     * the float64 coefficients [R] rounded to it (as cpu/poolnorm.c) */
+    int (*norm_runs_affine)(int dev, int dtype, void *y, const void *g, const void *x, int64_t R, int64_t S,
+                            const double *a, const double *b, const double *c);
+    /* 2-d pools over [planes, H, W] -> [planes, OH, OW] (Note [pool planes],
+     * cpu/poolnorm.h), dtype float32 / float64. max_pool2d: NaN wins, the first
+     * maximum among ties; idx gets positions h * W + w. */
+    int (*max_pool2d)(int dev, int dtype, const EmCudaPool2d *g, const void *in, void *out, int64_t *idx);
+    /* gi [planes, H, W] (all written) = the sum of grad at idx (g's kernel
+     * fields unused); work: device scratch of 2 int64. Returns 1 with *bad = an
+     * index outside [0, H * W). */
+    int (*max_pool2d_backward)(int dev, int dtype, const EmCudaPool2d *g, const void *grad, const int64_t *idx,
+                               void *gi, int64_t *work, int64_t *bad);
+    /* Average windows (device arrays): win = h0[OH], h1[OH], w0[OW], w1[OW]
+     * (row oh covers [h0, h1), each bound nondecreasing), div [OH * OW]
+     * float64. Forward: out [planes, OH, OW] = the window's sum / div;
+     * backward: out [planes, H, W] (all written) = the sum of in / div over
+     * the windows holding each position; both summed in the CPU's order. */
+    int (*avg_pool2d)(int dev, int dtype, int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                      const int64_t *win, const double *div, const void *in, void *out, bool backward);
 } EmCudaBackend;
 
 

@@ -98,6 +98,9 @@ class Backend(C.Structure):
         "arange_fill", "linspace_fill", "tri_mask", "repeat_interleave")]
     _fields_ += [(name, VP) for name in (  # attention (cudaattn): tests/test_cuda_attention.py
         "attention_forward", "attention_backward")]
+    _fields_ += [(name, VP) for name in (  # more nn kernels (cudann): tests/test_cuda_nn_more.py
+        "dropout", "nll_loss", "nll_loss_backward", "norm_runs_stats", "norm_runs_affine", "max_pool2d",
+        "max_pool2d_backward", "avg_pool2d")]
 
 
 def _backend():

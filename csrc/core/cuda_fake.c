@@ -710,10 +710,13 @@ static int64_t shape_launches; /* cudashape: the shape kernels' launches (below)
 
 /* _C._cuda_fake_counters(): {"reduce", "index", "shape": launches,
  * "record_stream": calls} since the fake was switched on. */
+static int fake_nn_more_counts(PyObject *d);
 PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused) {
-    return Py_BuildValue("{s:L,s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index",
-                         (long long)index_launches, "shape", (long long)shape_launches, "record_stream",
-                         (long long)record_stream_calls);
+    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index",
+                                (long long)index_launches, "shape", (long long)shape_launches, "record_stream",
+                                (long long)record_stream_calls);
+    if (d && fake_nn_more_counts(d) < 0) Py_CLEAR(d); /* cudann's entries, by name */
+    return d;
 }
 
 /* ---- sort and scan (cudasort) on the fake: the per-row logic of
@@ -1012,6 +1015,165 @@ done:
     return fake_done(r, "attention backward failed");
 }
 
+/* ---- more nn kernels on the fake (cudann; Note [CUDA nn more]): the same
+ * Philox draws and the CPU kernels (cpu/softmax.c's NLL, cpu/poolnorm.c's
+ * runs) on untagged pointers. Calls are counted by entry name in
+ * _C._cuda_fake_counters(), so tests can tell the native path ran. */
+#include "../cpu/poolnorm.h"
+#include "../cpu/softmax.h"
+
+static const char *nn_more_names[] = {"dropout", "nll_loss", "nll_loss_backward", "norm_runs_stats",
+                                      "norm_runs_affine", "max_pool2d", "max_pool2d_backward", "avg_pool2d"};
+enum { NN_MORE = sizeof nn_more_names / sizeof nn_more_names[0] };
+static int64_t nn_more_calls[NN_MORE];
+
+static int fake_nn_more_counts(PyObject *d) {
+    for (int i = 0; i < NN_MORE; i++) {
+        PyObject *v = PyLong_FromLongLong(nn_more_calls[i]);
+        int r = v ? PyDict_SetItemString(d, nn_more_names[i], v) : -1;
+        Py_XDECREF(v);
+        if (r < 0) return -1;
+    }
+    return 0;
+}
+
+static int fake_dropout(int dev, int dtype, void *out, bool *mask, const void *in, int64_t numel, double keep,
+                        double scale, uint64_t seed, uint64_t offset) {
+    nn_more_calls[0]++;
+    if (!em_is_float(dtype) || dtype == EM_BOOL) return fake_fail("dropout: unsupported dtype");
+    char *o = untag(out);
+    const char *x = untag(in);
+    bool *m = untag(mask);
+    int per = em_philox_per_block(EM_RANDOM_BERNOULLI, dtype, 0);
+    for (int64_t j = 0; j * per < numel; j++) {
+        EmPhilox4 w = em_philox_block(seed, offset, (uint64_t)j);
+        for (int i = 0; i < per && j * per + i < numel; i++) {
+            int64_t e = j * per + i, unused = 0;
+            bool k = em_philox_value(w, i, EM_RANDOM_BERNOULLI, dtype, keep, 0, 0, 0, &unused) != 0;
+            m[e] = k;
+            if (dtype == EM_FLOAT64) {
+                ((double *)o)[e] = (((const double *)x)[e] * (k ? 1.0 : 0.0)) * scale;
+            } else if (dtype == EM_FLOAT32) {
+                ((float *)o)[e] = (((const float *)x)[e] * (k ? 1.0f : 0.0f)) * (float)scale;
+            } else {
+                float v = (load_half(x, dtype, e) * (k ? 1.0f : 0.0f)) * (float)scale;
+                ((uint16_t *)o)[e] = dtype == EM_FLOAT16 ? em_f32_to_f16(v) : em_f32_to_bf16(v);
+            }
+        }
+    }
+    return 0;
+}
+
+/* The CPU kernels' view of an NLL launch (Note [nll layout]); 1 with *bad
+ * for a target out of range, as the GPU's device check. */
+static int fake_nll_setup(EmNll *p, int dtype, const void *x, const int64_t *target, const void *weight, int64_t N,
+                          int64_t C, int64_t inner, int64_t ignore, int64_t *bad) {
+    if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("nll_loss: float32 or float64 expected");
+    *p = (EmNll){x ? untag(x) : NULL, untag(target), weight ? untag(weight) : NULL, (EmDType)dtype, N, C, inner,
+                 ignore};
+    int64_t k = em_cpu_nll_check(p);
+    if (k >= 0) *bad = p->t[k];
+    return k >= 0 ? 1 : 0;
+}
+
+static int fake_nll_loss(int dev, int dtype, void *loss, const void *x, const int64_t *target, const void *weight,
+                         int64_t N, int64_t C, int64_t inner, int64_t ignore, int reduction, double *work,
+                         int64_t *bad) {
+    nn_more_calls[1]++;
+    EmNll p;
+    int r = fake_nll_setup(&p, dtype, x, target, weight, N, C, inner, ignore, bad);
+    if (r != 0) return r;
+    double total, total_w;
+    em_cpu_nll_forward(&p, reduction == 0 ? untag(loss) : NULL, &total, &total_w);
+    if (reduction != 0) {
+        double v = reduction == 1 ? total / total_w : total;
+        if (dtype == EM_FLOAT64) *(double *)untag(loss) = v;
+        else *(float *)untag(loss) = (float)v;
+    }
+    return 0;
+}
+
+static int fake_nll_loss_backward(int dev, int dtype, void *gi, const void *grad, const int64_t *target,
+                                  const void *weight, int64_t N, int64_t C, int64_t inner, int64_t ignore,
+                                  int reduction, double *work, int64_t *bad) {
+    nn_more_calls[2]++;
+    EmNll p;
+    int r = fake_nll_setup(&p, dtype, NULL, target, weight, N, C, inner, ignore, bad);
+    if (r != 0) return r;
+    memset(untag(gi), 0, (size_t)(N * C * inner) * (size_t)em_itemsize((EmDType)dtype));
+    double scale = 1.0;
+    if (reduction == 1) { /* the kept weight (the forward's total_w, without reading x) */
+        double tw = 0;
+        for (int64_t k = 0; k < N * inner; k++)
+            if (p.t[k] != ignore)
+                tw += !p.w ? 1.0 : dtype == EM_FLOAT64 ? ((const double *)p.w)[p.t[k]] : ((const float *)p.w)[p.t[k]];
+        scale = 1.0 / tw;
+    }
+    em_cpu_nll_backward(&p, untag(grad), reduction != 0, scale, untag(gi));
+    return 0;
+}
+
+static int fake_norm_runs_stats(int dev, int dtype, const void *g, const void *x, int64_t R, int64_t S,
+                                const double *center, double *out1, double *out2) {
+    nn_more_calls[3]++;
+    if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("norm runs: float32 or float64 expected");
+    if (g)
+        em_cpu_runs_dot((EmDType)dtype, untag(g), untag(x), R, S, untag(center), untag(out1), untag(out2));
+    else if (center)
+        em_cpu_runs_centered_ss((EmDType)dtype, untag(x), R, S, untag(center), untag(out1));
+    else
+        em_cpu_runs_sum((EmDType)dtype, untag(x), R, S, untag(out1));
+    return 0;
+}
+
+static int fake_norm_runs_affine(int dev, int dtype, void *y, const void *g, const void *x, int64_t R, int64_t S,
+                                 const double *a, const double *b, const double *c) {
+    nn_more_calls[4]++;
+    if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("norm runs: float32 or float64 expected");
+    if (g)
+        em_cpu_runs_affine2((EmDType)dtype, untag(g), untag(x), untag(y), R, S, untag(a), untag(b), untag(c));
+    else
+        em_cpu_runs_affine((EmDType)dtype, untag(x), untag(y), R, S, untag(b), untag(c));
+    return 0;
+}
+
+static int fake_max_pool2d(int dev, int dtype, const EmCudaPool2d *g, const void *in, void *out, int64_t *idx) {
+    nn_more_calls[5]++;
+    if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("max_pool2d: float32 or float64 expected");
+    EmPool2d p = {g->planes, g->H, g->W, g->OH, g->OW, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw};
+    if (p.planes * p.OH * p.OW > 0) em_cpu_max_pool2d(&p, (EmDType)dtype, untag(in), untag(out), untag(idx));
+    return 0;
+}
+
+static int fake_max_pool2d_backward(int dev, int dtype, const EmCudaPool2d *g, const void *grad, const int64_t *idx,
+                                    void *gi, int64_t *work, int64_t *bad) {
+    nn_more_calls[6]++;
+    if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("max_pool2d: float32 or float64 expected");
+    EmPool2d p = {g->planes, g->H, g->W, g->OH, g->OW, 1, 1, 1, 1, 0, 0, 1, 1};
+    const int64_t *iv = untag(idx);
+    for (int64_t k = 0; k < p.planes * p.OH * p.OW; k++)
+        if (iv[k] < 0 || iv[k] >= p.H * p.W) {
+            *bad = iv[k];
+            return 1;
+        }
+    memset(untag(gi), 0, (size_t)(p.planes * p.H * p.W) * (size_t)em_itemsize((EmDType)dtype));
+    em_cpu_max_pool2d_backward(&p, (EmDType)dtype, untag(grad), iv, untag(gi));
+    return 0;
+}
+
+static int fake_avg_pool2d(int dev, int dtype, int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW,
+                           const int64_t *win, const double *div, const void *in, void *out, bool backward) {
+    nn_more_calls[7]++;
+    if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("avg_pool2d: float32 or float64 expected");
+    const int64_t *w = untag(win);
+    EmAvgPool p = {planes, H, W, OH, OW, w, w + OH, w + 2 * OH, w + 2 * OH + OW, untag(div)};
+    if (backward) memset(untag(out), 0, (size_t)(planes * H * W) * (size_t)em_itemsize((EmDType)dtype));
+    if (planes * OH * OW == 0) return 0;
+    if (backward) em_cpu_avg_pool2d_backward(&p, (EmDType)dtype, untag(in), untag(out));
+    else em_cpu_avg_pool2d(&p, (EmDType)dtype, untag(in), untag(out));
+    return 0;
+}
+
 static const EmCudaBackend fake = {
     .abi = EM_CUDA_ABI,
     .name = "fake",
@@ -1079,6 +1241,15 @@ static const EmCudaBackend fake = {
     /* attention (cudaattn) */
     .attention_forward = fake_attention_forward,
     .attention_backward = fake_attention_backward,
+    /* more nn kernels (cudann) */
+    .dropout = fake_dropout,
+    .nll_loss = fake_nll_loss,
+    .nll_loss_backward = fake_nll_loss_backward,
+    .norm_runs_stats = fake_norm_runs_stats,
+    .norm_runs_affine = fake_norm_runs_affine,
+    .max_pool2d = fake_max_pool2d,
+    .max_pool2d_backward = fake_max_pool2d_backward,
+    .avg_pool2d = fake_avg_pool2d,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {
@@ -1091,5 +1262,6 @@ const EmCudaBackend *em_cuda_fake_backend(void) {
     index_launches = 0;
     record_stream_calls = 0;
     shape_launches = 0;
+    memset(nn_more_calls, 0, sizeof nn_more_calls);
     return &fake;
 }

@@ -93,6 +93,15 @@ int em_device_dispatch_init(void) {
                                       "fliplr", "flipud", "roll", "rot90", "tril", "triu", "diff",
                                       "broadcast_tensors", "meshgrid", "new_zeros", "new_ones", "new_full",
                                       "new_empty", "new_tensor", NULL};
+    /* cudann: nn front-ends with GPU branches (Note [CUDA nn more] in
+     * csrc/cuda/nn_more.h); gelu runs through the elementwise iterator. Batch
+     * norm stays in `writers` for its fallback; natively it writes the running
+     * statistics on the device itself. */
+    static const char *nn_more[] = {"_gelu", "_gelu_backward", "_native_dropout", "_pointwise_loss", "_nll_loss",
+                                    "_nll_loss_backward", "_native_batch_norm", "_native_batch_norm_backward",
+                                    "_native_group_norm", "_native_group_norm_backward", "_max_pool2d_with_indices",
+                                    "_max_pool2d_backward", "_avg_pool2d", "_avg_pool2d_backward",
+                                    "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
         const char *name = em_op_defs[id].name;
         for (int i = 0; shape_ops[i]; i++)
@@ -114,6 +123,8 @@ int em_device_dispatch_init(void) {
             if (!strcmp(name, indexing[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; sorting[i]; i++)
             if (!strcmp(name, sorting[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
+        for (int i = 0; nn_more[i]; i++)
+            if (!strcmp(name, nn_more[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; writers[i]; i++)
             if (!strcmp(name, writers[i])) writes_args[id] = true;
         for (int i = 0; index_ops[i]; i++)

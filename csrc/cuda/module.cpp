@@ -11,7 +11,7 @@
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
  * norm, cross-entropy, Adam, embedding), index.cu (Note [CUDA indexing]),
  * sort.cu (Note [CUDA sort]), shape.cu (Note [CUDA shape kernels]), attention.cu
- * (Note [CUDA attention]). */
+ * (Note [CUDA attention]), nn_more.cu (dropout, NLL, batch / group norm runs, pools). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -19,6 +19,7 @@
 #include "elementwise.h"
 #include "index.h"
 #include "nn_fused.h"
+#include "nn_more.h"
 #include "reduce.h"
 #include "runtime.h"
 #include "shape.h"
@@ -91,6 +92,15 @@ static const EmCudaBackend backend = {
     /* attention (cudaattn) */
     em_cuda_attention_forward,
     em_cuda_attention_backward,
+    /* more nn kernels (cudann) */
+    em_cuda_dropout,
+    em_cuda_nll_loss,
+    em_cuda_nll_loss_backward,
+    em_cuda_norm_runs_stats,
+    em_cuda_norm_runs_affine,
+    em_cuda_max_pool2d,
+    em_cuda_max_pool2d_backward,
+    em_cuda_avg_pool2d,
 };
 
 static struct PyModuleDef module = {

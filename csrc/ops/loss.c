@@ -5,6 +5,7 @@
  * op's own node is recorded around the call). The composite losses
  * (cross-entropy, l1, kl_div, ...) are in python/ember/nn/functional.py. */
 #include "loss.h"
+#include "fused_gpu.h"
 
 
 int em_arg_reduction(EmCall *c, int i, int64_t *r) {
@@ -100,12 +101,51 @@ fail:
     return -1;
 }
 
+/* ---- cudann: NLL on GPU tensors (Note [CUDA nn more]); the targets are
+ * checked on the device, with the CPU's IndexError. */
+
+static EmTensor *gpu_work(EmDevice dev) {
+    int64_t n = 4;
+    return em_empty(1, &n, EM_FLOAT64, dev);
+}
+
+/* 1 from a kernel: the CPU's error for the bad target; -1: the backend's. */
+static int nll_gpu_status(int rc, int64_t bad, const char *what) {
+    if (rc == 1) PyErr_Format(PyExc_IndexError, "Target %lld is out of bounds.", (long long)bad);
+    else if (rc < 0) em_cuda_error(what);
+    return rc == 0 ? 0 : -1;
+}
+
+/* The forward on the device: a.x, a.t, a.w are device tensors (released here). */
+static PyObject *nll_gpu(EmTensor *in, EmTensor *target, NllArgs *a, int64_t reduction) {
+    EmDevice dev = em_device(in);
+    EmTensor *out = NULL, *work = NULL;
+    int64_t bad = 0;
+    EM_TRY(out = reduction == RED_NONE ? em_empty(target->ndim, target->sizes, a->p.dt, dev)
+                                       : em_empty(0, NULL, a->p.dt, dev));
+    EM_TRY(work = gpu_work(dev));
+    int rc = em_cuda->nll_loss(dev.index, a->p.dt, em_data(out), a->p.x, a->p.t, a->p.w, a->p.N, a->p.C, a->p.inner,
+                               a->p.ignore, (int)reduction, (double *)em_data(work), &bad);
+    EM_TRY(nll_gpu_status(rc, bad, "nll_loss") == 0);
+    em_nll_clear(a);
+    Py_DECREF(work);
+    if (out->dtype != in->dtype) Py_SETREF(out, em_to_dtype(out, (EmDType)in->dtype, false));
+    return (PyObject *)out;
+fail:
+    em_nll_clear(a);
+    Py_XDECREF(out);
+    Py_XDECREF(work);
+    return NULL;
+}
+
 PyObject *em_impl_nll_loss(EmCall *c) {
     EmTensor *in = em_arg_tensor(c, 0), *target = em_arg_tensor(c, 1), *weight = em_arg_tensor(c, 2), *out = NULL;
     int64_t reduction, ignore;
     NllArgs a;
     if (em_arg_reduction(c, 3, &reduction) < 0 || em_arg_int(c, 4, &ignore) < 0) return NULL;
+    if (!em_is_cpu(in) && !em_cuda->nll_loss) return em_fused_no_kernel("nll_loss");
     if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
+    if (!em_is_cpu(in)) return nll_gpu(in, target, &a, reduction);
     double total, total_w;
     if (reduction == RED_NONE) {
         EM_TRY(out = em_empty(target->ndim, target->sizes, a.p.dt, em_cpu()));
@@ -134,11 +174,29 @@ PyObject *em_impl_nll_loss_backward(EmCall *c) {
     int64_t reduction, ignore;
     NllArgs a;
     if (em_arg_reduction(c, 4, &reduction) < 0 || em_arg_int(c, 5, &ignore) < 0) return NULL;
+    if (!em_is_cpu(in) && !em_cuda->nll_loss_backward) return em_fused_no_kernel("nll_loss_backward");
     if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
     int64_t want = reduction == RED_NONE ? target->numel : 1;
     EM_CHECK(go->numel == want, PyExc_RuntimeError,
              "nll_loss_backward: expected a gradient of %lld elements, got %lld", (long long)want, (long long)go->numel);
     EM_TRY(g = contig_as(go, a.p.dt));
+    if (!em_is_cpu(in)) { /* cudann: the scatter on the device */
+        EmDevice dev = em_device(in);
+        EmTensor *work = NULL;
+        int64_t bad = 0;
+        if (em_is_cpu(g)) Py_SETREF(g, em_to_device(g, dev, false)); /* a 0-d CPU gradient */
+        EM_TRY(g);
+        EM_TRY(gi = em_empty(in->ndim, in->sizes, a.p.dt, dev));
+        EM_TRY(work = gpu_work(dev));
+        int rc = em_cuda->nll_loss_backward(dev.index, a.p.dt, em_data(gi), em_data(g), a.p.t, a.p.w, a.p.N, a.p.C,
+                                            a.p.inner, a.p.ignore, (int)reduction, (double *)em_data(work), &bad);
+        Py_DECREF(work);
+        EM_TRY(nll_gpu_status(rc, bad, "nll_loss backward") == 0);
+        em_nll_clear(&a);
+        Py_DECREF(g);
+        if (gi->dtype != in->dtype) Py_SETREF(gi, em_to_dtype(gi, (EmDType)in->dtype, false));
+        return (PyObject *)gi;
+    }
     EM_TRY(gi = em_zeros(in->ndim, in->sizes, a.p.dt, em_cpu()));
     double scale = 1.0;
     if (reduction == RED_MEAN) {
@@ -190,8 +248,34 @@ static PyObject *op(Keep *k, EmOpId id, int n, PyObject *a, PyObject *b, PyObjec
 #define O3(id, a, b, c) op(K, EM_OP_##id, 3, (a), (b), (c))
 #define NUMF(v) kp(K, PyFloat_FromDouble(v))
 
-/* binary_cross_entropy's inputs are probabilities */
+/* all(0 <= x <= 1) of a GPU tensor with the device's kernels: 1 / 0 / -1 */
+static int gpu_all_in_unit_interval(EmTensor *in) {
+    PyObject *zero = PyLong_FromLong(0), *one = PyLong_FromLong(1), *lo = NULL, *hi = NULL, *both = NULL,
+             *all = NULL, *v = NULL;
+    int r = -1;
+    if (zero && one && (lo = em_op(EM_OP_ge, 2, (PyObject *[]){(PyObject *)in, zero})) &&
+        (hi = em_op(EM_OP_le, 2, (PyObject *[]){(PyObject *)in, one})) &&
+        (both = em_op(EM_OP_logical_and, 2, (PyObject *[]){lo, hi})) &&
+        (all = em_op(EM_OP_all, 1, (PyObject *[]){both})) && (v = em_tensor_item((EmTensor *)all)))
+        r = PyObject_IsTrue(v);
+    Py_XDECREF(zero);
+    Py_XDECREF(one);
+    Py_XDECREF(lo);
+    Py_XDECREF(hi);
+    Py_XDECREF(both);
+    Py_XDECREF(all);
+    Py_XDECREF(v);
+    return r;
+}
+
+/* binary_cross_entropy's inputs are probabilities (NaN is not) */
 static int check_unit_interval(EmTensor *in) {
+    if (!em_is_cpu(in)) { /* cudann: checked on the device, one bool read back */
+        int ok = gpu_all_in_unit_interval(in);
+        if (ok < 0) return -1;
+        if (!ok) PyErr_SetString(PyExc_RuntimeError, "all elements of input should be between 0 and 1");
+        return ok ? 0 : -1;
+    }
     EmTensor *x = contig_as(in, EM_FLOAT64);
     if (!x) return -1;
     const double *p = (const double *)em_data(x);

@@ -111,6 +111,32 @@ done:
     return res;
 }
 
+/* Dropout on a GPU tensor (cudann, Note [CUDA nn more]): one kernel draws
+ * the mask from the device generator's Philox stream, as bernoulli_(1 - p)
+ * would on a tensor of the input's dtype, and writes (input * mask) * scale. */
+static PyObject *dropout_gpu(EmTensor *in, double p) {
+    if (!em_cuda->dropout) return em_fused_no_kernel("native_dropout");
+    EmDevice dev = em_device(in);
+    EmTensor *x = NULL, *out = NULL, *mask = NULL;
+    PyObject *res = NULL;
+    EM_TRY(x = em_contiguous(in));
+    EM_TRY(out = em_empty(in->ndim, in->sizes, (EmDType)in->dtype, dev));
+    EM_TRY(mask = em_empty(in->ndim, in->sizes, EM_BOOL, dev));
+    uint64_t seed, offset;
+    em_cuda_generator_next(dev.index, &seed, &offset); /* one launch's offset, as bernoulli_ */
+    if (x->numel && em_cuda->dropout(dev.index, x->dtype, em_data(out), (bool *)em_data(mask), em_data(x),
+                                     x->numel, 1.0 - p, p < 1 ? 1.0 / (1.0 - p) : 0.0, seed, offset) < 0) {
+        em_cuda_error("dropout");
+        goto fail;
+    }
+    res = PyTuple_Pack(2, (PyObject *)out, (PyObject *)mask);
+fail:
+    Py_XDECREF(x);
+    Py_XDECREF(out);
+    Py_XDECREF(mask);
+    return res;
+}
+
 /* _native_dropout(input, p, train) -> (input * mask / (1 - p), mask): mask is
  * a bool tensor of Bernoulli(1 - p) draws (torch's native_dropout) */
 PyObject *em_impl__native_dropout(EmCall *c) {
@@ -124,13 +150,17 @@ PyObject *em_impl__native_dropout(EmCall *c) {
         return NULL;
     }
     if (p < 0 || p > 1) {
-        PyErr_Format(PyExc_RuntimeError, "dropout probability has to be between 0 and 1, but got %g", p);
+        char v[32]; /* PyErr_Format has no %g */
+        snprintf(v, sizeof v, "%g", p);
+        PyErr_Format(PyExc_RuntimeError, "dropout probability has to be between 0 and 1, but got %s", v);
         return NULL;
     }
+    if (train && !em_is_cpu(in)) return dropout_gpu(in, p);
     EmTensor *draw = NULL, *mask = NULL;
     PyObject *keep = NULL, *scale = NULL, *kept = NULL, *out = NULL, *res = NULL;
-    if (!train) { /* evaluation: everything kept, unscaled */
-        if (!(out = (PyObject *)em_clone(in)) || !(mask = em_empty(in->ndim, in->sizes, EM_BOOL, em_cpu()))) goto done;
+    if (!train) { /* evaluation: everything kept, unscaled (on the input's device) */
+        if (!(out = (PyObject *)em_clone(in)) || !(mask = em_empty(in->ndim, in->sizes, EM_BOOL, em_device(in))))
+            goto done;
         if (em_fill_(mask, (EmScalar){'b', {.i = 1}}) < 0) goto done;
         res = PyTuple_Pack(2, out, mask);
         goto done;

@@ -10,6 +10,7 @@
  * the 1-d pools into these on a height of one, as torch does. */
 #include "../ember.h"
 #include "../cpu/poolnorm.h"
+#include "fused_gpu.h"
 #include <math.h>
 
 #define BIG_WORK 65536 /* elements above which the GIL is released */
@@ -45,8 +46,8 @@ static EmTensor *cast_back(EmTensor *result, EmDType dt) {
 
 /* A 3-d (C, H, W) or 4-d (N, C, H, W) pool input with non-empty H and W:
  * sets the plane count. */
-static int pool_input(EmTensor *in, int64_t *planes) {
-    if (em_check_cpu(in, "pooling") < 0) return -1;
+static int pool_input(EmTensor *in, int64_t *planes, bool gpu_kernel) {
+    if (!em_is_cpu(in) && !gpu_kernel) return em_fused_no_kernel("pooling"), -1; /* cudann: Note [CUDA nn more] */
     bool ok = in->ndim == 3 || in->ndim == 4;
     for (int d = 1; ok && d < in->ndim; d++) ok = in->sizes[d] > 0; /* only dim 0 may be empty */
     if (!ok) {
@@ -142,16 +143,23 @@ PyObject *em_impl__max_pool2d_with_indices(EmCall *c) {
     int64_t planes, shape[4];
     PoolGeom g;
     int ct = pool_compute_dtype(in, "max_pool2d", ALL_INTS);
-    if (ct < 0 || em_arg_bool(c, 5, &ceil_mode) < 0 || pool_input(in, &planes) < 0 ||
+    if (ct < 0 || em_arg_bool(c, 5, &ceil_mode) < 0 ||
+        pool_input(in, &planes, em_cuda && em_cuda->max_pool2d) < 0 ||
         pool_geometry(c, in->ndim, in->sizes, 1, 2, 3, 4, ceil_mode, &g) < 0)
         return NULL;
     with_plane(in, g.out[0], g.out[1], shape);
-    if (!(x = contiguous_as(in, (EmDType)ct)) || !(y = em_empty(in->ndim, shape, (EmDType)ct, em_cpu())) ||
-        !(idx = em_empty(in->ndim, shape, EM_INT64, em_cpu())))
+    if (!(x = contiguous_as(in, (EmDType)ct)) || !(y = em_empty(in->ndim, shape, (EmDType)ct, em_device(in))) ||
+        !(idx = em_empty(in->ndim, shape, EM_INT64, em_device(in))))
         goto done;
     EmPool2d p = {planes, g.in[0], g.in[1], g.out[0], g.out[1], g.k[0], g.k[1], g.s[0], g.s[1],
                   g.p[0], g.p[1], g.d[0], g.d[1]};
-    if (planes) {
+    if (!em_is_cpu(in)) { /* cudann: the same loops on the device */
+        EmCudaPool2d gp = {p.planes, p.H, p.W, p.OH, p.OW, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw};
+        if (em_cuda->max_pool2d(em_device(in).index, ct, &gp, em_data(x), em_data(y), (int64_t *)em_data(idx)) < 0) {
+            em_cuda_error("max_pool2d");
+            goto done;
+        }
+    } else if (planes) {
         PyThreadState *ts = planes * g.in[0] * g.in[1] >= BIG_WORK ? PyEval_SaveThread() : NULL;
         em_cpu_max_pool2d(&p, (EmDType)ct, em_data(x), em_data(y), (int64_t *)em_data(idx));
         if (ts) PyEval_RestoreThread(ts);
@@ -163,6 +171,35 @@ done:
     Py_XDECREF(y);
     Py_XDECREF(idx);
     return res;
+}
+
+/* The backward on the device (cudann): indices checked there, with the CPU's error. */
+static PyObject *max_pool_backward_gpu(EmTensor *go, EmTensor *ind, int n, const int64_t *isz, int64_t planes) {
+    if (!em_cuda->max_pool2d_backward) return em_fused_no_kernel("max_pool2d_with_indices_backward");
+    EmDType ct = em_compute_dtype((EmDType)go->dtype);
+    EmTensor *g = NULL, *ix = NULL, *gi = NULL, *work = NULL;
+    int64_t two = 2, bad = 0, H = isz[n - 2], W = isz[n - 1];
+    EM_TRY(g = contiguous_as(go, ct));
+    EM_TRY(ix = em_contiguous(ind));
+    EM_TRY(gi = em_empty(n, isz, ct, em_device(go)));
+    EM_TRY(work = em_empty(1, &two, EM_INT64, em_device(go)));
+    EmCudaPool2d p = {planes, H, W, go->sizes[n - 2], go->sizes[n - 1], 1, 1, 1, 1, 0, 0, 1, 1};
+    int rc = em_cuda->max_pool2d_backward(em_device(go).index, ct, &p, em_data(g), (const int64_t *)em_data(ix),
+                                          em_data(gi), (int64_t *)em_data(work), &bad);
+    EM_TRY(rc >= 0 || em_cuda_error("max_pool2d backward") == 0);
+    EM_CHECK(rc == 0, PyExc_RuntimeError,
+             "max_pool2d_with_indices_backward: index %lld out of range for an input plane of %lld x %lld",
+             (long long)bad, (long long)H, (long long)W);
+    Py_DECREF(g);
+    Py_DECREF(ix);
+    Py_DECREF(work);
+    return (PyObject *)cast_back(gi, (EmDType)go->dtype);
+fail:
+    Py_XDECREF(g);
+    Py_XDECREF(ix);
+    Py_XDECREF(gi);
+    Py_XDECREF(work);
+    return NULL;
 }
 
 /* max_pool2d_with_indices_backward(grad_output, indices, input_size): the
@@ -189,6 +226,7 @@ PyObject *em_impl__max_pool2d_backward(EmCall *c) {
     EmDType ct = em_compute_dtype((EmDType)go->dtype);
     int64_t planes = 1, H = isz[n - 2], W = isz[n - 1];
     for (int d = 0; d < n - 2; d++) planes *= isz[d];
+    if (!em_is_cpu(go)) return max_pool_backward_gpu(go, ind, n, isz, planes);
     if (!(g = contiguous_as(go, ct)) || !(ix = em_contiguous(ind)) || !(gi = em_zeros(n, isz, ct, em_cpu())))
         goto fail;
     const int64_t *iv = (const int64_t *)em_data(ix);
@@ -291,8 +329,32 @@ static int adaptive_windows(const int64_t in[2], const int64_t out[2], Windows *
  * in -> [.., OH, OW], or grad [.., OH, OW] -> [.., H, W]. */
 static PyObject *avg_run(EmTensor *src, EmDType ct, EmDType out_dt, int ndim, const int64_t *out_shape,
                          int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW, Windows *w, bool backward) {
-    EmTensor *x = NULL, *y = NULL;
+    EmTensor *x = NULL, *y = NULL, *wt = NULL, *dv = NULL;
+    if (!em_is_cpu(src) && !em_cuda->avg_pool2d) {
+        windows_free(w);
+        return em_fused_no_kernel("avg_pool2d");
+    }
     if (!(x = contiguous_as(src, ct))) goto done;
+    if (!em_is_cpu(src)) { /* cudann: the windows go up, the device sums them */
+        int dev = em_device(src).index;
+        int64_t nw = 2 * OH + 2 * OW + 1, nd = OH * OW + 1;
+        EmDevice d = em_device(src);
+        if (!(y = em_empty(ndim, out_shape, ct, d)) || !(wt = em_empty(1, &nw, EM_INT64, d)) ||
+            !(dv = em_empty(1, &nd, EM_FLOAT64, d)))
+            goto gpu_fail;
+        if (em_cuda->memcpy(em_data(wt), dev, w->h0, -1, sizeof(int64_t) * (size_t)(nw - 1), false) < 0 ||
+            em_cuda->memcpy(em_data(dv), dev, w->div, -1, sizeof(double) * (size_t)(nd - 1), false) < 0 ||
+            em_cuda->avg_pool2d(dev, ct, planes, H, W, OH, OW, (const int64_t *)em_data(wt),
+                                (const double *)em_data(dv), em_data(x), em_data(y), backward) < 0) {
+            em_cuda_error("avg_pool2d");
+            goto gpu_fail;
+        }
+        y = cast_back(y, out_dt);
+        goto done;
+    gpu_fail:
+        Py_CLEAR(y);
+        goto done;
+    }
     y = backward ? em_zeros(ndim, out_shape, ct, em_cpu()) : em_empty(ndim, out_shape, ct, em_cpu());
     if (!y) goto done;
     EmAvgPool p = {planes, H, W, OH, OW, w->h0, w->h1, w->w0, w->w1, w->div};
@@ -305,6 +367,8 @@ static PyObject *avg_run(EmTensor *src, EmDType ct, EmDType out_dt, int ndim, co
     y = cast_back(y, out_dt);
 done:
     Py_XDECREF(x);
+    Py_XDECREF(wt);
+    Py_XDECREF(dv);
     windows_free(w);
     return (PyObject *)y;
 }
@@ -329,7 +393,8 @@ PyObject *em_impl__avg_pool2d(EmCall *c) {
     Windows w;
     int ct = pool_compute_dtype(in, "avg_pool2d", INT64_ONLY);
     if (ct < 0 || em_arg_bool(c, 4, &ceil_mode) < 0 || em_arg_bool(c, 5, &cip) < 0 || divisor_arg(c, 6, &div) < 0 ||
-        pool_input(in, &planes) < 0 || pool_geometry(c, in->ndim, in->sizes, 1, 2, 3, -1, ceil_mode, &g) < 0 ||
+        pool_input(in, &planes, em_cuda && em_cuda->avg_pool2d) < 0 ||
+        pool_geometry(c, in->ndim, in->sizes, 1, 2, 3, -1, ceil_mode, &g) < 0 ||
         avg_windows(&g, cip, div, &w) < 0)
         return NULL;
     with_plane(in, g.out[0], g.out[1], shape);
@@ -403,7 +468,7 @@ PyObject *em_impl__adaptive_avg_pool2d(EmCall *c) {
                      "equal to 0 but received {%lld, %lld}", (long long)os[0], (long long)os[1]);
         return NULL;
     }
-    if (em_check_cpu(in, "adaptive_avg_pool2d") < 0) return NULL;
+    if (!em_is_cpu(in) && !em_cuda->avg_pool2d) return em_fused_no_kernel("adaptive_avg_pool2d");
     if (in->ndim != 3 && in->ndim != 4) {
         PyErr_Format(PyExc_RuntimeError, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got %d", in->ndim);
         return NULL;
@@ -441,28 +506,106 @@ PyObject *em_impl__adaptive_avg_pool2d_backward(EmCall *c) {
 
 /* ------------------------------------------------------------------ batch / group norm */
 
-/* t's n values as doubles (t has n elements) */
-static int read_doubles(EmTensor *t, double *out, int64_t n) {
-    EmTensor *d = contiguous_as(t, EM_FLOAT64);
-    if (!d) return -1;
-    memcpy(out, em_data(d), sizeof(double) * (size_t)n);
-    Py_DECREF(d);
+/* Host <-> device copies of n doubles (dev: the GPU side; -1 both host). 0 / -1. */
+static int copy_doubles(double *dst, int dst_dev, const double *src, int src_dev, int64_t n) {
+    if (n <= 0) return 0;
+    if (dst_dev < 0 && src_dev < 0) {
+        memcpy(dst, src, sizeof(double) * (size_t)n);
+        return 0;
+    }
+    if (em_cuda->memcpy(dst, dst_dev, src, src_dev, sizeof(double) * (size_t)n, false) < 0)
+        return em_cuda_error("norm statistics copy");
     return 0;
 }
 
-/* A new tensor of `ndim` sizes holding n doubles, as dtype dt. */
-static EmTensor *tensor_of(const double *v, int ndim, const int64_t *sizes, EmDType dt) {
-    EmTensor *t = em_empty(ndim, sizes, EM_FLOAT64, em_cpu());
+/* t's n values as host doubles (t has n elements; it may live on a GPU) */
+static int read_doubles(EmTensor *t, double *out, int64_t n) {
+    EmTensor *d = contiguous_as(t, EM_FLOAT64);
+    if (!d) return -1;
+    int rc = copy_doubles(out, -1, (const double *)em_data(d), em_is_cpu(d) ? -1 : em_device(d).index, n);
+    Py_DECREF(d);
+    return rc;
+}
+
+/* A new tensor of `ndim` sizes on `dev` holding n host doubles, as dtype dt. */
+static EmTensor *tensor_on(const double *v, int ndim, const int64_t *sizes, EmDType dt, EmDevice dev) {
+    EmTensor *t = em_empty(ndim, sizes, EM_FLOAT64, dev);
     int64_t n = 1;
     for (int d = 0; d < ndim; d++) n *= sizes[d];
     if (!t) return NULL;
-    memcpy(em_data(t), v, sizeof(double) * (size_t)n);
+    if (copy_doubles((double *)em_data(t), dev.type == EM_CPU ? -1 : dev.index, v, -1, n) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
     return cast_back(t, dt);
 }
+static EmTensor *tensor_of(const double *v, int ndim, const int64_t *sizes, EmDType dt) {
+    return tensor_on(v, ndim, sizes, dt, em_cpu());
+}
 
-/* The (N, C, S) view of a norm's input; checks dims and dtype. */
+/* ---- Note [norm runs] on the input's device. The CPU kernels run with the
+ * GIL released for big inputs; on a GPU (cudann, Note [CUDA nn more]) the
+ * host coefficient arrays go up, the backend's run kernels run, and the
+ * per-run sums come back, so the front-ends below combine runs on the host
+ * for either device. x, g, y: contiguous tensors of the compute dtype. */
+enum { RUNS_SUM, RUNS_SS, RUNS_DOT, RUNS_AFFINE, RUNS_AFFINE2 };
+
+/* kind's inputs p0..p2 (host, R each: center, or a, b, c) and outputs o1, o2 (host, R). 0 / -1. */
+static int runs(int kind, EmTensor *g, EmTensor *x, EmTensor *y, int64_t R, int64_t S, const double *p0,
+                const double *p1, const double *p2, double *o1, double *o2) {
+    EmDType ct = (EmDType)x->dtype;
+    if (em_is_cpu(x)) {
+        PyThreadState *ts = R * S >= BIG_WORK ? PyEval_SaveThread() : NULL;
+        switch (kind) {
+        case RUNS_SUM: em_cpu_runs_sum(ct, em_data(x), R, S, o1); break;
+        case RUNS_SS: em_cpu_runs_centered_ss(ct, em_data(x), R, S, p0, o1); break;
+        case RUNS_DOT: em_cpu_runs_dot(ct, em_data(g), em_data(x), R, S, p0, o1, o2); break;
+        case RUNS_AFFINE: em_cpu_runs_affine(ct, em_data(x), em_data(y), R, S, p0, p1); break;
+        default: em_cpu_runs_affine2(ct, em_data(g), em_data(x), em_data(y), R, S, p0, p1, p2); break;
+        }
+        if (ts) PyEval_RestoreThread(ts);
+        return 0;
+    }
+    if (R == 0) return 0;
+    int dev = em_device(x).index, rc = -1;
+    int64_t n = 5 * R;
+    EmTensor *work = em_empty(1, &n, EM_FLOAT64, em_device(x)); /* p0, p1, p2, o1, o2 */
+    if (!work) return -1;
+    double *w = (double *)em_data(work);
+    const double *ps[3] = {p0, p1, p2};
+    for (int i = 0; i < 3; i++)
+        if (ps[i] && copy_doubles(w + i * R, dev, ps[i], -1, R) < 0) goto done;
+    if (kind <= RUNS_DOT) {
+        if (em_cuda->norm_runs_stats(dev, ct, kind == RUNS_DOT ? em_data(g) : NULL, em_data(x), R, S,
+                                     kind == RUNS_SUM ? NULL : w, w + 3 * R, w + 4 * R) < 0) {
+            em_cuda_error("norm runs");
+            goto done;
+        }
+        if (copy_doubles(o1, -1, w + 3 * R, dev, R) < 0 || (o2 && copy_doubles(o2, -1, w + 4 * R, dev, R) < 0))
+            goto done;
+    } else {
+        /* affine: y = p0 x + p1 is affine2's b x + c without g */
+        bool two = kind == RUNS_AFFINE2;
+        if (em_cuda->norm_runs_affine(dev, ct, em_data(y), two ? em_data(g) : NULL, em_data(x), R, S,
+                                      two ? w : NULL, two ? w + R : w, two ? w + 2 * R : w + R) < 0) {
+            em_cuda_error("norm runs affine");
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(work);
+    return rc;
+}
+
+/* The (N, C, S) view of a norm's input; checks dims and dtype. A GPU input
+ * runs natively when the backend has the run kernels (EmNoCudaKernel
+ * otherwise: Note [CUDA fallback]). */
 static int norm_input(EmTensor *in, const char *name, int64_t *N, int64_t *C, int64_t *S) {
-    if (em_check_cpu(in, name) < 0) return -1;
+    if (!em_is_cpu(in) ? !em_cuda->norm_runs_stats || !em_cuda->norm_runs_affine : em_check_cpu(in, name) < 0) {
+        if (!em_is_cpu(in)) PyErr_Format(EmNoCudaKernel, "\"%s\" has no CUDA kernel in this backend", name);
+        return -1;
+    }
     if (in->ndim < 2) {
         PyErr_Format(PyExc_RuntimeError, "%s: expected 2D or more input (got %dD input)", name, in->ndim);
         return -1;
@@ -546,18 +689,16 @@ PyObject *em_impl__native_batch_norm(EmCall *c) {
     if (rm && channel_vec(rm, C, 0.0, "running_mean", tmp) < 0) goto done;
     if (rv && channel_vec(rv, C, 0.0, "running_var", tmp) < 0) goto done;
     memset(tmp, 0, sizeof(double) * (size_t)C); /* (it held the checked running stats) */
-    if (!(x = contiguous_as(in, ct)) || !(y = em_empty(in->ndim, in->sizes, ct, em_cpu()))) goto done;
-    PyThreadState *ts = R * S >= BIG_WORK ? PyEval_SaveThread() : NULL;
+    if (!(x = contiguous_as(in, ct)) || !(y = em_empty(in->ndim, in->sizes, ct, em_device(in)))) goto done;
     if (training) {
-        em_cpu_runs_sum(ct, em_data(x), R, S, rs);
+        if (runs(RUNS_SUM, NULL, x, NULL, R, S, NULL, NULL, NULL, rs, NULL) < 0) goto done;
         for (int64_t r = 0; r < R; r++) mean[r % C] += rs[r];
         for (int64_t k = 0; k < C; k++) mean[k] /= (double)M;
         for (int64_t r = 0; r < R; r++) ra[r] = mean[r % C];
-        em_cpu_runs_centered_ss(ct, em_data(x), R, S, ra, rs);
+        if (runs(RUNS_SS, NULL, x, NULL, R, S, ra, NULL, NULL, rs, NULL) < 0) goto done;
         for (int64_t r = 0; r < R; r++) tmp[r % C] += rs[r];
         for (int64_t k = 0; k < C; k++) tmp[k] /= (double)M, invstd[k] = 1.0 / sqrt(tmp[k] + eps);
     }
-    if (ts) PyEval_RestoreThread(ts);
     if (training) {
         if (rm && update_running(rm, mean, C, momentum) < 0) goto done;
         for (int64_t k = 0; k < C; k++) tmp[k] *= (double)M / (double)(M - 1); /* unbiased */
@@ -571,12 +712,11 @@ PyObject *em_impl__native_batch_norm(EmCall *c) {
         ra[r] = invstd[k] * wv[k];
         rb[r] = bv[k] - mean[k] * ra[r];
     }
-    ts = R * S >= BIG_WORK ? PyEval_SaveThread() : NULL;
-    em_cpu_runs_affine(ct, em_data(x), em_data(y), R, S, ra, rb);
-    if (ts) PyEval_RestoreThread(ts);
+    if (runs(RUNS_AFFINE, NULL, x, y, R, S, ra, rb, NULL, NULL, NULL) < 0) goto done;
     int64_t cshape[1] = {C};
     y = cast_back(y, dt);
-    if (y && (sm = tensor_of(mean, 1, cshape, ct)) && (si = tensor_of(invstd, 1, cshape, ct)))
+    if (y && (sm = tensor_on(mean, 1, cshape, ct, em_device(in))) &&
+        (si = tensor_on(invstd, 1, cshape, ct, em_device(in))))
         res = PyTuple_Pack(3, y, sm, si);
 done:
     PyMem_Free(ch);
@@ -593,15 +733,16 @@ done:
 static PyObject *norm_grads(EmTensor *g, EmTensor *x, EmTensor *in, int64_t R, int64_t S, const double *ra,
                             const double *rb, const double *rc, const double *gw, const double *gb, int64_t C) {
     EmDType dt = (EmDType)in->dtype, ct = em_compute_dtype(dt);
-    EmTensor *gx = em_empty(in->ndim, in->sizes, ct, em_cpu()), *tw = NULL, *tb = NULL;
+    EmTensor *gx = em_empty(in->ndim, in->sizes, ct, em_device(in)), *tw = NULL, *tb = NULL;
     PyObject *res = NULL;
     if (!gx) return NULL;
-    PyThreadState *ts = R * S >= BIG_WORK ? PyEval_SaveThread() : NULL;
-    em_cpu_runs_affine2(ct, em_data(g), em_data(x), em_data(gx), R, S, ra, rb, rc);
-    if (ts) PyEval_RestoreThread(ts);
+    if (runs(RUNS_AFFINE2, g, x, gx, R, S, ra, rb, rc, NULL, NULL) < 0) {
+        Py_DECREF(gx);
+        return NULL;
+    }
     int64_t cshape[1] = {C};
     gx = cast_back(gx, dt);
-    if (gx && (tw = tensor_of(gw, 1, cshape, dt)) && (tb = tensor_of(gb, 1, cshape, dt)))
+    if (gx && (tw = tensor_on(gw, 1, cshape, dt, em_device(in))) && (tb = tensor_on(gb, 1, cshape, dt, em_device(in))))
         res = PyTuple_Pack(3, gx, tw, tb);
     Py_XDECREF(gx);
     Py_XDECREF(tw);
@@ -648,9 +789,7 @@ PyObject *em_impl__native_batch_norm_backward(EmCall *c) {
         channel_vec(sit, C, 0, "save_invstd", invstd) < 0 || grad_and_input(go, in, "batch_norm_backward", &g, &x) < 0)
         goto done;
     for (int64_t r = 0; r < R; r++) rc[r] = mean[r % C];
-    PyThreadState *ts = R * S >= BIG_WORK ? PyEval_SaveThread() : NULL;
-    em_cpu_runs_dot(em_compute_dtype((EmDType)in->dtype), em_data(g), em_data(x), R, S, rc, rs, rb);
-    if (ts) PyEval_RestoreThread(ts);
+    if (runs(RUNS_DOT, g, x, NULL, R, S, rc, NULL, NULL, rs, rb) < 0) goto done;
     for (int64_t r = 0; r < R; r++) sg[r % C] += rs[r], dot[r % C] += rb[r];
     for (int64_t r = 0; r < R; r++) {
         int64_t k = r % C;
@@ -713,13 +852,12 @@ PyObject *em_impl__native_group_norm(EmCall *c) {
     double *wv = ch, *bv = ch + C;
     double *ra = run, *rb = run + R, *rs = run + 2 * R, *mean = run + 3 * R, *rstd = run + 4 * R;
     if (group_affine_vec(w, in, C, 1.0, "weight", wv) < 0 || group_affine_vec(b, in, C, 0.0, "bias", bv) < 0) goto done;
-    if (!(x = contiguous_as(in, ct)) || !(y = em_empty(in->ndim, in->sizes, ct, em_cpu()))) goto done;
-    PyThreadState *ts = R * S >= BIG_WORK ? PyEval_SaveThread() : NULL;
-    em_cpu_runs_sum(ct, em_data(x), R, S, rs);
+    if (!(x = contiguous_as(in, ct)) || !(y = em_empty(in->ndim, in->sizes, ct, em_device(in)))) goto done;
+    if (runs(RUNS_SUM, NULL, x, NULL, R, S, NULL, NULL, NULL, rs, NULL) < 0) goto done;
     for (int64_t r = 0; r < R; r++) mean[r / D] += rs[r]; /* run r = (n, c) is in group r / D */
     for (int64_t q = 0; q < NG; q++) mean[q] /= cnt;
     for (int64_t r = 0; r < R; r++) ra[r] = mean[r / D];
-    em_cpu_runs_centered_ss(ct, em_data(x), R, S, ra, rs);
+    if (runs(RUNS_SS, NULL, x, NULL, R, S, ra, NULL, NULL, rs, NULL) < 0) goto done;
     for (int64_t r = 0; r < R; r++) rstd[r / D] += rs[r];
     for (int64_t q = 0; q < NG; q++) rstd[q] = 1.0 / sqrt(rstd[q] / cnt + eps);
     for (int64_t r = 0; r < R; r++) {
@@ -727,11 +865,11 @@ PyObject *em_impl__native_group_norm(EmCall *c) {
         ra[r] = rstd[q] * wv[k];
         rb[r] = bv[k] - mean[q] * ra[r];
     }
-    em_cpu_runs_affine(ct, em_data(x), em_data(y), R, S, ra, rb);
-    if (ts) PyEval_RestoreThread(ts);
+    if (runs(RUNS_AFFINE, NULL, x, y, R, S, ra, rb, NULL, NULL, NULL) < 0) goto done;
     int64_t gshape[2] = {N, G};
     y = cast_back(y, dt);
-    if (y && (tm = tensor_of(mean, 2, gshape, ct)) && (tr = tensor_of(rstd, 2, gshape, ct)))
+    if (y && (tm = tensor_on(mean, 2, gshape, ct, em_device(in))) &&
+        (tr = tensor_on(rstd, 2, gshape, ct, em_device(in))))
         res = PyTuple_Pack(3, y, tm, tr);
 done:
     PyMem_Free(ch);
@@ -764,8 +902,7 @@ PyObject *em_impl__native_group_norm_backward(EmCall *c) {
         channel_vec(tr, NG, 0, "rstd", rstd) < 0 || grad_and_input(go, in, "group_norm_backward", &g, &x) < 0)
         goto done;
     for (int64_t r = 0; r < R; r++) rc[r] = mean[r / D];
-    PyThreadState *ts = R * S >= BIG_WORK ? PyEval_SaveThread() : NULL;
-    em_cpu_runs_dot(em_compute_dtype((EmDType)in->dtype), em_data(g), em_data(x), R, S, rc, sg, sgc);
+    if (runs(RUNS_DOT, g, x, NULL, R, S, rc, NULL, NULL, sg, sgc) < 0) goto done;
     for (int64_t r = 0; r < R; r++) {
         int64_t k = r % C, q = r / D;
         gb[k] += sg[r];
@@ -779,7 +916,6 @@ PyObject *em_impl__native_group_norm_backward(EmCall *c) {
         rb[r] = -rstd[q] * rstd[q] * m2[q];
         rc[r] = rstd[q] * (rstd[q] * m2[q] * mean[q] - m1[q]);
     }
-    if (ts) PyEval_RestoreThread(ts);
     res = norm_grads(g, x, in, R, S, ra, rb, rc, gw, gb, C);
 done:
     PyMem_Free(ch);
