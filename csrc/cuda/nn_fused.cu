@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "cvt.h"
 #include "nn_fused.h"
 
 #include "runtime.h"
@@ -29,25 +30,7 @@ enum { I32 = 4, I64 = 5, F16 = 6, BF16 = 7, F32 = 8, F64 = 9 };
 
 // ------------------------------------------------------------ conversions
 
-// Storage type T <-> compute type A (float for float32 and the halves).
-template <typename T>
-struct Cvt {
-    using A = T;
-    static __device__ __forceinline__ A ld(T v) { return v; }
-    static __device__ __forceinline__ T st(A v) { return v; }
-};
-template <>
-struct Cvt<__half> {
-    using A = float;
-    static __device__ __forceinline__ A ld(__half v) { return __half2float(v); }
-    static __device__ __forceinline__ __half st(A v) { return __float2half_rn(v); }
-};
-template <>
-struct Cvt<__nv_bfloat16> {
-    using A = float;
-    static __device__ __forceinline__ A ld(__nv_bfloat16 v) { return __bfloat162float(v); }
-    static __device__ __forceinline__ __nv_bfloat16 st(A v) { return __float2bfloat16_rn(v); }
-};
+// Cvt<T>: cvt.h
 
 __device__ __forceinline__ float dexp(float v) { return expf(v); }
 __device__ __forceinline__ double dexp(double v) { return exp(v); }

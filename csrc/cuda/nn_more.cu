@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "cvt.h"
 #include "nn_more.h"
 #include "philox.h"
 #include "runtime.h"
@@ -15,25 +16,7 @@ namespace {
 
 enum { F16 = DT_FLOAT16, BF16 = DT_BFLOAT16, F32 = DT_FLOAT32, F64 = DT_FLOAT64 };
 
-// Storage type T <-> compute type A (float for float32 and the halves).
-template <typename T>
-struct Cvt {
-    using A = T;
-    static __device__ __forceinline__ A ld(T v) { return v; }
-    static __device__ __forceinline__ T st(A v) { return v; }
-};
-template <>
-struct Cvt<__half> {
-    using A = float;
-    static __device__ __forceinline__ A ld(__half v) { return __half2float(v); }
-    static __device__ __forceinline__ __half st(A v) { return __float2half_rn(v); }
-};
-template <>
-struct Cvt<__nv_bfloat16> {
-    using A = float;
-    static __device__ __forceinline__ A ld(__nv_bfloat16 v) { return __bfloat162float(v); }
-    static __device__ __forceinline__ __nv_bfloat16 st(A v) { return __float2bfloat16_rn(v); }
-};
+// Cvt<T>: cvt.h
 
 constexpr int THREADS = 256;
 

@@ -9,6 +9,7 @@
  * take out=(values, indices). */
 #include "../ember.h"
 #include "fused_gpu.h"
+#include "../cuda/sort_logic.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -333,38 +334,27 @@ PyObject *em_impl_kthvalue(EmCall *c) {
 #else
 #define OMP_SEARCH
 #endif
-#define SEARCH_KERNEL(T)                                                                              \
+/* the binary search itself is the GPU's (cuda/sort_logic.h), one per type */
+#define SEARCH_KERNEL(T, SEARCH)                                                                      \
     static void search_##T(const T *bd, const int64_t *srt, int64_t L, const T *val, int64_t nval,       \
                            int64_t per_row, bool right, bool i32, char *out) {                           \
         OMP_SEARCH                                                                                       \
         for (int64_t j = 0; j < nval; j++) {                                                             \
             int64_t row = per_row ? j / per_row : 0;                                                     \
-            const T *b = bd + row * L;                                                                   \
-            const int64_t *s = srt ? srt + row * L : NULL;                                               \
-            T v = val[j];                                                                                \
-            int64_t lo = 0, hi = L;                                                                      \
-            while (lo < hi) {                                                                            \
-                int64_t mid = lo + ((hi - lo) >> 1);                                                     \
-                T m = s ? b[s[mid]] : b[mid];                                                            \
-                bool go_right = right ? !(m > v) : !(m >= v);                                            \
-                if (go_right)                                                                            \
-                    lo = mid + 1;                                                                        \
-                else                                                                                     \
-                    hi = mid;                                                                            \
-            }                                                                                            \
+            int64_t lo = SEARCH(bd + row * L, srt ? srt + row * L : NULL, L, val[j], right);             \
             if (i32)                                                                                     \
                 ((int32_t *)out)[j] = (int32_t)lo;                                                       \
             else                                                                                         \
                 ((int64_t *)out)[j] = lo;                                                                \
         }                                                                                                \
     }
-SEARCH_KERNEL(uint8_t)
-SEARCH_KERNEL(int8_t)
-SEARCH_KERNEL(int16_t)
-SEARCH_KERNEL(int32_t)
-SEARCH_KERNEL(int64_t)
-SEARCH_KERNEL(float)
-SEARCH_KERNEL(double)
+SEARCH_KERNEL(uint8_t, emc_search_u8)
+SEARCH_KERNEL(int8_t, emc_search_i8)
+SEARCH_KERNEL(int16_t, emc_search_i16)
+SEARCH_KERNEL(int32_t, emc_search_i32)
+SEARCH_KERNEL(int64_t, emc_search_i64)
+SEARCH_KERNEL(float, emc_search_f32)
+SEARCH_KERNEL(double, emc_search_f64)
 
 /* t cast to d and made contiguous (new reference). */
 static EmTensor *as_contig(EmTensor *t, EmDType d) {
