@@ -452,3 +452,16 @@ def test_parity_sequence_after_manual_seed(torch, seed):
                     m.randperm(7).tolist(), m.rand(2, 2, dtype=m.float64).tolist(),
                     m.randn(3, dtype=m.float64).tolist(), m.rand(1).tolist()])
     assert out[0] == out[1]
+
+
+def test_manual_seed_does_not_load_the_cuda_backend():
+    """Seeding the GPUs is deferred to their first use (as in torch): a CPU
+    script that calls manual_seed never loads ember._cuda and its libraries."""
+    import os
+    import subprocess
+    import sys
+    code = ("import sys, ember; ember.manual_seed(3); ember.cuda.manual_seed_all(4); "
+            "print('ember._cuda' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"
