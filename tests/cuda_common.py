@@ -70,7 +70,7 @@ FACTORIES = frozenset({
 
 class OnDevice:
     """`ember`, except that new tensors are made on `device`: from_numpy()
-    copies to it, factories get device= (unless the caller gives one). Test
+    copies to it, factories and Generator() get device= (unless the caller gives one). Test
     code written as `L.op(...)` for a library L runs on the device with it."""
 
     def __init__(self, device, keep_integers_on_cpu=False):
@@ -79,6 +79,8 @@ class OnDevice:
 
     def __getattr__(self, name):
         value = getattr(ember, name)
+        if name == "Generator":  # a generator for the device's tensors, as torch requires
+            return lambda device=None: ember.Generator(device=device or self.device)
         if name == "from_numpy":
             return lambda a: ember.from_numpy(a) if self.keep_integers_on_cpu and a.dtype.kind in "iub" \
                 else ember.from_numpy(a).to(self.device)

@@ -130,3 +130,26 @@ def test_errors(cuda):
         ember.empty(3, device="cuda").normal_(0, -1)
     with pytest.raises(RuntimeError, match="16 bytes"):
         ember.cuda.set_rng_state(ember.zeros(3, dtype=ember.uint8))
+
+
+def test_per_element_bernoulli_with_generators(cuda):
+    """Per-element probabilities draw on the device from the generator given
+    (or the device's): seeded alike, the same mask; p outside [0, 1] is an
+    error, checked on the device."""
+    t = ember.empty(4000, device="cuda")
+    p = ember.rand(4000, device="cuda")
+    g = ember.Generator(device="cuda").manual_seed(3)
+    a = t.bernoulli_(p, generator=g).cpu().numpy()
+    g.manual_seed(3)
+    b = ember.bernoulli(p, generator=g).cpu().numpy()
+    np.testing.assert_array_equal(a, b)
+    assert set(np.unique(a)) <= {0.0, 1.0}
+    pn = p.cpu().numpy()
+    assert abs(a.mean() - pn.mean()) < 0.03 and a[pn < 0.01].sum() <= 2 and a[pn > 0.99].mean() > 0.9
+    c = ember.empty(4000, device="cuda").bernoulli_(ember.full((4000,), 0.8, device="cuda"))
+    assert abs(c.cpu().numpy().mean() - 0.8) < 0.03
+    assert not _C._cuda_fallback_counts(False).get("bernoulli")
+    with pytest.raises(RuntimeError, match=r"\[0, 1\]"):
+        t.bernoulli_(p + 1)
+    with pytest.raises(RuntimeError, match="Expected a 'cuda' device type"):
+        t.bernoulli_(p, generator=ember.Generator())

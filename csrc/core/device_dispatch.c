@@ -58,7 +58,7 @@ int em_device_dispatch_init(void) {
      * falling back where a path has no GPU kernel */
     static const char *native[] = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul",
                                    /* Note [GPU random numbers] */
-                                   "uniform_", "normal_", "bernoulli_", "random_", "exponential_", NULL};
+                                   "uniform_", "normal_", "bernoulli_", "bernoulli", "random_", "exponential_", NULL};
     /* reductions: the reduce iterator launches the backend's kernel or raises
      * EmNoCudaKernel before writing (Note [CUDA reduce]) */
     static const char *reductions[] = {

@@ -233,10 +233,54 @@ static int check_probs(const double *p, int64_t n, const char *what) {
     return 0;
 }
 
+/* op(a, b) on tensors or numbers (new reference; NULL if an input is) */
+static PyObject *op2(EmOpId id, PyObject *a, PyObject *b) {
+    PyObject *args[2] = {a, b};
+    return a && b ? em_op(id, 2, args) : NULL;
+}
+
+/* bernoulli_ with per-element probabilities on a GPU: t = (u < p) with u
+ * uniform draws from the generator's Philox stream, after checking on the
+ * device that every p lies in [0, 1] (one value read back, as torch's
+ * device-side check). */
+static int bernoulli_probs_gpu(EmTensor *t, EmTensor *p, EmGenerator *g) {
+    EmDType ud = p->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
+    EmTensor *pd = em_to_device(p, em_device(t), false), *pc = pd ? em_to_dtype(pd, ud, false) : NULL;
+    EmTensor *u = pc ? em_empty(t->ndim, t->sizes, ud, em_device(t)) : NULL;
+    PyObject *lo = NULL, *hi = NULL, *in = NULL, *all = NULL, *ok = NULL, *keep = NULL;
+    PyObject *zero = PyFloat_FromDouble(0), *one = PyFloat_FromDouble(1);
+    int r = -1;
+    if (!u || !zero || !one) goto done;
+    lo = op2(EM_OP_ge, (PyObject *)pc, zero);
+    hi = op2(EM_OP_le, (PyObject *)pc, one);
+    in = op2(EM_OP_logical_and, lo, hi);
+    all = in ? em_op(EM_OP_all, 1, &in) : NULL;
+    ok = all ? em_tensor_item((EmTensor *)all) : NULL;
+    if (!ok) goto done;
+    if (ok != Py_True) {
+        em_error(PyExc_RuntimeError, "bernoulli_ expects all elements of p to be in [0, 1]");
+        goto done;
+    }
+    Range rr = {g, 0, 1};
+    if (fill_logical(u, do_uniform, &rr) < 0) goto done;
+    keep = op2(EM_OP_lt, (PyObject *)u, (PyObject *)pc);
+    if (keep && ((EmTensor *)keep)->ndim != t->ndim) { /* p must broadcast to t, not t to p */
+        PyErr_Format(PyExc_RuntimeError, "bernoulli_: p of %d dims does not broadcast to self of %d dims",
+                     p->ndim, t->ndim);
+        goto done;
+    }
+    r = keep ? em_copy_(t, keep) : -1;
+done:
+    Py_XDECREF(pd), Py_XDECREF(pc), Py_XDECREF(u), Py_XDECREF(lo), Py_XDECREF(hi), Py_XDECREF(in);
+    Py_XDECREF(all), Py_XDECREF(ok), Py_XDECREF(keep), Py_XDECREF(zero), Py_XDECREF(one);
+    return r;
+}
+
 int em_bernoulli_(EmTensor *t, PyObject *p, EmGenerator *g) {
     Bern b = {g, 0, NULL};
     EmTensor *pt = NULL;
     int r = -1;
+    if (em_is_tensor(p) && !em_is_cpu(t)) return bernoulli_probs_gpu(t, (EmTensor *)p, g);
     if (em_is_tensor(p)) {
         pt = probs_like(t, (EmTensor *)p);
         if (!pt) return -1;
@@ -356,7 +400,7 @@ static int gpu_fill(EmTensor *t, FillFn fn, void *ctx) {
         g = r->g, from = r->from, range = r->range;
         kind = EM_RANDOM_INTEGER;
     } else {
-        g = NULL, kind = -1;
+        g = *(EmGenerator **)ctx, kind = -1; /* every context starts with its generator */
     }
     int dev = em_device(t).index, r = 0;
     bool own = g != em_default_generator();
