@@ -379,9 +379,10 @@ static int do_exponential(EmTensor *t, void *vctx) {
 /* ------------------------------------ Note [GPU random numbers] */
 
 /* The same fills on a GPU tensor, drawn by the backend from the Philox
- * stream of the device's generator or of the CUDA generator given.
- * Per-element bernoulli probabilities or a backend without random_fill take
- * the CPU fallback. */
+ * stream of the device's generator or of the CUDA generator given. A
+ * backend without random_fill takes the CPU fallback (per-element bernoulli
+ * probabilities have their own path, bernoulli_probs_gpu, and never get
+ * here). */
 static int gpu_fill(EmTensor *t, FillFn fn, void *ctx) {
     int kind;
     double a = 0, b = 0;

@@ -5,8 +5,6 @@ the first CUDA request (Note [CUDA backend] in csrc/cuda_backend.h). Without
 it, or without a GPU and driver, `is_available()` is False and anything that
 needs a GPU raises RuntimeError saying why; nothing here fails at import.
 """
-import contextlib
-
 from .. import _C
 
 __all__ = [
