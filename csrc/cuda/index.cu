@@ -19,6 +19,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cvt.h"
 #include "index.h"
 #include "index_math.h"
 #include "runtime.h"
@@ -43,31 +44,17 @@ int launched(const char *what) { return emc_check(cudaGetLastError(), what); }
 
 enum { OP_ASSIGN, OP_SUM, OP_PROD, OP_MAX, OP_MIN };
 
-// Storage type T <-> compute type C, as cpu/index.c: bool computes in int
-// (a sum is `or`, a product `and` once stored), halves in float.
+// Storage type T <-> compute type C, as cpu/index.c: halves in float
+// (cvt.h's Cvt), bool in int (a sum is `or`, a product `and` once stored).
 template <typename T>
-struct Elem {
-    using C = T;
-    static __device__ __forceinline__ C ld(T v) { return v; }
-    static __device__ __forceinline__ T st(C v) { return v; }
+struct Elem : Cvt<T> {
+    using C = typename Cvt<T>::A;
 };
 template <>
 struct Elem<bool> {
     using C = int;
     static __device__ __forceinline__ C ld(bool v) { return v; }
     static __device__ __forceinline__ bool st(C v) { return v != 0; }
-};
-template <>
-struct Elem<__half> {
-    using C = float;
-    static __device__ __forceinline__ C ld(__half v) { return __half2float(v); }
-    static __device__ __forceinline__ __half st(C v) { return __float2half_rn(v); }
-};
-template <>
-struct Elem<__nv_bfloat16> {
-    using C = float;
-    static __device__ __forceinline__ C ld(__nv_bfloat16 v) { return __bfloat162float(v); }
-    static __device__ __forceinline__ __nv_bfloat16 st(C v) { return __float2bfloat16_rn(v); }
 };
 
 // a OP b in the compute type; integers wrap; amax/amin keep a NaN (a is
