@@ -160,8 +160,48 @@ static void blas_gemm(EmDType d, int A, int B, int64_t m, int64_t n, int64_t k, 
  * thread, at least 64 wide, multiples of 16. (Two per thread, for balance
  * on a busy machine, re-packed twice as much: GPT-shaped linears took
  * 1.07-1.20x torch's time with two, 1.04x with one.) */
+/* Note [bias in the slabs]: addmm with a bias broadcast along C's rows
+ * (F.linear) writes beta * bias into C and lets BLAS add the product with
+ * beta = 1. Each slab writes its own part of C just before its product, so
+ * there is no separate parallel pass over C, and BLAS finds that part in
+ * the cache of the thread that wrote it. */
+typedef struct {
+    const void *p; /* bias[j] at p + j * stride elements */
+    int64_t stride;
+    double beta;
+} RowBias;
+
+/* C[i, j] = beta * bias[col0 + j] for the rows x cols block at c */
+static void fill_row_bias(EmDType d, const RowBias *rb, int64_t rows, int64_t cols, int64_t col0, void *c,
+                          int64_t ldc) {
+    if (d == EM_FLOAT32) {
+        const float *b = (const float *)rb->p + col0 * rb->stride;
+        float beta = (float)rb->beta, *c0 = c;
+        for (int64_t i = 0; i < rows; i++) {
+            float *row = c0 + i * ldc;
+            if (rb->stride == 1 && rb->beta == 1)
+                memcpy(row, b, cols * sizeof(float));
+            else
+                for (int64_t j = 0; j < cols; j++) row[j] = beta * b[j * rb->stride];
+        }
+    } else {
+        const double *b = (const double *)rb->p + col0 * rb->stride;
+        double *c0 = c;
+        for (int64_t i = 0; i < rows; i++) {
+            double *row = c0 + i * ldc;
+            if (rb->stride == 1 && rb->beta == 1)
+                memcpy(row, b, cols * sizeof(double));
+            else
+                for (int64_t j = 0; j < cols; j++) row[j] = rb->beta * b[j * rb->stride];
+        }
+    }
+}
+
+/* Slabs of C; with `rb`, each slab first writes its part of the bias and
+ * BLAS adds the product to it (fb is then ignored). */
 static void blas_gemm_split(EmDType d, int A, int B, int64_t m, int64_t n, int64_t k, double fa, const void *a,
-                            int64_t lda, const void *b, int64_t ldb, double fb, void *c, int64_t ldc) {
+                            int64_t lda, const void *b, int64_t ldb, double fb, void *c, int64_t ldc,
+                            const RowBias *rb) {
     const int nt = em_num_threads;
     const bool rows = m >= n;
     const int64_t len = rows ? m : n, isz = d == EM_FLOAT32 ? 4 : 8;
@@ -175,12 +215,15 @@ static void blas_gemm_split(EmDType d, int A, int B, int64_t m, int64_t n, int64
 #endif
     for (int64_t s = 0; s < slabs; s++) {
         int64_t lo = s * step, w = len - lo < step ? len - lo : step;
+        char *cs = (char *)c + (rows ? lo * ldc : lo) * isz;
+        if (rb) fill_row_bias(d, rb, rows ? w : m, rows ? n : w, rows ? 0 : lo, cs, ldc);
+        double beta = rb ? 1.0 : fb;
         if (rows) /* rows lo.. of op(A) and C */
-            blas_gemm(d, A, B, w, n, k, fa, (const char *)a + (ta ? lo : lo * lda) * isz, lda, b, ldb, fb,
-                      (char *)c + lo * ldc * isz, ldc);
+            blas_gemm(d, A, B, w, n, k, fa, (const char *)a + (ta ? lo : lo * lda) * isz, lda, b, ldb, beta, cs,
+                      ldc);
         else /* columns lo.. of op(B) and C */
-            blas_gemm(d, A, B, m, w, k, fa, a, lda, (const char *)b + (tb ? lo * ldb : lo) * isz, ldb, fb,
-                      (char *)c + lo * isz, ldc);
+            blas_gemm(d, A, B, m, w, k, fa, a, lda, (const char *)b + (tb ? lo * ldb : lo) * isz, ldb, beta,
+                      cs, ldc);
     }
 }
 #endif
@@ -203,7 +246,7 @@ void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, co
     if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0) {
         int A = ta ? CBLAS_TRANS : CBLAS_NO_TRANS, B = tb ? CBLAS_TRANS : CBLAS_NO_TRANS;
         if (parallel && em_num_threads > 1 && (double)m * n * k > EM_BLAS_SINGLE_THREAD_MNK) {
-            blas_gemm_split(d, A, B, m, n, k, fa, a, lda, b, ldb, fb, c, ldc);
+            blas_gemm_split(d, A, B, m, n, k, fa, a, lda, b, ldb, fb, c, ldc, NULL);
             return;
         }
         blas_gemm(d, A, B, m, n, k, fa, a, lda, b, ldb, fb, c, ldc);
@@ -225,6 +268,23 @@ void em_gemm(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
              int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
     EmScalar one = {'i', {1}}, zero = {'i', {0}};
     em_gemm_ex(d, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, one, zero, true);
+}
+
+void em_gemm_bias(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                  const void *b, int64_t ldb, void *c, int64_t ldc, EmScalar alpha, const void *bias,
+                  int64_t bias_stride, EmScalar beta) {
+    RowBias rb = {bias, bias_stride, em_scalar_to_double(beta)};
+    EmScalar one = {'i', {1}};
+#ifdef EM_CBLAS
+    if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0 && m > 1 && n > 1 &&
+        em_num_threads > 1 && (double)m * n * k > EM_BLAS_SINGLE_THREAD_MNK) {
+        blas_gemm_split(d, ta ? CBLAS_TRANS : CBLAS_NO_TRANS, tb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k,
+                        em_scalar_to_double(alpha), a, lda, b, ldb, 1.0, c, ldc, &rb);
+        return;
+    }
+#endif
+    fill_row_bias(d, &rb, m, n, 0, c, ldc);
+    em_gemm_ex(d, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, one, true);
 }
 
 /* Dot products with element strides (any sign, 0 included). */

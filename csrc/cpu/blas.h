@@ -19,6 +19,12 @@ void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, co
 /* alpha = 1, beta = 0 */
 void em_gemm(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
              int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
+/* C = alpha * op(A) @ op(B) + beta * bias, bias (n elements, `bias_stride`
+ * apart) broadcast along C's rows; float32 / float64 only (Note [bias in
+ * the slabs] in blas.c). */
+void em_gemm_bias(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                  const void *b, int64_t ldb, void *c, int64_t ldc, EmScalar alpha, const void *bias,
+                  int64_t bias_stride, EmScalar beta);
 /* Whether dtype d goes to BLAS (which takes a transposed B as is). */
 bool em_gemm_uses_blas(EmDType d);
 /* GEMMs of at most this m*n*k run on one thread: waking a second costs

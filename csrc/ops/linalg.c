@@ -685,7 +685,18 @@ static PyObject *addmm_impl(EmCall *c) {
     EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, (EmDType)m2->dtype) == 0);
     EmDType d = (EmDType)m1->dtype;
     if (d == EM_BOOL) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
-    int64_t shape[2] = {m1->sizes[0], m2->sizes[1]};
+    int64_t shape[2] = {m1->sizes[0], m2->sizes[1]}, lda, ldb;
+    if (!c->inplace && !c->out && em_gemm_uses_blas(d) && em_is_cpu(self) && em_is_cpu(m1) && em_is_cpu(m2) &&
+        self->ndim == 1 && self->sizes[0] == shape[1] && shape[0] > 0 && shape[1] > 0 && m1->sizes[1] > 0 &&
+        !scalar_is_zero(alpha) && !scalar_is_zero(beta) && layout_of(m1, &lda) >= 0 && layout_of(m2, &ldb) >= 0) {
+        /* F.linear's bias: written by the GEMM's own slabs (Note [bias in the slabs] in cpu/blas.c) */
+        res = em_empty(2, shape, d, em_device(m1));
+        EM_TRY(res);
+        em_gemm_bias(d, layout_of(m1, &lda) == 1, layout_of(m2, &ldb) == 1, shape[0], shape[1], m1->sizes[1],
+                     em_data(m1), lda, em_data(m2), ldb, em_data(res), shape[1], coef_for(alpha, d), em_data(self),
+                     self->strides[0], coef_for(beta, d));
+        return (PyObject *)res;
+    }
     res = add_result(self, 2, shape, d, beta, c->inplace ? NULL : c->out, c->inplace, false);
     EM_TRY(res && gemm_batched(m1, m2, res, alpha, beta, false) == 0);
     return (PyObject *)res;
