@@ -490,6 +490,33 @@ def test_fused_matches_op_by_op(name, dtype):
         np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_fused_one_region_covers_every_chunk(threads):
+    """The fused pass cuts the chunks of all parameters into one run per
+    thread: big tensors (many chunks) between small ones all get updated, as
+    the op-by-op path updates them."""
+    rng = np.random.default_rng(8)
+    w0 = [rng.standard_normal(s).astype(np.float32) for s in [(300, 257), (5,), (70001,), (3, 3), (), (8193,)]]
+    grads = [[rng.standard_normal(np.shape(w)).astype(np.float32) for w in w0] for _ in range(3)]
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        results = []
+        for fused in (None, False):
+            ps = [ember.tensor(w, requires_grad=True) for w in w0]
+            opt = ember.optim.AdamW(ps, lr=0.01, weight_decay=0.1, fused=fused)
+            for gs in grads:
+                for p, g in zip(ps, gs):
+                    p.grad = ember.tensor(g)
+                opt.step()
+            results.append([p.detach().numpy() for p in ps])
+    finally:
+        ember.set_num_threads(before)
+    for x, y, w in zip(*results, w0):
+        assert not np.array_equal(x, w)
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-6)
+
+
 def test_fused_falls_back_for_strided_params():
     """A transposed parameter (or gradient) takes the op-by-op path, and gets the same numbers."""
     rng = np.random.default_rng(2)

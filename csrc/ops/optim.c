@@ -32,6 +32,9 @@
  * 0-d CPU tensors as the optimizers keep them, or copied over once).
  */
 #include "ember.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "ops/fused_gpu.h"
 #include "cpu/reduce.h" /* EM_CLONES */
 
@@ -338,17 +341,30 @@ PyObject *em_impl_fused_adam(EmCall *c) {
         EM_TRY(adam_gpu(jobs, n, em_device((EmTensor *)PySequence_Fast_GET_ITEM(lists[P], 0))) == 0);
         goto versions;
     }
-    /* one pass per parameter; big ones split across threads */
-    int64_t total = 0;
-    for (Py_ssize_t k = 0; k < n; k++) total += jobs[k].n;
-    PyThreadState *ts = total >= EM_GRAIN ? PyEval_SaveThread() : NULL;
+    /* All parameters in one parallel region: the chunks of every tensor, in
+     * order, cut into one contiguous run per thread (a region per tensor
+     * cost a fork and a barrier for each bias and norm weight). */
+    enum { CHUNK = 8192 };
+    int64_t total = 0, nchunks = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
-        const AdamJob *j = &jobs[k];
-        int64_t chunk = 8192, nchunks = (j->n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (j->n >= 2 * EM_GRAIN && em_num_threads > 1) num_threads(em_num_threads)
-        for (int64_t b = 0; b < nchunks; b++) {
-            int64_t lo = b * chunk, hi = lo + chunk < j->n ? lo + chunk : j->n;
-            adam_job_run(j, lo, hi);
+        total += jobs[k].n;
+        nchunks += (jobs[k].n + CHUNK - 1) / CHUNK;
+    }
+    int nt = total >= 2 * EM_GRAIN && em_num_threads > 1 ? em_num_threads : 1;
+    if (nt > nchunks) nt = nchunks > 0 ? (int)nchunks : 1;
+    PyThreadState *ts = total >= EM_GRAIN ? PyEval_SaveThread() : NULL;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+#ifdef _OPENMP
+        int tid = omp_get_thread_num(), T = omp_get_num_threads();
+#else
+        int tid = 0, T = 1;
+#endif
+        int64_t b0 = nchunks * tid / T, b1 = nchunks * (tid + 1) / T, b = 0;
+        for (Py_ssize_t k = 0; k < n && b < b1; k++) {
+            const AdamJob *j = &jobs[k];
+            for (int64_t lo = 0; lo < j->n && b < b1; lo += CHUNK, b++)
+                if (b >= b0) adam_job_run(j, lo, lo + CHUNK < j->n ? lo + CHUNK : j->n);
         }
     }
     if (ts) PyEval_RestoreThread(ts);
