@@ -306,3 +306,23 @@ def test_second_derivatives_match_torch():
             res.append((g.detach().numpy(), h.detach().numpy()))
         np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-12)
         np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-12)
+
+
+# ------------------------------------------------------ split / chunk / unbind
+@pytest.mark.parametrize("L", LIBS)
+@pytest.mark.parametrize("how", ["split", "chunk", "unbind", "split_sizes"])
+def test_every_piece_used_fills_the_whole_gradient(L, how):
+    """With a gradient for every piece the input's gradient is assembled
+    without zeroing first: every element must still come from a piece. A
+    NaN-filled block is freed first so that a recycled buffer would show."""
+    rng = np.random.default_rng(4)
+    x_np = rng.standard_normal((6, 96))
+    L.full((6, 96), float("nan"), dtype=L.float64).sum()  # a NaN block back in the cache
+    x = L.tensor(x_np, requires_grad=True)
+    pieces = {"split": lambda: x.split(32, 1), "chunk": lambda: x.chunk(3, 1),
+              "unbind": lambda: x.unbind(0), "split_sizes": lambda: x.split([10, 50, 36], 1)}[how]()
+    weights = [rng.standard_normal(tuple(p.shape)) for p in pieces]
+    loss = sum((p * L.tensor(w)).sum() for p, w in zip(pieces, weights))
+    loss.backward()
+    ref = np.stack(weights, 0) if how == "unbind" else np.concatenate(weights, axis)
+    np.testing.assert_array_equal(_g(x), ref)

@@ -446,8 +446,12 @@ static int bw_pieces(EmNode *n, EmTensor **go, EmTensor **gi, int dim_param) {
         END;
     }
     PyObject *any = NULL;
-    for (int j = 0; j < n->num_outputs && !any; j++) any = G(j);
-    PyObject *z = zeros_for(S, n, 0, any);
+    bool every = true; /* the pieces tile the input: with all their gradients nothing stays zero */
+    for (int j = 0; j < n->num_outputs; j++) {
+        if (!any) any = G(j);
+        every = every && go[j];
+    }
+    PyObject *z = every ? empty_for(S, n, 0, any) : zeros_for(S, n, 0, any);
     int64_t start = 0;
     for (int j = 0; j < n->num_outputs && !sc.failed; j++) {
         int64_t len = n->op == EM_OP_unbind ? 1 : em_meta_sizes(&n->out_meta[j])[dim];

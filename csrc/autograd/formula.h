@@ -122,6 +122,13 @@ static inline PyObject *zeros_for(Scratch *s, EmNode *n, int k, PyObject *like) 
     if (!size || !like) return NULL;
     return call(s, EM_OP_new_zeros, 2, like, size, NULL, NULL);
 }
+/* the same, uninitialised: for a gradient its pieces will cover whole */
+static inline PyObject *empty_for(Scratch *s, EmNode *n, int k, PyObject *like) {
+    const EmMeta *m = &n->in_meta[k];
+    PyObject *size = keep(s, em_size_new(m->ndim, em_meta_sizes(m)));
+    if (!size || !like) return NULL;
+    return call(s, EM_OP_new_empty, 2, like, size, NULL, NULL);
+}
 #define ZEROS(k) zeros_for(S, n, (k), G(0))
 #define IN_SIZE(k) keep(S, em_size_new(n->in_meta[k].ndim, em_meta_sizes(&n->in_meta[k])))
 
