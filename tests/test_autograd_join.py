@@ -324,5 +324,5 @@ def test_every_piece_used_fills_the_whole_gradient(L, how):
     weights = [rng.standard_normal(tuple(p.shape)) for p in pieces]
     loss = sum((p * L.tensor(w)).sum() for p, w in zip(pieces, weights))
     loss.backward()
-    ref = np.stack(weights, 0) if how == "unbind" else np.concatenate(weights, axis)
+    ref = np.stack(weights, 0) if how == "unbind" else np.concatenate(weights, 1)
     np.testing.assert_array_equal(_g(x), ref)
