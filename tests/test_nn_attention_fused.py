@@ -317,3 +317,46 @@ def test_nan_rows_like_torch():
     # row 1 sees nothing (0 * v: NaN only in v's NaN column); row 0 meets the NaN key
     assert not ours[0][0, 0, 1, 1:].numpy().any() and ours[1][0, 0, 1].item() == 0
     assert np.isnan(ours[0][0, 0, 0].numpy()).all()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_nanogpt_layout_out_and_grads(causal):
+    """q, k, v as nanoGPT makes them (views of one [B, T, 3C] buffer, seen
+    as [B, H, T, D]): the output comes out in [B, T, H, D] order, as torch's
+    does, so transposing back is already contiguous; the gradients come out
+    in the inputs' order too. Values and gradients match float64 NumPy."""
+    B, Tn, H, D = 2, 70, 3, 8
+    C = H * D
+    x_np = RNG.standard_normal((B, Tn, 3 * C))
+    g_np = RNG.standard_normal((B, H, Tn, D))
+    x = T(x_np, grad=True)
+    q, k, v = (t.view(B, Tn, H, D).transpose(1, 2) for t in x.split(C, 2))
+    for t in (q, k, v):
+        t.retain_grad()
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert node(y) == FLASH
+    assert y.stride() == (Tn * C, D, C, 1)
+    back = y.transpose(1, 2)
+    assert back.is_contiguous() and back.contiguous().data_ptr() == back.data_ptr()
+    qn, kn, vn = (x_np[..., i * C:(i + 1) * C].reshape(B, Tn, H, D).transpose(0, 2, 1, 3) for i in range(3))
+    out_ref, _ = np_attention(qn, kn, vn, is_causal=causal)
+    np.testing.assert_allclose(y.detach().numpy(), out_ref, rtol=1e-10, atol=1e-10)
+    y.backward(T(g_np))
+    refs = np_attention(qn, kn, vn, is_causal=causal, grad_out=g_np)
+    for t, ref in zip((q, k, v), refs):
+        assert t.grad.stride() == (Tn * C, D, C, 1)
+        np.testing.assert_allclose(t.grad.numpy(), ref, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), np.concatenate(
+        [r.transpose(0, 2, 1, 3).reshape(B, Tn, C) for r in refs], 2), rtol=1e-10, atol=1e-10)
+
+
+def test_contiguous_inputs_give_contiguous_out_and_grads():
+    qn, kn, vn = qkv(1, 2, 2, 9, 9, 4)
+    q, k, v = T(qn, True), T(kn, True), T(vn, True)
+    y = F.scaled_dot_product_attention(q, k, v)
+    assert y.is_contiguous()
+    y.sum().backward()
+    assert q.grad.is_contiguous() and k.grad.is_contiguous() and v.grad.is_contiguous()
+    refs = np_attention(qn, kn, vn, grad_out=np.ones((1, 2, 9, 4)))
+    for t, ref in zip((q, k, v), refs):
+        np.testing.assert_allclose(t.grad.numpy(), ref, rtol=1e-10, atol=1e-10)

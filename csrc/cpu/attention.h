@@ -30,7 +30,19 @@ typedef struct {
     int64_t ms[4];     /* the mask's broadcast element strides over (B, H, L, S) */
     bool causal;
     double scale;
+    /* (batch, head, row) element strides of out, dq, dk and dv, rows
+     * contiguous; all zero: a contiguous (B, heads, rows, width) tensor */
+    int64_t out_st[3], dq_st[3], dk_st[3], dv_st[3];
 } EmAttn;
+
+/* A result's (batch, head, row) element strides: st as set, or a
+ * contiguous (B, heads, rows, width) tensor's when st is all zero. */
+static inline void em_attn_strides(const int64_t st[3], int64_t heads, int64_t rows, int64_t width, int64_t r[3]) {
+    bool set = st[0] || st[1] || st[2];
+    r[0] = set ? st[0] : heads * rows * width;
+    r[1] = set ? st[1] : rows * width;
+    r[2] = set ? st[2] : width;
+}
 
 /* out (B, H, L, Dv) = softmax(scale q k^T + mask) v, lse (B, H, L) the
  * log-sum-exp of each row's scores; a row where nothing takes part gets

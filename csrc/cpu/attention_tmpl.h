@@ -58,12 +58,14 @@ AT_CLONES static void FN(forward_block)(const EmAttn *p, int64_t b, int64_t h, i
         if (Dv > 0)
             em_gemm_ex(p->dt, false, false, m, Dv, n, s, n, vp + j0 * p->v.sr, p->v.sr, acc, Dv, one, one, false);
     }
-    T *o = out + ((b * p->H + h) * p->L + i0) * Dv, *l = lse + (b * p->H + h) * p->L + i0;
+    int64_t os[3];
+    em_attn_strides(p->out_st, p->H, p->L, Dv, os);
+    T *o = out + b * os[0] + h * os[1] + i0 * os[2], *l = lse + (b * p->H + h) * p->L + i0;
     for (int64_t r = 0; r < m; r++) {
         /* a row where nothing takes part (sum 0): acc * 0, so zeros (NaN where v holds NaN or inf), and
          * lse 0, as torch's CPU kernel gives; a NaN sum (NaN scores) makes the row NaN */
         const T inv = sm[r] != 0 ? 1 / sm[r] : 0;
-        for (int64_t d = 0; d < Dv; d++) o[r * Dv + d] = acc[r * Dv + d] * inv;
+        for (int64_t d = 0; d < Dv; d++) o[r * os[2] + d] = acc[r * Dv + d] * inv;
         l[r] = sm[r] != 0 ? mx[r] + (T)log((double)sm[r]) : 0;
     }
 }
@@ -136,9 +138,11 @@ static void FN(dv_block)(const EmAttn *p, const EmAttnOperand *go, int64_t b, in
                          int64_t j0, int64_t n, const T *pb, T *dv) {
     const int64_t hk = h / (p->H / p->Hk), Dv = p->Dv;
     const EmScalar one = {'f', {.f = 1.0}};
+    int64_t st[3];
+    em_attn_strides(p->dv_st, p->Hk, p->S, Dv, st);
     if (Dv > 0)
         em_gemm_ex(p->dt, true, false, n, Dv, m, pb, n, AT_G(go, b, h, i0), go->sr,
-                   dv + ((b * p->Hk + hk) * p->S + j0) * Dv, Dv, one, one, false);
+                   dv + b * st[0] + hk * st[1] + j0 * st[2], st[2], one, one, false);
 }
 
 /* pb: p -> ds = p o (dp - di) with dp = dO v^T */
@@ -163,9 +167,11 @@ static void FN(dq_block)(const EmAttn *p, int64_t b, int64_t h, int64_t i0, int6
                          const T *pb, T *dq) {
     const int64_t hk = h / (p->H / p->Hk), D = p->D;
     const EmScalar scale = {'f', {.f = p->scale}}, one = {'f', {.f = 1.0}};
+    int64_t st[3];
+    em_attn_strides(p->dq_st, p->H, p->L, D, st);
     if (D > 0)
-        em_gemm_ex(p->dt, false, false, m, D, n, pb, n, AT_K(p, b, hk, j0), p->k.sr, dq + ((b * p->H + h) * p->L + i0) * D,
-                   D, scale, one, false);
+        em_gemm_ex(p->dt, false, false, m, D, n, pb, n, AT_K(p, b, hk, j0), p->k.sr, dq + b * st[0] + h * st[1] + i0 * st[2],
+                   st[2], scale, one, false);
 }
 
 /* dk[j0 ..] += scale ds^T q */
@@ -173,9 +179,11 @@ static void FN(dk_block)(const EmAttn *p, int64_t b, int64_t h, int64_t i0, int6
                          const T *pb, T *dk) {
     const int64_t hk = h / (p->H / p->Hk), D = p->D;
     const EmScalar scale = {'f', {.f = p->scale}}, one = {'f', {.f = 1.0}};
+    int64_t st[3];
+    em_attn_strides(p->dk_st, p->Hk, p->S, D, st);
     if (D > 0)
-        em_gemm_ex(p->dt, true, false, n, D, m, pb, n, AT_Q(p, b, h, i0), p->q.sr, dk + ((b * p->Hk + hk) * p->S + j0) * D,
-                   D, scale, one, false);
+        em_gemm_ex(p->dt, true, false, n, D, m, pb, n, AT_Q(p, b, h, i0), p->q.sr, dk + b * st[0] + hk * st[1] + j0 * st[2],
+                   st[2], scale, one, false);
 }
 
 /* One pass: a task owns a (batch, key/value head) pair and every query

@@ -158,6 +158,39 @@ static EmTensor *to_user(EmTensor *t, EmDType dt) {
 
 static bool big(const EmAttn *p) { return em_cpu_attention_work(p) >= 65536.0; }
 
+/* A new CPU tensor of `sizes` whose dims are laid out in the order of
+ * like's strides (outermost first; ties keep dim order), so that the output
+ * of nanoGPT's q (a [B, T, H, D] buffer seen as [B, H, T, D]) comes out in
+ * the same [B, T, H, D] order, as torch's does, and its transpose back is
+ * already contiguous. Contiguous when that order would not keep the last
+ * dim innermost (the kernels write whole rows). st gets the (batch, head,
+ * row) element strides. */
+static EmTensor *empty_ordered_like(const EmTensor *like, const int64_t sizes[4], EmDType dt, int64_t st[3]) {
+    int perm[4] = {0, 1, 2, 3};
+    for (int i = 1; i < 4; i++) { /* insertion sort, stable: descending strides */
+        int x = perm[i], j = i;
+        while (j > 0 && like->strides[perm[j - 1]] < like->strides[x]) {
+            perm[j] = perm[j - 1];
+            j--;
+        }
+        perm[j] = x;
+    }
+    if (perm[3] != 3)
+        for (int i = 0; i < 4; i++) perm[i] = i;
+    int64_t psizes[4], strides[4], acc = 1;
+    for (int i = 3; i >= 0; i--) {
+        psizes[i] = sizes[perm[i]];
+        strides[perm[i]] = acc;
+        acc *= sizes[perm[i]];
+    }
+    EmTensor *base = em_empty(4, psizes, dt, em_cpu());
+    if (!base) return NULL;
+    EmTensor *t = em_view_of(base, 4, sizes, strides, base->offset);
+    Py_DECREF(base);
+    for (int d = 0; d < 3; d++) st[d] = strides[d];
+    return t;
+}
+
 /* The CPU forward: (output in q's dtype, logsumexp in the compute dtype) */
 static PyObject *cpu_forward(EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *mask, double dropout, bool causal,
                              PyObject *scale_arg) {
@@ -167,7 +200,7 @@ static PyObject *cpu_forward(EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *ma
     PyObject *res = NULL;
     if (setup(&p, &o, q, k, v, mask, dropout, causal, scale_arg) < 0) goto done;
     const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], v->sizes[3]};
-    if (!(out = em_empty(4, os, p.dt, em_cpu())) || !(lse = em_empty(3, os, p.dt, em_cpu()))) goto done;
+    if (!(out = empty_ordered_like(q, os, p.dt, p.out_st)) || !(lse = em_empty(3, os, p.dt, em_cpu()))) goto done;
     PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
     int rc = em_cpu_attention_forward(&p, em_data(out), em_data(lse));
     if (ts) PyEval_RestoreThread(ts);
@@ -221,8 +254,12 @@ static PyObject *cpu_backward(const char *who, EmTensor *g, EmTensor *q, EmTenso
     if (!operand(&o, g, p.dt, &go) || !operand(&o, out, p.dt, &oo)) goto done;
     EmTensor *l = own(&o, em_to_dtype(lse, p.dt, false));
     if (!l || !(lc = em_contiguous(l))) goto done;
-    if (!(dq = em_zeros(4, q->sizes, p.dt, em_cpu())) || !(dk = em_zeros(4, k->sizes, p.dt, em_cpu())) ||
-        !(dv = em_zeros(4, v->sizes, p.dt, em_cpu())))
+    const EmScalar zero = {'i', {0}};
+    /* the gradients in the inputs' dim order (empty_ordered_like): nanoGPT's
+     * dq.transpose(1, 2).view(B, T, C) then needs no copy */
+    if (!(dq = empty_ordered_like(q, q->sizes, p.dt, p.dq_st)) || !(dk = empty_ordered_like(k, k->sizes, p.dt, p.dk_st)) ||
+        !(dv = empty_ordered_like(v, v->sizes, p.dt, p.dv_st)) || em_fill_(dq, zero) < 0 || em_fill_(dk, zero) < 0 ||
+        em_fill_(dv, zero) < 0)
         goto done;
     PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
     int rc = em_cpu_attention_backward(&p, &go, &oo, em_data(lc), em_data(dq), em_data(dk), em_data(dv));
