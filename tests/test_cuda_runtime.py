@@ -608,3 +608,36 @@ def test_real_gpu_is_the_backend():
     assert ember._C._cuda_backend_name() == "cuda" and real_gpu()
     a, b = ember.randn(256, 128, dtype=ember.float64), ember.randn(128, 64, dtype=ember.float64)
     np.testing.assert_allclose(host(a.cuda() @ b.cuda()), (a @ b).numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_memory_summary_reports_the_statistics():
+    gc.collect()
+    t = ember.empty(3 * 2 ** 20, dtype=ember.uint8, device="cuda")  # 3 MiB
+    text = ember.cuda.memory_summary()
+    stats = ember.cuda.memory_stats()
+    row = next(line for line in text.splitlines() if line.startswith("Allocated memory"))
+    mib = stats["allocated_bytes.all.current"] / 2 ** 20
+    assert f"{mib:.2f} MiB" in row
+    assert "Reserved memory" in text and "out-of-memory errors" in text
+    assert "out-of-memory" not in ember.cuda.memory_summary(abbreviated=True)
+    del t
+
+
+def test_rng_state_all_round_trips():
+    states = ember.cuda.get_rng_state_all()
+    assert len(states) == ember.cuda.device_count()
+    a = ember.rand(5, device="cuda")
+    ember.cuda.set_rng_state_all(states)
+    b = ember.rand(5, device="cuda")
+    np.testing.assert_array_equal(host(a), host(b))
+
+
+def test_set_stream_makes_it_current():
+    s = ember.cuda.Stream()
+    before = ember.cuda.current_stream()
+    ember.cuda.set_stream(s)
+    try:
+        assert ember.cuda.current_stream() == s
+    finally:
+        ember.cuda.set_stream(before)
+    assert ember.cuda.current_stream() == before

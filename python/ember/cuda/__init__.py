@@ -11,11 +11,11 @@ __all__ = [
     "is_available", "device_count", "current_device", "set_device", "device", "device_of",
     "synchronize", "get_device_name", "get_device_capability", "get_device_properties",
     "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-    "set_rng_state", "memory_allocated",
+    "set_rng_state", "get_rng_state_all", "set_rng_state_all", "memory_allocated", "memory_summary",
     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
     "reset_peak_memory_stats", "reset_max_memory_allocated", "empty_cache", "is_bf16_supported",
     "is_initialized", "init", "Stream", "Event", "current_stream", "default_stream", "stream",
-    "StreamContext", "amp",
+    "StreamContext", "set_stream", "amp",
 ]
 
 
@@ -170,6 +170,16 @@ def set_rng_state(new_state, device="cuda"):
     _C._cuda_generator(index, s, off)
 
 
+def get_rng_state_all():
+    """Every device's generator state, in device order."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
+
+
 # -- memory -----------------------------------------------------------------------------
 
 def memory_stats(device=None):
@@ -204,6 +214,33 @@ def reset_peak_memory_stats(device=None):
 
 
 reset_max_memory_allocated = reset_peak_memory_stats
+
+
+def _fmt_bytes(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+
+
+def memory_summary(device=None, abbreviated=False):
+    """The caching allocator's statistics for a device (memory_stats()), as
+    a table to print."""
+    stats = memory_stats(device)
+    index = _index(device) if is_available() else 0
+    rows = [("Allocated memory", "allocated_bytes.all.current", "allocated_bytes.all.peak"),
+            ("Reserved memory", "reserved_bytes.all.current", "reserved_bytes.all.peak")]
+    width = 60
+    lines = ["=" * width, f" ember.cuda memory summary, device {index}".ljust(width), "-" * width,
+             f"{'':<22}{'current':>18}{'peak':>18}", "-" * width]
+    for label, cur, peak in rows:
+        lines.append(f"{label:<22}{_fmt_bytes(stats.get(cur, 0)):>18}{_fmt_bytes(stats.get(peak, 0)):>18}")
+    if not abbreviated:
+        lines.append("-" * width)
+        lines.append(f"{'cudaMalloc retries':<22}{stats.get('num_alloc_retries', 0):>18}")
+        lines.append(f"{'out-of-memory errors':<22}{stats.get('num_ooms', 0):>18}")
+    lines.append("=" * width)
+    return "\n".join(lines) + "\n"
 
 
 def empty_cache():
@@ -290,6 +327,12 @@ class StreamContext:
 
 def stream(stream):
     return StreamContext(stream)
+
+
+def set_stream(stream):
+    """Make `stream` current on its device (outside any `with` block)."""
+    if stream is not None:
+        _C._cuda_stream("set_current", stream.device_index, stream.cuda_stream)
 
 
 class Event:
