@@ -28,12 +28,32 @@ def _cuda_is_built():
     return True
 
 
-cuda = types.SimpleNamespace(matmul=_CudaMatmul(),
-                             is_built=_cuda_is_built,
-                             flash_sdp_enabled=lambda: False,
-                             enable_flash_sdp=lambda enabled: None,
-                             enable_mem_efficient_sdp=lambda enabled: None,
-                             enable_math_sdp=lambda enabled: None)
+def _sdp_switches():
+    """torch.backends.cuda's SDPA switches: the ones ember.nn.attention keeps."""
+    import contextlib
+
+    from ..nn.attention import SDPBackend as B, _allowed, _set, sdpa_kernel
+
+    @contextlib.contextmanager
+    def sdp_kernel(enable_flash=True, enable_math=True, enable_mem_efficient=True, enable_cudnn=True):
+        chosen = [b for b, on in ((B.FLASH_ATTENTION, enable_flash), (B.MATH, enable_math),
+                                  (B.EFFICIENT_ATTENTION, enable_mem_efficient),
+                                  (B.CUDNN_ATTENTION, enable_cudnn)) if on]
+        with sdpa_kernel(chosen):
+            yield {}
+
+    return dict(flash_sdp_enabled=lambda: _allowed(B.FLASH_ATTENTION),
+                enable_flash_sdp=lambda enabled: _set(B.FLASH_ATTENTION, enabled),
+                mem_efficient_sdp_enabled=lambda: _allowed(B.EFFICIENT_ATTENTION),
+                enable_mem_efficient_sdp=lambda enabled: _set(B.EFFICIENT_ATTENTION, enabled),
+                math_sdp_enabled=lambda: _allowed(B.MATH),
+                enable_math_sdp=lambda enabled: _set(B.MATH, enabled),
+                cudnn_sdp_enabled=lambda: _allowed(B.CUDNN_ATTENTION),
+                enable_cudnn_sdp=lambda enabled: _set(B.CUDNN_ATTENTION, enabled),
+                sdp_kernel=sdp_kernel)
+
+
+cuda = types.SimpleNamespace(matmul=_CudaMatmul(), is_built=_cuda_is_built, **_sdp_switches())
 cudnn = types.SimpleNamespace(enabled=True, benchmark=False, deterministic=False, allow_tf32=True,
                               is_available=lambda: False, version=lambda: None)
 mps = types.SimpleNamespace(is_available=lambda: False, is_built=lambda: False)

@@ -1,6 +1,7 @@
 """ember.nn: neural-network layers and functions (torch.nn)."""
 from . import functional  # noqa: F401
 from . import init  # noqa: F401
+from . import attention  # noqa: F401  (sdpa_kernel, SDPBackend)
 from .parameter import Parameter, Buffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401

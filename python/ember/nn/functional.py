@@ -585,9 +585,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if enable_gqa and query.dim() >= 3 and (key.size(-3) == 0 or query.size(-3) % key.size(-3)
                                             or value.size(-3) == 0 or query.size(-3) % value.size(-3)):
         raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
-    if _cuda_flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+    from .attention import SDPBackend, _allowed  # ember.nn.attention.sdpa_kernel's switches
+    flash = _allowed(SDPBackend.FLASH_ATTENTION)
+    if flash and _cuda_flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
         return _C._scaled_dot_product_flash_attention(query, key, value, 0.0, is_causal, scale=scale)[0]
-    if _fused_attention_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+    if flash and _fused_attention_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
         mask = attn_mask
         if mask is not None and mask.dtype != _bool() and mask.dtype != query.dtype:
             mask = mask.to(query.dtype)  # torch rounds a float32 mask to half queries' dtype
@@ -600,6 +602,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             return out.squeeze(0)
         return _C._scaled_dot_product_flash_attention_for_cpu(query, key, value, 0.0, is_causal, attn_mask=mask,
                                                               scale=scale)[0]
+    if not _allowed(SDPBackend.MATH):
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This is likely due to "
+                           "turning off both the math kernel and the fused kernels.")
     return _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
