@@ -1144,3 +1144,29 @@ def test_graph_freed_when_output_dropped():
     assert h.next_functions[0][0] is not None  # a node the user holds keeps its inputs' nodes
     del h
     assert _live_ember_objects() == before
+
+
+@pytest.mark.parametrize("attr, node", [("T", "PermuteBackward0"), ("mT", "TransposeBackward0"),
+                                        ("H", "TransposeBackward0"), ("mH", "TransposeBackward0")])
+def test_transpose_properties_are_recorded(L, attr, node):
+    """x @ w.T: the property is a recorded op, so w gets its gradient
+    (g^T x, by hand) and the node is torch's."""
+    rng = np.random.default_rng(12)
+    x_np, w_np, g_np = rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), rng.standard_normal((3, 5))
+    x, w = L.tensor(x_np, requires_grad=True), L.tensor(w_np, requires_grad=True)
+    wt = getattr(w, attr)
+    assert type(wt.grad_fn).__name__ == node and wt.requires_grad
+    (x @ wt).backward(L.tensor(g_np))
+    np.testing.assert_allclose(w.grad.numpy(), g_np.T @ x_np, rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), g_np @ w_np, rtol=1e-12)
+
+
+def test_T_of_3d_reverses_every_dim_with_grad(L):
+    import warnings
+    x = L.arange(24.0).reshape(2, 3, 4).requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated beyond 2-d (warned once per process)
+        y = x.T
+    assert tuple(y.shape) == (4, 3, 2) and y[1, 2, 0].item() == x[0, 2, 1].item()
+    (y * L.arange(24.0).reshape(4, 3, 2)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.arange(24.0).reshape(4, 3, 2).transpose(2, 1, 0))

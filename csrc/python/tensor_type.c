@@ -315,17 +315,47 @@ static PyObject *get_base(PyObject *self, void *c) {
     return Py_NewRef(SELF->is_view && SELF->view_base ? SELF->view_base : Py_None);
 }
 
+/* .T and .mT go through the op table, so autograd records them (as
+ * PermuteBackward0 / TransposeBackward0, torch's nodes) */
 static PyObject *get_T(PyObject *self, void *c) {
-    int64_t dims[EM_MAX_DIMS];
-    for (int i = 0; i < SELF->ndim; i++) dims[i] = SELF->ndim - 1 - i;
-    return (PyObject *)em_permute(SELF, SELF->ndim, dims);
+    static bool warned; /* once per process, as torch's TORCH_WARN_ONCE */
+    if (SELF->ndim != 2 && !warned) {
+        warned = true;
+        if (PyErr_WarnEx(PyExc_UserWarning,
+                         "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+                         "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+                         "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
+                         "reverse the dimensions of a tensor.", 1) < 0)
+            return NULL;
+    }
+    PyObject *dims = PyTuple_New(SELF->ndim);
+    if (!dims) return NULL;
+    for (int i = 0; i < SELF->ndim; i++) {
+        PyObject *d = PyLong_FromLong(SELF->ndim - 1 - i);
+        if (!d) {
+            Py_DECREF(dims);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(dims, i, d);
+    }
+    PyObject *args[2] = {self, dims};
+    PyObject *r = em_op(EM_OP_permute, 2, args);
+    Py_DECREF(dims);
+    return r;
 }
 static PyObject *get_mT(PyObject *self, void *c) {
     if (SELF->ndim < 2) {
         PyErr_SetString(PyExc_RuntimeError, "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.");
         return NULL;
     }
-    return (PyObject *)em_transpose(SELF, SELF->ndim - 2, SELF->ndim - 1);
+    PyObject *d0 = PyLong_FromLong(-2), *d1 = PyLong_FromLong(-1), *r = NULL;
+    if (d0 && d1) {
+        PyObject *args[3] = {self, d0, d1};
+        r = em_op(EM_OP_transpose, 3, args);
+    }
+    Py_XDECREF(d0);
+    Py_XDECREF(d1);
+    return r;
 }
 
 static PyObject *get_data(PyObject *self, void *c) { return (PyObject *)em_detach(SELF); }

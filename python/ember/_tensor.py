@@ -82,7 +82,7 @@ def H(self):
     """Conjugate transpose of a matrix; ember has no complex dtypes, so the transpose."""
     if self.dim() not in (0, 2):
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
-    return self.t() if self.dim() == 2 else self
+    return self.transpose(0, 1) if self.dim() == 2 else self
 
 
 @property
