@@ -316,7 +316,13 @@ static int run_python(EmNode *n, EmTensor **go, EmTensor **gi) {
     PyObject *grads = grads_tuple(go, n->num_outputs);
     if (!grads) return -1;
     PyObject *name = PyUnicode_FromString("_engine_backward");
+    /* a Python backward sees the caller's autocast state, as in torch (the
+     * engine's own formulas run with autocast suspended): checkpoint's
+     * recomputation re-enters the forward's autocast */
+    const int suspend = em_autocast_suspend;
+    em_autocast_suspend = 0;
     PyObject *r = name ? PyObject_CallMethodOneArg(n->ctx, name, grads) : NULL;
+    em_autocast_suspend = suspend;
     Py_XDECREF(name);
     Py_DECREF(grads);
     if (!r) return -1;
