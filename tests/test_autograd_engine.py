@@ -1170,3 +1170,16 @@ def test_T_of_3d_reverses_every_dim_with_grad(L):
     assert tuple(y.shape) == (4, 3, 2) and y[1, 2, 0].item() == x[0, 2, 1].item()
     (y * L.arange(24.0).reshape(4, 3, 2)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.arange(24.0).reshape(4, 3, 2).transpose(2, 1, 0))
+
+
+def test_iterating_a_tensor_records_the_rows(L):
+    """for row in x (and sum(x), which iterates) keeps the rows in the graph:
+    torch iterates over unbind(0)."""
+    x = L.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    rows = list(x)
+    assert all(type(r.grad_fn).__name__ == "UnbindBackward0" for r in rows)
+    (rows[0] * 2 + rows[2] * rows[2]).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[2, 2], [0, 0], [10, 12]])
+    x.grad = None
+    sum(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((3, 2)))

@@ -250,16 +250,9 @@ static PyObject *tensor_iter(PyObject *self) {
         PyErr_SetString(PyExc_TypeError, "iteration over a 0-d tensor");
         return NULL;
     }
-    PyObject *tup = PyTuple_New(SELF->sizes[0]);
+    /* torch iterates over unbind(0): the rows are recorded by autograd */
+    PyObject *tup = em_op(EM_OP_unbind, 1, &self);
     if (!tup) return NULL;
-    for (int64_t i = 0; i < SELF->sizes[0]; i++) {
-        EmTensor *s = em_select(SELF, 0, i);
-        if (!s) {
-            Py_DECREF(tup);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(tup, i, (PyObject *)s);
-    }
     PyObject *it = PyObject_GetIter(tup);
     Py_DECREF(tup);
     return it;
