@@ -56,3 +56,13 @@ def pytest_runtest_setup(item):
         from cuda_common import real_gpu
         if not real_gpu():
             pytest.skip("needs a real GPU (the fake CUDA backend only runs CPU kernels)")
+
+
+@pytest.fixture(params=[1, 2])
+def ember_threads(request):
+    """ember's thread count for the test: 1, then 2; restored after."""
+    import ember
+    before = ember.get_num_threads()
+    ember.set_num_threads(request.param)
+    yield request.param
+    ember.set_num_threads(before)

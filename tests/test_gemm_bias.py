@@ -9,15 +9,7 @@ when installed, on torch."""
 import numpy as np
 import pytest
 
-import ember
 
-
-@pytest.fixture(params=[1, 2])
-def threads(request):
-    before = ember.get_num_threads()
-    ember.set_num_threads(request.param)
-    yield request.param
-    ember.set_num_threads(before)
 
 
 def _ref(bias, a, b, alpha=1.0, beta=1.0):
@@ -31,7 +23,7 @@ SHAPES = [(7, 5, 9), (96, 256, 200), (300, 160, 96)]
 @pytest.mark.parametrize("dtype, tol", [("float32", 3e-4), ("float64", 1e-10)])
 @pytest.mark.parametrize("mkn", SHAPES)
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
-def test_addmm_row_bias_matches_numpy(L, threads, dtype, tol, mkn, ta, tb):
+def test_addmm_row_bias_matches_numpy(L, ember_threads, dtype, tol, mkn, ta, tb):
     m, k, n = mkn
     rng = np.random.default_rng(m + n)
     a_np = rng.standard_normal((m, k)).astype(dtype)
@@ -45,7 +37,7 @@ def test_addmm_row_bias_matches_numpy(L, threads, dtype, tol, mkn, ta, tb):
 
 
 @pytest.mark.parametrize("mkn", SHAPES)
-def test_addmm_alpha_beta_and_strided_bias(L, threads, mkn):
+def test_addmm_alpha_beta_and_strided_bias(L, ember_threads, mkn):
     m, k, n = mkn
     rng = np.random.default_rng(3)
     a_np = rng.standard_normal((m, k))
@@ -59,7 +51,7 @@ def test_addmm_alpha_beta_and_strided_bias(L, threads, mkn):
     np.testing.assert_allclose(out.numpy(), _ref(np.full(n, 1.5), a_np, b_np), rtol=1e-10, atol=1e-10)
 
 
-def test_linear_3d_input_bias_matches_numpy(L, threads):
+def test_linear_3d_input_bias_matches_numpy(L, ember_threads):
     rng = np.random.default_rng(5)
     x_np = rng.standard_normal((4, 64, 256)).astype(np.float32)
     w_np = rng.standard_normal((768, 256)).astype(np.float32)
@@ -69,7 +61,7 @@ def test_linear_3d_input_bias_matches_numpy(L, threads):
     np.testing.assert_allclose(y.numpy().reshape(-1, 768), ref, rtol=3e-4, atol=3e-4)
 
 
-def test_beta_zero_ignores_nan_bias(L, threads):
+def test_beta_zero_ignores_nan_bias(L, ember_threads):
     rng = np.random.default_rng(7)
     a_np, b_np = rng.standard_normal((96, 256)), rng.standard_normal((256, 200))
     bias = L.from_numpy(np.full(200, np.nan))
@@ -77,7 +69,7 @@ def test_beta_zero_ignores_nan_bias(L, threads):
     np.testing.assert_allclose(out.numpy(), a_np @ b_np, rtol=1e-10, atol=1e-10)
 
 
-def test_alpha_zero_gives_scaled_bias(L, threads):
+def test_alpha_zero_gives_scaled_bias(L, ember_threads):
     a = L.from_numpy(np.full((96, 256), np.inf))
     b = L.from_numpy(np.ones((256, 200)))
     bias = L.from_numpy(np.arange(200.0))
@@ -85,7 +77,7 @@ def test_alpha_zero_gives_scaled_bias(L, threads):
     np.testing.assert_array_equal(out.numpy(), np.broadcast_to(2 * np.arange(200.0), (96, 200)))
 
 
-def test_out_and_2d_bias_take_the_general_path(L, threads):
+def test_out_and_2d_bias_take_the_general_path(L, ember_threads):
     rng = np.random.default_rng(9)
     a_np, b_np = rng.standard_normal((96, 256)), rng.standard_normal((256, 200))
     bias_np = rng.standard_normal(200)
@@ -102,7 +94,7 @@ def test_bias_length_mismatch_raises(L):
         L.addmm(L.zeros(5), L.zeros(3, 4), L.zeros(4, 6))
 
 
-def test_bias_gradients_still_flow(L, threads):
+def test_bias_gradients_still_flow(L, ember_threads):
     rng = np.random.default_rng(11)
     x_np, w_np = rng.standard_normal((96, 256)), rng.standard_normal((200, 256))
     b = L.from_numpy(rng.standard_normal(200)).requires_grad_()

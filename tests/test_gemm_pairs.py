@@ -6,25 +6,17 @@ ops path). `L` runs each test on ember and, when installed, on torch."""
 import numpy as np
 import pytest
 
-import ember
 
 
 def _np(t):
     return t.detach().numpy()
 
 
-@pytest.fixture(params=[1, 2])
-def threads(request):
-    before = ember.get_num_threads()
-    ember.set_num_threads(request.param)
-    yield request.param
-    ember.set_num_threads(before)
-
 
 @pytest.mark.parametrize("dtype, tol", [("float32", 2e-4), ("float64", 1e-10)])
 @pytest.mark.parametrize("lead", [(96,), (4, 24)])
 @pytest.mark.parametrize("bias", [True, False])
-def test_linear_grads_match_numpy(L, threads, dtype, tol, lead, bias):
+def test_linear_grads_match_numpy(L, ember_threads, dtype, tol, lead, bias):
     rng = np.random.default_rng(1)
     x_np = rng.standard_normal(lead + (80,)).astype(dtype)
     w_np = rng.standard_normal((128, 80)).astype(dtype)
@@ -42,7 +34,7 @@ def test_linear_grads_match_numpy(L, threads, dtype, tol, lead, bias):
 
 
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
-def test_mm_grads_in_every_layout(L, threads, ta, tb):
+def test_mm_grads_in_every_layout(L, ember_threads, ta, tb):
     rng = np.random.default_rng(2)
     a_np = rng.standard_normal((72, 64)).astype(np.float32)
     b_np = rng.standard_normal((64, 90)).astype(np.float32)
@@ -56,7 +48,7 @@ def test_mm_grads_in_every_layout(L, threads, ta, tb):
     np.testing.assert_allclose(_np(b.grad), gb.T if tb else gb, rtol=2e-4, atol=2e-4)
 
 
-def test_create_graph_keeps_the_products_differentiable(L, threads):
+def test_create_graph_keeps_the_products_differentiable(L, ember_threads):
     rng = np.random.default_rng(3)
     a_np = rng.standard_normal((64, 64))
     b_np = rng.standard_normal((64, 64))
