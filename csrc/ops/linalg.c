@@ -692,9 +692,11 @@ static PyObject *addmm_impl(EmCall *c) {
         /* F.linear's bias: written by the GEMM's own slabs (Note [bias in the slabs] in cpu/blas.c) */
         res = em_empty(2, shape, d, em_device(m1));
         EM_TRY(res);
-        em_gemm_bias(d, layout_of(m1, &lda) == 1, layout_of(m2, &ldb) == 1, shape[0], shape[1], m1->sizes[1],
-                     em_data(m1), lda, em_data(m2), ldb, em_data(res), shape[1], coef_for(alpha, d), em_data(self),
-                     self->strides[0], coef_for(beta, d));
+        bool ta = layout_of(m1, &lda) == 1, tb = layout_of(m2, &ldb) == 1;
+        PyThreadState *ts = (double)shape[0] * shape[1] * m1->sizes[1] >= 32768.0 ? PyEval_SaveThread() : NULL;
+        em_gemm_bias(d, ta, tb, shape[0], shape[1], m1->sizes[1], em_data(m1), lda, em_data(m2), ldb, em_data(res),
+                     shape[1], coef_for(alpha, d), em_data(self), self->strides[0], coef_for(beta, d));
+        if (ts) PyEval_RestoreThread(ts);
         return (PyObject *)res;
     }
     res = add_result(self, 2, shape, d, beta, c->inplace ? NULL : c->out, c->inplace, false);
