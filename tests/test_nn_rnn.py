@@ -379,6 +379,38 @@ def test_dropout_between_layers_only_in_training():
     np.testing.assert_array_equal(_np(m3(x)[0]), _np(m3(x)[0]))
 
 
+def test_long_sequence_backward_against_numpy():
+    """300 steps: the per-step pieces of the input projection all get their
+    gradient (unbind backward over hundreds of pieces); d(sum h_T)/d x_0 by
+    the chain rule in NumPy for a one-layer tanh RNN."""
+    m = nn.RNN(2, 3).double()
+    p = _params(m)
+    x_np = _rng(10).standard_normal((300, 1, 2)) * 0.1
+    x = ember.tensor(x_np, requires_grad=True)
+    out, hn = m(x)
+    hn.sum().backward()
+    # backward through the recurrence by hand
+    hs = [np.zeros((1, 3))]
+    for t in range(300):
+        hs.append(_ref_step("RNN_TANH", x_np[t], hs[-1], None, p["weight_ih_l0"], p["weight_hh_l0"],
+                            p["bias_ih_l0"], p["bias_hh_l0"])[0])
+    gh = np.ones((1, 3))
+    gx = np.zeros_like(x_np)
+    for t in range(299, -1, -1):
+        gpre = gh * (1 - hs[t + 1] ** 2)
+        gx[t] = gpre @ p["weight_ih_l0"]
+        gh = gpre @ p["weight_hh_l0"]
+    np.testing.assert_allclose(_np(x.grad), gx, rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(_np(out)[-1], hs[-1], rtol=1e-12)
+
+
+def test_batch_first_output_is_contiguous():
+    m = nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    out, h = m(ember.randn(2, 7, 3))
+    assert out.shape == (2, 7, 8) and out.is_contiguous() and h.is_contiguous()
+    assert out.view(-1, 8).shape == (14, 8)  # as torch's output allows
+
+
 def test_gradients_reach_every_parameter():
     m = nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)
     out, (h, c) = m(ember.randn(2, 5, 3))
@@ -705,3 +737,17 @@ def test_pack_errors_match_torch():
                 mod.pack_padded_sequence(make(T), lens, **kw)
             caught.append(info.value)
         assert type(caught[1]) is type(caught[0]) and str(caught[1]) == str(caught[0])
+
+
+@needs_torch
+def test_long_sequence_matches_torch():
+    kw = dict(num_layers=2, bidirectional=True, batch_first=True)
+    t, e = _torch.nn.LSTM(3, 4, **kw).double(), nn.LSTM(3, 4, **kw).double()
+    _copy_into(e, t)
+    x = _rng(18).standard_normal((2, 80, 3))
+    xe, xt, oe, (he, ce), ot, (ht, ct), _ = _run_both(e, t, x, None, True)
+    np.testing.assert_allclose(_np(oe), ot.detach().numpy(), rtol=1e-10, atol=1e-12)
+    (oe.sum() + ce.sum()).backward()
+    (ot.sum() + ct.sum()).backward()
+    _grads_equal(e, t, tol=1e-9)
+    np.testing.assert_allclose(_np(xe.grad), xt.grad.numpy(), rtol=1e-9, atol=1e-12)

@@ -286,15 +286,16 @@ class RNNBase(Module):
             h = _rnn_step(gi, state[0], w_hh, b_hh, self.mode == "RNN_RELU")
         return h, (h,)
 
-    def _run_padded(self, gi, state, w_hh, b_hh, w_hr, reverse):
-        """gi (T, B, G): the input projection of every step. Returns the outputs
-        (T, B, H_out) and the final state."""
-        steps = gi.unbind(0)
+    def _run_padded(self, gi, state, w_hh, b_hh, w_hr, reverse, time_dim):
+        """gi (T, B, G), or (B, T, G) with time_dim 1: the input projection of
+        every step. Returns the outputs (T, B, H_out) (or (B, T, H_out)) and
+        the final state."""
+        steps = gi.unbind(time_dim)
         order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
         outs = [None] * len(steps)
         for t in order:
             outs[t], state = self._step(steps[t], state, w_hh, b_hh, w_hr)
-        return _C.stack(outs, 0), state
+        return _C.stack(outs, time_dim), state
 
     def _run_packed(self, gi, state, w_hh, b_hh, w_hr, reverse, batch_sizes):
         """gi (N, G): packed steps, step t holding batch_sizes[t] rows (the
@@ -373,14 +374,15 @@ class RNNBase(Module):
                                                f"but got ({got}) tensors")
                         raise RuntimeError("For batched 3-D input, hx should also be 3-D but got "
                                            f"{hx.dim()}-D tensor")
-                if self.batch_first:
-                    x = x.transpose(0, 1)
             if x.shape[-1] != self.input_size:
                 raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                    f"got {x.shape[-1]}")
-            if x.shape[0] == 0:
+            # batch_first input stays (B, T, I): steps are taken along dim 1 and the
+            # output is built (B, T, *) contiguous, as torch returns it
+            time_dim = 1 if (batched and self.batch_first) else 0
+            if x.shape[time_dim] == 0:
                 raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
-            max_batch = x.shape[1]
+            max_batch = x.shape[1 - time_dim]
         if packed and x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {x.shape[-1]}")
@@ -415,7 +417,7 @@ class RNNBase(Module):
                 if packed:
                     out, state = self._run_packed(gi, state, w_hh, b_hh, w_hr, d == 1, batch_sizes)
                 else:
-                    out, state = self._run_padded(gi, state, w_hh, b_hh, w_hr, d == 1)
+                    out, state = self._run_padded(gi, state, w_hh, b_hh, w_hr, d == 1, time_dim)
                 outs.append(out)
                 h_n.append(state[0])
                 if is_lstm:
@@ -438,8 +440,6 @@ class RNNBase(Module):
             h_n = h_n.squeeze(1)
             if is_lstm:
                 c_n = c_n.squeeze(1)
-        elif self.batch_first:
-            output = output.transpose(0, 1)
         return (output, (h_n, c_n)) if is_lstm else (output, h_n)
 
 
