@@ -456,6 +456,20 @@ def test_error_types():
         nn.LSTM(3, 4, num_layers=0)
     with pytest.raises(TypeError, match="hidden_size should be of type int"):
         nn.LSTM(3, 4.0)
+    with pytest.raises(ValueError, match=r"RNN input dtype \(ember.float64\) does not match weight dtype"):
+        nn.GRU(3, 4)(ember.randn(5, 2, 3, dtype=ember.float64))
+    with pytest.raises(IndexError):
+        nn.LSTM(3, 4)(ember.randn(5, 2, 3), (ember.randn(1, 2, 4),))
+
+
+@needs_torch
+def test_dtype_error_matches_torch_words():
+    caught = []
+    for lib, T in [(_torch.nn, _torch), (nn, ember)]:
+        with pytest.raises(ValueError) as info:
+            lib.GRU(3, 4)(T.randn(5, 2, 3, dtype=T.float64))
+        caught.append(str(info.value).replace("torch.", "").replace("ember.", ""))
+    assert caught[0] == caught[1]
 
 
 # ---------------------------------------------------------------------------
@@ -689,6 +703,9 @@ ERROR_CASES = [
     ("LSTM", (3, 4, 2), {}, lambda T: (T.randn(5, 2, 3), (T.randn(2, 2, 4), T.randn(2, 2)))),
     ("LSTM", (3, 4), {}, lambda T: (T.randn(5, 3), (T.randn(1, 2, 4), T.randn(1, 2, 4)))),
     ("LSTM", (3, 4), {}, lambda T: (T.randn(0, 2, 3),)),
+    ("LSTM", (3, 4), {}, lambda T: (T.randn(5, 2, 3), T.randn(2, 2, 4))),
+    ("LSTM", (3, 4), {}, lambda T: (T.randn(5, 2, 3), (T.randn(1, 2, 4),))),
+    ("RNNCell", (3, 4), {}, lambda T: (T.randn(2, 3, dtype=T.float64),)),
 ]
 
 

@@ -387,6 +387,10 @@ class RNNBase(Module):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {x.shape[-1]}")
 
+        w_dtype = self.weight_ih_l0.dtype
+        if x.dtype != w_dtype:
+            raise ValueError(f"RNN input dtype ({x.dtype}) does not match weight dtype ({w_dtype}). Convert input: "
+                             f"input.to({w_dtype}), or convert model: model.to({x.dtype})")
         n_states = self.num_layers * num_dirs
         h_shape = (n_states, max_batch, real_hidden)
         c_shape = (n_states, max_batch, self.hidden_size)
@@ -394,9 +398,7 @@ class RNNBase(Module):
             h0 = _C.zeros(h_shape, dtype=x.dtype, device=x.device)
             c0 = _C.zeros(c_shape, dtype=x.dtype, device=x.device) if is_lstm else None
         elif is_lstm:
-            if len(hx) != 2:
-                raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
-            h0, c0 = hx
+            h0, c0 = hx[0], hx[1]  # a shorter tuple: IndexError, as torch
             self._check_hidden(h0, h_shape, "hidden[0]")
             self._check_hidden(c0, c_shape, "hidden[1]")
         else:
