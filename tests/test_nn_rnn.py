@@ -810,3 +810,34 @@ def test_char_lstm_learns_a_sequence():
             ch = logits[:, -1].argmax(-1).view(1, 1)
             got.append(chars[ch.item()])
     assert "".join(got) == "ello world "
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_on_cuda_matches_cpu(cuda, name):
+    """On 'cuda' (a real GPU, else the fake backend): padded and packed input
+    (unsorted, hx given) give the CPU's outputs, states and gradients."""
+    cpu = getattr(nn, name)(3, 4, num_layers=2, bidirectional=True).double()
+    dev = getattr(nn, name)(3, 4, num_layers=2, bidirectional=True).double()
+    dev.load_state_dict(cpu.state_dict())
+    dev.to("cuda")
+    assert dev.weight_hh_l1_reverse.device.type == "cuda"
+    r = _rng(19)
+    x = r.standard_normal((6, 3, 3))
+    hx = [r.standard_normal((4, 3, 4)) for _ in range(2 if name == "LSTM" else 1)]
+    lens = [4, 6, 2]
+    res = []
+    for m, device in [(cpu, "cpu"), (dev, "cuda")]:
+        xt = ember.tensor(x, device=device, requires_grad=True)
+        hs = [ember.tensor(h, device=device) for h in hx]
+        h = tuple(hs) if name == "LSTM" else hs[0]
+        out, st = m(xt, h)
+        packed = rnn_utils.pack_padded_sequence(xt, lens, enforce_sorted=False)
+        pout, pst = m(packed, h)
+        padded, _ = rnn_utils.pad_packed_sequence(pout)
+        states = list(st) + list(pst) if name == "LSTM" else [st, pst]
+        loss = out.sum() + (padded * padded).sum() + sum(s.sum() for s in states)
+        loss.backward()
+        res.append([_np(t.cpu()) for t in [out, padded, *states, xt.grad]]
+                   + [_np(p.grad.cpu()) for p in m.parameters()])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
