@@ -190,13 +190,13 @@ class RNNBase(Module):
         self.num_layers = num_layers
         self.bias = bias
         self.batch_first = batch_first
+        if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
+                or not 0 <= dropout <= 1):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
         self.proj_size = proj_size
-        if (not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1
-                or isinstance(dropout, bool)):
-            raise ValueError("dropout should be a number in range [0, 1] representing the "
-                             "probability of an element being zeroed")
         if dropout > 0 and num_layers == 1:
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero "
                           f"dropout expects num_layers greater than 1, but got dropout={dropout} and "
@@ -327,6 +327,17 @@ class RNNBase(Module):
                 outs[t], state = self._step(steps[t], state, w_hh, b_hh, w_hr)
         return _C.cat(outs, 0), state
 
+    @staticmethod
+    def _check_hx_dims(hx, is_lstm, batched):
+        """h0 (and c0) must have the input's rank: 3-d when batched, else 2-d."""
+        want, kind = (3, "batched 3-D") if batched else (2, "unbatched 2-D")
+        hs = hx if is_lstm else (hx,)
+        if any(h.dim() != want for h in hs):
+            if is_lstm:
+                got = ", ".join(f"{h.dim()}-D" for h in hs)
+                raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but got ({got}) tensors")
+            raise RuntimeError(f"For {kind} input, hx should also be {want}-D but got {hx.dim()}-D tensor")
+
     def _check_hidden(self, h, expected, label):
         if tuple(h.shape) != expected:
             raise RuntimeError(f"Expected {label} size {expected}, got {list(h.shape)}")
@@ -352,28 +363,12 @@ class RNNBase(Module):
                 raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {x.dim()}D "
                                  f"tensor instead")
             batched = x.dim() == 3
+            if hx is not None:
+                self._check_hx_dims(hx, is_lstm, batched)
             if not batched:
                 x = x.unsqueeze(1)
                 if hx is not None:
-                    hs = hx if is_lstm else (hx,)
-                    if any(h.dim() != 2 for h in hs):
-                        if is_lstm:
-                            got = ", ".join(f"{h.dim()}-D" for h in hs)
-                            raise RuntimeError("For unbatched 2-D input, hx and cx should also be 2-D "
-                                               f"but got ({got}) tensors")
-                        raise RuntimeError("For unbatched 2-D input, hx should also be 2-D but got "
-                                           f"{hx.dim()}-D tensor")
                     hx = tuple(h.unsqueeze(1) for h in hx) if is_lstm else hx.unsqueeze(1)
-            else:
-                if hx is not None:
-                    hs = hx if is_lstm else (hx,)
-                    if any(h.dim() != 3 for h in hs):
-                        if is_lstm:
-                            got = ", ".join(f"{h.dim()}-D" for h in hs)
-                            raise RuntimeError("For batched 3-D input, hx and cx should also be 3-D "
-                                               f"but got ({got}) tensors")
-                        raise RuntimeError("For batched 3-D input, hx should also be 3-D but got "
-                                           f"{hx.dim()}-D tensor")
             if x.shape[-1] != self.input_size:
                 raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                    f"got {x.shape[-1]}")
