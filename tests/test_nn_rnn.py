@@ -841,3 +841,24 @@ def test_on_cuda_matches_cpu(cuda, name):
                    + [_np(p.grad.cpu()) for p in m.parameters()])
     for a, b in zip(*res):
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+
+
+@needs_torch
+def test_packed_lstm_proj_size_matches_torch():
+    kw = dict(num_layers=2, bidirectional=True, proj_size=3)
+    t, e = _torch.nn.LSTM(3, 5, **kw).double(), nn.LSTM(3, 5, **kw).double()
+    _copy_into(e, t)
+    r = _rng(20)
+    x = r.standard_normal((6, 3, 3))
+    hx = (r.standard_normal((4, 3, 3)), r.standard_normal((4, 3, 5)))
+    lens = [3, 6, 5]
+    pe = rnn_utils.pack_padded_sequence(ember.tensor(x), lens, enforce_sorted=False)
+    pt = _torch.nn.utils.rnn.pack_padded_sequence(_torch.tensor(x), lens, enforce_sorted=False)
+    oe, (he, ce) = e(pe, tuple(ember.tensor(h) for h in hx))
+    ot, (ht, ct) = t(pt, tuple(_torch.tensor(h) for h in hx))
+    for a, b in [(oe.data, ot.data), (he, ht), (ce, ct)]:
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(_np(a), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    (oe.data.sum() + he.sum() + ce.sum()).backward()
+    (ot.data.sum() + ht.sum() + ct.sum()).backward()
+    _grads_equal(e, t)
