@@ -457,6 +457,35 @@ CASES += [
 ]
 
 
+# recurrent layers (nn/modules/rnn.py): a 2-layer LSTM / GRU, batch_first, forward
+# and forward + backward; the steps run in Python over ember ops (one h @ W_hh^T
+# per step), torch runs its fused CPU cell. n = B * T * H; --smoke shortens T.
+def _rnn_case(name, B, T, I, H, backward):
+    def build(lib, n):
+        m = module(lib)
+        Tc = max(2, min(T, n // (B * H)))
+        m.manual_seed(0)
+        rnn = getattr(m.nn, name)(I, H, num_layers=2, batch_first=True)
+        x = m.from_numpy(np.random.default_rng(0).standard_normal((B, Tc, I), dtype=np.float32))
+        if not backward:
+            def fwd():
+                with m.no_grad():
+                    return rnn(x)[0]
+            return fwd
+
+        def step():
+            rnn.zero_grad()
+            rnn(x)[0].sum().backward()
+        return step
+    return {lib: (lambda n, lib=lib: build(lib, n)) for lib in ("ember", "torch")}
+
+
+CASES += [
+    Case(f"{name} 2 layers {'fwd+bwd' if bw else 'fwd'}, B={B} T={T} {I}->{H} f32", B * T * H,
+         _rnn_case(name, B, T, I, H, bw), targets={"torch": ("<=", 1.25)}, max_repeats=9)
+    for name in ("LSTM", "GRU") for B, T, I, H in ((32, 64, 64, 256),) for bw in (False, True)
+]
+
 # (resident memory from /proc: a spawned child's ru_maxrss starts at its parent's peak)
 IMPORT_PROBE = """
 import sys, time

@@ -326,3 +326,31 @@ def test_every_piece_used_fills_the_whole_gradient(L, how):
     loss.backward()
     ref = np.stack(weights, 0) if how == "unbind" else np.concatenate(weights, 1)
     np.testing.assert_array_equal(_g(x), ref)
+
+
+@pytest.mark.parametrize("L", LIBS)
+@pytest.mark.parametrize("how", ["split", "chunk", "unbind"])
+@pytest.mark.parametrize("every", [True, False])
+def test_many_pieces_backward(L, how, every):
+    """Hundreds of pieces (a recurrent layer unbinds its sequence into steps):
+    each piece's temporaries are released as the gradient is assembled, so the
+    count is not limited; with every=False some pieces get no gradient (zeros)."""
+    rng = np.random.default_rng(5)
+    x_np = rng.standard_normal((300, 3))
+    x = L.tensor(x_np, requires_grad=True)
+    pieces = {"split": lambda: x.split(1, 0), "chunk": lambda: x.chunk(300, 0), "unbind": lambda: x.unbind(0)}[how]()
+    assert len(pieces) == 300
+    ref = np.zeros((300, 3))
+    loss = 0
+    for k, p in enumerate(pieces):
+        if every or k % 3:
+            loss = loss + (p * p).sum()
+            ref[k] = 2 * x_np[k]
+    (g,) = L.autograd.grad(loss, x, create_graph=True)
+    np.testing.assert_allclose(_g_t(g), ref, rtol=1e-12)
+    g.sum().backward()  # through the assembled gradient again (create_graph)
+    np.testing.assert_allclose(_g(x), (ref != 0) * 2.0, rtol=1e-12)
+
+
+def _g_t(t):
+    return t.detach().numpy()

@@ -453,12 +453,14 @@ static int bw_pieces(EmNode *n, EmTensor **go, EmTensor **gi, int dim_param) {
     }
     PyObject *z = every ? empty_for(S, n, 0, any) : zeros_for(S, n, 0, any);
     int64_t start = 0;
+    const int mark = sc.n; /* z and what came before: kept; each piece's temporaries: dropped */
     for (int j = 0; j < n->num_outputs && !sc.failed; j++) {
         int64_t len = n->op == EM_OP_unbind ? 1 : em_meta_sizes(&n->out_meta[j])[dim];
         if (go[j]) {
             PyObject *view = n->op == EM_OP_unbind ? OP3(select, z, INT(dim), INT(start))
                                                    : OP4(narrow, z, INT(dim), INT(start), INT(len));
             scatter_through(S, n, view, z, G(j));
+            drop_to(S, mark);
         }
         start += len;
     }

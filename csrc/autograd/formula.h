@@ -35,6 +35,12 @@ static inline void drop(Scratch *s) {
     s->n = 0;
 }
 
+/* drop what was kept after entry `mark` (the temporaries of one loop turn), so a
+ * formula that loops over many pieces stays within SCRATCH_MAX */
+static inline void drop_to(Scratch *s, int mark) {
+    while (s->n > mark) Py_DECREF(s->o[--s->n]);
+}
+
 /* op `id` on nargs arguments (a failed argument fails the call), kept by the scratch */
 static inline PyObject *call_n(Scratch *s, EmOpId id, int nargs, PyObject **args) {
     for (int i = 0; i < nargs; i++)

@@ -17,3 +17,4 @@ from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm  # noqa: F401
 from .instancenorm import InstanceNorm1d, InstanceNorm2d  # noqa: F401
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d  # noqa: F401
 from .fold import Fold, Unfold  # noqa: F401
+from .rnn import RNNCellBase, RNNCell, LSTMCell, GRUCell, RNNBase, RNN, LSTM, GRU  # noqa: F401
