@@ -20,6 +20,19 @@
  *     128 with zeros in shared memory); everything else (float32, D up to
  *     256, odd strides) runs a plain kernel with one warp per row, the same
  *     formulas in float32.
+ *   - extras (cudaattn2; EmCudaAttentionEx, the *_ex entries), in both
+ *     kernel families: a mask (bool, or additive in the data's dtype,
+ *     broadcast through strides) added to the scaled scores in log2 units;
+ *     dropout, where P's element (b·H + h, i, j) is multiplied by
+ *     1 / (1 - p) or 0 from bit-exact Bernoulli draws of a Philox stream
+ *     (philox.h: element ((b·H + h) L + i) S + j of a random_fill at
+ *     (seed, offset), so the backward regenerates the mask, never stored);
+ *     the row sum and lse are those of the undropped P, and the backward
+ *     uses dv = (P∘Z)^T do, ds = P∘(Z∘(do v^T) - D); gradients written
+ *     through strides (the inputs' layouts). A row that no key takes part
+ *     in (all masked) gives out 0, lse -inf and zero gradients (the backward
+ *     reads lse -inf as p = 0). torch's memory-efficient op (float32, masks)
+ *     runs on these same kernels: float32 on the plain one.
  * Results match the CPU kernel (cpu/attention.c) up to float32 rounding
  * order; the one difference is a row that sees no key (S == 0): lse -inf
  * here, 0 on the CPU. */
@@ -34,6 +47,8 @@ extern "C" {
 
 int em_cuda_attention_forward(int dev, const EmCudaAttention *a);
 int em_cuda_attention_backward(int dev, const EmCudaAttention *a);
+int em_cuda_attention_forward_ex(int dev, const EmCudaAttentionEx *a);
+int em_cuda_attention_backward_ex(int dev, const EmCudaAttentionEx *a);
 
 #ifdef __cplusplus
 }
