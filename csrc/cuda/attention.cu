@@ -14,7 +14,6 @@
 #include <type_traits>
 
 #include "attention.h"
-#include "philox.h"
 #include "runtime.h"
 
 using namespace emc_attn;
@@ -96,28 +95,20 @@ __device__ __forceinline__ float mask_log2(const Prob &p, int64_t b, int64_t h, 
     return Cv<T>::ld(static_cast<const T *>(p.mask)[o]) * LOG2E;
 }
 
-__device__ __forceinline__ uint32_t philox_word(const EmPhilox4 &w, unsigned k) {
-    return (k & 2) ? ((k & 1) ? w.v[3] : w.v[2]) : ((k & 1) ? w.v[1] : w.v[0]); // no local-memory indexing
-}
-
 // Dropout's factor for P element (bh, i, j): 1 / keep where the Bernoulli
-// draw of element (bh L + i) S + j keeps it, else 0 (EmCudaAttentionEx).
+// draw of element drop_index(bh, i, j) keeps it, else 0 (EmCudaAttentionEx).
 __device__ __forceinline__ float drop_factor(const Prob &p, int64_t bh, int64_t i, int64_t j) {
-    const uint64_t idx = (static_cast<uint64_t>(bh) * p.L + i) * p.S + j;
+    const unsigned long long idx = drop_index(bh, p.L, p.S, i, j);
     const EmPhilox4 w = em_philox_block(p.seed, p.offset, idx >> 2);
-    return (philox_word(w, idx & 3) >> 8) < p.keep_thresh ? p.keep_scale : 0.f;
+    return drop_keeps(philox_word(w, idx & 3), p.keep_thresh) ? p.keep_scale : 0.f;
 }
 
-// The factors of elements (bh, i, j) and (bh, i, j + 1): one Philox block
-// unless the pair straddles two.
+// The factors of elements (bh, i, j) and (bh, i, j + 1).
 __device__ __forceinline__ void drop_pair(const Prob &p, int64_t bh, int64_t i, int64_t j, float &f0, float &f1) {
-    const uint64_t idx = (static_cast<uint64_t>(bh) * p.L + i) * p.S + j;
-    const EmPhilox4 w = em_philox_block(p.seed, p.offset, idx >> 2);
-    const unsigned k = idx & 3;
-    const uint32_t x0 = philox_word(w, k);
-    const uint32_t x1 = k != 3 ? philox_word(w, k + 1) : em_philox_block(p.seed, p.offset, (idx >> 2) + 1).v[0];
-    f0 = (x0 >> 8) < p.keep_thresh ? p.keep_scale : 0.f;
-    f1 = (x1 >> 8) < p.keep_thresh ? p.keep_scale : 0.f;
+    uint32_t x0, x1;
+    drop_words(p.seed, p.offset, drop_index(bh, p.L, p.S, i, j), x0, x1);
+    f0 = drop_keeps(x0, p.keep_thresh) ? p.keep_scale : 0.f;
+    f1 = drop_keeps(x1, p.keep_thresh) ? p.keep_scale : 0.f;
 }
 
 // A saved lse in log2 units for the backward's exp2(x - lse2): +inf for a
@@ -151,7 +142,7 @@ __device__ __forceinline__ float dot_row(const float (&x)[PLAIN_E], const T *p, 
 }
 
 // Forward: row (b, h, i) streams over its visible keys with the online softmax.
-template <typename T>
+template <typename T, bool EX>
 __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_fwd_plain(Prob p) {
     const int lane = threadIdx.x & 31;
     const int64_t row = blockIdx.x * (int64_t)PLAIN_WARPS + (threadIdx.x >> 5);
@@ -168,13 +159,13 @@ __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_fwd_plain(Prob p) {
     const int64_t n = p.causal ? (i + 1 < p.S ? i + 1 : p.S) : p.S;
     for (int64_t j = 0; j < n; j++) {
         float s = dot_row(x, kb + j * p.sk[2], p.D, lane) * p.scale_log2;
-        if (p.mask_kind) s += mask_log2<T>(p, b, h, i, j);
+        if (EX && p.mask_kind) s += mask_log2<T>(p, b, h, i, j);
         float nm = fmaxf(m, s); // fmaxf skips NaN, as the CPU's max does
         float alpha = m == -INFINITY ? 0.f : exp2f(m - nm);
         float e = nm == -INFINITY ? 0.f : exp2f(s - nm);
         l = l * alpha + e; // the undropped sum: dropout scales p after the softmax
         m = nm;
-        if (p.drop) e *= drop_factor(p, bh, i, j);
+        if (EX && p.drop) e *= drop_factor(p, bh, i, j);
         const T *vr = vb + j * p.sv[2];
 #pragma unroll
         for (int k = 0; k < PLAIN_E; k++) {
@@ -208,7 +199,7 @@ __global__ void __launch_bounds__(256) attn_bwd_dvec(Prob p) {
 }
 
 // Backward, dq: row (b, h, i) over its visible keys.
-template <typename T>
+template <typename T, bool EX>
 __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dq_plain(Prob p) {
     const int lane = threadIdx.x & 31;
     const int64_t row = blockIdx.x * (int64_t)PLAIN_WARPS + (threadIdx.x >> 5);
@@ -226,10 +217,10 @@ __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dq_plain(Prob p) {
     for (int64_t j = 0; j < n; j++) {
         const T *kr = kb + j * p.sk[2];
         float sc = dot_row(x, kr, p.D, lane) * p.scale_log2;
-        if (p.mask_kind) sc += mask_log2<T>(p, b, h, i, j);
+        if (EX && p.mask_kind) sc += mask_log2<T>(p, b, h, i, j);
         float pr = exp2f(sc - lse2);
         float dp = dot_row(g, vb + j * p.sv[2], p.D, lane);
-        if (p.drop) dp *= drop_factor(p, bh, i, j);
+        if (EX && p.drop) dp *= drop_factor(p, bh, i, j);
         float ds = pr * (dp - Di);
 #pragma unroll
         for (int e = 0; e < PLAIN_E; e++) {
@@ -247,7 +238,7 @@ __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dq_plain(Prob p) {
 
 // Backward, dk and dv: key row (b, hk, j) over the query heads reading it and
 // the query rows that see it.
-template <typename T>
+template <typename T, bool EX>
 __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dkv_plain(Prob p) {
     const int lane = threadIdx.x & 31;
     const int64_t row = blockIdx.x * (int64_t)PLAIN_WARPS + (threadIdx.x >> 5);
@@ -264,9 +255,9 @@ __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dkv_plain(Prob p) {
             const T *qr = static_cast<const T *>(p.q) + off(p.sq, b, h, i);
             const T *gr = static_cast<const T *>(p.dout) + off(p.sdo, b, h, i);
             float sc = dot_row(kx, qr, p.D, lane) * p.scale_log2;
-            if (p.mask_kind) sc += mask_log2<T>(p, b, h, i, j);
+            if (EX && p.mask_kind) sc += mask_log2<T>(p, b, h, i, j);
             const float pr = exp2f(sc - lse_log2(p.lse[qbh * p.lse_ld + i]));
-            const float z = p.drop ? drop_factor(p, qbh, i, j) : 1.f;
+            const float z = EX && p.drop ? drop_factor(p, qbh, i, j) : 1.f;
             const float ds = pr * (z * dot_row(vx, gr, p.D, lane) - p.dvec[base + i]), pz = pr * z;
 #pragma unroll
             for (int e = 0; e < PLAIN_E; e++) {
@@ -365,7 +356,7 @@ __device__ __forceinline__ void load_tile(T *tile, const T *g, int64_t rs, int64
 }
 
 // Forward. Block: (batch·head, query tile), heavy causal tiles first.
-template <typename T, int HD>
+template <typename T, int HD, bool EX>
 __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *Qs = reinterpret_cast<T *>(smem_raw);
@@ -410,7 +401,7 @@ __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
                 mma16816<T>(s[n], qf[kk], b0, b1);
             }
         }
-        const bool masked = p.mask_kind || tile_needs_mask(k0, BK, r0, p.S, p.causal);
+        const bool masked = (EX && p.mask_kind) || tile_needs_mask(k0, BK, r0, p.S, p.causal);
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int n = 0; n < BK / 8; n++) {
@@ -420,7 +411,7 @@ __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
                 if (masked) {
                     const int64_t i = r0 + c_row(lane, e), j = k0 + n * 8 + c_col(lane, e);
                     if (!visible(i, j, p.S, p.causal)) x = -INFINITY;
-                    else if (p.mask_kind && i < p.L) x += mask_log2<T>(p, b, h, i, j);
+                    else if (EX && p.mask_kind && i < p.L) x += mask_log2<T>(p, b, h, i, j);
                 }
                 s[n][e] = x;
                 mx[e >> 1] = fmaxf(mx[e >> 1], x);
@@ -446,7 +437,7 @@ __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
                 l[e >> 1] += pe; // this thread's share; the quad's shares are summed at the end
             }
         }
-        if (p.drop) { // after the sums: lse is that of the undropped p
+        if (EX && p.drop) { // after the sums: lse is that of the undropped p
 #pragma unroll
             for (int n = 0; n < BK / 8; n++) {
 #pragma unroll
@@ -502,7 +493,7 @@ __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
 // keys k0 + 16w .. k0 + 16w + 15 and accumulates their dk, dv rows in
 // registers over every query head of the group and every query tile that
 // sees them. BQB query rows per step (32 for HD 128: registers).
-template <typename T, int HD, int BQB>
+template <typename T, int HD, int BQB, bool EX>
 __global__ void __launch_bounds__(TC_THREADS) attn_bwd_tc(Prob p) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = HD + PAD, KS = HD / 16, NO = HD / 8, NQ = BQB / 8, LDS = BK + PAD;
@@ -583,11 +574,11 @@ __global__ void __launch_bounds__(TC_THREADS) attn_bwd_tc(Prob p) {
                     float pe = 0.f;
                     if (i < p.L && visible(i, j, p.S, p.causal)) {
                         float x = st[n][e] * p.scale_log2;
-                        if (p.mask_kind) x += mask_log2<T>(p, b, h, i, j);
+                        if (EX && p.mask_kind) x += mask_log2<T>(p, b, h, i, j);
                         pe = exp2f(x - lse_s[qi]);
                     }
                     // dropout: dv takes p z, ds = p (z dp - D) (z = keep / (1 - dropout_p))
-                    const float z = p.drop && pe != 0.f ? drop_factor(p, bh, i, j) : 1.f;
+                    const float z = EX && p.drop && pe != 0.f ? drop_factor(p, bh, i, j) : 1.f;
                     st[n][e] = pe * z;
                     dpt[n][e] = pe * (z * dpt[n][e] - dv_s[qi]);
                     Ss[qi * LDS + kj] = Cv<T>::st(dpt[n][e]);
@@ -710,7 +701,7 @@ Prob make_prob_ex(const EmCudaAttentionEx *x) {
     if (x->dropout_p > 0) {
         const double keep = 1.0 - x->dropout_p;
         p.drop = true;
-        p.keep_thresh = static_cast<uint32_t>(ceil(keep * 16777216.0)); // u01f = (w >> 8) / 2^24 < keep
+        p.keep_thresh = keep_threshold(keep);
         p.keep_scale = keep > 0 ? static_cast<float>(1.0 / keep) : 0.f;
         p.seed = x->seed, p.offset = x->offset;
     }
@@ -747,42 +738,44 @@ int blocks_for(int64_t rows, int per, const char *who, unsigned *out) {
     return 0;
 }
 
-template <typename T, int HD>
+template <typename T, int HD, bool EX>
 int launch_fwd_tc(const Prob &p, cudaStream_t s) {
     const size_t sm = fwd_smem(HD, sizeof(T));
-    if (EMC_CHECK(cudaFuncSetAttribute(attn_fwd_tc<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (EMC_CHECK(cudaFuncSetAttribute(attn_fwd_tc<T, HD, EX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(sm))) < 0)
         return -1;
     unsigned nb = 0;
     if (blocks_for(p.B * p.H * ((p.L + BQ - 1) / BQ), 1, "attention forward", &nb) < 0) return -1;
-    attn_fwd_tc<T, HD><<<nb, TC_THREADS, sm, s>>>(p);
+    attn_fwd_tc<T, HD, EX><<<nb, TC_THREADS, sm, s>>>(p);
     return EMC_CHECK(cudaGetLastError());
 }
 
-template <typename T, int HD, int BQB>
+template <typename T, int HD, int BQB, bool EX>
 int launch_bwd_tc(const Prob &p, cudaStream_t s) {
     const size_t sm = bwd_smem(HD, BQB, sizeof(T));
-    if (EMC_CHECK(cudaFuncSetAttribute(attn_bwd_tc<T, HD, BQB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (EMC_CHECK(cudaFuncSetAttribute(attn_bwd_tc<T, HD, BQB, EX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(sm))) < 0)
         return -1;
     unsigned nb = 0;
     if (blocks_for(p.B * p.Hkv * ((p.S + BK - 1) / BK), 1, "attention backward", &nb) < 0) return -1;
-    attn_bwd_tc<T, HD, BQB><<<nb, TC_THREADS, sm, s>>>(p);
+    attn_bwd_tc<T, HD, BQB, EX><<<nb, TC_THREADS, sm, s>>>(p);
     return EMC_CHECK(cudaGetLastError());
 }
 
-template <typename T>
+// EX: the kernels with the mask and dropout code (EmCudaAttentionEx), kept
+// apart so the plain problem keeps its registers
+template <typename T, bool EX>
 int forward_t(const EmCudaAttention *a, const Prob &p, cudaStream_t s) {
     if constexpr (!std::is_same<T, float>::value) {
-        if (tc_fits(a, false)) return p.D <= 64 ? launch_fwd_tc<T, 64>(p, s) : launch_fwd_tc<T, 128>(p, s);
+        if (tc_fits(a, false)) return p.D <= 64 ? launch_fwd_tc<T, 64, EX>(p, s) : launch_fwd_tc<T, 128, EX>(p, s);
     }
     unsigned nb = 0;
     if (blocks_for(p.B * p.H * p.L, PLAIN_WARPS, "attention forward", &nb) < 0) return -1;
-    attn_fwd_plain<T><<<nb, 32 * PLAIN_WARPS, 0, s>>>(p);
+    attn_fwd_plain<T, EX><<<nb, 32 * PLAIN_WARPS, 0, s>>>(p);
     return EMC_CHECK(cudaGetLastError());
 }
 
-template <typename T>
+template <typename T, bool EX>
 int backward_t(const EmCudaAttention *a, Prob &p, int dev, cudaStream_t s) {
     const int64_t rows = p.B * p.H * p.L;
     unsigned nb = 0;
@@ -805,7 +798,7 @@ int backward_t(const EmCudaAttention *a, Prob &p, int dev, cudaStream_t s) {
     if (tc) {
         if ((rc = EMC_CHECK(cudaMemsetAsync(p.dqacc, 0, acc_bytes, s))) < 0) goto done;
         if constexpr (!std::is_same<T, float>::value)
-            rc = p.D <= 64 ? launch_bwd_tc<T, 64, 64>(p, s) : launch_bwd_tc<T, 128, 32>(p, s);
+            rc = p.D <= 64 ? launch_bwd_tc<T, 64, 64, EX>(p, s) : launch_bwd_tc<T, 128, 32, EX>(p, s);
         if (rc < 0) goto done;
         const int64_t n = rows * p.D;
         const int64_t g = (n + 255) / 256 < 65536 ? (n + 255) / 256 : 65536;
@@ -814,10 +807,10 @@ int backward_t(const EmCudaAttention *a, Prob &p, int dev, cudaStream_t s) {
     } else {
         unsigned nq = 0, nk = 0;
         if ((rc = blocks_for(rows, PLAIN_WARPS, "attention backward", &nq)) < 0) goto done;
-        attn_bwd_dq_plain<T><<<nq, 32 * PLAIN_WARPS, 0, s>>>(p);
+        attn_bwd_dq_plain<T, EX><<<nq, 32 * PLAIN_WARPS, 0, s>>>(p);
         if ((rc = EMC_CHECK(cudaGetLastError())) < 0) goto done;
         if ((rc = blocks_for(p.B * p.Hkv * p.S, PLAIN_WARPS, "attention backward", &nk)) < 0) goto done;
-        attn_bwd_dkv_plain<T><<<nk, 32 * PLAIN_WARPS, 0, s>>>(p);
+        attn_bwd_dkv_plain<T, EX><<<nk, 32 * PLAIN_WARPS, 0, s>>>(p);
         rc = EMC_CHECK(cudaGetLastError());
     }
 done:
@@ -842,10 +835,12 @@ int run_forward(int dev, const EmCudaAttention *a, const Prob &p) {
     if (!guard.ok) return -1;
     if (a->B * a->H * a->L == 0) return 0;
     cudaStream_t s = static_cast<cudaStream_t>(emc_current_stream(dev));
+    const bool ex = p.mask_kind || p.drop;
     switch (a->dtype) {
-    case DT_FLOAT16: return forward_t<__half>(a, p, s);
-    case DT_BFLOAT16: return forward_t<__nv_bfloat16>(a, p, s);
-    default: return forward_t<float>(a, p, s);
+    case DT_FLOAT16: return ex ? forward_t<__half, true>(a, p, s) : forward_t<__half, false>(a, p, s);
+    case DT_BFLOAT16:
+        return ex ? forward_t<__nv_bfloat16, true>(a, p, s) : forward_t<__nv_bfloat16, false>(a, p, s);
+    default: return ex ? forward_t<float, true>(a, p, s) : forward_t<float, false>(a, p, s);
     }
 }
 
@@ -865,10 +860,12 @@ int run_backward(int dev, const EmCudaAttention *a, Prob &p) {
         return zero_grad(a->dk, n, esz, s) < 0 || zero_grad(a->dv, n, esz, s) < 0 ? -1 : 0;
     }
     if (a->S == 0) return zero_grad(a->dq, a->B * a->H * a->L * a->D, esz, s); // no keys: dq = 0
+    const bool ex = p.mask_kind || p.drop;
     switch (a->dtype) {
-    case DT_FLOAT16: return backward_t<__half>(a, p, dev, s);
-    case DT_BFLOAT16: return backward_t<__nv_bfloat16>(a, p, dev, s);
-    default: return backward_t<float>(a, p, dev, s);
+    case DT_FLOAT16: return ex ? backward_t<__half, true>(a, p, dev, s) : backward_t<__half, false>(a, p, dev, s);
+    case DT_BFLOAT16:
+        return ex ? backward_t<__nv_bfloat16, true>(a, p, dev, s) : backward_t<__nv_bfloat16, false>(a, p, dev, s);
+    default: return ex ? backward_t<float, true>(a, p, dev, s) : backward_t<float, false>(a, p, dev, s);
     }
 }
 

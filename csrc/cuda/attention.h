@@ -40,6 +40,7 @@
 #define EMBER_CUDA_ATTENTION_H
 
 #include "../cuda_backend.h"
+#include "philox.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,6 +96,32 @@ EMC_ATTN_HD bool tile_needs_mask(long long k0, long long bk, long long r0, long 
     return k0 + bk > S || (causal && k0 + bk - 1 > r0);
 }
 EMC_ATTN_HD bool visible(long long i, long long j, long long S, bool causal) { return j < S && !(causal && j > i); }
+
+/* Dropout (EmCudaAttentionEx): P element (bh, i, j) draws element
+ * (bh L + i) S + j of the Philox stream, as a random_fill of a (B, H, L, S)
+ * tensor does (4 words per block). */
+EMC_ATTN_HD unsigned long long drop_index(long long bh, long long L, long long S, long long i, long long j) {
+    return ((unsigned long long)bh * (unsigned long long)L + (unsigned long long)i) * (unsigned long long)S +
+           (unsigned long long)j;
+}
+EMC_ATTN_HD uint32_t philox_word(const EmPhilox4 &w, unsigned k) {
+    return (k & 2) ? ((k & 1) ? w.v[3] : w.v[2]) : ((k & 1) ? w.v[1] : w.v[0]); // no local-memory indexing
+}
+/* The words of elements idx and idx + 1: one block unless they straddle two. */
+EMC_ATTN_HD void drop_words(uint64_t seed, uint64_t offset, unsigned long long idx, uint32_t &x0, uint32_t &x1) {
+    const EmPhilox4 w = em_philox_block(seed, offset, idx >> 2);
+    const unsigned k = (unsigned)(idx & 3);
+    x0 = philox_word(w, k);
+    x1 = k != 3 ? philox_word(w, k + 1) : em_philox_block(seed, offset, (idx >> 2) + 1).v[0];
+}
+/* keep where (word >> 8) < keep_threshold(keep): the same test as
+ * em_philox_u01f(word) < keep (Bernoulli fills), in integers. */
+inline uint32_t keep_threshold(double keep) {
+    if (!(keep > 0)) return 0;
+    if (keep >= 1) return 1u << 24;
+    return (uint32_t)ceil(keep * 16777216.0);
+}
+EMC_ATTN_HD bool drop_keeps(uint32_t word, uint32_t threshold) { return (word >> 8) < threshold; }
 } // namespace emc_attn
 #endif
 
