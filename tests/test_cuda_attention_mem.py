@@ -482,3 +482,16 @@ def test_errors(cuda):
     out = _C._scaled_dot_product_efficient_attention(q.requires_grad_(), k, v, bias, True)[0]
     with pytest.raises(RuntimeError, match="no gradient for attn_bias"):
         out.sum().backward()
+
+
+def test_autocast_lowers_the_efficient_op(cuda):
+    # torch autocasts scaled_dot_product_attention to the lower dtype: float32 inputs under bf16 autocast
+    # take the efficient op (float32 decides before the cast), which autocast runs in bfloat16
+    q, k, v = (t.cuda() for t in _inputs((1, 2, 2, 8, 9, 32), ember.float32, seed=30))
+    m = ember.tensor(_rand(31, 8, 9)).cuda()
+    with native(cuda, "attention_forward_ex"):
+        with ember.autocast("cuda", dtype=ember.bfloat16):
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    assert out.dtype == ember.bfloat16
+    ref, _ = reference(*(_np(t.bfloat16()) for t in (q, k, v)), mask=_np(m.bfloat16()))
+    np.testing.assert_allclose(_np(out), ref, rtol=3e-2, atol=3e-2)
