@@ -183,6 +183,31 @@ typedef struct EmCudaAttention {
     float *lse;
     void *dq, *dk, *dv;
 } EmCudaAttention;
+/* Attention with the extras (cudaattn2; Note [CUDA attention]): the problem
+ * `a` plus an optional mask, dropout inside the kernel, the layout of the
+ * logsumexp rows and of the gradients.
+ *   mask_kind 0: none; 1: bool (true takes part); 2: additive, of a.dtype.
+ *     Element (b, h, i, j) of the broadcast (B, H, L, S) mask is at
+ *     mask[b*sm[0] + h*sm[1] + i*sm[2] + j*sm[3]] (0 strides broadcast).
+ *   dropout_p > 0: P is multiplied by keep / (1 - dropout_p) where keep of
+ *     element (b·H + h, i, j) is the Bernoulli(1 - dropout_p) draw
+ *     random_fill(EM_RANDOM_BERNOULLI, float32) makes for element
+ *     ((b·H + h)·L + i)·S + j of the Philox stream (seed, offset), so the
+ *     backward (and a test) regenerates it; lse is that of the undropped P.
+ *   lse: row (b, h) at lse + (b·H + h)·lse_ld (lse_ld >= L).
+ *   The backward writes dq, dk, dv through element strides sdq / sdk / sdv
+ *     {batch, head, row} (unit along D) of dense, non-overlapping layouts.
+ * D <= 256. A row that no key takes part in gives out 0, lse -inf. */
+typedef struct EmCudaAttentionEx {
+    EmCudaAttention a;
+    int mask_kind;
+    const void *mask;
+    int64_t sm[4];
+    double dropout_p;
+    uint64_t seed, offset;
+    int64_t lse_ld;
+    int64_t sdq[3], sdk[3], sdv[3];
+} EmCudaAttentionEx;
 /* A 2-d pool's geometry (cudann; the layout of EmPool2d, cpu/poolnorm.h). */
 typedef struct EmCudaPool2d {
     int64_t planes, H, W, OH, OW;
@@ -472,6 +497,12 @@ typedef struct EmCudaBackend {
      * the windows holding each position; both summed in the CPU's order. */
     int (*avg_pool2d)(int dev, int dtype, int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW,
                       const int64_t *win, const double *div, const void *in, void *out, bool backward);
+
+    /* ---- attention, dropout and efficient path (cudaattn2): flash attention
+     * with a mask, dropout, float32 and the layouts of EmCudaAttentionEx
+     * (Note [CUDA attention]); the backward's scratch as attention_backward's. */
+    int (*attention_forward_ex)(int dev, const EmCudaAttentionEx *a);
+    int (*attention_backward_ex)(int dev, const EmCudaAttentionEx *a);
 } EmCudaBackend;
 
 

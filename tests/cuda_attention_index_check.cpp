@@ -4,7 +4,10 @@
 // accumulator tiles of p reused as the A operand of p v land on the same
 // (row, key) positions, and the tile-skipping rules (causal key tiles, first
 // query tile in the backward, which tiles need the element mask) agree with
-// a brute-force scan of the visible (query, key) pairs. Built and run by
+// a brute-force scan of the visible (query, key) pairs; dropout's keep test
+// (integer threshold) equals the Bernoulli fills' u01f < keep for every
+// 24-bit value, and its element index / paired words are those of a
+// random_fill of the (B, H, L, S) mask. Built and run by
 // tests/test_cuda_attention.py with the host C++ compiler; prints "ok".
 #include <cstdio>
 #include <cstdlib>
@@ -85,8 +88,39 @@ static void tiles(long long L, long long S, bool causal) {
         }
 }
 
+static void dropout() {
+    // the integer keep test against em_philox_u01f(word) < keep, as random_fill's Bernoulli compares
+    const double keeps[] = {0.0, 1e-9, 0.1, 0.25, 0.5, 0.7, 0.75, 1 - 1e-9, 1.0, 3.0 / 16777216.0,
+                            12345.5 / 16777216.0, 0.9999999403953552};
+    for (double keep : keeps) {
+        const uint32_t t = keep_threshold(keep);
+        int bad = 0;
+        for (uint32_t hi = 0; hi < (1u << 24); hi++) {
+            const uint32_t w = (hi << 8) | (hi & 0xff);
+            bad += drop_keeps(w, t) != ((double)em_philox_u01f(w) < keep);
+        }
+        EXPECT(bad == 0, "keep %.17g: %d words disagree", keep, bad);
+    }
+    // element (bh, i, j) is element (bh L + i) S + j of the stream; pairs read the right words
+    const long long L = 7, S = 5;
+    for (long long bh = 0; bh < 3; bh++)
+        for (long long i = 0; i < L; i++)
+            for (long long j = 0; j < S; j++) {
+                const unsigned long long idx = drop_index(bh, L, S, i, j);
+                EXPECT(idx == (unsigned long long)((bh * L + i) * S + j), "index (%lld, %lld, %lld)", bh, i, j);
+                uint32_t x0, x1;
+                drop_words(42, 9, idx, x0, x1);
+                EmPhilox4 a = em_philox_block(42, 9, idx / 4), b = em_philox_block(42, 9, (idx + 1) / 4);
+                EXPECT(x0 == a.v[idx % 4] && x1 == b.v[(idx + 1) % 4], "words of %llu", idx);
+            }
+    // 64-bit indices past 2^32 elements
+    const unsigned long long big = drop_index(40000, 4096, 4096, 4095, 4095);
+    EXPECT(big == 40000ULL * 4096 * 4096 + 4095ULL * 4096 + 4095, "64-bit index");
+}
+
 int main() {
     fragments();
+    dropout();
     const long long sizes[] = {1, 2, 15, 16, 17, 63, 64, 65, 100, 128, 129, 200};
     for (long long L : sizes)
         for (long long S : sizes)

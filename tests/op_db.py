@@ -3500,6 +3500,55 @@ OPS += [OpInfo(n, None, kind="nn", dtypes=("float32", "float16", "bfloat16"), un
                tol=_ATTN_TOL)
         for n in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward")]
 
+
+# torch's CUDA memory-efficient op and its backward (cudaattn2: csrc/ops/attention.c): on CPU tensors
+# ember runs the CPU kernel with the attn_bias (what Note [CUDA fallback] does on host twins); torch has
+# no CPU kernel for these ops, so its side runs its CPU flash op with the mask. The GPU kernels:
+# tests/test_cuda_attention_mem.py.
+_EFF = "_scaled_dot_product_efficient_attention"
+
+
+def _eff_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    out = []
+    for (B, H, Hk, L, S, D), causal, masked in (((2, 2, 2, 3, 5, 8), False, True), ((1, 4, 2, 5, 3, 8), True, False),
+                                                ((1, 2, 2, 4, 4, 8), True, True)):
+        q, k, v = (TS(rng.uniform(-1, 1, sh), dtype) for sh in ((B, H, L, D), (B, Hk, S, D), (B, Hk, S, D)))
+        m = TS(rng.uniform(-1, 1, (L, S)), dtype, False) if masked else None
+        if op.name == _EFF:
+            out.append(Sample((q, k, v, m, True, 0.0, causal)))
+            continue
+        o, lse = np_attention(q.values, k.values, v.values, None if m is None else m.values, causal)
+        g = TS(rng.uniform(-1, 1, (B, H, L, D)), dtype)
+        out.append(Sample((g, q, k, v, m, TS(o, dtype, False), TS(lse, "float32", False), None, None, 0.0,
+                           [True, True, True, False], causal)))
+    return out
+
+
+def _eff_expect(op, sample, values):
+    a, dt = list(values), sample.args[0].dtype
+    if op.name == _EFF:
+        o, lse = np_attention(a[0], a[1], a[2], a[3], a[6])
+        return (quantize(o, dt), lse), (dt, "float32")
+    return tuple(quantize(r, dt) for r in np_attention(a[1], a[2], a[3], a[4], a[11], grad_out=a[0])), dt
+
+
+def _eff_call(name):
+    def run(L, *a):
+        if L.__name__ == "ember":
+            return getattr(L._C, name)(*a)[:2 if name == _EFF else 3]
+        if name == _EFF:
+            return L.ops.aten._scaled_dot_product_flash_attention_for_cpu(a[0], a[1], a[2], 0.0, a[6], attn_mask=a[3])
+        return L.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(*a[:4], a[5], a[6], 0.0, a[11],
+                                                                               attn_mask=a[4])
+    return run
+
+
+OPS += [OpInfo(n, None, kind="nn", dtypes=("float32", "float16", "bfloat16"), unsupported=None, variants="F",
+               samples=_eff_samples, expect=_eff_expect, call=_eff_call(n), layouts=("contig", "T", "slice"),
+               tol=_ATTN_TOL)
+        for n in (_EFF, _EFF + "_backward")]
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 
 

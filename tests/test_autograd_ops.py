@@ -498,8 +498,8 @@ def _torch_cases(name):
 # version of acosh' is not implemented"): only gradcheck checks ember's gradients there
 TORCH_NO_INPLACE_GRAD = {"acosh", "asinh", "atanh"}
 # ops torch has only for CUDA tensors: no torch case on the CPU; their grad_fn names and gradients are
-# checked on the GPU (or the fake) by their own tests (tests/test_cuda_attention.py)
-TORCH_CUDA_ONLY = {"_scaled_dot_product_flash_attention"}
+# checked on the GPU (or the fake) by their own tests (tests/test_cuda_attention.py, test_cuda_attention_mem.py)
+TORCH_CUDA_ONLY = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention"}
 
 
 def _np(L, g):

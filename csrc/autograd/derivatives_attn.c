@@ -69,9 +69,10 @@ static int bw_sdpa_flash_cpu(EmNode *n, EmTensor **go, EmTensor **gi) {
 static int bw_sdpa_flash(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0) || !(need(n, 0) || need(n, 1) || need(n, 2))) END;
+    /* the forward's philox seed and offset: its dropout mask again (cudaattn2) */
     PyObject *args[15] = {G(0), IN(0), IN(1), IN(2), OUT(0), OUT(1), Py_None, Py_None,
                           INT(em_meta_sizes(&n->in_meta[0])[2]), INT(em_meta_sizes(&n->in_meta[1])[2]), ARG(3),
-                          ARG(4), Py_None, Py_None, ARG(6)};
+                          ARG(4), OUT(6), OUT(7), ARG(6)};
     for (int i = 0; i < 15; i++)
         if (!args[i]) END;
     PyObject *r = call_n(S, EM_OP__scaled_dot_product_flash_attention_backward, 15, args);
@@ -85,11 +86,43 @@ static int bw_sdpa_flash(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
+/* _scaled_dot_product_efficient_attention(query, key, value, attn_bias,
+ * compute_log_sumexp, dropout_p, is_causal, *, scale) (cudaattn2): its
+ * backward op with the forward's output, logsumexp, philox seed and offset.
+ * attn_bias gets no gradient: asked for one, this raises. */
+static int bw_sdpa_efficient(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 3)) {
+        PyErr_SetString(PyExc_RuntimeError, "_scaled_dot_product_efficient_attention_backward: ember's kernel "
+                        "computes no gradient for attn_bias");
+        sc.failed = true;
+        END;
+    }
+    if (!G(0) || !(need(n, 0) || need(n, 1) || need(n, 2))) END;
+    PyObject *mask = keep(S, Py_BuildValue("[OOOO]", need(n, 0) ? Py_True : Py_False, need(n, 1) ? Py_True : Py_False,
+                                           need(n, 2) ? Py_True : Py_False, Py_False));
+    PyObject *args[13] = {G(0), IN(0), IN(1), IN(2), optional_in(S, n, 3), OUT(0), OUT(1), OUT(2), OUT(3), ARG(5),
+                          mask, ARG(6), ARG(7)};
+    for (int i = 0; i < 13; i++)
+        if (!args[i]) END;
+    PyObject *r = call_n(S, EM_OP__scaled_dot_product_efficient_attention_backward, 13, args);
+    if (!r) END;
+    if (em_grad_enabled() && attach_not_implemented(r, args, 4, EM_OP__scaled_dot_product_efficient_attention_backward) < 0) {
+        sc.failed = true;
+        END;
+    }
+    for (int k = 0; k < 3; k++)
+        if (need(n, k)) SET(k, PyTuple_GET_ITEM(r, k));
+    END;
+}
+
 static const EmFormula formulas[] = {
     FORMULA(_scaled_dot_product_flash_attention_for_cpu, IN0 | IN1 | IN2 | EM_SAVE_IN(3) | SOUT, bw_sdpa_flash_cpu,
             "ScaledDotProductFlashAttentionForCpuBackward0")
     FORMULA(_scaled_dot_product_flash_attention, IN0 | IN1 | IN2 | SOUT, bw_sdpa_flash,
             "ScaledDotProductFlashAttentionBackward0")
+    FORMULA(_scaled_dot_product_efficient_attention, IN0 | IN1 | IN2 | EM_SAVE_IN(3) | SOUT, bw_sdpa_efficient,
+            "ScaledDotProductEfficientAttentionBackward0")
 };
 
 void em_formulas_attn(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

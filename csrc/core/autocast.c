@@ -37,7 +37,9 @@ static void set_policy(int dev, const char *const *names, uint8_t p) {
 void em_autocast_init(void) {
     static const char *const cuda_lower[] = {
         "mm", "bmm", "matmul", "mv", "addmm", "addmv", "addr", "baddbmm", "addbmm", "einsum",
-        "_convolution", "_scaled_dot_product_flash_attention_for_cpu", NULL};
+        "_convolution", "_scaled_dot_product_flash_attention_for_cpu",
+        /* torch lowers scaled_dot_product_attention; F.sdpa takes this op for float32 (cudaattn2) */
+        "_scaled_dot_product_efficient_attention", NULL};
     static const char *const cuda_fp32[] = {
         "acos", "asin", "cosh", "sinh", "tan", "erfinv", "exp", "expm1", "log", "log10", "log2",
         "log1p", "reciprocal", "rsqrt", "pow", "_softplus", "_native_layer_norm", "_native_group_norm",

@@ -293,7 +293,8 @@ static int fake_random_fill(int dev, int kind, int dtype, void *out, int64_t num
  * (_C._cuda_fake_kernel_calls()). */
 static const char *fused_names[] = {"softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
                                     "cross_entropy", "cross_entropy_backward", "adam", "embedding",
-                                    "embedding_backward", "attention_forward", "attention_backward"};
+                                    "embedding_backward", "attention_forward", "attention_backward",
+                                    "attention_forward_ex", "attention_backward_ex"};
 enum { NFUSED = sizeof fused_names / sizeof fused_names[0] };
 static int64_t fused_calls[NFUSED];
 
@@ -1174,6 +1175,181 @@ static int fake_avg_pool2d(int dev, int dtype, int64_t planes, int64_t H, int64_
     return 0;
 }
 
+/* ---- attention with the extras (cudaattn2) on the fake: EmCudaAttentionEx's
+ * mask, dropout (the kernels' Philox bits) and layouts in plain float64 loops
+ * over float32 copies of the operands (the CPU kernel takes neither dropout
+ * nor these layouts). Row (b, h, i): s_j = scale q.k_j + mask, p = softmax(s),
+ * out = sum_j p_j z_j v_j with z the dropout factor; the backward recomputes p
+ * from the saved lse, as the kernels. */
+typedef struct {
+    const EmCudaAttentionEx *x;
+    const float *q, *k, *v, *mask; /* contiguous float32; mask [B, H, L, S] or NULL */
+} AttnFakeEx;
+
+static double attn_fake_drop(const EmCudaAttentionEx *x, int64_t bh, int64_t i, int64_t j) {
+    if (!(x->dropout_p > 0)) return 1.0;
+    const uint64_t idx = ((uint64_t)bh * (uint64_t)x->a.L + (uint64_t)i) * (uint64_t)x->a.S + (uint64_t)j;
+    EmPhilox4 w = em_philox_block(x->seed, x->offset, idx >> 2);
+    const double keep = 1.0 - x->dropout_p;
+    return (double)em_philox_u01f(w.v[idx & 3]) < keep ? 1.0 / keep : 0.0;
+}
+
+/* the scores of row (b, h, i) into s[S] (-inf where no part) */
+static void attn_fake_scores(const AttnFakeEx *f, int64_t b, int64_t h, int64_t i, double *s) {
+    const EmCudaAttention *a = &f->x->a;
+    const int64_t hk = h / (a->H / a->Hkv);
+    const float *qr = f->q + ((b * a->H + h) * a->L + i) * a->D;
+    for (int64_t j = 0; j < a->S; j++) {
+        const float *kr = f->k + ((b * a->Hkv + hk) * a->S + j) * a->D;
+        double d = 0;
+        for (int64_t e = 0; e < a->D; e++) d += (double)qr[e] * kr[e];
+        s[j] = d * a->scale;
+        if (a->causal && j > i) s[j] = -INFINITY;
+        else if (f->mask) {
+            double mv = f->mask[((b * a->H + h) * a->L + i) * a->S + j];
+            s[j] = f->x->mask_kind == 1 ? (mv != 0 ? s[j] : -INFINITY) : s[j] + mv;
+        }
+    }
+}
+
+/* the float32 [B, H, L, S] copy of the mask (bool: 0 / 1), or NULL on error */
+static EmTensor *attn_fake_mask(const EmCudaAttentionEx *x) {
+    const EmCudaAttention *a = &x->a;
+    const int64_t sizes[4] = {a->B, a->H, a->L, a->S};
+    const int dt = x->mask_kind == 1 ? EM_BOOL : a->dtype;
+    int64_t ext;
+    if (em_extent_checked(4, sizes, x->sm, &ext) < 0) return NULL;
+    EmStorage *st = em_storage_wrap(untag(x->mask), (ext ? ext : 1) * em_itemsize((EmDType)dt), em_cpu(), NULL);
+    EmTensor *t = st ? em_tensor_alloc(&EmTensorType, st, 0, 4, sizes, x->sm, (EmDType)dt) : NULL;
+    Py_XDECREF(st);
+    EmTensor *f = t ? em_to_dtype(t, EM_FLOAT32, true) : NULL;
+    EmTensor *c = f ? em_contiguous(f) : NULL;
+    Py_XDECREF(t);
+    Py_XDECREF(f);
+    return c;
+}
+
+/* operands 0..2 = q, k, v (+ 3 = mask) as float32 copies; 0 / -1 */
+static int attn_fake_ex_load(const EmCudaAttentionEx *x, AttnFakeEx *f, EmTensor **t) {
+    const EmCudaAttention *a = &x->a;
+    f->x = x;
+    if (!(t[0] = attn_fake_f32(a->q, a->dtype, a->B, a->H, a->L, a->D, a->sq, NULL)) ||
+        !(t[1] = attn_fake_f32(a->k, a->dtype, a->B, a->Hkv, a->S, a->D, a->sk, NULL)) ||
+        !(t[2] = attn_fake_f32(a->v, a->dtype, a->B, a->Hkv, a->S, a->D, a->sv, NULL)))
+        return -1;
+    if (x->mask_kind && !(t[3] = attn_fake_mask(x))) return -1;
+    f->q = (const float *)em_data(t[0]), f->k = (const float *)em_data(t[1]), f->v = (const float *)em_data(t[2]);
+    f->mask = x->mask_kind ? (const float *)em_data(t[3]) : NULL;
+    return 0;
+}
+
+static int attn_fake_ex_check(const EmCudaAttentionEx *x) {
+    const EmCudaAttention *a = &x->a;
+    if (a->dtype != EM_FLOAT16 && a->dtype != EM_BFLOAT16 && a->dtype != EM_FLOAT32)
+        return fake_fail("attention: dtype is not float16, bfloat16 or float32");
+    if (a->D < 1 || a->D > 256) return fake_fail("attention: head dim outside [1, 256]");
+    if (a->Hkv < 1 || a->H % a->Hkv) return fake_fail("attention: key/value heads do not divide the query heads");
+    if (x->mask_kind < 0 || x->mask_kind > 2 || (x->mask_kind && !x->mask)) return fake_fail("attention: bad mask kind");
+    if (!(x->dropout_p >= 0 && x->dropout_p <= 1)) return fake_fail("attention: dropout probability outside [0, 1]");
+    if (x->lse_ld < a->L) return fake_fail("attention: lse row stride < L");
+    return 0;
+}
+
+static int fake_attention_forward_ex(int dev, const EmCudaAttentionEx *x) {
+    fused_calls[11]++;
+    (void)dev;
+    if (attn_fake_ex_check(x) < 0) return -1;
+    const EmCudaAttention *a = &x->a;
+    if (a->B * a->H * a->L == 0) return 0;
+    AttnFakeEx f;
+    EmTensor *t[5] = {NULL};
+    double *s = malloc(sizeof(double) * (size_t)(a->S ? a->S : 1));
+    int r = -1;
+    const int64_t os[4] = {a->B, a->H, a->L, a->D};
+    if (!s || attn_fake_ex_load(x, &f, t) < 0 || !(t[4] = em_zeros(4, os, EM_FLOAT32, em_cpu()))) goto done;
+    float *out = (float *)em_data(t[4]), *lse = untag(a->lse);
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->H; h++)
+            for (int64_t i = 0; i < a->L; i++) {
+                const int64_t bh = b * a->H + h, hk = h / (a->H / a->Hkv);
+                attn_fake_scores(&f, b, h, i, s);
+                double m = -INFINITY, l = 0;
+                for (int64_t j = 0; j < a->S; j++) m = s[j] > m ? s[j] : m;
+                if (m == -INFINITY) {
+                    lse[bh * x->lse_ld + i] = -INFINITY;
+                    continue;
+                }
+                for (int64_t j = 0; j < a->S; j++) l += exp(s[j] - m);
+                lse[bh * x->lse_ld + i] = (float)(m + log(l));
+                float *o = out + (bh * a->L + i) * a->D;
+                for (int64_t j = 0; j < a->S; j++) {
+                    const double pz = exp(s[j] - m) / l * attn_fake_drop(x, bh, i, j);
+                    const float *vr = f.v + ((b * a->Hkv + hk) * a->S + j) * a->D;
+                    if (pz != 0)
+                        for (int64_t e = 0; e < a->D; e++) o[e] += (float)(pz * vr[e]);
+                }
+            }
+    r = attn_fake_store(a->out, a->dtype, a->so, t[4]);
+done:
+    for (int i = 0; i < 5; i++) Py_XDECREF(t[i]);
+    free(s);
+    return fake_done(r, "attention forward failed");
+}
+
+static int fake_attention_backward_ex(int dev, const EmCudaAttentionEx *x) {
+    fused_calls[12]++;
+    (void)dev;
+    if (attn_fake_ex_check(x) < 0) return -1;
+    const EmCudaAttention *a = &x->a;
+    AttnFakeEx f;
+    EmTensor *t[9] = {NULL};
+    double *s = malloc(sizeof(double) * (size_t)(a->S ? a->S : 1));
+    int r = -1;
+    const int64_t qs[4] = {a->B, a->H, a->L, a->D}, ks[4] = {a->B, a->Hkv, a->S, a->D};
+    if (!s || attn_fake_ex_load(x, &f, t) < 0 ||
+        !(t[4] = attn_fake_f32(a->out, a->dtype, a->B, a->H, a->L, a->D, a->so, NULL)) ||
+        !(t[5] = attn_fake_f32(a->dout, a->dtype, a->B, a->H, a->L, a->D, a->sdo, NULL)) ||
+        !(t[6] = em_zeros(4, qs, EM_FLOAT32, em_cpu())) || !(t[7] = em_zeros(4, ks, EM_FLOAT32, em_cpu())) ||
+        !(t[8] = em_zeros(4, ks, EM_FLOAT32, em_cpu())))
+        goto done;
+    const float *out = (const float *)em_data(t[4]), *g = (const float *)em_data(t[5]);
+    const float *lse = a->B * a->H * a->L != 0 ? untag(a->lse) : NULL;
+    float *dq = (float *)em_data(t[6]), *dk = (float *)em_data(t[7]), *dv = (float *)em_data(t[8]);
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->H; h++)
+            for (int64_t i = 0; i < a->L; i++) {
+                const int64_t bh = b * a->H + h, hk = h / (a->H / a->Hkv);
+                const double l = lse[bh * x->lse_ld + i];
+                const float *gi = g + (bh * a->L + i) * a->D, *oi = out + (bh * a->L + i) * a->D;
+                const float *qi = f.q + (bh * a->L + i) * a->D;
+                double Di = 0;
+                for (int64_t e = 0; e < a->D; e++) Di += (double)gi[e] * oi[e];
+                attn_fake_scores(&f, b, h, i, s);
+                for (int64_t j = 0; j < a->S; j++) {
+                    const double p = l == -INFINITY ? 0.0 : exp(s[j] - l);
+                    if (p == 0) continue;
+                    const int64_t kr = ((b * a->Hkv + hk) * a->S + j) * a->D;
+                    const double z = attn_fake_drop(x, bh, i, j);
+                    double dp = 0;
+                    for (int64_t e = 0; e < a->D; e++) dp += (double)gi[e] * f.v[kr + e];
+                    const double ds = p * (z * dp - Di);
+                    for (int64_t e = 0; e < a->D; e++) {
+                        dq[(bh * a->L + i) * a->D + e] += (float)(a->scale * ds * f.k[kr + e]);
+                        dk[kr + e] += (float)(a->scale * ds * qi[e]);
+                        dv[kr + e] += (float)(p * z * gi[e]);
+                    }
+                }
+            }
+    r = attn_fake_store(a->dq, a->dtype, x->sdq, t[6]) < 0 || attn_fake_store(a->dk, a->dtype, x->sdk, t[7]) < 0 ||
+                attn_fake_store(a->dv, a->dtype, x->sdv, t[8]) < 0
+            ? -1
+            : 0;
+done:
+    for (int i = 0; i < 9; i++) Py_XDECREF(t[i]);
+    free(s);
+    return fake_done(r, "attention backward failed");
+}
+
 static const EmCudaBackend fake = {
     .abi = EM_CUDA_ABI,
     .name = "fake",
@@ -1250,6 +1426,9 @@ static const EmCudaBackend fake = {
     .max_pool2d = fake_max_pool2d,
     .max_pool2d_backward = fake_max_pool2d_backward,
     .avg_pool2d = fake_avg_pool2d,
+    /* attention, dropout and efficient path (cudaattn2) */
+    .attention_forward_ex = fake_attention_forward_ex,
+    .attention_backward_ex = fake_attention_backward_ex,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {

@@ -78,7 +78,10 @@ int em_device_dispatch_init(void) {
                                   "_cross_entropy_backward", "_fused_adam_", "_fused_adamw_", "embedding",
                                   /* cudaattn: ops/attention.c */
                                   "_scaled_dot_product_flash_attention",
-                                  "_scaled_dot_product_flash_attention_backward", NULL};
+                                  "_scaled_dot_product_flash_attention_backward",
+                                  /* cudaattn2: ops/attention.c */
+                                  "_scaled_dot_product_efficient_attention",
+                                  "_scaled_dot_product_efficient_attention_backward", NULL};
     /* indexing (cudaindex): the loops run on the device through index_gpu.h, or the front-end
      * raises EmNoCudaKernel before writing when the backend lacks the entries */
     static const char *indexing[] = {"index_select", "gather", "scatter", "scatter_add", "scatter_reduce",

@@ -64,6 +64,16 @@ struct Prob {
     float *dvec;  // backward: [B, H, L] rowsum(dout * out)
     float *dqacc; // backward: [B, H, L, D] float32, zeroed
     void *dq, *dk, *dv;
+    // the extras of EmCudaAttentionEx (none for the plain entries)
+    int mask_kind; // 0 none, 1 bool, 2 additive of the data's dtype
+    const void *mask;
+    int64_t sm[4];
+    bool drop;
+    uint32_t keep_thresh; // keep where (philox word >> 8) < keep_thresh: u01f < keep exactly
+    float keep_scale;     // 1 / keep
+    uint64_t seed, offset;
+    int64_t lse_ld;
+    int64_t sdq[3], sdk[3], sdv[3];
 };
 
 __device__ __forceinline__ int64_t off(const int64_t *s, int64_t b, int64_t h, int64_t r) {
@@ -75,6 +85,35 @@ __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
+
+// The mask's term for element (b, h, i, j) in log2 units (-inf: takes no
+// part); only called with i < L, j < S.
+template <typename T>
+__device__ __forceinline__ float mask_log2(const Prob &p, int64_t b, int64_t h, int64_t i, int64_t j) {
+    const int64_t o = b * p.sm[0] + h * p.sm[1] + i * p.sm[2] + j * p.sm[3];
+    if (p.mask_kind == 1) return static_cast<const unsigned char *>(p.mask)[o] ? 0.f : -INFINITY;
+    return Cv<T>::ld(static_cast<const T *>(p.mask)[o]) * LOG2E;
+}
+
+// Dropout's factor for P element (bh, i, j): 1 / keep where the Bernoulli
+// draw of element drop_index(bh, i, j) keeps it, else 0 (EmCudaAttentionEx).
+__device__ __forceinline__ float drop_factor(const Prob &p, int64_t bh, int64_t i, int64_t j) {
+    const unsigned long long idx = drop_index(bh, p.L, p.S, i, j);
+    const EmPhilox4 w = em_philox_block(p.seed, p.offset, idx >> 2);
+    return drop_keeps(philox_word(w, idx & 3), p.keep_thresh) ? p.keep_scale : 0.f;
+}
+
+// The factors of elements (bh, i, j) and (bh, i, j + 1).
+__device__ __forceinline__ void drop_pair(const Prob &p, int64_t bh, int64_t i, int64_t j, float &f0, float &f1) {
+    uint32_t x0, x1;
+    drop_words(p.seed, p.offset, drop_index(bh, p.L, p.S, i, j), x0, x1);
+    f0 = drop_keeps(x0, p.keep_thresh) ? p.keep_scale : 0.f;
+    f1 = drop_keeps(x1, p.keep_thresh) ? p.keep_scale : 0.f;
+}
+
+// A saved lse in log2 units for the backward's exp2(x - lse2): +inf for a
+// row no key takes part in (lse -inf), so its p is 0 and not NaN.
+__device__ __forceinline__ float lse_log2(float lse) { return lse == -INFINITY ? INFINITY : lse * LOG2E; }
 
 // ============================================================ plain kernels
 // One warp per row; lane l holds elements d = l + 32 * e (e < 8, D <= 256).
@@ -103,7 +142,7 @@ __device__ __forceinline__ float dot_row(const float (&x)[PLAIN_E], const T *p, 
 }
 
 // Forward: row (b, h, i) streams over its visible keys with the online softmax.
-template <typename T>
+template <typename T, bool EX>
 __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_fwd_plain(Prob p) {
     const int lane = threadIdx.x & 31;
     const int64_t row = blockIdx.x * (int64_t)PLAIN_WARPS + (threadIdx.x >> 5);
@@ -120,11 +159,13 @@ __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_fwd_plain(Prob p) {
     const int64_t n = p.causal ? (i + 1 < p.S ? i + 1 : p.S) : p.S;
     for (int64_t j = 0; j < n; j++) {
         float s = dot_row(x, kb + j * p.sk[2], p.D, lane) * p.scale_log2;
+        if (EX && p.mask_kind) s += mask_log2<T>(p, b, h, i, j);
         float nm = fmaxf(m, s); // fmaxf skips NaN, as the CPU's max does
         float alpha = m == -INFINITY ? 0.f : exp2f(m - nm);
         float e = nm == -INFINITY ? 0.f : exp2f(s - nm);
-        l = l * alpha + e;
+        l = l * alpha + e; // the undropped sum: dropout scales p after the softmax
         m = nm;
+        if (EX && p.drop) e *= drop_factor(p, bh, i, j);
         const T *vr = vb + j * p.sv[2];
 #pragma unroll
         for (int k = 0; k < PLAIN_E; k++) {
@@ -139,7 +180,7 @@ __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_fwd_plain(Prob p) {
         int64_t d = lane + 32 * k;
         if (d < p.D) o[d] = Cv<T>::st(acc[k] * inv);
     }
-    if (lane == 0) p.lse[row] = l > 0.f ? (m + log2f(l)) * LN2 : -INFINITY;
+    if (lane == 0) p.lse[bh * p.lse_ld + i] = l > 0.f ? (m + log2f(l)) * LN2 : -INFINITY;
 }
 
 // D[row] = rowsum(dout * out) in float32: one warp per row.
@@ -158,7 +199,7 @@ __global__ void __launch_bounds__(256) attn_bwd_dvec(Prob p) {
 }
 
 // Backward, dq: row (b, h, i) over its visible keys.
-template <typename T>
+template <typename T, bool EX>
 __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dq_plain(Prob p) {
     const int lane = threadIdx.x & 31;
     const int64_t row = blockIdx.x * (int64_t)PLAIN_WARPS + (threadIdx.x >> 5);
@@ -171,19 +212,23 @@ __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dq_plain(Prob p) {
     load_row(g, static_cast<const T *>(p.dout) + off(p.sdo, b, h, i), p.D, lane);
 #pragma unroll
     for (int e = 0; e < PLAIN_E; e++) acc[e] = 0.f;
-    const float lse2 = p.lse[row] * LOG2E, Di = p.dvec[row];
+    const float lse2 = lse_log2(p.lse[bh * p.lse_ld + i]), Di = p.dvec[row];
     const int64_t n = p.causal ? (i + 1 < p.S ? i + 1 : p.S) : p.S;
     for (int64_t j = 0; j < n; j++) {
         const T *kr = kb + j * p.sk[2];
-        float pr = exp2f(dot_row(x, kr, p.D, lane) * p.scale_log2 - lse2);
-        float ds = pr * (dot_row(g, vb + j * p.sv[2], p.D, lane) - Di);
+        float sc = dot_row(x, kr, p.D, lane) * p.scale_log2;
+        if (EX && p.mask_kind) sc += mask_log2<T>(p, b, h, i, j);
+        float pr = exp2f(sc - lse2);
+        float dp = dot_row(g, vb + j * p.sv[2], p.D, lane);
+        if (EX && p.drop) dp *= drop_factor(p, bh, i, j);
+        float ds = pr * (dp - Di);
 #pragma unroll
         for (int e = 0; e < PLAIN_E; e++) {
             int64_t d = lane + 32 * e;
             if (d < p.D) acc[e] += ds * Cv<T>::ld(kr[d]);
         }
     }
-    T *dq = static_cast<T *>(p.dq) + row * p.D;
+    T *dq = static_cast<T *>(p.dq) + off(p.sdq, b, h, i);
 #pragma unroll
     for (int e = 0; e < PLAIN_E; e++) {
         int64_t d = lane + 32 * e;
@@ -193,7 +238,7 @@ __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dq_plain(Prob p) {
 
 // Backward, dk and dv: key row (b, hk, j) over the query heads reading it and
 // the query rows that see it.
-template <typename T>
+template <typename T, bool EX>
 __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dkv_plain(Prob p) {
     const int lane = threadIdx.x & 31;
     const int64_t row = blockIdx.x * (int64_t)PLAIN_WARPS + (threadIdx.x >> 5);
@@ -205,23 +250,26 @@ __global__ void __launch_bounds__(32 * PLAIN_WARPS) attn_bwd_dkv_plain(Prob p) {
 #pragma unroll
     for (int e = 0; e < PLAIN_E; e++) dk[e] = dv[e] = 0.f;
     for (int64_t h = hk * p.group; h < (hk + 1) * p.group; h++) {
-        const int64_t base = (b * p.H + h) * p.L;
+        const int64_t qbh = b * p.H + h, base = qbh * p.L;
         for (int64_t i = p.causal ? j : 0; i < p.L; i++) {
             const T *qr = static_cast<const T *>(p.q) + off(p.sq, b, h, i);
             const T *gr = static_cast<const T *>(p.dout) + off(p.sdo, b, h, i);
-            float pr = exp2f(dot_row(kx, qr, p.D, lane) * p.scale_log2 - p.lse[base + i] * LOG2E);
-            float ds = pr * (dot_row(vx, gr, p.D, lane) - p.dvec[base + i]);
+            float sc = dot_row(kx, qr, p.D, lane) * p.scale_log2;
+            if (EX && p.mask_kind) sc += mask_log2<T>(p, b, h, i, j);
+            const float pr = exp2f(sc - lse_log2(p.lse[qbh * p.lse_ld + i]));
+            const float z = EX && p.drop ? drop_factor(p, qbh, i, j) : 1.f;
+            const float ds = pr * (z * dot_row(vx, gr, p.D, lane) - p.dvec[base + i]), pz = pr * z;
 #pragma unroll
             for (int e = 0; e < PLAIN_E; e++) {
                 int64_t d = lane + 32 * e;
                 if (d < p.D) {
-                    dv[e] += pr * Cv<T>::ld(gr[d]);
+                    dv[e] += pz * Cv<T>::ld(gr[d]);
                     dk[e] += ds * Cv<T>::ld(qr[d]);
                 }
             }
         }
     }
-    T *dkr = static_cast<T *>(p.dk) + row * p.D, *dvr = static_cast<T *>(p.dv) + row * p.D;
+    T *dkr = static_cast<T *>(p.dk) + off(p.sdk, b, hk, j), *dvr = static_cast<T *>(p.dv) + off(p.sdv, b, hk, j);
 #pragma unroll
     for (int e = 0; e < PLAIN_E; e++) {
         int64_t d = lane + 32 * e;
@@ -308,7 +356,7 @@ __device__ __forceinline__ void load_tile(T *tile, const T *g, int64_t rs, int64
 }
 
 // Forward. Block: (batch·head, query tile), heavy causal tiles first.
-template <typename T, int HD>
+template <typename T, int HD, bool EX>
 __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *Qs = reinterpret_cast<T *>(smem_raw);
@@ -353,15 +401,18 @@ __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
                 mma16816<T>(s[n], qf[kk], b0, b1);
             }
         }
-        const bool masked = tile_needs_mask(k0, BK, r0, p.S, p.causal);
+        const bool masked = (EX && p.mask_kind) || tile_needs_mask(k0, BK, r0, p.S, p.causal);
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int n = 0; n < BK / 8; n++) {
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 float x = s[n][e] * p.scale_log2;
-                if (masked && !visible(r0 + c_row(lane, e), k0 + n * 8 + c_col(lane, e), p.S, p.causal))
-                    x = -INFINITY;
+                if (masked) {
+                    const int64_t i = r0 + c_row(lane, e), j = k0 + n * 8 + c_col(lane, e);
+                    if (!visible(i, j, p.S, p.causal)) x = -INFINITY;
+                    else if (EX && p.mask_kind && i < p.L) x += mask_log2<T>(p, b, h, i, j);
+                }
                 s[n][e] = x;
                 mx[e >> 1] = fmaxf(mx[e >> 1], x);
             }
@@ -384,6 +435,18 @@ __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
                 const float pe = exp2f(s[n][e] - base[e >> 1]);
                 s[n][e] = pe;
                 l[e >> 1] += pe; // this thread's share; the quad's shares are summed at the end
+            }
+        }
+        if (EX && p.drop) { // after the sums: lse is that of the undropped p
+#pragma unroll
+            for (int n = 0; n < BK / 8; n++) {
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    float f0, f1;
+                    drop_pair(p, bh, r0 + c_row(lane, 2 * r), k0 + n * 8 + c_col(lane, 2 * r), f0, f1);
+                    s[n][2 * r] *= f0;
+                    s[n][2 * r + 1] *= f1;
+                }
             }
         }
 #pragma unroll
@@ -421,7 +484,7 @@ __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
                     *reinterpret_cast<uint32_t *>(og + i * p.so[2] + d) =
                         Cv<T>::pack(oacc[n][2 * r] * inv, oacc[n][2 * r + 1] * inv);
             }
-            if ((lane & 3) == 0) p.lse[bh * p.L + i] = l[r] > 0.f ? (m[r] + log2f(l[r])) * LN2 : -INFINITY;
+            if ((lane & 3) == 0) p.lse[bh * p.lse_ld + i] = l[r] > 0.f ? (m[r] + log2f(l[r])) * LN2 : -INFINITY;
         }
     }
 }
@@ -430,7 +493,7 @@ __global__ void __launch_bounds__(TC_THREADS) attn_fwd_tc(Prob p) {
 // keys k0 + 16w .. k0 + 16w + 15 and accumulates their dk, dv rows in
 // registers over every query head of the group and every query tile that
 // sees them. BQB query rows per step (32 for HD 128: registers).
-template <typename T, int HD, int BQB>
+template <typename T, int HD, int BQB, bool EX>
 __global__ void __launch_bounds__(TC_THREADS) attn_bwd_tc(Prob p) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     constexpr int LD = HD + PAD, KS = HD / 16, NO = HD / 8, NQ = BQB / 8, LDS = BK + PAD;
@@ -469,7 +532,7 @@ __global__ void __launch_bounds__(TC_THREADS) attn_bwd_tc(Prob p) {
             load_tile<T, BQB, HD>(Gs, gg, p.sdo[2], q0, p.L, p.D);
             for (int r = threadIdx.x; r < BQB; r += TC_THREADS) {
                 const bool in = q0 + r < p.L;
-                lse_s[r] = in ? p.lse[bh * p.L + q0 + r] * LOG2E : INFINITY; // p = 0 on padding rows
+                lse_s[r] = in ? lse_log2(p.lse[bh * p.lse_ld + q0 + r]) : INFINITY; // p = 0 on padding rows
                 dv_s[r] = in ? p.dvec[bh * p.L + q0 + r] : 0.f;
             }
             __syncthreads();
@@ -507,10 +570,17 @@ __global__ void __launch_bounds__(TC_THREADS) attn_bwd_tc(Prob p) {
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int qi = n * 8 + c_col(lane, e), kj = w * 16 + c_row(lane, e);
-                    float pe = exp2f(st[n][e] * p.scale_log2 - lse_s[qi]);
-                    if (!visible(q0 + qi, k0 + kj, p.S, p.causal)) pe = 0.f;
-                    st[n][e] = pe;
-                    dpt[n][e] = pe * (dpt[n][e] - dv_s[qi]);
+                    const int64_t i = q0 + qi, j = k0 + kj;
+                    float pe = 0.f;
+                    if (i < p.L && visible(i, j, p.S, p.causal)) {
+                        float x = st[n][e] * p.scale_log2;
+                        if (EX && p.mask_kind) x += mask_log2<T>(p, b, h, i, j);
+                        pe = exp2f(x - lse_s[qi]);
+                    }
+                    // dropout: dv takes p z, ds = p (z dp - D) (z = keep / (1 - dropout_p))
+                    const float z = EX && p.drop && pe != 0.f ? drop_factor(p, bh, i, j) : 1.f;
+                    st[n][e] = pe * z;
+                    dpt[n][e] = pe * (z * dpt[n][e] - dv_s[qi]);
                     Ss[qi * LDS + kj] = Cv<T>::st(dpt[n][e]);
                 }
             }
@@ -564,8 +634,8 @@ __global__ void __launch_bounds__(TC_THREADS) attn_bwd_tc(Prob p) {
             }
         }
     }
-    T *dkg = static_cast<T *>(p.dk) + (b * p.Hkv + hk) * p.S * p.D;
-    T *dvg = static_cast<T *>(p.dv) + (b * p.Hkv + hk) * p.S * p.D;
+    T *dkg = static_cast<T *>(p.dk) + off(p.sdk, b, hk, 0);
+    T *dvg = static_cast<T *>(p.dv) + off(p.sdv, b, hk, 0);
 #pragma unroll
     for (int n = 0; n < NO; n++) {
 #pragma unroll
@@ -573,18 +643,21 @@ __global__ void __launch_bounds__(TC_THREADS) attn_bwd_tc(Prob p) {
             const int64_t j = j0 + c_row(lane, 2 * r);
             const int d = n * 8 + c_col(lane, 2 * r);
             if (j < p.S && d < p.D) {
-                *reinterpret_cast<uint32_t *>(dkg + j * p.D + d) =
+                *reinterpret_cast<uint32_t *>(dkg + j * p.sdk[2] + d) =
                     Cv<T>::pack(dk[n][2 * r] * p.scale, dk[n][2 * r + 1] * p.scale);
-                *reinterpret_cast<uint32_t *>(dvg + j * p.D + d) = Cv<T>::pack(dv[n][2 * r], dv[n][2 * r + 1]);
+                *reinterpret_cast<uint32_t *>(dvg + j * p.sdv[2] + d) = Cv<T>::pack(dv[n][2 * r], dv[n][2 * r + 1]);
             }
         }
     }
 }
 
+// dq (strides sdq) = the float32 accumulator [B, H, L, D] in T
 template <typename T>
-__global__ void store_dq(T *__restrict__ out, const float *__restrict__ in, int64_t n) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = Cv<T>::st(in[i]);
+__global__ void store_dq(Prob p, int64_t n) {
+    for (int64_t x = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; x < n; x += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t d = x % p.D, r = x / p.D, i = r % p.L, bh = r / p.L;
+        static_cast<T *>(p.dq)[off(p.sdq, bh / p.H, bh % p.H, i) + d] = Cv<T>::st(p.dqacc[x]);
+    }
 }
 
 // ------------------------------------------------------------ host
@@ -611,6 +684,29 @@ Prob make_prob(const EmCudaAttention *a) {
     p.lse = a->lse;
     p.dvec = p.dqacc = nullptr;
     p.dq = a->dq, p.dk = a->dk, p.dv = a->dv;
+    p.mask_kind = 0, p.mask = nullptr;
+    p.sm[0] = p.sm[1] = p.sm[2] = p.sm[3] = 0;
+    p.drop = false, p.keep_thresh = 0, p.keep_scale = 1.f, p.seed = p.offset = 0;
+    p.lse_ld = a->L;
+    p.sdq[0] = a->H * a->L * a->D, p.sdq[1] = a->L * a->D, p.sdq[2] = a->D;
+    p.sdk[0] = p.sdv[0] = a->Hkv * a->S * a->D, p.sdk[1] = p.sdv[1] = a->S * a->D, p.sdk[2] = p.sdv[2] = a->D;
+    return p;
+}
+
+// The problem with EmCudaAttentionEx's extras.
+Prob make_prob_ex(const EmCudaAttentionEx *x) {
+    Prob p = make_prob(&x->a);
+    p.mask_kind = x->mask_kind, p.mask = x->mask;
+    for (int i = 0; i < 4; i++) p.sm[i] = x->sm[i];
+    if (x->dropout_p > 0) {
+        const double keep = 1.0 - x->dropout_p;
+        p.drop = true;
+        p.keep_thresh = keep_threshold(keep);
+        p.keep_scale = keep > 0 ? static_cast<float>(1.0 / keep) : 0.f;
+        p.seed = x->seed, p.offset = x->offset;
+    }
+    p.lse_ld = x->lse_ld;
+    for (int i = 0; i < 3; i++) p.sdq[i] = x->sdq[i], p.sdk[i] = x->sdk[i], p.sdv[i] = x->sdv[i];
     return p;
 }
 
@@ -642,48 +738,54 @@ int blocks_for(int64_t rows, int per, const char *who, unsigned *out) {
     return 0;
 }
 
-template <typename T, int HD>
+template <typename T, int HD, bool EX>
 int launch_fwd_tc(const Prob &p, cudaStream_t s) {
     const size_t sm = fwd_smem(HD, sizeof(T));
-    if (EMC_CHECK(cudaFuncSetAttribute(attn_fwd_tc<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (EMC_CHECK(cudaFuncSetAttribute(attn_fwd_tc<T, HD, EX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(sm))) < 0)
         return -1;
     unsigned nb = 0;
     if (blocks_for(p.B * p.H * ((p.L + BQ - 1) / BQ), 1, "attention forward", &nb) < 0) return -1;
-    attn_fwd_tc<T, HD><<<nb, TC_THREADS, sm, s>>>(p);
+    attn_fwd_tc<T, HD, EX><<<nb, TC_THREADS, sm, s>>>(p);
     return EMC_CHECK(cudaGetLastError());
 }
 
-template <typename T, int HD, int BQB>
+template <typename T, int HD, int BQB, bool EX>
 int launch_bwd_tc(const Prob &p, cudaStream_t s) {
     const size_t sm = bwd_smem(HD, BQB, sizeof(T));
-    if (EMC_CHECK(cudaFuncSetAttribute(attn_bwd_tc<T, HD, BQB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (EMC_CHECK(cudaFuncSetAttribute(attn_bwd_tc<T, HD, BQB, EX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(sm))) < 0)
         return -1;
     unsigned nb = 0;
     if (blocks_for(p.B * p.Hkv * ((p.S + BK - 1) / BK), 1, "attention backward", &nb) < 0) return -1;
-    attn_bwd_tc<T, HD, BQB><<<nb, TC_THREADS, sm, s>>>(p);
+    attn_bwd_tc<T, HD, BQB, EX><<<nb, TC_THREADS, sm, s>>>(p);
     return EMC_CHECK(cudaGetLastError());
 }
 
-template <typename T>
+// EX: the kernels with the mask and dropout code (EmCudaAttentionEx), kept
+// apart so the plain problem keeps its registers
+template <typename T, bool EX>
 int forward_t(const EmCudaAttention *a, const Prob &p, cudaStream_t s) {
     if constexpr (!std::is_same<T, float>::value) {
-        if (tc_fits(a, false)) return p.D <= 64 ? launch_fwd_tc<T, 64>(p, s) : launch_fwd_tc<T, 128>(p, s);
+        if (tc_fits(a, false)) return p.D <= 64 ? launch_fwd_tc<T, 64, EX>(p, s) : launch_fwd_tc<T, 128, EX>(p, s);
     }
     unsigned nb = 0;
     if (blocks_for(p.B * p.H * p.L, PLAIN_WARPS, "attention forward", &nb) < 0) return -1;
-    attn_fwd_plain<T><<<nb, 32 * PLAIN_WARPS, 0, s>>>(p);
+    attn_fwd_plain<T, EX><<<nb, 32 * PLAIN_WARPS, 0, s>>>(p);
     return EMC_CHECK(cudaGetLastError());
 }
 
-template <typename T>
+template <typename T, bool EX>
 int backward_t(const EmCudaAttention *a, Prob &p, int dev, cudaStream_t s) {
     const int64_t rows = p.B * p.H * p.L;
     unsigned nb = 0;
     if (blocks_for(rows, 8, "attention backward", &nb) < 0) return -1;
     bool tc = false;
-    if constexpr (!std::is_same<T, float>::value) tc = tc_fits(a, true);
+    // the tensor-core kernel stores dk, dv in pairs: even strides, 4-byte aligned
+    if constexpr (!std::is_same<T, float>::value)
+        tc = tc_fits(a, true) && p.sdk[0] % 2 == 0 && p.sdk[1] % 2 == 0 && p.sdk[2] % 2 == 0 &&
+             p.sdv[0] % 2 == 0 && p.sdv[1] % 2 == 0 && p.sdv[2] % 2 == 0 &&
+             (reinterpret_cast<uintptr_t>(p.dk) & 3) == 0 && (reinterpret_cast<uintptr_t>(p.dv) & 3) == 0;
     const size_t dvec_bytes = static_cast<size_t>(rows) * sizeof(float);
     const size_t acc_bytes = tc ? static_cast<size_t>(rows * p.D) * sizeof(float) : 0;
     char *work = static_cast<char *>(emc_alloc(dev, dvec_bytes + acc_bytes, (EmCudaStream)s));
@@ -696,19 +798,19 @@ int backward_t(const EmCudaAttention *a, Prob &p, int dev, cudaStream_t s) {
     if (tc) {
         if ((rc = EMC_CHECK(cudaMemsetAsync(p.dqacc, 0, acc_bytes, s))) < 0) goto done;
         if constexpr (!std::is_same<T, float>::value)
-            rc = p.D <= 64 ? launch_bwd_tc<T, 64, 64>(p, s) : launch_bwd_tc<T, 128, 32>(p, s);
+            rc = p.D <= 64 ? launch_bwd_tc<T, 64, 64, EX>(p, s) : launch_bwd_tc<T, 128, 32, EX>(p, s);
         if (rc < 0) goto done;
         const int64_t n = rows * p.D;
         const int64_t g = (n + 255) / 256 < 65536 ? (n + 255) / 256 : 65536;
-        store_dq<T><<<static_cast<unsigned>(g), 256, 0, s>>>(static_cast<T *>(p.dq), p.dqacc, n);
+        store_dq<T><<<static_cast<unsigned>(g), 256, 0, s>>>(p, n);
         rc = EMC_CHECK(cudaGetLastError());
     } else {
         unsigned nq = 0, nk = 0;
         if ((rc = blocks_for(rows, PLAIN_WARPS, "attention backward", &nq)) < 0) goto done;
-        attn_bwd_dq_plain<T><<<nq, 32 * PLAIN_WARPS, 0, s>>>(p);
+        attn_bwd_dq_plain<T, EX><<<nq, 32 * PLAIN_WARPS, 0, s>>>(p);
         if ((rc = EMC_CHECK(cudaGetLastError())) < 0) goto done;
         if ((rc = blocks_for(p.B * p.Hkv * p.S, PLAIN_WARPS, "attention backward", &nk)) < 0) goto done;
-        attn_bwd_dkv_plain<T><<<nk, 32 * PLAIN_WARPS, 0, s>>>(p);
+        attn_bwd_dkv_plain<T, EX><<<nk, 32 * PLAIN_WARPS, 0, s>>>(p);
         rc = EMC_CHECK(cudaGetLastError());
     }
 done:
@@ -717,42 +819,74 @@ done:
     return rc;
 }
 
-} // namespace
+// The ex entries' own checks (EmCudaAttentionEx).
+int check_ex(const EmCudaAttentionEx *x, const char *who) {
+    if (x->mask_kind < 0 || x->mask_kind > 2 || (x->mask_kind && !x->mask))
+        return emc_fail("%s: mask kind %d is not 0 (none), 1 (bool) or 2 (additive)", who, x->mask_kind);
+    if (!(x->dropout_p >= 0 && x->dropout_p <= 1))
+        return emc_fail("%s: dropout probability has to be between 0 and 1, but got %g", who, x->dropout_p);
+    if (x->lse_ld < x->a.L) return emc_fail("%s: lse row stride %lld < L = %lld", who, (long long)x->lse_ld, (long long)x->a.L);
+    return 0;
+}
 
-extern "C" int em_cuda_attention_forward(int dev, const EmCudaAttention *a) {
+int run_forward(int dev, const EmCudaAttention *a, const Prob &p) {
     if (check(a, "attention forward") < 0) return -1;
     EmcDeviceGuard guard(dev);
     if (!guard.ok) return -1;
     if (a->B * a->H * a->L == 0) return 0;
     cudaStream_t s = static_cast<cudaStream_t>(emc_current_stream(dev));
-    Prob p = make_prob(a);
+    const bool ex = p.mask_kind || p.drop;
     switch (a->dtype) {
-    case DT_FLOAT16: return forward_t<__half>(a, p, s);
-    case DT_BFLOAT16: return forward_t<__nv_bfloat16>(a, p, s);
-    default: return forward_t<float>(a, p, s);
+    case DT_FLOAT16: return ex ? forward_t<__half, true>(a, p, s) : forward_t<__half, false>(a, p, s);
+    case DT_BFLOAT16:
+        return ex ? forward_t<__nv_bfloat16, true>(a, p, s) : forward_t<__nv_bfloat16, false>(a, p, s);
+    default: return ex ? forward_t<float, true>(a, p, s) : forward_t<float, false>(a, p, s);
     }
 }
 
-extern "C" int em_cuda_attention_backward(int dev, const EmCudaAttention *a) {
+// Fills a dense, non-overlapping (B, heads, rows, D) gradient with zeros.
+int zero_grad(void *ptr, int64_t n, size_t esz, cudaStream_t s) {
+    return n > 0 ? EMC_CHECK(cudaMemsetAsync(ptr, 0, static_cast<size_t>(n) * esz, s)) : 0;
+}
+
+int run_backward(int dev, const EmCudaAttention *a, Prob &p) {
     if (check(a, "attention backward") < 0) return -1;
     EmcDeviceGuard guard(dev);
     if (!guard.ok) return -1;
     cudaStream_t s = static_cast<cudaStream_t>(emc_current_stream(dev));
     const size_t esz = a->dtype == DT_FLOAT32 ? 4 : 2;
-    if (a->B * a->Hkv * a->S * a->D > 0 && a->B * a->H * a->L == 0) { // no query rows: dk = dv = 0
-        const size_t n = static_cast<size_t>(a->B * a->Hkv * a->S * a->D) * esz;
-        if (EMC_CHECK(cudaMemsetAsync(a->dk, 0, n, s)) < 0 || EMC_CHECK(cudaMemsetAsync(a->dv, 0, n, s)) < 0)
-            return -1;
-        return 0;
+    if (a->B * a->H * a->L == 0) { // no query rows: dk = dv = 0
+        const int64_t n = a->B * a->Hkv * a->S * a->D;
+        return zero_grad(a->dk, n, esz, s) < 0 || zero_grad(a->dv, n, esz, s) < 0 ? -1 : 0;
     }
-    if (a->B * a->H * a->L == 0) return 0;
-    if (a->S == 0) { // no keys: dq = 0
-        return EMC_CHECK(cudaMemsetAsync(a->dq, 0, static_cast<size_t>(a->B * a->H * a->L * a->D) * esz, s));
-    }
-    Prob p = make_prob(a);
+    if (a->S == 0) return zero_grad(a->dq, a->B * a->H * a->L * a->D, esz, s); // no keys: dq = 0
+    const bool ex = p.mask_kind || p.drop;
     switch (a->dtype) {
-    case DT_FLOAT16: return backward_t<__half>(a, p, dev, s);
-    case DT_BFLOAT16: return backward_t<__nv_bfloat16>(a, p, dev, s);
-    default: return backward_t<float>(a, p, dev, s);
+    case DT_FLOAT16: return ex ? backward_t<__half, true>(a, p, dev, s) : backward_t<__half, false>(a, p, dev, s);
+    case DT_BFLOAT16:
+        return ex ? backward_t<__nv_bfloat16, true>(a, p, dev, s) : backward_t<__nv_bfloat16, false>(a, p, dev, s);
+    default: return ex ? backward_t<float, true>(a, p, dev, s) : backward_t<float, false>(a, p, dev, s);
     }
+}
+
+} // namespace
+
+extern "C" int em_cuda_attention_forward(int dev, const EmCudaAttention *a) {
+    return run_forward(dev, a, make_prob(a));
+}
+
+extern "C" int em_cuda_attention_backward(int dev, const EmCudaAttention *a) {
+    Prob p = make_prob(a);
+    return run_backward(dev, a, p);
+}
+
+extern "C" int em_cuda_attention_forward_ex(int dev, const EmCudaAttentionEx *x) {
+    if (check_ex(x, "attention forward") < 0) return -1;
+    return run_forward(dev, &x->a, make_prob_ex(x));
+}
+
+extern "C" int em_cuda_attention_backward_ex(int dev, const EmCudaAttentionEx *x) {
+    if (check_ex(x, "attention backward") < 0) return -1;
+    Prob p = make_prob_ex(x);
+    return run_backward(dev, &x->a, p);
 }

@@ -20,6 +20,19 @@
  *     128 with zeros in shared memory); everything else (float32, D up to
  *     256, odd strides) runs a plain kernel with one warp per row, the same
  *     formulas in float32.
+ *   - extras (cudaattn2; EmCudaAttentionEx, the *_ex entries), in both
+ *     kernel families: a mask (bool, or additive in the data's dtype,
+ *     broadcast through strides) added to the scaled scores in log2 units;
+ *     dropout, where P's element (b·H + h, i, j) is multiplied by
+ *     1 / (1 - p) or 0 from bit-exact Bernoulli draws of a Philox stream
+ *     (philox.h: element ((b·H + h) L + i) S + j of a random_fill at
+ *     (seed, offset), so the backward regenerates the mask, never stored);
+ *     the row sum and lse are those of the undropped P, and the backward
+ *     uses dv = (P∘Z)^T do, ds = P∘(Z∘(do v^T) - D); gradients written
+ *     through strides (the inputs' layouts). A row that no key takes part
+ *     in (all masked) gives out 0, lse -inf and zero gradients (the backward
+ *     reads lse -inf as p = 0). torch's memory-efficient op (float32, masks)
+ *     runs on these same kernels: float32 on the plain one.
  * Results match the CPU kernel (cpu/attention.c) up to float32 rounding
  * order; the one difference is a row that sees no key (S == 0): lse -inf
  * here, 0 on the CPU. */
@@ -27,6 +40,7 @@
 #define EMBER_CUDA_ATTENTION_H
 
 #include "../cuda_backend.h"
+#include "philox.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +48,8 @@ extern "C" {
 
 int em_cuda_attention_forward(int dev, const EmCudaAttention *a);
 int em_cuda_attention_backward(int dev, const EmCudaAttention *a);
+int em_cuda_attention_forward_ex(int dev, const EmCudaAttentionEx *a);
+int em_cuda_attention_backward_ex(int dev, const EmCudaAttentionEx *a);
 
 #ifdef __cplusplus
 }
@@ -80,6 +96,32 @@ EMC_ATTN_HD bool tile_needs_mask(long long k0, long long bk, long long r0, long 
     return k0 + bk > S || (causal && k0 + bk - 1 > r0);
 }
 EMC_ATTN_HD bool visible(long long i, long long j, long long S, bool causal) { return j < S && !(causal && j > i); }
+
+/* Dropout (EmCudaAttentionEx): P element (bh, i, j) draws element
+ * (bh L + i) S + j of the Philox stream, as a random_fill of a (B, H, L, S)
+ * tensor does (4 words per block). */
+EMC_ATTN_HD unsigned long long drop_index(long long bh, long long L, long long S, long long i, long long j) {
+    return ((unsigned long long)bh * (unsigned long long)L + (unsigned long long)i) * (unsigned long long)S +
+           (unsigned long long)j;
+}
+EMC_ATTN_HD uint32_t philox_word(const EmPhilox4 &w, unsigned k) {
+    return (k & 2) ? ((k & 1) ? w.v[3] : w.v[2]) : ((k & 1) ? w.v[1] : w.v[0]); // no local-memory indexing
+}
+/* The words of elements idx and idx + 1: one block unless they straddle two. */
+EMC_ATTN_HD void drop_words(uint64_t seed, uint64_t offset, unsigned long long idx, uint32_t &x0, uint32_t &x1) {
+    const EmPhilox4 w = em_philox_block(seed, offset, idx >> 2);
+    const unsigned k = (unsigned)(idx & 3);
+    x0 = philox_word(w, k);
+    x1 = k != 3 ? philox_word(w, k + 1) : em_philox_block(seed, offset, (idx >> 2) + 1).v[0];
+}
+/* keep where (word >> 8) < keep_threshold(keep): the same test as
+ * em_philox_u01f(word) < keep (Bernoulli fills), in integers. */
+inline uint32_t keep_threshold(double keep) {
+    if (!(keep > 0)) return 0;
+    if (keep >= 1) return 1u << 24;
+    return (uint32_t)ceil(keep * 16777216.0);
+}
+EMC_ATTN_HD bool drop_keeps(uint32_t word, uint32_t threshold) { return (word >> 8) < threshold; }
 } // namespace emc_attn
 #endif
 

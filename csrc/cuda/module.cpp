@@ -101,6 +101,9 @@ static const EmCudaBackend backend = {
     em_cuda_max_pool2d,
     em_cuda_max_pool2d_backward,
     em_cuda_avg_pool2d,
+    /* attention, dropout and efficient path (cudaattn2) */
+    em_cuda_attention_forward_ex,
+    em_cuda_attention_backward_ex,
 };
 
 static struct PyModuleDef module = {

@@ -8,7 +8,9 @@
  * also be bool (true takes part), and the backward takes attn_mask and
  * scale positionally too. Backward formula: autograd/derivatives_attn.c.
  * Also torch's CUDA op _scaled_dot_product_flash_attention and its backward
- * (the GPU kernels: cuda/attention.cu). */
+ * (the GPU kernels: cuda/attention.cu), with dropout inside the kernel, and
+ * torch's memory-efficient op _scaled_dot_product_efficient_attention (any
+ * float dtype, an attn_bias) on the same kernels (cudaattn2). */
 #include "../ember.h"
 #include "../cpu/attention.h"
 #include "fused_gpu.h"
@@ -304,9 +306,14 @@ static const char *FLASH = "_scaled_dot_product_flash_attention";
 static const char *FLASH_BW = "_scaled_dot_product_flash_attention_backward";
 
 static int flash_checks(const char *who, EmTensor *q, EmTensor *k, EmTensor *v, double dropout, bool debug) {
-    if (dropout > 0) {
-        PyErr_Format(PyExc_RuntimeError, "%s: dropout_p > 0 is not supported by ember's kernel (got %g)", who,
-                     dropout);
+    char p[32]; /* PyErr_Format has no %g */
+    snprintf(p, sizeof p, "%g", dropout);
+    if (!(dropout >= 0 && dropout <= 1)) {
+        PyErr_Format(PyExc_RuntimeError, "%s: dropout probability has to be between 0 and 1, but got %s", who, p);
+        return -1;
+    }
+    if (dropout > 0 && (em_is_cpu(q) || em_is_cpu(k) || em_is_cpu(v))) { /* the CPU kernel has no dropout */
+        PyErr_Format(PyExc_RuntimeError, "%s: dropout_p > 0 is not supported by ember's CPU kernel (got %s)", who, p);
         return -1;
     }
     if (debug) {
@@ -340,15 +347,16 @@ static EmTensor *gpu_operand(Owned *o, EmTensor *t, int64_t *s) {
 }
 
 /* The nine results around (out, lse); steals both. */
-static PyObject *flash_results(EmTensor *out, EmTensor *lse, int64_t L, int64_t S, EmDevice dev) {
+static PyObject *flash_results(EmTensor *out, EmTensor *lse, int64_t L, int64_t S, EmDevice dev, uint64_t seed,
+                               uint64_t offset) {
     const int64_t zero = 0;
     PyObject *items[9] = {(PyObject *)out, (PyObject *)lse};
     items[2] = (PyObject *)em_empty(1, &zero, EM_INT32, dev);
     items[3] = (PyObject *)em_empty(1, &zero, EM_INT32, dev);
     items[4] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = L}}, EM_INT64, em_cpu());
     items[5] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = S}}, EM_INT64, em_cpu());
-    items[6] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = 0}}, EM_INT64, em_cpu());
-    items[7] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = 0}}, EM_INT64, em_cpu());
+    items[6] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = (int64_t)seed}}, EM_INT64, em_cpu());
+    items[7] = (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = (int64_t)offset}}, EM_INT64, em_cpu());
     items[8] = (PyObject *)em_empty(1, &zero, (EmDType)out->dtype, dev);
     PyObject *res = PyTuple_New(9);
     for (int i = 0; i < 9; i++) {
@@ -356,6 +364,195 @@ static PyObject *flash_results(EmTensor *out, EmTensor *lse, int64_t L, int64_t 
         if (res) PyTuple_SET_ITEM(res, i, items[i]);
         else Py_XDECREF(items[i]);
     }
+    return res;
+}
+
+/* ---- cudaattn2: the extended entries (EmCudaAttentionEx in cuda_backend.h):
+ * dropout drawn once per call from the device generator (Note [GPU random
+ * numbers]) and returned as torch's philox_seed / philox_offset, a mask, and
+ * gradients in the inputs' layouts. */
+
+/* philox_seed / philox_offset of a backward: a one-element int64 CPU tensor
+ * (what the forward returned); None reads as 0 when there is no dropout. */
+static int philox_arg(const char *who, EmTensor *t, const char *what, double dropout, uint64_t *out) {
+    *out = 0;
+    if (!t) {
+        if (dropout <= 0) return 0;
+        char p[32];
+        snprintf(p, sizeof p, "%g", dropout);
+        PyErr_Format(PyExc_RuntimeError, "%s: dropout_p = %s needs the forward's %s, but got None", who, p, what);
+        return -1;
+    }
+    if (t->dtype != EM_INT64 || t->numel != 1 || !em_is_cpu(t)) {
+        char sh[128];
+        em_shape_str(t->ndim, t->sizes, sh, sizeof sh);
+        PyErr_Format(PyExc_RuntimeError, "%s: expected %s as a one-element int64 CPU tensor, but got %s of shape %s "
+                     "on %s", who, what, em_dtype_ctype((EmDType)t->dtype), sh, em_is_cpu(t) ? "cpu" : "cuda");
+        return -1;
+    }
+    *out = (uint64_t)*(const int64_t *)em_data(t);
+    return 0;
+}
+
+/* A gradient buffer for t (B, heads, rows, D): dense in t's dim order, as
+ * torch's empty_like infers for a strided input, so nanoGPT's
+ * q = qkv.split(...).view(B, T, H, D).transpose(1, 2) gets a gradient laid out
+ * (B, T, H, D) and the way back to (B, T, C) is a view, not a copy;
+ * contiguous where that order would not put D innermost. Element strides
+ * {batch, head, row} into s. */
+static EmTensor *grad_like(EmTensor *t, int64_t *s) {
+    int perm[4] = {0, 1, 2, 3};
+    for (int i = 1; i < 4; i++) { /* stable: outermost (largest stride) first */
+        int x = perm[i], j = i;
+        while (j > 0 && t->strides[perm[j - 1]] < t->strides[x]) {
+            perm[j] = perm[j - 1];
+            j--;
+        }
+        perm[j] = x;
+    }
+    int64_t st[4], n = 1;
+    for (int i = 3; i >= 0; i--) {
+        st[perm[i]] = n;
+        n *= t->sizes[perm[i]] > 1 ? t->sizes[perm[i]] : 1;
+    }
+    EmTensor *g = st[3] == 1 || t->sizes[3] <= 1 ? em_empty_strided(4, t->sizes, st, (EmDType)t->dtype, em_device(t))
+                                                 : em_empty(4, t->sizes, (EmDType)t->dtype, em_device(t));
+    if (g)
+        for (int d = 0; d < 3; d++) s[d] = g->strides[d];
+    return g;
+}
+
+/* mask (bool, or a float type rounded to q's dtype) as the kernels read it:
+ * broadcast to (B, H, L, S) with 0 strides, on q's device. */
+static int gpu_mask(const char *who, Owned *o, EmTensor *mask, EmTensor *q, int64_t S, EmCudaAttentionEx *x) {
+    if (!mask) return 0;
+    if (mask->dtype != EM_BOOL && !em_is_float((EmDType)mask->dtype)) {
+        PyErr_Format(PyExc_RuntimeError, "Expected attn_mask dtype to be bool or float or to match query dtype, but "
+                     "got attn_mask.dtype: %s and  query.dtype: %s instead.", em_dtype_ctype((EmDType)mask->dtype),
+                     em_dtype_ctype((EmDType)q->dtype));
+        return -1;
+    }
+    const int64_t full[4] = {q->sizes[0], q->sizes[1], q->sizes[2], S};
+    bool ok = mask->ndim <= 4;
+    for (int d = 0; ok && d < 4; d++) {
+        int md = d - (4 - mask->ndim);
+        int64_t size = md < 0 ? 1 : mask->sizes[md];
+        ok = size == 1 || size == full[d];
+    }
+    if (!ok) {
+        char ms[128];
+        em_shape_str(mask->ndim, mask->sizes, ms, sizeof ms);
+        PyErr_Format(PyExc_RuntimeError, "%s: attn_mask of shape %s does not broadcast to (B, H, L, S) = [%lld, "
+                     "%lld, %lld, %lld]", who, ms, (long long)full[0], (long long)full[1], (long long)full[2],
+                     (long long)full[3]);
+        return -1;
+    }
+    EmTensor *m = mask;
+    if (mask->dtype != EM_BOOL && mask->dtype != q->dtype && !(m = own(o, em_to_dtype(mask, (EmDType)q->dtype, false))))
+        return -1;
+    if (em_is_cpu(m) && !(m = own(o, em_to_device(m, em_device(q), false)))) return -1;
+    for (int d = 0; d < 4; d++) {
+        int md = d - (4 - m->ndim);
+        x->sm[d] = md < 0 || m->sizes[md] == 1 ? 0 : m->strides[md];
+    }
+    x->mask = em_data(m);
+    x->mask_kind = mask->dtype == EM_BOOL ? 1 : 2;
+    return 0;
+}
+
+/* The problem of the extended entries, operands owned by o (the checks of
+ * flash_checks done). */
+static int gpu_problem(Owned *o, EmTensor *q, EmTensor *k, EmTensor *v, double dropout, bool causal,
+                       PyObject *scale_arg, EmCudaAttentionEx *x) {
+    int err;
+    const int64_t D = q->sizes[3];
+    *x = (EmCudaAttentionEx){.a = {.dtype = q->dtype, .B = q->sizes[0], .H = q->sizes[1], .Hkv = k->sizes[1],
+                                   .L = q->sizes[2], .S = k->sizes[2], .D = D, .causal = causal},
+                             .dropout_p = dropout, .lse_ld = q->sizes[2]};
+    x->a.scale = flash_scale(scale_arg, D, &err);
+    if (err < 0) return -1;
+    if (x->a.Hkv == 0) x->a.Hkv = 1, x->a.H = 0; /* no heads: nothing to compute */
+    EmTensor *t;
+    if (!(t = gpu_operand(o, q, x->a.sq))) return -1;
+    x->a.q = em_data(t);
+    if (!(t = gpu_operand(o, k, x->a.sk))) return -1;
+    x->a.k = em_data(t);
+    if (!(t = gpu_operand(o, v, x->a.sv))) return -1;
+    x->a.v = em_data(t);
+    return 0;
+}
+
+/* The GPU forward on attention_forward_ex: out (B, H, L, D) with rows laid
+ * out (B, L, H, D) as torch's kernels, lse (B, H, L) float32, and the
+ * (seed, offset) drawn when dropout > 0 (one draw per call). */
+static int gpu_forward_ex(const char *who, EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *mask, double dropout,
+                          bool causal, PyObject *scale_arg, EmTensor **out_p, EmTensor **lse_p, uint64_t *seed,
+                          uint64_t *offset) {
+    EmCudaAttentionEx x;
+    Owned o = {{0}, 0};
+    EmTensor *out = NULL, *lse = NULL, *ot = NULL;
+    EmDevice dev = em_device(q);
+    *seed = *offset = 0;
+    if (gpu_problem(&o, q, k, v, dropout, causal, scale_arg, &x) < 0 || gpu_mask(who, &o, mask, q, k->sizes[2], &x) < 0)
+        goto fail;
+    const int64_t B = q->sizes[0], H = q->sizes[1], L = q->sizes[2], D = q->sizes[3];
+    const int64_t blhd[4] = {B, L, H, D}, bhl[3] = {B, H, L};
+    if (!(ot = em_empty(4, blhd, (EmDType)q->dtype, dev)) || !(out = em_transpose(ot, 1, 2)) ||
+        !(lse = em_empty(3, bhl, EM_FLOAT32, dev)))
+        goto fail;
+    x.a.out = em_data(out);
+    x.a.so[0] = out->strides[0], x.a.so[1] = out->strides[1], x.a.so[2] = out->strides[2];
+    x.a.lse = (float *)em_data(lse);
+    if (dropout > 0) em_cuda_generator_next(dev.index, seed, offset); /* once per call, as torch */
+    x.seed = *seed, x.offset = *offset;
+    if (em_cuda->attention_forward_ex(dev.index, &x) < 0) {
+        em_cuda_error(who);
+        goto fail;
+    }
+    release(&o);
+    Py_DECREF(ot);
+    *out_p = out, *lse_p = lse;
+    return 0;
+fail:
+    release(&o);
+    Py_XDECREF(ot);
+    Py_XDECREF(out);
+    Py_XDECREF(lse);
+    return -1;
+}
+
+/* The GPU backward on attention_backward_ex: (grad_query, grad_key,
+ * grad_value) in the layouts of grad_like. lse: (B, H, >= L) float32 rows. */
+static PyObject *gpu_backward_ex(const char *who, EmTensor *g, EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *out,
+                                 EmTensor *lse, EmTensor *mask, double dropout, bool causal, PyObject *scale_arg,
+                                 uint64_t seed, uint64_t offset) {
+    EmCudaAttentionEx x;
+    Owned o = {{0}, 0};
+    EmTensor *dq = NULL, *dk = NULL, *dv = NULL, *t;
+    PyObject *res = NULL;
+    EmDevice dev = em_device(q);
+    if (gpu_problem(&o, q, k, v, dropout, causal, scale_arg, &x) < 0 || gpu_mask(who, &o, mask, q, k->sizes[2], &x) < 0)
+        goto done;
+    if (!(t = gpu_operand(&o, out, x.a.so))) goto done;
+    x.a.out = em_data(t);
+    if (!(t = gpu_operand(&o, g, x.a.sdo))) goto done;
+    x.a.dout = em_data(t);
+    if (!(t = own(&o, em_to_dtype(lse, EM_FLOAT32, false))) || !(t = own(&o, em_contiguous(t)))) goto done;
+    x.a.lse = (float *)em_data(t);
+    x.lse_ld = lse->sizes[2];
+    x.seed = seed, x.offset = offset;
+    if (!(dq = grad_like(q, x.sdq)) || !(dk = grad_like(k, x.sdk)) || !(dv = grad_like(v, x.sdv))) goto done;
+    x.a.dq = em_data(dq), x.a.dk = em_data(dk), x.a.dv = em_data(dv);
+    if (em_cuda->attention_backward_ex(dev.index, &x) < 0) {
+        em_cuda_error(who);
+        goto done;
+    }
+    res = PyTuple_Pack(3, dq, dk, dv);
+done:
+    release(&o);
+    Py_XDECREF(dq);
+    Py_XDECREF(dk);
+    Py_XDECREF(dv);
     return res;
 }
 
@@ -388,10 +585,18 @@ PyObject *em_impl_sdpa_flash(EmCall *c) {
                 return NULL;
             }
         }
-        return flash_results(out, lse, L, S, em_cpu());
+        return flash_results(out, lse, L, S, em_cpu(), 0, 0);
     }
     /* float64 (beyond torch's kernel) has no GPU kernel: Note [CUDA fallback] runs the CPU one */
     if (!em_cuda || !em_cuda->attention_forward || q->dtype == EM_FLOAT64) return em_fused_no_kernel(FLASH);
+    if (dropout > 0) { /* dropout inside the kernel: the extended entry */
+        if (!em_cuda->attention_forward_ex) return em_fused_no_kernel(FLASH);
+        EmTensor *out, *lse;
+        uint64_t seed, offset;
+        if (gpu_forward_ex(FLASH, q, k, v, NULL, dropout, causal, c->args[6], &out, &lse, &seed, &offset) < 0)
+            return NULL;
+        return flash_results(out, lse, L, S, em_device(q), seed, offset);
+    }
     int err;
     double scale = flash_scale(c->args[6], D, &err);
     if (err < 0) return NULL;
@@ -422,7 +627,7 @@ PyObject *em_impl_sdpa_flash(EmCall *c) {
     }
     release(&o);
     Py_DECREF(ot);
-    return flash_results(out, lse, L, S, dev);
+    return flash_results(out, lse, L, S, dev, 0, 0);
 fail:
     release(&o);
     Py_XDECREF(ot);
@@ -455,6 +660,14 @@ PyObject *em_impl_sdpa_flash_backward(EmCall *c) {
         return NULL;
     }
     if (!em_cuda || !em_cuda->attention_backward || q->dtype == EM_FLOAT64) return em_fused_no_kernel(FLASH_BW);
+    if (em_cuda->attention_backward_ex) { /* gradients in the inputs' layouts; dropout */
+        uint64_t seed, offset;
+        if (philox_arg(FLASH_BW, em_arg_tensor(c, 12), "philox_seed", dropout, &seed) < 0 ||
+            philox_arg(FLASH_BW, em_arg_tensor(c, 13), "philox_offset", dropout, &offset) < 0)
+            return NULL;
+        return gpu_backward_ex(FLASH_BW, g, q, k, v, out, lse, NULL, dropout, causal, c->args[14], seed, offset);
+    }
+    if (dropout > 0) return em_fused_no_kernel(FLASH_BW);
     int err;
     double scale = flash_scale(c->args[14], D, &err);
     if (err < 0) return NULL;
@@ -496,4 +709,125 @@ fail:
     Py_XDECREF(dk);
     Py_XDECREF(dv);
     return NULL;
+}
+
+/* ---- torch's memory-efficient op (cudaattn2): what torch runs for float32
+ * attention on a GPU and wherever a mask is given. The same kernels as the
+ * flash op (Note [CUDA attention]) through attention_forward_ex, any float
+ * dtype but float64, an attn_bias (bool: true takes part; float: added to
+ * the scaled scores) broadcast over (B, H, L, S), causal, dropout. On CPU
+ * tensors (Note [CUDA fallback]'s host twins) the CPU kernel runs (no
+ * dropout). Differences from torch: logsumexp is (B, H, L) (torch pads L to
+ * a multiple of 32) and is always computed; no gradient for attn_bias. */
+
+static const char *EFF = "_scaled_dot_product_efficient_attention";
+static const char *EFF_BW = "_scaled_dot_product_efficient_attention_backward";
+
+static PyObject *eff_results(int n, PyObject **items) {
+    PyObject *res = PyTuple_New(n);
+    for (int i = 0; i < n; i++) {
+        if (!items[i]) Py_CLEAR(res);
+        if (res) PyTuple_SET_ITEM(res, i, items[i]);
+        else Py_XDECREF(items[i]);
+    }
+    return res;
+}
+
+/* (query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, *, scale)
+ * -> (output, log_sumexp, philox_seed, philox_offset) */
+PyObject *em_impl_sdpa_efficient(EmCall *c) {
+    EmTensor *q = em_arg_tensor(c, 0), *k = em_arg_tensor(c, 1), *v = em_arg_tensor(c, 2), *bias = em_arg_tensor(c, 3);
+    double dropout;
+    bool want_lse, causal;
+    if (em_arg_bool(c, 4, &want_lse) < 0 || em_arg_float(c, 5, &dropout) < 0 || em_arg_bool(c, 6, &causal) < 0)
+        return NULL;
+    if (flash_checks(EFF, q, k, v, dropout, false) < 0) return NULL;
+    EmTensor *out = NULL, *lse = NULL;
+    uint64_t seed = 0, offset = 0;
+    if (em_is_cpu(q) && em_is_cpu(k) && em_is_cpu(v)) {
+        PyObject *r = cpu_forward(q, k, v, bias, 0.0, causal, c->args[7]);
+        if (!r) return NULL;
+        out = (EmTensor *)Py_NewRef(PyTuple_GET_ITEM(r, 0));
+        lse = em_to_dtype((EmTensor *)PyTuple_GET_ITEM(r, 1), EM_FLOAT32, false);
+        Py_DECREF(r);
+        /* the GPU kernels' contract: a row that sees no key has lse -inf */
+        if (lse && k->sizes[2] == 0 && em_fill_(lse, (EmScalar){'f', {.f = -INFINITY}}) < 0) Py_CLEAR(lse);
+        if (!lse) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    } else {
+        if (!em_cuda || !em_cuda->attention_forward_ex || q->dtype == EM_FLOAT64) return em_fused_no_kernel(EFF);
+        if (gpu_forward_ex(EFF, q, k, v, bias, dropout, causal, c->args[7], &out, &lse, &seed, &offset) < 0)
+            return NULL;
+    }
+    PyObject *items[4] = {(PyObject *)out, (PyObject *)lse,
+                          (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = (int64_t)seed}}, EM_INT64, em_cpu()),
+                          (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = (int64_t)offset}}, EM_INT64, em_cpu())};
+    return eff_results(4, items);
+}
+
+/* grad_input_mask[3]: whether attn_bias's gradient is asked for */
+static int bias_grad_wanted(PyObject *m, bool *out) {
+    *out = false;
+    if (!m || m == Py_None) return 0;
+    PyObject *seq = PySequence_Fast(m, "_scaled_dot_product_efficient_attention_backward: grad_input_mask must be a "
+                                       "sequence of 4 bools");
+    if (!seq) return -1;
+    int r = 0;
+    if (PySequence_Fast_GET_SIZE(seq) != 4) {
+        PyErr_Format(PyExc_RuntimeError, "%s: grad_input_mask must have 4 entries, but got %zd", EFF_BW,
+                     PySequence_Fast_GET_SIZE(seq));
+        r = -1;
+    } else {
+        int t = PyObject_IsTrue(PySequence_Fast_GET_ITEM(seq, 3));
+        if (t < 0) r = -1;
+        *out = t > 0;
+    }
+    Py_DECREF(seq);
+    return r;
+}
+
+/* (grad_out, query, key, value, attn_bias, out, logsumexp, philox_seed,
+ *  philox_offset, dropout_p, grad_input_mask, is_causal, *, scale)
+ *  -> (grad_query, grad_key, grad_value, grad_bias = None) */
+PyObject *em_impl_sdpa_efficient_backward(EmCall *c) {
+    EmTensor *g = em_arg_tensor(c, 0), *q = em_arg_tensor(c, 1), *k = em_arg_tensor(c, 2), *v = em_arg_tensor(c, 3);
+    EmTensor *bias = em_arg_tensor(c, 4), *out = em_arg_tensor(c, 5), *lse = em_arg_tensor(c, 6);
+    double dropout;
+    bool causal, bias_grad;
+    if (em_arg_float(c, 9, &dropout) < 0 || em_arg_bool(c, 11, &causal) < 0 ||
+        bias_grad_wanted(c->args[10], &bias_grad) < 0)
+        return NULL;
+    if (bias_grad) {
+        PyErr_Format(PyExc_RuntimeError, "%s: ember's kernel computes no gradient for attn_bias", EFF_BW);
+        return NULL;
+    }
+    if (flash_checks(EFF_BW, q, k, v, dropout, false) < 0) return NULL;
+    PyObject *r;
+    if (em_is_cpu(q)) {
+        r = cpu_backward(EFF_BW, g, q, k, v, out, lse, bias, 0.0, causal, c->args[12]);
+    } else {
+        const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], q->sizes[3]};
+        if (expect_shape(EFF_BW, g, "grad_out", 4, os) < 0 || expect_shape(EFF_BW, out, "out", 4, os) < 0 ||
+            expect_shape(EFF_BW, lse, "logsumexp", 3, os) < 0)
+            return NULL;
+        if (g->dtype != q->dtype || out->dtype != q->dtype) {
+            PyErr_Format(PyExc_RuntimeError, "%s: grad_out (%s) and out (%s) must have query's dtype %s", EFF_BW,
+                         em_dtype_ctype((EmDType)g->dtype), em_dtype_ctype((EmDType)out->dtype),
+                         em_dtype_ctype((EmDType)q->dtype));
+            return NULL;
+        }
+        if (!em_cuda || !em_cuda->attention_backward_ex || q->dtype == EM_FLOAT64) return em_fused_no_kernel(EFF_BW);
+        uint64_t seed, offset;
+        if (philox_arg(EFF_BW, em_arg_tensor(c, 7), "philox_seed", dropout, &seed) < 0 ||
+            philox_arg(EFF_BW, em_arg_tensor(c, 8), "philox_offset", dropout, &offset) < 0)
+            return NULL;
+        r = gpu_backward_ex(EFF_BW, g, q, k, v, out, lse, bias, dropout, causal, c->args[12], seed, offset);
+    }
+    if (!r) return NULL;
+    PyObject *items[4] = {Py_NewRef(PyTuple_GET_ITEM(r, 0)), Py_NewRef(PyTuple_GET_ITEM(r, 1)),
+                          Py_NewRef(PyTuple_GET_ITEM(r, 2)), Py_NewRef(Py_None)};
+    Py_DECREF(r);
+    return eff_results(4, items);
 }

@@ -538,12 +538,11 @@ def _fused_attention_applies(query, key, value, attn_mask, dropout_p, enable_gqa
 def _cuda_flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
     """torch's conditions for its CUDA flash kernel, which ember's GPU flash
     op (csrc/cuda/attention.cu) follows: 4-d CUDA tensors of float16 or
-    bfloat16, no mask, no dropout, one head dim (a multiple of 8, at most
-    256), equal batch sizes, key/value heads equal to the query's (or
-    dividing them with enable_gqa), nothing empty, unit stride along the head
-    dim. The op also takes float32, on plain (non tensor-core) kernels that
-    lose to cuBLAS + softmax at training sizes: float32 stays composed."""
-    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or attn_mask is not None or dropout_p > 0.0:
+    bfloat16, no mask, one head dim (a multiple of 8, at most 256), equal
+    batch sizes, key/value heads equal to the query's (or dividing them with
+    enable_gqa), nothing empty, unit stride along the head dim. Dropout runs
+    inside the kernel. float32 and masks take the memory-efficient op."""
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or attn_mask is not None:
         return False
     if query.device.type != "cuda" or str(query.dtype).split(".")[-1] not in ("float16", "bfloat16"):
         return False
@@ -558,6 +557,42 @@ def _cuda_flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
     if query.numel() == 0 or key.numel() == 0:
         return False
     return query.stride(-1) == 1 and key.stride(-1) == 1 and value.stride(-1) == 1
+
+
+def _cuda_efficient_applies(query, key, value, attn_mask, enable_gqa):
+    """Where torch runs its CUDA memory-efficient kernel outside flash's
+    conditions, which ember's _scaled_dot_product_efficient_attention (the
+    same kernels, csrc/cuda/attention.cu) follows: 4-d CUDA tensors of
+    float32, float16 or bfloat16, one head dim (a multiple of 4 for float32,
+    of 8 for the half types, as torch's; at most 256: ember's kernels), equal
+    batch sizes, key/value heads equal to the
+    query's (or dividing them with enable_gqa), nothing empty, a mask (bool
+    or additive) that broadcasts to (B, H, L, S), lives on the GPU and needs
+    no gradient (the kernel gives it none). Dropout runs inside the kernel."""
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or query.device.type != "cuda":
+        return False
+    dt = str(query.dtype).split(".")[-1]
+    if dt not in ("float32", "float16", "bfloat16"):
+        return False
+    d = query.size(-1)
+    if not (d == key.size(-1) == value.size(-1)) or d > 256 or d % (4 if dt == "float32" else 8):
+        return False
+    if key.size(-2) != value.size(-2):
+        return False
+    if not (query.size(0) == key.size(0) == value.size(0)):
+        return False
+    hq, hk = query.size(1), key.size(1)
+    if value.size(1) != hk or not (hq == hk or (enable_gqa and hk > 0 and hq % hk == 0)):
+        return False
+    if query.numel() == 0 or key.numel() == 0:
+        return False
+    if attn_mask is not None:
+        if attn_mask.requires_grad or attn_mask.device.type != "cuda" or attn_mask.dim() > 4:
+            return False
+        full = (query.size(0), hq, query.size(2), key.size(2))
+        if any(m != 1 and m != f for m, f in zip(tuple(attn_mask.shape)[::-1], full[::-1])):
+            return False
+    return True
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -588,7 +623,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     from .attention import SDPBackend, _allowed  # ember.nn.attention.sdpa_kernel's switches
     flash = _allowed(SDPBackend.FLASH_ATTENTION)
     if flash and _cuda_flash_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
-        return _C._scaled_dot_product_flash_attention(query, key, value, 0.0, is_causal, scale=scale)[0]
+        return _C._scaled_dot_product_flash_attention(query, key, value, dropout_p, is_causal, scale=scale)[0]
+    if _allowed(SDPBackend.EFFICIENT_ATTENTION) and _cuda_efficient_applies(query, key, value, attn_mask, enable_gqa):
+        grad = query.requires_grad or key.requires_grad or value.requires_grad
+        return _C._scaled_dot_product_efficient_attention(query, key, value, attn_mask, grad, dropout_p, is_causal,
+                                                          scale=scale)[0]
     if flash and _fused_attention_applies(query, key, value, attn_mask, dropout_p, enable_gqa):
         mask = attn_mask
         if mask is not None and mask.dtype != _bool() and mask.dtype != query.dtype:
