@@ -249,6 +249,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
     if (inplace && nin > 0 && ins[0] && root_base(ins[0]) && em_requires_grad(root_base(ins[0]))) any = true;
     if (!any || (c->out && !c->inplace)) return result;
     if (op == EM_OP_detach) return result; /* detach_: nothing to record */
+    if (!d->fn && em_fallback_derivative(op, inplace)) d = em_fallback_derivative(op, inplace);
     if (!d->fn) return result;             /* not differentiable: outputs stay outside the graph */
     for (int i = 0; i < nin; i++) {
         if (ins[i] && ins[i]->is_inference && em_requires_grad(ins[i])) goto inference;
@@ -271,7 +272,8 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
         return result;
     }
 
-    EmNode *n = em_node_new(EM_NODE_OP, em_derivative_name(op, c, result), nin, nout);
+    EmNode *n = em_node_new(EM_NODE_OP, d == &em_derivatives[op] ? em_derivative_name(op, c, result) : d->name,
+                            nin, nout);
     if (!n) goto fail;
     n->op = op;
     n->backward = d->fn;

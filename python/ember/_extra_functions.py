@@ -445,7 +445,35 @@ def frexp(input):
         mantissa, exponent = np.frexp(wide.contiguous().numpy())
         mantissa = _C.from_numpy(np.ascontiguousarray(mantissa)).to(input.dtype)
         exponent = _C.from_numpy(exponent.astype(np.int32))
+    if input.requires_grad and _C.is_grad_enabled():
+        mantissa = _frexp_function().apply(input, mantissa, exponent)
     return _C._return_types["frexp"](mantissa, exponent)
+
+
+_FREXP = []
+
+
+def _frexp_function():
+    """The autograd.Function giving frexp's mantissa torch's gradient,
+    grad / 2**exponent (the exponent is not differentiable)."""
+    if not _FREXP:
+        from .autograd import Function
+
+        class Frexp(Function):
+            @staticmethod
+            def forward(ctx, input, mantissa, exponent):
+                ctx.save_for_backward(exponent)
+                ctx.mark_non_differentiable(exponent)
+                return mantissa.clone()
+
+            @staticmethod
+            def backward(ctx, grad):
+                exponent, = ctx.saved_tensors
+                wide = _dt("float64") if grad.dtype == _dt("float64") else _dt("float32")
+                return (grad.to(wide) / _C.exp2(exponent.to(wide))).to(grad.dtype), None, None
+
+        _FREXP.append(Frexp)
+    return _FREXP[0]
 
 
 def ldexp(input, other):
@@ -837,7 +865,10 @@ TENSOR_METHODS = {
 def _in_place(fn):
     """x.fn_(...): fn's result written back into x (torch's cast rule for in-place ops)."""
     def method(self, *args, **kwargs):
-        result = fn(self, *args, **kwargs)
+        # under autograd fn reads a copy: a formula that saved self itself would
+        # find it overwritten by the write below (x.clone().logit_() failed in backward)
+        src = self.clone() if self.requires_grad and _C.is_grad_enabled() else self
+        result = fn(src, *args, **kwargs)
         if result.dtype != self.dtype and not _C.can_cast(result.dtype, self.dtype):
             raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the "
                                f"desired output type {_type_name(self.dtype)}")
