@@ -443,8 +443,9 @@ def frexp(input):
         # NumPy has no bfloat16; float32 holds every half/bfloat16 value exactly.
         wide = input.detach().to(_dt("float64") if input.dtype == _dt("float64") else _dt("float32"))
         mantissa, exponent = np.frexp(wide.contiguous().numpy())
-        mantissa = _C.from_numpy(np.ascontiguousarray(mantissa)).to(input.dtype)
-        exponent = _C.from_numpy(exponent.astype(np.int32))
+        # np.asarray: a 0-d input gives NumPy scalars
+        mantissa = _C.from_numpy(np.array(mantissa, order="C")).to(input.dtype)
+        exponent = _C.from_numpy(np.asarray(exponent, dtype=np.int32))
     if input.requires_grad and _C.is_grad_enabled():
         mantissa = _frexp_function().apply(input, mantissa, exponent)
     return _C._return_types["frexp"](mantissa, exponent)
