@@ -367,6 +367,17 @@ case("c.scatter_(1, idx2, y)", "d", lambda L, T: T["x34"].clone().scatter_(1, T[
 case("c.clamp_(.3, .6)", "d", lambda L, T: T["x34"].clone().clamp_(0.3, 0.6))
 case("c.zero_()", "d", lambda L, T: T["x34"].clone().zero_())
 case("c.fill_(s)", "d", lambda L, T: T["x34"].clone().fill_(T["s"]))
+# in-place view ops on views of a clone: a node of their own (not CopySlices on the base), then a write
+case("c[None].squeeze_()", "d", lambda L, T: _inplace_view(L, T, lambda c: c[None], lambda v, T: v.squeeze_()))
+case("c[1:].unsqueeze_(0)", "d", lambda L, T: _inplace_view(L, T, lambda c: c[1:], lambda v, T: v.unsqueeze_(0)))
+case("c[1:].t_()", "d", lambda L, T: _inplace_view(L, T, lambda c: c[1:], lambda v, T: v.t_()))
+case("c[:, ::2].transpose_(0, 1)", "d", lambda L, T: _inplace_view(L, T, lambda c: c[:, ::2],
+                                                                  lambda v, T: v.transpose_(0, 1)))
+case("c[None].swapdims_(0, 2)", "d", lambda L, T: _inplace_view(L, T, lambda c: c[None], lambda v, T: v.swapdims_(0, 2)))
+case("c[1:].as_strided_((2, 2), (1, 2))", "d", lambda L, T: _inplace_view(L, T, lambda c: c[1:],
+                                                                         lambda v, T: v.as_strided_((2, 2), (1, 2))))
+case("c[None].squeeze_(0).mul_(y)", "d", lambda L, T: _inplace_view(L, T, lambda c: c[None],
+                                                                   lambda v, T: v.squeeze_(0).mul_(T["y34"])))
 case("c.eq_(y)", "d", lambda L, T: T["x34"].clone().eq_(T["y34"]))
 case("c.lt_(y)", "d", lambda L, T: T["x34"].clone().lt_(T["y34"]))
 case("c.ge_(.5)", "d", lambda L, T: T["x34"].clone().ge_(0.5))
