@@ -520,6 +520,7 @@ case("cumsum", "d", lambda L, T: L.cumsum(T["x34"], 1))
 case("frexp(s)", "d", lambda L, T: L.frexp(T["s"] * 3))
 case("s.mT", "d", lambda L, T: T["s"].mT * 2)
 case("frexp(x).mantissa", "d", lambda L, T: L.frexp(T["x34"] * 4).mantissa)
+case("bincount(weights=x4)", "dx", lambda L, T: L.bincount(L.tensor([0, 2, 2, 1]), weights=T["x4"]))
 case("unique(x)", "dx", lambda L, T: L.unique(T["x34"]))
 case("as_tensor(x)", "d", lambda L, T: L.as_tensor(T["x34"]))
 case("asarray(x)", "d", lambda L, T: L.asarray(T["x34"]))
@@ -727,7 +728,7 @@ class _no_raise:
 
 # 'dx' calls whose backward raises in ember as in torch (floor_divide, unique: no formula)
 RAISING_BACKWARD = {"torch floor_divide", "M floor_divide", "M floor_divide_", "torch unique",
-                    "torch unique_consecutive", "M unique", "M unique_consecutive", "x // y", "unique(x)"}
+                    "torch unique_consecutive", "M unique", "M unique_consecutive", "x // y", "unique(x)", "bincount(weights=x4)"}
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r[0]}.{r[1]}")

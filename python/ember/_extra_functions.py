@@ -787,7 +787,35 @@ def bincount(input, weights=None, minlength=0):
                 0, index, _C.ones(index.shape, dtype=_dt("int64"), device=input.device))
         # float32 weights stay float32; every other weight dtype sums in float64 (as torch)
         wdtype = _dt("float32") if weights.dtype == _dt("float32") else _dt("float64")
-        return _C.zeros((size,), dtype=wdtype, device=input.device).index_add(0, index, weights.detach().to(wdtype))
+        result = _C.zeros((size,), dtype=wdtype, device=input.device).index_add(0, index, weights.detach().to(wdtype))
+    if weights.requires_grad and _C.is_grad_enabled():  # torch's node without a formula: backward raises
+        result = _not_implemented_function().apply("bincount", result, weights)
+    return result
+
+
+_NOT_IMPLEMENTED = []
+
+
+def _not_implemented_function():
+    """An autograd.Function putting a result computed without autograd into the
+    graph of `inputs` as torch does for an op without a formula: a backward that
+    reaches it raises torch's error (rather than the inputs silently getting no
+    gradient)."""
+    if not _NOT_IMPLEMENTED:
+        from .autograd import Function
+
+        class NotImplemented(Function):  # noqa: A001  (torch's node name)
+            @staticmethod
+            def forward(ctx, name, result, *inputs):
+                ctx.name = name
+                return result.clone()
+
+            @staticmethod
+            def backward(ctx, *grads):
+                raise RuntimeError(f"derivative for aten::{ctx.name} is not implemented")
+
+        _NOT_IMPLEMENTED.append(NotImplemented)
+    return _NOT_IMPLEMENTED[0]
 
 
 def histc(input, bins=100, min=0, max=0):  # noqa: A002  (torch's argument names)
