@@ -977,6 +977,10 @@ typedef struct {
     EmNodeNameFn namer; /* or NULL: always `name` */
 } EmDerivative;
 extern EmDerivative em_derivatives[EM_NUM_OPS];
+/* For an op without a formula whose results torch still records: torch's
+ * zero gradient for the in-place comparisons (x.eq_(y) on a float tensor), a
+ * node that raises when reached for floor_divide(_) and unique; else NULL. */
+const EmDerivative *em_fallback_derivative(EmOpId op, bool inplace);
 int em_init_derivatives(void);
 
 /* The engine (autograd/engine.c). */

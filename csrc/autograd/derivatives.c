@@ -715,6 +715,44 @@ void em_formulas_add(const EmFormula *f, int n) {
     for (int i = 0; i < n; i++) em_derivatives[f[i].op] = (EmDerivative){f[i].fn, f[i].saves, f[i].name, f[i].namer};
 }
 
+/* ops without a formula whose results torch still puts in the graph
+ * (em_fallback_derivative): the result keeps a node, so that the history of a
+ * tensor written in place does not pass gradient through the write (without
+ * one, x.clone().eq_(y) passed the gradient on as x's), and a backward
+ * through floor_divide or unique raises torch's error instead of finding no
+ * path. */
+static int bw_fallback_not_implemented(EmNode *n, EmTensor **go, EmTensor **gi) {
+    (void)go, (void)gi;
+    if (n->op == EM_OP_unique || n->op == EM_OP_unique_consecutive)
+        PyErr_Format(PyExc_NotImplementedError, "the derivative for '%s' is not implemented.",
+                     n->op == EM_OP_unique ? "_unique2" : "unique_consecutive");
+    else
+        PyErr_Format(PyExc_RuntimeError, "derivative for aten::%s is not implemented", em_op_defs[n->op].name);
+    return -1;
+}
+
+const EmDerivative *em_fallback_derivative(EmOpId op, bool inplace) {
+    static const EmDerivative cmp[6] = {
+        {bw_zero, 0, "EqBackward1", NULL}, {bw_zero, 0, "NeBackward1", NULL}, {bw_zero, 0, "LtBackward1", NULL},
+        {bw_zero, 0, "LeBackward1", NULL}, {bw_zero, 0, "GtBackward1", NULL}, {bw_zero, 0, "GeBackward1", NULL}};
+    static const EmDerivative not_implemented = {bw_fallback_not_implemented, 0, "NotImplemented", NULL};
+    static const EmDerivative unique = {bw_fallback_not_implemented, 0, "Unique2Backward0", NULL};
+    static const EmDerivative unique_consecutive = {bw_fallback_not_implemented, 0, "UniqueConsecutiveBackward0",
+                                                    NULL};
+    switch (op) {
+    case EM_OP_eq: return inplace ? &cmp[0] : NULL;
+    case EM_OP_ne: return inplace ? &cmp[1] : NULL;
+    case EM_OP_lt: return inplace ? &cmp[2] : NULL;
+    case EM_OP_le: return inplace ? &cmp[3] : NULL;
+    case EM_OP_gt: return inplace ? &cmp[4] : NULL;
+    case EM_OP_ge: return inplace ? &cmp[5] : NULL;
+    case EM_OP_floor_divide: return &not_implemented;
+    case EM_OP_unique: return &unique;
+    case EM_OP_unique_consecutive: return &unique_consecutive;
+    default: return NULL;
+    }
+}
+
 /* _C._differentiable_ops(): {op name: node name} for every op with a formula */
 PyObject *em_differentiable_ops(PyObject *m, PyObject *u) {
     PyObject *d = PyDict_New();

@@ -65,6 +65,17 @@ void em_autograd_pre_clear(EmAutogradPre *pre) {
     em_meta_clear(&pre->self_meta);
 }
 
+/* In-place view ops (x.squeeze_(), t_, transpose_, ...) change only the
+ * tensor's geometry, writing no data: on a view they get their own node as
+ * torch's, not CopySlices on the base (whose shape the node's is not). */
+static bool changes_only_geometry(EmOpId op) {
+    switch (op) {
+    case EM_OP_transpose: case EM_OP_swapaxes: case EM_OP_swapdims: case EM_OP_t: case EM_OP_squeeze:
+    case EM_OP_unsqueeze: case EM_OP_as_strided: return true;
+    default: return false;
+    }
+}
+
 int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
     EmOpId op = op_id(def);
     EmTensor *small[SMALL_INPUTS], **ins;
@@ -107,7 +118,16 @@ int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
     /* self's shape before the write (in-place view ops change it) and, when
      * the formula reads self, a copy of its value before it is overwritten */
     if (em_meta_set(&pre->self_meta, target) < 0) return -1;
-    if (em_derivatives[op].saves & (EM_SAVE_IN(0) | EM_SAVE_ALL_IN)) {
+    if (changes_only_geometry(op) && target->is_view) {
+        /* the node's edge is the view's history before its geometry changes (an
+         * alias keeps it: a later refresh would describe the new geometry) */
+        if (em_view_refresh(target) < 0) return -1;
+        EmTensor *alias = em_detach(target);
+        if (!alias) return -1;
+        alias->grad_fn = Py_XNewRef(target->grad_fn);
+        alias->output_nr = target->output_nr;
+        pre->saved_self = alias;
+    } else if (em_derivatives[op].saves & (EM_SAVE_IN(0) | EM_SAVE_ALL_IN)) {
         if (em_view_refresh(target) < 0) return -1;
         EmTensor *copy = em_clone(target);
         if (!copy) return -1;
@@ -249,6 +269,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
     if (inplace && nin > 0 && ins[0] && root_base(ins[0]) && em_requires_grad(root_base(ins[0]))) any = true;
     if (!any || (c->out && !c->inplace)) return result;
     if (op == EM_OP_detach) return result; /* detach_: nothing to record */
+    if (!d->fn && em_fallback_derivative(op, inplace)) d = em_fallback_derivative(op, inplace);
     if (!d->fn) return result;             /* not differentiable: outputs stay outside the graph */
     for (int i = 0; i < nin; i++) {
         if (ins[i] && ins[i]->is_inference && em_requires_grad(ins[i])) goto inference;
@@ -271,7 +292,8 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
         return result;
     }
 
-    EmNode *n = em_node_new(EM_NODE_OP, em_derivative_name(op, c, result), nin, nout);
+    EmNode *n = em_node_new(EM_NODE_OP, d == &em_derivatives[op] ? em_derivative_name(op, c, result) : d->name,
+                            nin, nout);
     if (!n) goto fail;
     n->op = op;
     n->backward = d->fn;
@@ -306,7 +328,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
             continue;
         }
         if (em_meta_set(&n->out_meta[j], t) < 0) goto fail_node;
-        if (inplace && j == 0 && root_base(t) &&
+        if (inplace && j == 0 && root_base(t) && !changes_only_geometry(op) &&
             (em_requires_grad(root_base(t)) || em_requires_grad(t) || any)) {
             if (rebase_view(t, n) < 0) goto fail_node;
         } else {

@@ -401,9 +401,12 @@ static PyObject *f_as_tensor(EmCall *c) {
     EmFactoryOpts o;
     if (em_factory_opts(c, &o) < 0) return NULL;
     PyObject *data = c->args[0];
-    if (em_is_tensor(data))
-        return (PyObject *)em_to_dtype((EmTensor *)data,
-                                       o.dtype == EM_AUTO ? ((EmTensor *)data)->dtype : o.dtype, false);
+    if (em_is_tensor(data)) {
+        if (o.dtype == EM_AUTO || o.dtype == ((EmTensor *)data)->dtype) return Py_NewRef(data);
+        /* through the op table: the converted tensor stays in the graph (ToCopyBackward0) */
+        PyObject *args[2] = {data, em_dtype_object((EmDType)o.dtype)};
+        return em_op(EM_OP__to_copy, 2, args);
+    }
     int isarr = em_is_ndarray(data);
     if (isarr < 0) return NULL;
     if (isarr) {

@@ -337,6 +337,13 @@ static PyObject *get_T(PyObject *self, void *c) {
     return r;
 }
 static PyObject *get_mT(PyObject *self, void *c) {
+    if (SELF->ndim == 0) { /* torch: deprecated, the identity */
+        if (PyErr_WarnEx(PyExc_UserWarning,
+                         "Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                         1) < 0)
+            return NULL;
+        return Py_NewRef(self);
+    }
     if (SELF->ndim < 2) {
         PyErr_SetString(PyExc_RuntimeError, "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.");
         return NULL;

@@ -443,9 +443,38 @@ def frexp(input):
         # NumPy has no bfloat16; float32 holds every half/bfloat16 value exactly.
         wide = input.detach().to(_dt("float64") if input.dtype == _dt("float64") else _dt("float32"))
         mantissa, exponent = np.frexp(wide.contiguous().numpy())
-        mantissa = _C.from_numpy(np.ascontiguousarray(mantissa)).to(input.dtype)
-        exponent = _C.from_numpy(exponent.astype(np.int32))
+        # np.asarray: a 0-d input gives NumPy scalars
+        mantissa = _C.from_numpy(np.array(mantissa, order="C")).to(input.dtype)
+        exponent = _C.from_numpy(np.asarray(exponent, dtype=np.int32))
+    if input.requires_grad and _C.is_grad_enabled():
+        mantissa = _frexp_function().apply(input, mantissa, exponent)
     return _C._return_types["frexp"](mantissa, exponent)
+
+
+_FREXP = []
+
+
+def _frexp_function():
+    """The autograd.Function giving frexp's mantissa torch's gradient,
+    grad / 2**exponent (the exponent is not differentiable)."""
+    if not _FREXP:
+        from .autograd import Function
+
+        class Frexp(Function):
+            @staticmethod
+            def forward(ctx, input, mantissa, exponent):
+                ctx.save_for_backward(exponent)
+                ctx.mark_non_differentiable(exponent)
+                return mantissa.clone()
+
+            @staticmethod
+            def backward(ctx, grad):
+                exponent, = ctx.saved_tensors
+                wide = _dt("float64") if grad.dtype == _dt("float64") else _dt("float32")
+                return (grad.to(wide) / _C.exp2(exponent.to(wide))).to(grad.dtype), None, None
+
+        _FREXP.append(Frexp)
+    return _FREXP[0]
 
 
 def ldexp(input, other):
@@ -758,7 +787,35 @@ def bincount(input, weights=None, minlength=0):
                 0, index, _C.ones(index.shape, dtype=_dt("int64"), device=input.device))
         # float32 weights stay float32; every other weight dtype sums in float64 (as torch)
         wdtype = _dt("float32") if weights.dtype == _dt("float32") else _dt("float64")
-        return _C.zeros((size,), dtype=wdtype, device=input.device).index_add(0, index, weights.detach().to(wdtype))
+        result = _C.zeros((size,), dtype=wdtype, device=input.device).index_add(0, index, weights.detach().to(wdtype))
+    if weights.requires_grad and _C.is_grad_enabled():  # torch's node without a formula: backward raises
+        result = _not_implemented_function().apply("bincount", result, weights)
+    return result
+
+
+_NOT_IMPLEMENTED = []
+
+
+def _not_implemented_function():
+    """An autograd.Function putting a result computed without autograd into the
+    graph of `inputs` as torch does for an op without a formula: a backward that
+    reaches it raises torch's error (rather than the inputs silently getting no
+    gradient)."""
+    if not _NOT_IMPLEMENTED:
+        from .autograd import Function
+
+        class NotImplemented(Function):  # noqa: A001  (torch's node name)
+            @staticmethod
+            def forward(ctx, name, result, *inputs):
+                ctx.name = name
+                return result.clone()
+
+            @staticmethod
+            def backward(ctx, *grads):
+                raise RuntimeError(f"derivative for aten::{ctx.name} is not implemented")
+
+        _NOT_IMPLEMENTED.append(NotImplemented)
+    return _NOT_IMPLEMENTED[0]
 
 
 def histc(input, bins=100, min=0, max=0):  # noqa: A002  (torch's argument names)
@@ -837,7 +894,10 @@ TENSOR_METHODS = {
 def _in_place(fn):
     """x.fn_(...): fn's result written back into x (torch's cast rule for in-place ops)."""
     def method(self, *args, **kwargs):
-        result = fn(self, *args, **kwargs)
+        # under autograd fn reads a copy: a formula that saved self itself would
+        # find it overwritten by the write below (x.clone().logit_() failed in backward)
+        src = self.clone() if self.requires_grad and _C.is_grad_enabled() else self
+        result = fn(src, *args, **kwargs)
         if result.dtype != self.dtype and not _C.can_cast(result.dtype, self.dtype):
             raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the "
                                f"desired output type {_type_name(self.dtype)}")

@@ -91,6 +91,22 @@ def mH(self):
     return self.mT
 
 
+@property
+def real(self):
+    """The real part: the tensor itself for real dtypes (torch's behaviour), so it stays in the graph."""
+    return self
+
+
+def adjoint(self):
+    """Conjugate transpose of the last two dims (the transpose for real dtypes)."""
+    return self.mH
+
+
+def type_as(self, other):
+    """self converted to other's dtype and device (differentiable, as Tensor.to)."""
+    return self.to(device=other.device, dtype=other.dtype)
+
+
 def _identity(self):
     """conj/resolve_conj/resolve_neg: no-ops for real tensors."""
     return self
@@ -163,6 +179,7 @@ _C._add_attrs(_C.Tensor, {
     "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__format__": __format__,
     "__array__": __array__, "__array_wrap__": __array_wrap__, "__array_interface__": __array_interface__, "where": where,
     "__reversed__": __reversed__, "__module__": "ember", "H": H, "mH": mH, "conj": _identity,
+    "real": real, "adjoint": adjoint, "type_as": type_as,
     "resolve_conj": _identity, "resolve_neg": _identity, "is_conj": _false, "is_neg": _false,
     "backward": backward, "register_hook": register_hook,
     "register_post_accumulate_grad_hook": register_post_accumulate_grad_hook,
