@@ -133,7 +133,8 @@ def test_flash_dropout_forward_applies_the_regenerated_mask(cuda, dtype, causal,
     with native(cuda, "attention_forward_ex"):
         res = _C._scaled_dot_product_flash_attention(q.cuda(), k.cuda(), v.cuda(), p, causal)
     z = keep_factors(res[6], res[7], (B, H, L, S), p)
-    assert 0 < (z > 0).mean() < 1
+    if z.size >= 100:  # 10 draws all kept has probability 0.7^10: only big masks must mix
+        assert 0 < (z > 0).mean() < 1
     ref, lse = reference(_np(q), _np(k), _np(v), causal, z=z)
     tol = TOL[dtype] * 2
     np.testing.assert_allclose(_np(res[0]), ref, rtol=tol, atol=tol)

@@ -160,14 +160,16 @@ static EmTensor *to_user(EmTensor *t, EmDType dt) {
 
 static bool big(const EmAttn *p) { return em_cpu_attention_work(p) >= 65536.0; }
 
-/* A new CPU tensor of `sizes` whose dims are laid out in the order of
- * like's strides (outermost first; ties keep dim order), so that the output
- * of nanoGPT's q (a [B, T, H, D] buffer seen as [B, H, T, D]) comes out in
- * the same [B, T, H, D] order, as torch's does, and its transpose back is
- * already contiguous. Contiguous when that order would not keep the last
- * dim innermost (the kernels write whole rows). st gets the (batch, head,
- * row) element strides. */
-static EmTensor *empty_ordered_like(const EmTensor *like, const int64_t sizes[4], EmDType dt, int64_t st[3]) {
+/* A new tensor of `sizes` on `dev` whose dims are laid out in the order of
+ * like's strides (outermost first; ties keep dim order), as torch's
+ * empty_like infers for a strided input: the output of nanoGPT's q (a
+ * [B, T, H, D] buffer seen as [B, H, T, D]) and its gradient come out in the
+ * same [B, T, H, D] order, so the way back to [B, T, C] is a view, not a
+ * copy. Contiguous when that order would not keep the last dim innermost
+ * (the kernels write whole rows). st gets the (batch, head, row) element
+ * strides. */
+static EmTensor *empty_in_dim_order(const EmTensor *like, const int64_t sizes[4], EmDType dt, EmDevice dev,
+                                    int64_t st[3]) {
     int perm[4] = {0, 1, 2, 3};
     for (int i = 1; i < 4; i++) { /* insertion sort, stable: descending strides */
         int x = perm[i], j = i;
@@ -179,17 +181,14 @@ static EmTensor *empty_ordered_like(const EmTensor *like, const int64_t sizes[4]
     }
     if (perm[3] != 3)
         for (int i = 0; i < 4; i++) perm[i] = i;
-    int64_t psizes[4], strides[4], acc = 1;
+    int64_t strides[4], acc = 1;
     for (int i = 3; i >= 0; i--) {
-        psizes[i] = sizes[perm[i]];
         strides[perm[i]] = acc;
-        acc *= sizes[perm[i]];
+        acc *= sizes[perm[i]] > 1 ? sizes[perm[i]] : 1;
     }
-    EmTensor *base = em_empty(4, psizes, dt, em_cpu());
-    if (!base) return NULL;
-    EmTensor *t = em_view_of(base, 4, sizes, strides, base->offset);
-    Py_DECREF(base);
-    for (int d = 0; d < 3; d++) st[d] = strides[d];
+    EmTensor *t = em_empty_strided(4, sizes, strides, dt, dev);
+    if (t)
+        for (int d = 0; d < 3; d++) st[d] = t->strides[d];
     return t;
 }
 
@@ -202,7 +201,7 @@ static PyObject *cpu_forward(EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *ma
     PyObject *res = NULL;
     if (setup(&p, &o, q, k, v, mask, dropout, causal, scale_arg) < 0) goto done;
     const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], v->sizes[3]};
-    if (!(out = empty_ordered_like(q, os, p.dt, p.out_st)) || !(lse = em_empty(3, os, p.dt, em_cpu()))) goto done;
+    if (!(out = empty_in_dim_order(q, os, p.dt, em_cpu(), p.out_st)) || !(lse = em_empty(3, os, p.dt, em_cpu()))) goto done;
     PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
     int rc = em_cpu_attention_forward(&p, em_data(out), em_data(lse));
     if (ts) PyEval_RestoreThread(ts);
@@ -257,10 +256,11 @@ static PyObject *cpu_backward(const char *who, EmTensor *g, EmTensor *q, EmTenso
     EmTensor *l = own(&o, em_to_dtype(lse, p.dt, false));
     if (!l || !(lc = em_contiguous(l))) goto done;
     const EmScalar zero = {'i', {0}};
-    /* the gradients in the inputs' dim order (empty_ordered_like): nanoGPT's
+    /* the gradients in the inputs' dim order (empty_in_dim_order): nanoGPT's
      * dq.transpose(1, 2).view(B, T, C) then needs no copy */
-    if (!(dq = empty_ordered_like(q, q->sizes, p.dt, p.dq_st)) || !(dk = empty_ordered_like(k, k->sizes, p.dt, p.dk_st)) ||
-        !(dv = empty_ordered_like(v, v->sizes, p.dt, p.dv_st)) || em_fill_(dq, zero) < 0 || em_fill_(dk, zero) < 0 ||
+    if (!(dq = empty_in_dim_order(q, q->sizes, p.dt, em_cpu(), p.dq_st)) ||
+        !(dk = empty_in_dim_order(k, k->sizes, p.dt, em_cpu(), p.dk_st)) ||
+        !(dv = empty_in_dim_order(v, v->sizes, p.dt, em_cpu(), p.dv_st)) || em_fill_(dq, zero) < 0 || em_fill_(dk, zero) < 0 ||
         em_fill_(dv, zero) < 0)
         goto done;
     PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
@@ -394,34 +394,6 @@ static int philox_arg(const char *who, EmTensor *t, const char *what, double dro
     return 0;
 }
 
-/* A gradient buffer for t (B, heads, rows, D): dense in t's dim order, as
- * torch's empty_like infers for a strided input, so nanoGPT's
- * q = qkv.split(...).view(B, T, H, D).transpose(1, 2) gets a gradient laid out
- * (B, T, H, D) and the way back to (B, T, C) is a view, not a copy;
- * contiguous where that order would not put D innermost. Element strides
- * {batch, head, row} into s. */
-static EmTensor *grad_like(EmTensor *t, int64_t *s) {
-    int perm[4] = {0, 1, 2, 3};
-    for (int i = 1; i < 4; i++) { /* stable: outermost (largest stride) first */
-        int x = perm[i], j = i;
-        while (j > 0 && t->strides[perm[j - 1]] < t->strides[x]) {
-            perm[j] = perm[j - 1];
-            j--;
-        }
-        perm[j] = x;
-    }
-    int64_t st[4], n = 1;
-    for (int i = 3; i >= 0; i--) {
-        st[perm[i]] = n;
-        n *= t->sizes[perm[i]] > 1 ? t->sizes[perm[i]] : 1;
-    }
-    EmTensor *g = st[3] == 1 || t->sizes[3] <= 1 ? em_empty_strided(4, t->sizes, st, (EmDType)t->dtype, em_device(t))
-                                                 : em_empty(4, t->sizes, (EmDType)t->dtype, em_device(t));
-    if (g)
-        for (int d = 0; d < 3; d++) s[d] = g->strides[d];
-    return g;
-}
-
 /* mask (bool, or a float type rounded to q's dtype) as the kernels read it:
  * broadcast to (B, H, L, S) with 0 strides, on q's device. */
 static int gpu_mask(const char *who, Owned *o, EmTensor *mask, EmTensor *q, int64_t S, EmCudaAttentionEx *x) {
@@ -522,7 +494,7 @@ fail:
 }
 
 /* The GPU backward on attention_backward_ex: (grad_query, grad_key,
- * grad_value) in the layouts of grad_like. lse: (B, H, >= L) float32 rows. */
+ * grad_value) in the layouts of empty_in_dim_order. lse: (B, H, >= L) float32 rows. */
 static PyObject *gpu_backward_ex(const char *who, EmTensor *g, EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *out,
                                  EmTensor *lse, EmTensor *mask, double dropout, bool causal, PyObject *scale_arg,
                                  uint64_t seed, uint64_t offset) {
@@ -541,7 +513,10 @@ static PyObject *gpu_backward_ex(const char *who, EmTensor *g, EmTensor *q, EmTe
     x.a.lse = (float *)em_data(t);
     x.lse_ld = lse->sizes[2];
     x.seed = seed, x.offset = offset;
-    if (!(dq = grad_like(q, x.sdq)) || !(dk = grad_like(k, x.sdk)) || !(dv = grad_like(v, x.sdv))) goto done;
+    if (!(dq = empty_in_dim_order(q, q->sizes, (EmDType)q->dtype, em_device(q), x.sdq)) ||
+        !(dk = empty_in_dim_order(k, k->sizes, (EmDType)k->dtype, em_device(k), x.sdk)) ||
+        !(dv = empty_in_dim_order(v, v->sizes, (EmDType)v->dtype, em_device(v), x.sdv)))
+        goto done;
     x.a.dq = em_data(dq), x.a.dk = em_data(dk), x.a.dv = em_data(dv);
     if (em_cuda->attention_backward_ex(dev.index, &x) < 0) {
         em_cuda_error(who);
