@@ -245,3 +245,93 @@ def test_randperm_errors_as_cpu(cuda):
         ember.randperm(5, device="cuda", generator=ember.Generator())
     with pytest.raises(RuntimeError, match="dtype"):
         ember.randperm(5, out=ember.empty(5, dtype=ember.int32, device="cuda"))
+
+
+# ------------------------------------------------------- unique(dim=)
+
+def _rows(seed, shape, dtype):
+    """Small integers: many duplicate rows along every dim."""
+    a = np.random.default_rng(seed).integers(0, 2, shape)
+    return a.astype(np.bool_) if dtype == ember.bool else a, ember.tensor(a).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [ember.int64, ember.float32, ember.float16, ember.bfloat16, ember.uint8,
+                                   ember.bool, ember.float64, ember.int32])
+@pytest.mark.parametrize("shape,dim", [((9, 3), 0), ((9, 3), 1), ((4, 7), -1), ((5, 2, 3), 1), ((6, 2, 2), 0),
+                                       ((2, 3, 7), -1), ((12,), 0), ((1, 5), 0)])
+def test_unique_dim_matches_numpy(cuda, dtype, shape, dim):
+    a, x = _rows(shape[dim] * 7 + len(shape), shape, dtype)
+    xg = x.cuda()
+    ev, einv, ecnt = np.unique(a, axis=dim, return_inverse=True, return_counts=True)
+    for inv in (False, True):
+        for cnt in (False, True):
+            with native("unique", entries=("unique_dim",)):
+                r = ember.unique(xg, dim=dim, return_inverse=inv, return_counts=cnt)
+            r = r if isinstance(r, tuple) else (r,)
+            assert len(r) == 1 + inv + cnt
+            assert r[0].dtype == dtype
+            np.testing.assert_array_equal(host(r[0]), ev)
+            if inv:
+                assert r[1].dtype == ember.int64
+                np.testing.assert_array_equal(host(r[1]), einv.reshape(-1))
+            if cnt:
+                np.testing.assert_array_equal(host(r[-1]), ecnt)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_unique_consecutive_and_unsorted_dim_as_cpu(cuda, dim):
+    a = np.random.default_rng(5).integers(0, 2, (8, 6))
+    a[3] = a[2]
+    a[:, 4] = a[:, 3]
+    xc = ember.tensor(a)
+    xg = xc.cuda()
+    for fn in (lambda t, **k: ember.unique_consecutive(t, dim=dim, **k),
+               lambda t, **k: ember.unique(t, sorted=False, dim=dim, **k),
+               lambda t, **k: t.unique(dim=dim, **k)):
+        with native("unique", "unique_consecutive"):
+            g = fn(xg, return_inverse=True, return_counts=True)
+        c = fn(xc, return_inverse=True, return_counts=True)
+        for u, v in zip(g, c):
+            assert u.dtype == v.dtype and tuple(u.shape) == tuple(v.shape)
+            np.testing.assert_array_equal(host(u), v.numpy())
+
+
+def test_unique_dim_nans_and_zeros_as_cpu(cuda):
+    """NaN rows are never equal (Note [unique equality]); -0.0 equals 0.0."""
+    nan = float("nan")
+    xc = ember.tensor([[1.0, nan], [1.0, nan], [-0.0, 2.0], [0.0, 2.0], [1.0, 3.0], [1.0, 3.0]])
+    for dtype in (ember.float32, ember.float64, ember.float16):
+        x = xc.to(dtype)
+        with native("unique"):
+            g = ember.unique(x.cuda(), dim=0, return_inverse=True, return_counts=True)
+        c = ember.unique(x, dim=0, return_inverse=True, return_counts=True)
+        for u, v in zip(g, c):
+            np.testing.assert_array_equal(host(u), v.float().numpy() if v.dtype == ember.float16 else v.numpy())
+    assert host(g[2]).tolist() == [2, 2, 1, 1]
+
+
+def test_unique_dim_empty_and_large(cuda):
+    x = ember.zeros(0, 3, device="cuda")
+    with native("unique"):
+        v, inv, cnt = ember.unique(x, dim=0, return_inverse=True, return_counts=True)
+    assert tuple(v.shape) == (0, 3) and tuple(inv.shape) == (0,) and tuple(cnt.shape) == (0,)
+    assert v.device.type == "cuda"
+    a = np.random.default_rng(9).integers(0, 3, (20_000, 4))
+    with native("unique"):
+        v, inv, cnt = ember.unique(ember.tensor(a).cuda(), dim=0, return_inverse=True, return_counts=True)
+    ev, einv, ecnt = np.unique(a, axis=0, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(host(v), ev)
+    np.testing.assert_array_equal(host(inv), einv.reshape(-1))
+    np.testing.assert_array_equal(host(cnt), ecnt)
+    b = np.random.default_rng(10).integers(0, 2, (3, 5000))  # long rows: columns as the unique dim
+    with native("unique"):
+        v = ember.unique(ember.tensor(b).cuda(), dim=1)
+    np.testing.assert_array_equal(host(v), np.unique(b, axis=1))
+
+
+def test_unique_dim_errors_as_cpu(cuda):
+    raises_like_cpu(lambda d: ember.unique(ember.ones(2, 3, device=d), dim=2), IndexError)
+    raises_like_cpu(lambda d: ember.unique(ember.ones(2, 3, device=d), dim=-3), IndexError)
+    raises_like_cpu(lambda d: ember.unique(ember.tensor(1.0, device=d), dim=0), IndexError)
+    raises_like_cpu(lambda d: ember.unique(ember.ones(2, 0, device=d), dim=0), RuntimeError)
+    raises_like_cpu(lambda d: ember.unique_consecutive(ember.ones(2, 3, device=d), dim=5), IndexError)
