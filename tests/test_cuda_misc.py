@@ -335,3 +335,89 @@ def test_unique_dim_errors_as_cpu(cuda):
     raises_like_cpu(lambda d: ember.unique(ember.tensor(1.0, device=d), dim=0), IndexError)
     raises_like_cpu(lambda d: ember.unique(ember.ones(2, 0, device=d), dim=0), RuntimeError)
     raises_like_cpu(lambda d: ember.unique_consecutive(ember.ones(2, 3, device=d), dim=5), IndexError)
+
+
+# ---------------------------------------------- addmm / linear with a bias
+
+TOL = {ember.float32: 1e-4, ember.float16: 4e-3, ember.bfloat16: 3e-2}
+
+
+def _close(g, c, dtype):
+    np.testing.assert_allclose(host(g), c.detach().float().numpy(), rtol=TOL[dtype], atol=TOL[dtype])
+
+
+def _leaf(a, dtype, device):
+    return ember.tensor(a).to(dtype).to(device).requires_grad_(True)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.bfloat16])
+@pytest.mark.parametrize("shape", [(5, 7, 3), (2, 4, 6, 8)])  # input (..., k), weight (out, k)
+def test_linear_with_bias_runs_the_epilogue(cuda, dtype, shape):
+    rng = np.random.default_rng(len(shape))
+    *lead, k, o = shape
+    a, w, b = rng.standard_normal((*lead, k)), rng.standard_normal((o, k)), rng.standard_normal(o)
+    xc, wc, bc = (_leaf(v, dtype, "cpu") for v in (a, w, b))
+    xg, wg, bg = (_leaf(v, dtype, "cuda") for v in (a, w, b))
+    with native("addmm", "mm", "sum", entries=("gemm_bias",)):
+        yg = F.linear(xg, wg, bg)
+        yg.backward(ember.ones_like(yg))
+    yc = F.linear(xc, wc, bc)
+    yc.backward(ember.ones_like(yc))
+    assert yg.dtype == dtype and tuple(yg.shape) == tuple(yc.shape)
+    _close(yg, yc, dtype)
+    for g, c in ((xg, xc), (wg, wc), (bg, bc)):
+        _close(g.grad, c.grad, dtype)
+
+
+def test_addmm_epilogue_cases(cuda):
+    rng = np.random.default_rng(3)
+    m1, m2, bias = rng.standard_normal((6, 4)), rng.standard_normal((4, 5)), rng.standard_normal(5)
+    c = [ember.tensor(v).float() for v in (m1, m2, bias)]
+    g = [t.cuda() for t in c]
+
+    def epilogue_runs(fn, runs):
+        if _C._cuda_backend_name() != "fake":
+            return fn()
+        before = _C._cuda_fake_counters()["gemm_bias"]
+        r = fn()
+        assert (_C._cuda_fake_counters()["gemm_bias"] > before) == runs
+        return r
+
+    with native("addmm"):
+        # [n] and [1, n] biases; a transposed mat2 (F.linear's weight.t())
+        _close(epilogue_runs(lambda: ember.addmm(g[2], g[0], g[1]), True), ember.addmm(c[2], c[0], c[1]),
+               ember.float32)
+        _close(epilogue_runs(lambda: ember.addmm(g[2].view(1, 5), g[0], g[1]), True),
+               ember.addmm(c[2].view(1, 5), c[0], c[1]), ember.float32)
+        gt = g[1].t().contiguous().t()
+        _close(epilogue_runs(lambda: ember.addmm(g[2], g[0], gt), True), ember.addmm(c[2], c[0], c[1]),
+               ember.float32)
+        # the cases the epilogue does not cover take the plain product
+        _close(epilogue_runs(lambda: ember.addmm(g[2], g[0], g[1], beta=2), False),
+               ember.addmm(c[2], c[0], c[1], beta=2), ember.float32)
+        _close(epilogue_runs(lambda: ember.addmm(g[2], g[0], g[1], alpha=0.5), False),
+               ember.addmm(c[2], c[0], c[1], alpha=0.5), ember.float32)
+        full = ember.tensor(rng.standard_normal((6, 5))).float()
+        _close(epilogue_runs(lambda: ember.addmm(full.cuda(), g[0], g[1]), False), ember.addmm(full, c[0], c[1]),
+               ember.float32)
+        col = ember.tensor(rng.standard_normal((6, 1))).float()
+        _close(epilogue_runs(lambda: ember.addmm(col.cuda(), g[0], g[1]), False), ember.addmm(col, c[0], c[1]),
+               ember.float32)
+        out = ember.empty(6, 5, device="cuda")
+        ember.addmm(g[2], g[0], g[1], out=out)
+        _close(out, ember.addmm(c[2], c[0], c[1]), ember.float32)
+        # k == 0: no product, the plain path writes the bias
+        e0, e1 = ember.zeros(6, 0), ember.zeros(0, 5)
+        _close(ember.addmm(g[2], e0.cuda(), e1.cuda()), ember.addmm(c[2], e0, e1), ember.float32)
+        # float64 has no epilogue here: cuBLAS as before
+        _close(epilogue_runs(lambda: ember.addmm(g[2].double(), g[0].double(), g[1].double()), False).float(),
+               ember.addmm(c[2], c[0], c[1]), ember.float32)
+
+
+def test_addmm_errors_as_cpu(cuda):
+    raises_like_cpu(lambda d: ember.addmm(ember.ones(3, device=d), ember.ones(2, 4, device=d),
+                                          ember.ones(3, 3, device=d)), RuntimeError)
+    raises_like_cpu(lambda d: ember.addmm(ember.ones(4, device=d), ember.ones(2, 3, device=d),
+                                          ember.ones(3, 3, device=d)), RuntimeError)
+    raises_like_cpu(lambda d: ember.addmm(ember.ones(3, dtype=ember.float64, device=d), ember.ones(2, 3, device=d),
+                                          ember.ones(3, 3, device=d)), RuntimeError)
