@@ -473,8 +473,9 @@ typedef struct EmCudaBackend {
     int (*avg_pool2d)(int dev, int dtype, int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW,
                       const int64_t *win, const double *div, const void *in, void *out, bool backward);
 
-    /* ---- misc fallbacks and epilogues (cudamisc; csrc/cuda/misc.h, unique_dim.h, gemm_lt.cpp).
-     * NULL entries make the front-ends take Note [CUDA fallback]. */
+    /* ---- misc fallbacks and epilogues (cudamisc) */
+    /* csrc/cuda/misc.h, unique_dim.h, gemm_lt.cpp; NULL entries make the
+     * front-ends take Note [CUDA fallback] (gemm_bias: the plain gemm). */
     /* randperm: out (n contiguous elements of dtype) = a permutation of
      * 0..n-1, Note [GPU randperm] (csrc/cuda/misc.h): key i is the 64-bit
      * integer draw i of the Philox stream (seed, offset) (random_fill's

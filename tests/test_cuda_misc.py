@@ -231,6 +231,8 @@ def test_randperm_seeding_and_generators(cuda):
         y = ember.randperm(300, device="cuda", generator=ember.Generator(device="cuda").manual_seed(11))
         z = ember.randperm(300, device="cuda", generator=ember.Generator(device="cuda").manual_seed(12))
     assert ember.equal(x, y) and not ember.equal(x, z)
+    ember.cuda.manual_seed(11)  # the device's own generator at the same seed draws the same stream
+    assert ember.equal(x, ember.randperm(300, device="cuda"))
     assert sorted(host(x).tolist()) == list(range(300))
     # a permutation: not the identity, every value once
     assert host(x).tolist() != list(range(300))

@@ -178,7 +178,11 @@ int emc_gemm_bias(int dev, int dtype, bool trans_a, bool trans_b, int64_t m, int
     }
     if (!it->second.found) return 1;
     const float one = 1.0f, zero = 0.0f; /* beta 0: C is only written */
-    return lt_check(cublasLtMatmul(h, d.op, &one, a, d.a, b, d.b, &zero, c, d.c, c, d.c, &it->second.algo,
-                                   it->second.workspace ? ws->ptr : nullptr, it->second.workspace, stream),
-                    "cublasLtMatmul");
+    cublasStatus_t st = cublasLtMatmul(h, d.op, &one, a, d.a, b, d.b, &zero, c, d.c, c, d.c, &it->second.algo,
+                                       it->second.workspace ? ws->ptr : nullptr, it->second.workspace, stream);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) { /* refused before launching: remember, and take the plain path */
+        it->second.found = false;
+        return 1;
+    }
+    return lt_check(st, "cublasLtMatmul");
 }
