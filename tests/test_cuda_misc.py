@@ -94,7 +94,8 @@ def test_tensor_and_as_tensor_build_on_the_host_and_copy_once(cuda):
     b = ember.from_numpy(a).to("cuda")
     np.testing.assert_array_equal(host(b), a)
     assert ember.tensor(3, device="cuda").device == ember.device("cuda", 0)
-    assert ember.tensor([1], device="cuda:1").device == ember.device("cuda", 1)
+    if ember.cuda.device_count() > 1:  # the fake has two devices; a real machine may have one
+        assert ember.tensor([1], device="cuda:1").device == ember.device("cuda", 1)
 
 
 def test_tensor_errors_as_cpu(cuda):
@@ -146,8 +147,9 @@ def test_gpu_out_errors_as_cpu(cuda):
     def dtype_mismatch(d):
         ember.zeros(3, dtype=ember.float64, out=ember.empty(3, device=d))
     raises_like_cpu(dtype_mismatch, RuntimeError)
-    with pytest.raises(RuntimeError, match="Expected out tensor to have device cuda:1, but got cuda:0 instead"):
-        ember.zeros(3, out=ember.empty(3, device="cuda:0"), device="cuda:1")
+    if ember.cuda.device_count() > 1:
+        with pytest.raises(RuntimeError, match="Expected out tensor to have device cuda:1, but got cuda:0 instead"):
+            ember.zeros(3, out=ember.empty(3, device="cuda:0"), device="cuda:1")
 
 
 # ------------------------------------------------- tril / triu indices
