@@ -503,6 +503,33 @@ typedef struct EmCudaBackend {
      * (Note [CUDA attention]); the backward's scratch as attention_backward's. */
     int (*attention_forward_ex)(int dev, const EmCudaAttentionEx *a);
     int (*attention_backward_ex)(int dev, const EmCudaAttentionEx *a);
+    /* ---- misc fallbacks and epilogues (cudamisc) */
+    /* csrc/cuda/misc.h, unique_dim.h, gemm_lt.cpp; NULL entries make the
+     * front-ends take Note [CUDA fallback] (gemm_bias: the plain gemm). */
+    /* randperm: out (n contiguous elements of dtype) = a permutation of
+     * 0..n-1, Note [GPU randperm] (csrc/cuda/misc.h): key i is the 64-bit
+     * integer draw i of the Philox stream (seed, offset) (random_fill's
+     * EM_RANDOM_INTEGER with range 0); the indices sorted stably by key. */
+    int (*randperm)(int dev, int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset);
+    /* unique / unique_consecutive along a dim, Note [CUDA unique dim] (csrc/cuda/unique_dim.h):
+     * x contiguous [m, rl] (m >= 1 rows of rl >= 1 elements of dtype), its rows
+     * sorted stably and lexicographically by sort key when `sorted`, taken in
+     * order otherwise; equal neighbours (NaN never equal) form a group:
+     * vals [g, rl] (room for m rows) the first row of each group, inverse[i]
+     * (int64 [m]; NULL: not wanted) the group of row i, counts [g] (int64,
+     * room for m; NULL: not wanted). *groups (host) = g: the call waits for
+     * the stream to read it. */
+    int (*unique_dim)(int dev, int dtype, const void *x, int64_t m, int64_t rl, bool sorted, void *vals,
+                      int64_t *inverse, int64_t *counts, int64_t *groups);
+    /* C = op(A) @ op(B) + bias through cuBLASLt's bias epilogue
+     * (CUBLASLT_EPILOGUE_BIAS), column-major as `gemm`: C is m x n (ldc),
+     * bias (m elements of dtype, contiguous) added to every column. dtype:
+     * float32 (TF32 when allow_tf32), float16, bfloat16 (float32 accumulation,
+     * one rounding). Returns 1, having written nothing, when cuBLASLt offers
+     * no algorithm for the problem (the caller takes the plain gemm path). */
+    int (*gemm_bias)(int dev, int dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const void *a, int64_t lda, const void *b, int64_t ldb, const void *bias, void *c,
+                     int64_t ldc, bool allow_tf32);
 } EmCudaBackend;
 
 

@@ -103,6 +103,8 @@ class Backend(C.Structure):
         "max_pool2d_backward", "avg_pool2d")]
     _fields_ += [(name, VP) for name in (  # attention extras (cudaattn2): tests/test_cuda_attention_mem.py
         "attention_forward_ex", "attention_backward_ex")]
+    _fields_ += [(name, VP) for name in (  # misc fallbacks and epilogues (cudamisc): tests/test_cuda_misc.py
+        "randperm", "unique_dim", "gemm_bias")]
 
 
 def _backend():

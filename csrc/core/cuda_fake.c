@@ -712,11 +712,13 @@ static int64_t shape_launches; /* cudashape: the shape kernels' launches (below)
 /* _C._cuda_fake_counters(): {"reduce", "index", "shape": launches,
  * "record_stream": calls} since the fake was switched on. */
 static int fake_nn_more_counts(PyObject *d);
+static int fake_misc_counts(PyObject *d);
 PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused) {
     PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index",
                                 (long long)index_launches, "shape", (long long)shape_launches, "record_stream",
                                 (long long)record_stream_calls);
     if (d && fake_nn_more_counts(d) < 0) Py_CLEAR(d); /* cudann's entries, by name */
+    if (d && fake_misc_counts(d) < 0) Py_CLEAR(d); /* cudamisc's entries, by name */
     return d;
 }
 
@@ -1348,6 +1350,115 @@ done:
     for (int i = 0; i < 9; i++) Py_XDECREF(t[i]);
     free(s);
     return fake_done(r, "attention backward failed");
+/* ---- misc fallbacks and epilogues (cudamisc) on the fake: randperm from
+ * the keys of Note [GPU randperm] (csrc/cuda/misc.h) sorted stably on the
+ * host, so a seed gives the GPU's permutation; unique along a dim with the
+ * row logic of unique_dim.h; gemm_bias as the fake gemm plus the bias.
+ * Calls are counted by entry name in _C._cuda_fake_counters(). */
+#include "../cuda/misc.h"
+
+static const char *misc_names[] = {"randperm", "unique_dim", "gemm_bias"};
+enum { MISC_N = sizeof misc_names / sizeof misc_names[0] };
+static int64_t misc_calls[MISC_N];
+
+static int fake_misc_counts(PyObject *d) {
+    for (int i = 0; i < MISC_N; i++) {
+        PyObject *v = PyLong_FromLongLong(misc_calls[i]);
+        int r = v ? PyDict_SetItemString(d, misc_names[i], v) : -1;
+        Py_XDECREF(v);
+        if (r < 0) return -1;
+    }
+    return 0;
+}
+
+static int fake_randperm(int dev, int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset) {
+    misc_calls[0]++;
+    if (n < 0 || dtype == EM_BOOL) return fake_fail("randperm: bad arguments");
+    if (n == 0) return 0;
+    FakePair *p = malloc((size_t)n * sizeof(FakePair));
+    if (!p) return fake_fail("out of host memory");
+    for (int64_t i = 0; i < n; i++) p[i] = (FakePair){em_randperm_key(seed, offset, i), i};
+    qsort(p, (size_t)n, sizeof(FakePair), fake_pair_cmp);
+    char *o = untag(out);
+    int isz = em_itemsize((EmDType)dtype);
+    for (int64_t i = 0; i < n; i++) em_scalar_store((EmScalar){'i', {.i = p[i].idx}}, (EmDType)dtype, o + i * isz);
+    free(p);
+    return 0;
+}
+
+/* unique along a dim: the row logic of Note [CUDA unique dim] on the host;
+ * qsort with emc_row_less (a total order: ties by index) sorts as stably as
+ * the device's merge sort. */
+#include "../cuda/unique_dim.h"
+
+static const void *ud_x;
+static int ud_dt;
+static int64_t ud_rl;
+static int fake_row_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x == y ? 0 : emc_row_less(ud_x, ud_dt, ud_rl, x, y) ? -1 : 1;
+}
+
+static int fake_unique_dim(int dev, int dtype, const void *tx, int64_t m, int64_t rl, bool sorted, void *tvals,
+                           int64_t *tinverse, int64_t *tcounts, int64_t *groups) {
+    misc_calls[1]++;
+    *groups = 0;
+    if (m < 1 || rl < 1) return fake_fail("unique: no rows");
+    const char *x = untag(tx);
+    char *vals = untag(tvals);
+    int64_t *inverse = tinverse ? untag(tinverse) : NULL, *counts = tcounts ? untag(tcounts) : NULL;
+    int64_t *order = malloc((size_t)m * sizeof(int64_t));
+    if (!order) return fake_fail("out of host memory");
+    for (int64_t i = 0; i < m; i++) order[i] = i;
+    if (sorted) {
+        ud_x = x, ud_dt = dtype, ud_rl = rl;
+        qsort(order, (size_t)m, sizeof(int64_t), fake_row_cmp);
+    }
+    int64_t g = -1;
+    size_t rb = (size_t)rl * em_itemsize((EmDType)dtype);
+    for (int64_t i = 0; i < m; i++) {
+        if (emc_row_group_start(x, dtype, rl, order, i)) {
+            g++;
+            memcpy(vals + g * rb, x + order[i] * rb, rb);
+            if (counts) counts[g] = 0;
+        }
+        if (counts) counts[g]++;
+        if (inverse) inverse[order[i]] = g;
+    }
+    free(order);
+    *groups = g + 1;
+    return 0;
+}
+
+/* C = op(A) @ op(B) + bias (column-major, bias along C's rows): what the
+ * CPU's addmm computes — the bias copied into C, then the product added —
+ * and one rounding for the halves (float32 accumulation plus the bias).
+ * k == 0 answers 1 ("no algorithm") as ember._cuda does. */
+static int fake_gemm_bias(int dev, int dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                          int64_t lda, const void *b, int64_t ldb, const void *tbias, void *c, int64_t ldc,
+                          bool tf32) {
+    misc_calls[2]++;
+    if (dtype != EM_FLOAT32 && dtype != EM_FLOAT16 && dtype != EM_BFLOAT16) return fake_fail("gemm_bias: bad dtype");
+    if (m == 0 || n == 0) return 0;
+    if (k == 0) return 1;
+    const char *bias = untag(tbias);
+    char *C = untag(c);
+    int isz = em_itemsize((EmDType)dtype);
+    if (dtype == EM_FLOAT32) {
+        for (int64_t col = 0; col < n; col++) memcpy(C + col * ldc * isz, bias, (size_t)m * isz);
+        return fake_gemm(dev, dtype, ta, tb, m, n, k, 1.0, a, lda, 0, b, ldb, 0, 1.0, c, ldc, 0, 1, tf32);
+    }
+    const char *A = untag(a), *B = untag(b);
+    for (int64_t col = 0; col < n; col++)
+        for (int64_t row = 0; row < m; row++) {
+            float acc = 0;
+            for (int64_t p = 0; p < k; p++)
+                acc += load_half(A, dtype, ta ? p + row * lda : row + p * lda) *
+                       load_half(B, dtype, tb ? col + p * ldb : p + col * ldb);
+            float v = acc + load_half(bias, dtype, row);
+            ((uint16_t *)C)[row + col * ldc] = dtype == EM_FLOAT16 ? em_f32_to_f16(v) : em_f32_to_bf16(v);
+        }
+    return 0;
 }
 
 static const EmCudaBackend fake = {
@@ -1429,6 +1540,10 @@ static const EmCudaBackend fake = {
     /* attention, dropout and efficient path (cudaattn2) */
     .attention_forward_ex = fake_attention_forward_ex,
     .attention_backward_ex = fake_attention_backward_ex,
+    /* misc fallbacks and epilogues (cudamisc) */
+    .randperm = fake_randperm,
+    .unique_dim = fake_unique_dim,
+    .gemm_bias = fake_gemm_bias,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {
@@ -1442,5 +1557,6 @@ const EmCudaBackend *em_cuda_fake_backend(void) {
     record_stream_calls = 0;
     shape_launches = 0;
     memset(nn_more_calls, 0, sizeof nn_more_calls);
+    memset(misc_calls, 0, sizeof misc_calls);
     return &fake;
 }

@@ -140,12 +140,15 @@ int em_device_dispatch_init(void) {
 }
 
 /* Factories that build on the GPU themselves (em_factory_out allocates on
- * device=, then em_fill_ or a random fill), falling back like the ops. */
+ * device= or takes a GPU out=, then em_fill_ or a random fill), falling back
+ * like the ops. */
 static bool native_factory(const EmOpDef *def) {
     static const char *names[] = {"zeros", "ones", "full", "empty", "rand", "randn", "randint",
                                   /* cudashape: Note [CUDA shape kernels]; _like on device= */
                                   "arange", "linspace", "logspace", "eye", "zeros_like", "ones_like",
                                   "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "empty_strided",
+                                  /* cudamisc: host data + one copy (ops/factory.c), Note [GPU randperm] */
+                                  "tensor", "as_tensor", "scalar_tensor", "tril_indices", "triu_indices", "randperm",
                                   NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(def->name, names[i])) return true;

@@ -11,7 +11,8 @@
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
  * norm, cross-entropy, Adam, embedding), index.cu (Note [CUDA indexing]),
  * sort.cu (Note [CUDA sort]), shape.cu (Note [CUDA shape kernels]), attention.cu
- * (Note [CUDA attention]), nn_more.cu (dropout, NLL, batch / group norm runs, pools). */
+ * (Note [CUDA attention]), nn_more.cu (dropout, NLL, batch / group norm runs, pools),
+ * misc.cu (randperm), unique_dim.cu (unique along a dim), gemm_lt.cpp (cuBLASLt epilogues). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -24,6 +25,9 @@
 #include "runtime.h"
 #include "shape.h"
 #include "sort.h"
+#include "misc.h"
+#include "unique_dim.h"
+#include "gemm_lt.h"
 
 static const EmCudaBackend backend = {
     EM_CUDA_ABI,
@@ -104,6 +108,10 @@ static const EmCudaBackend backend = {
     /* attention, dropout and efficient path (cudaattn2) */
     em_cuda_attention_forward_ex,
     em_cuda_attention_backward_ex,
+    /* misc fallbacks and epilogues (cudamisc) */
+    em_cuda_randperm,
+    em_cuda_unique_dim,
+    emc_gemm_bias,
 };
 
 static struct PyModuleDef module = {

@@ -4,10 +4,12 @@
  * signature binder (em_register_functions) but are not ops: nothing flows
  * into them, so they have no kernels and no backward.
  *
- * On a GPU (device='cuda', or a GPU input of _like / new_): fills go through
- * em_fill_ (the strided copy of one value), eye fills its diagonal view,
- * and arange / linspace / logspace run the backend's fill kernels (Note
- * [CUDA shape kernels]), which compute each element by the formulas below. */
+ * On a GPU (device='cuda', a GPU out=, or a GPU input of _like / new_):
+ * fills go through em_fill_ (the strided copy of one value), eye fills its
+ * diagonal view, and arange / linspace / logspace run the backend's fill
+ * kernels (Note [CUDA shape kernels]), which compute each element by the
+ * formulas below. tensor / as_tensor / scalar_tensor and tril_indices /
+ * triu_indices build on the host and copy once to the device. */
 #include "../ember.h"
 #include "fused_gpu.h"
 #include <math.h>
@@ -46,7 +48,17 @@ EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtyp
                      em_dtype_name(dtype), em_dtype_name((EmDType)c->out->dtype));
         return NULL;
     }
-    if (em_check_cpu(c->out, c->def->name) < 0) return NULL;
+    PyObject *dev = em_arg_named(c, "device");
+    EmDevice d;
+    if (dev && dev != Py_None) { /* out= decides where; a device= must agree with it */
+        char a[32], b[32];
+        if (em_device_from_py(dev, &d) < 0 || (d.type == EM_CUDA && em_cuda_resolve(&d) < 0)) return NULL;
+        if (!em_device_eq(d, em_device(c->out))) {
+            PyErr_Format(PyExc_RuntimeError, "Expected out tensor to have device %s, but got %s instead",
+                         em_device_str(d, a, sizeof a), em_device_str(em_device(c->out), b, sizeof b));
+            return NULL;
+        }
+    }
     bool same = c->out->ndim == ndim && !memcmp(c->out->sizes, shape, ndim * sizeof(int64_t));
     if (!same && em_tensor_resize(c->out, ndim, shape, true) < 0) return NULL;
     em_bump_version(c->out);
@@ -68,10 +80,11 @@ EmTensor *em_factory_like(EmCall *c, EmTensor *src, EmDType dtype) {
     return em_empty(src->ndim, src->sizes, dtype, d);
 }
 
-/* The factory builds on a GPU (device='cuda', no out=): a backend without
- * its kernel makes it raise EmNoCudaKernel before anything is allocated. */
+/* The factory builds on a GPU (device='cuda', or a GPU out=): a backend
+ * without its kernel makes it raise EmNoCudaKernel before anything is
+ * allocated. */
 static bool gpu_target(EmCall *c) {
-    if (c->out) return false; /* a GPU out= is refused by em_factory_out: the fallback */
+    if (c->out) return !em_is_cpu(c->out);
     PyObject *dev = em_arg_named(c, "device");
     EmDevice d;
     if (!dev || dev == Py_None) return false;
@@ -385,6 +398,21 @@ static PyObject *f_eye(EmCall *c) {
 
 /* ------------------------------------------------------ from data */
 
+/* Data given as Python objects or NumPy arrays is built on the host; on a
+ * GPU target it then crosses in ONE host-to-device copy (no fallback
+ * bookkeeping, no round trip). `t` (a new reference or NULL) goes to dev. */
+static EmTensor *moved_to(EmTensor *t, bool move, EmDevice dev) {
+    if (t && move) Py_SETREF(t, em_to_device(t, dev, false));
+    return t;
+}
+
+/* device= when given (resolved), else `dflt`; *given says which. */
+static int target_device(EmCall *c, EmDevice dflt, EmDevice *dev, bool *given) {
+    PyObject *d = em_arg_named(c, "device");
+    *given = d && d != Py_None;
+    return device_or(c, dflt, dev);
+}
+
 static PyObject *f_tensor(EmCall *c) {
     EmFactoryOpts o;
     if (em_factory_opts(c, &o) < 0) return NULL;
@@ -394,29 +422,48 @@ static PyObject *f_tensor(EmCall *c) {
                      "To copy construct from a tensor, it is recommended to use "
                      "sourceTensor.detach().clone() rather than ember.tensor(sourceTensor).", 1) < 0)
         return NULL;
-    return em_factory_finish(em_tensor_from_data(data, o.dtype), &o);
+    EmDevice dev;
+    bool given;
+    if (target_device(c, em_is_tensor(data) ? em_device((EmTensor *)data) : em_cpu(), &dev, &given) < 0) return NULL;
+    EmTensor *t = em_tensor_from_data(data, o.dtype); /* a tensor's copy stays on its device */
+    return em_factory_finish(moved_to(t, t && !em_device_eq(em_device(t), dev), dev), &o);
 }
 
 static PyObject *f_as_tensor(EmCall *c) {
     EmFactoryOpts o;
     if (em_factory_opts(c, &o) < 0) return NULL;
     PyObject *data = c->args[0];
+    EmDevice dev;
+    bool given;
+    if (target_device(c, em_cpu(), &dev, &given) < 0) return NULL;
+    EmTensor *t;
     if (em_is_tensor(data)) {
-        if (o.dtype == EM_AUTO || o.dtype == ((EmTensor *)data)->dtype) return Py_NewRef(data);
+        EmTensor *x = (EmTensor *)data;
+        bool move = given && !em_device_eq(em_device(x), dev);
+        if (!move && (o.dtype == EM_AUTO || o.dtype == x->dtype)) return Py_NewRef(data);
         /* through the op table: the converted tensor stays in the graph (ToCopyBackward0) */
-        PyObject *args[2] = {data, em_dtype_object((EmDType)o.dtype)};
-        return em_op(EM_OP__to_copy, 2, args);
+        PyObject *dt = o.dtype == EM_AUTO ? Py_None : em_dtype_object((EmDType)o.dtype);
+        if (!move) {
+            PyObject *args[2] = {data, dt};
+            return em_op(EM_OP__to_copy, 2, args);
+        }
+        PyObject *dv = em_device_object(dev);
+        if (!dv) return NULL;
+        PyObject *args[3] = {data, dv, dt};
+        PyObject *r = em_op(EM_OP__to_device, 3, args);
+        Py_DECREF(dv);
+        return r;
+    } else {
+        int isarr = em_is_ndarray(data);
+        if (isarr < 0) return NULL;
+        if (isarr) { /* shares the array's memory on the CPU */
+            t = em_from_numpy(data, false);
+            if (t && o.dtype != EM_AUTO && o.dtype != t->dtype) Py_SETREF(t, em_to_dtype(t, (EmDType)o.dtype, false));
+        } else {
+            t = em_tensor_from_data(data, o.dtype);
+        }
     }
-    int isarr = em_is_ndarray(data);
-    if (isarr < 0) return NULL;
-    if (isarr) {
-        EmTensor *t = em_from_numpy(data, false);
-        if (!t || o.dtype == EM_AUTO || o.dtype == t->dtype) return (PyObject *)t;
-        EmTensor *r = em_to_dtype(t, (EmDType)o.dtype, false);
-        Py_DECREF(t);
-        return (PyObject *)r;
-    }
-    return (PyObject *)em_tensor_from_data(data, o.dtype);
+    return (PyObject *)moved_to(t, given && t && !em_device_eq(em_device(t), dev), dev);
 }
 
 static PyObject *f_scalar_tensor(EmCall *c) {
@@ -424,7 +471,9 @@ static PyObject *f_scalar_tensor(EmCall *c) {
     EmScalar s;
     if (em_arg_scalar(c, 0, &s) < 0 || em_factory_opts(c, &o) < 0) return NULL;
     EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : em_default_float;
-    return em_factory_finish(em_scalar_tensor(s, d, em_cpu()), &o);
+    EmDevice dev;
+    if (device_or(c, em_cpu(), &dev) < 0) return NULL;
+    return em_factory_finish(em_scalar_tensor(s, d, dev.type == EM_CUDA ? dev : em_cpu()), &o);
 }
 
 static PyObject *f_from_numpy(EmCall *c) {
@@ -521,7 +570,10 @@ static PyObject *tri_indices(EmCall *c, bool lower) {
         return NULL;
     }
     int64_t shape[2] = {2, (int64_t)total};
-    EmTensor *t = em_factory_out(c, 2, shape, d);
+    /* built on the host; a GPU result (device= or out=) takes one copy: the
+     * indices are few next to the matrix they index */
+    bool gpu = gpu_target(c);
+    EmTensor *t = gpu ? em_empty(2, shape, d, em_cpu()) : em_factory_out(c, 2, shape, d);
     if (!t) return NULL;
     char *p = em_data(t);
     int isz = em_itemsize(d);
@@ -536,6 +588,11 @@ static PyObject *tri_indices(EmCall *c, bool lower) {
             em_scalar_store(si, d, p + k * s1);
             em_scalar_store(sj, d, p + s0 + k * s1);
         }
+    }
+    if (gpu) {
+        EmTensor *g = em_factory_out(c, 2, shape, d);
+        if (g && em_copy_(g, (PyObject *)t) < 0) Py_CLEAR(g);
+        Py_SETREF(t, g);
     }
     return em_factory_finish(t, &o);
 }

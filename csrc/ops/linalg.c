@@ -665,6 +665,50 @@ static EmTensor *add_result(EmTensor *self, int nd, const int64_t *shape, EmDTyp
     return res;
 }
 
+/* Note [GPU gemm] with the bias epilogue: addmm(bias, m1, m2) on a GPU with
+ * beta == alpha == 1, a bias of n elements ([n] or [1, n]) broadcast along
+ * the rows and one float dtype throughout — F.linear's call — is one
+ * cuBLASLt product C = m1 @ m2 + bias (gemm_bias), instead of copying the
+ * bias into C and adding the product to it. A new reference; NULL without
+ * an exception when the case does not apply or cuBLASLt has no algorithm
+ * (the plain path runs then), with one on failure. */
+static PyObject *addmm_bias_gpu(EmTensor *self, EmTensor *m1, EmTensor *m2, EmScalar beta, EmScalar alpha) {
+    EmDType d = (EmDType)m1->dtype;
+    const int64_t m = m1->sizes[0], k = m1->sizes[1], n = m2->sizes[1];
+    if (!em_cuda->gemm_bias || em_is_cpu(m1) || (d != EM_FLOAT32 && d != EM_FLOAT16 && d != EM_BFLOAT16) ||
+        self->dtype != d || em_is_cpu(self) || em_scalar_to_double(beta) != 1.0 ||
+        em_scalar_to_double(alpha) != 1.0 || m == 0 || n == 0 || k == 0)
+        return NULL;
+    if (!((self->ndim == 1 && self->sizes[0] == n) || (self->ndim == 2 && self->sizes[0] == 1 && self->sizes[1] == n)))
+        return NULL;
+    int64_t shape[2] = {m, n}, nn = n, lda, ldb;
+    EmTensor *bias = NULL, *A = NULL, *B = NULL, *res = NULL, *flat = em_reshape(self, 1, &nn);
+    EM_TRY(flat && (bias = em_contiguous(flat)));
+    EM_TRY((A = gemm_operand(m1, d, false)) && (B = gemm_operand(m2, d, false)));
+    EM_TRY(res = em_empty(2, shape, d, em_device(m1)));
+    bool ta = layout_of(A, &lda) == 1, tb = layout_of(B, &ldb) == 1;
+    /* row-major C = A B + bias is column-major C^T = B^T A^T + bias along C^T's rows */
+    int r = em_cuda->gemm_bias(em_device(m1).index, d, tb, ta, n, m, k, em_data(B), ldb, em_data(A), lda,
+                               em_data(bias), em_data(res), n, em_allow_tf32);
+    if (r < 0) {
+        em_cuda_error("gemm_bias");
+        goto fail;
+    }
+    if (r > 0) Py_CLEAR(res); /* no algorithm: the plain path */
+    Py_XDECREF(flat);
+    Py_XDECREF(bias);
+    Py_XDECREF(A);
+    Py_XDECREF(B);
+    return (PyObject *)res;
+fail:
+    Py_XDECREF(flat);
+    Py_XDECREF(bias);
+    Py_XDECREF(A);
+    Py_XDECREF(B);
+    Py_XDECREF(res);
+    return NULL;
+}
+
 static PyObject *addmm_impl(EmCall *c) {
     EmTensor *self = em_arg_tensor(c, 0), *m1 = em_arg_tensor(c, 1), *m2 = em_arg_tensor(c, 2);
     EmTensor *res = NULL;
@@ -685,6 +729,10 @@ static PyObject *addmm_impl(EmCall *c) {
     EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, (EmDType)m2->dtype) == 0);
     EmDType d = (EmDType)m1->dtype;
     if (d == EM_BOOL) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
+    if (!c->inplace && !c->out && !em_is_cpu(m1)) {
+        PyObject *r = addmm_bias_gpu(self, m1, m2, beta, alpha);
+        if (r || PyErr_Occurred()) return r;
+    }
     int64_t shape[2] = {m1->sizes[0], m2->sizes[1]}, lda, ldb;
     if (!c->inplace && !c->out && em_gemm_uses_blas(d) && em_is_cpu(self) && em_is_cpu(m1) && em_is_cpu(m2) &&
         self->ndim == 1 && self->sizes[0] == shape[1] && shape[0] > 0 && shape[1] > 0 && m1->sizes[1] > 0 &&

@@ -703,6 +703,61 @@ static PyObject *f_randint_like(EmCall *c) {
     return em_factory_finish(t, &o);
 }
 
+/* Where randperm builds: out='s device, else device= (the CPU when absent). */
+static int randperm_device(EmCall *c, EmDevice *dev) {
+    *dev = em_cpu();
+    if (c->out) {
+        *dev = em_device(c->out);
+        return 0;
+    }
+    PyObject *d = em_arg_named(c, "device");
+    if (!d || d == Py_None) return 0;
+    return em_device_from_py(d, dev) < 0 || em_cuda_resolve(dev) < 0 ? -1 : 0;
+}
+
+/* Note [GPU randperm] (csrc/cuda/misc.h): keys drawn from the Philox stream
+ * of the device's generator (or the CUDA generator given), sorted with
+ * their indices on the device. A backend without the kernel raises
+ * EmNoCudaKernel before anything is allocated (the CPU fallback then runs
+ * torch's CPU algorithm), unless a CUDA generator was given, whose stream
+ * the host cannot draw. */
+static PyObject *randperm_gpu(EmCall *c, int64_t n, EmDType d, EmDevice dev, const EmFactoryOpts *o) {
+    EmGenerator *g = gen_arg(c);
+    bool own = g != em_default_generator();
+    if (own && em_generator_device(g).type != EM_CUDA) {
+        PyErr_SetString(PyExc_RuntimeError, "Expected a 'cuda' device type for generator but found 'cpu'");
+        return NULL;
+    }
+    if (own && em_generator_device(g).index != dev.index) {
+        PyErr_Format(PyExc_RuntimeError, "Expected a generator on cuda:%d, but got one on cuda:%d", dev.index,
+                     em_generator_device(g).index);
+        return NULL;
+    }
+    if (!em_cuda->randperm) {
+        if (own) {
+            PyErr_SetString(PyExc_NotImplementedError,
+                            "randperm has no CUDA kernel, so it cannot draw from a CUDA generator");
+            return NULL;
+        }
+        PyErr_SetString(EmNoCudaKernel, "no GPU kernel for randperm");
+        return NULL;
+    }
+    EmTensor *t = em_factory_out(c, 1, &n, d);
+    if (!t) return NULL;
+    EmTensor *dst = em_is_contiguous(t) ? (EmTensor *)Py_NewRef(t) : em_empty(1, &n, d, dev);
+    uint64_t seed, offset;
+    if (own)
+        em_generator_philox_next(g, &seed, &offset);
+    else
+        em_cuda_generator_next(dev.index, &seed, &offset);
+    int r = dst ? 0 : -1;
+    if (r == 0 && n && em_cuda->randperm(dev.index, d, em_data(dst), n, seed, offset) < 0) r = em_cuda_error("randperm");
+    if (r == 0 && dst != t) r = em_copy_(t, (PyObject *)dst);
+    Py_XDECREF(dst);
+    if (r < 0) Py_CLEAR(t);
+    return em_factory_finish(t, o);
+}
+
 /* Fisher-Yates over arange(n), drawing as torch's CPU randperm does. */
 static PyObject *f_randperm(EmCall *c) {
     int64_t n;
@@ -729,6 +784,9 @@ static PyObject *f_randperm(EmCall *c) {
         EmScalar last = {'i', {n - 1}};
         if (em_scalar_check_range(last, d) < 0) return NULL;
     }
+    EmDevice dev;
+    if (randperm_device(c, &dev) < 0) return NULL;
+    if (dev.type == EM_CUDA) return randperm_gpu(c, n, d, dev, &o);
     EmTensor *pt = em_empty(1, &n, EM_INT64, em_cpu()); /* size-checked scratch */
     if (!pt) return NULL;
     int64_t *perm = (int64_t *)em_data(pt);

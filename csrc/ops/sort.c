@@ -710,13 +710,49 @@ fail:
     return NULL;
 }
 
+/* unique / unique_consecutive along a dim of a GPU tensor, Note [CUDA unique
+ * dim] (csrc/cuda/unique_dim.h): x is the input with that dim first,
+ * contiguous on the device (m rows of rl elements). The backend groups the
+ * rows and reads the number of groups back; *vals (g, rest...) views the
+ * first g rows of an m-row buffer, *inv (m), *cnt (g). */
+static int unique_dim_gpu(EmTensor *x, bool sorted, bool want_inv, bool want_cnt, EmTensor **vals, EmTensor **inv,
+                          EmTensor **cnt) {
+    EmDevice dev = em_device(x);
+    EmDType dt = (EmDType)x->dtype;
+    int64_t m = x->sizes[0], rl = m ? x->numel / m : 0, g = 0, shape[EM_MAX_DIMS];
+    EmTensor *v = NULL, *c = NULL;
+    *vals = *inv = *cnt = NULL;
+    EM_TRY((v = em_empty(x->ndim, x->sizes, dt, dev)) && (*inv = em_empty(1, &m, EM_INT64, dev)) &&
+           (c = em_empty(1, &m, EM_INT64, dev)));
+    if (m && em_cuda->unique_dim(dev.index, dt, em_data(x), m, rl, sorted, em_data(v),
+                                 want_inv ? (int64_t *)em_data(*inv) : NULL, want_cnt ? (int64_t *)em_data(c) : NULL,
+                                 &g) < 0) {
+        em_cuda_error("unique");
+        goto fail;
+    }
+    memcpy(shape, x->sizes, x->ndim * sizeof(int64_t));
+    shape[0] = g;
+    EM_TRY(*vals = em_tensor_alloc(&EmTensorType, v->storage, 0, x->ndim, shape, NULL, dt));
+    EM_TRY(*cnt = em_tensor_alloc(&EmTensorType, c->storage, 0, 1, &g, NULL, EM_INT64));
+    Py_DECREF(v);
+    Py_DECREF(c);
+    return 0;
+fail:
+    Py_XDECREF(v);
+    Py_XDECREF(c);
+    Py_CLEAR(*vals);
+    Py_CLEAR(*inv);
+    return -1;
+}
+
 static PyObject *unique_impl(EmCall *c, bool sorted, int inv_i, int cnt_i, int dim_i) {
     EmTensor *t = em_arg_tensor(c, 0), *x = NULL, *vals, *inv, *cnt;
     bool want_inv, want_cnt;
     em_arg_bool(c, inv_i, &want_inv);
     em_arg_bool(c, cnt_i, &want_cnt);
     if (!em_is_cpu(t) && em_arg_is_none(c, dim_i)) return unique_gpu(t, sorted, want_inv, want_cnt);
-    if (em_check_cpu(t, c->def->name) < 0) return NULL;
+    bool gpu = !em_is_cpu(t);
+    if (gpu && !em_cuda->unique_dim) return em_fused_no_kernel(c->def->name);
     if (em_arg_is_none(c, dim_i)) {
         int64_t m1 = -1;
         x = em_reshape(t, 1, &m1);
@@ -748,7 +784,9 @@ static PyObject *unique_impl(EmCall *c, bool sorted, int inv_i, int cnt_i, int d
     EmTensor *p = em_permute(t, t->ndim, perm);
     x = p ? em_contiguous(p) : NULL;
     Py_XDECREF(p);
-    if (!x || unique_rows(x, sorted, &vals, &inv, &cnt) < 0) goto fail;
+    if (!x || (gpu ? unique_dim_gpu(x, sorted, want_inv, want_cnt, &vals, &inv, &cnt)
+                   : unique_rows(x, sorted, &vals, &inv, &cnt)) < 0)
+        goto fail;
     Py_CLEAR(x);
     EmTensor *pv = em_permute(vals, t->ndim, back), *v2 = pv ? em_contiguous(pv) : NULL;
     Py_XDECREF(pv);
