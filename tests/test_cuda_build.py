@@ -101,6 +101,8 @@ class Backend(C.Structure):
     _fields_ += [(name, VP) for name in (  # more nn kernels (cudann): tests/test_cuda_nn_more.py
         "dropout", "nll_loss", "nll_loss_backward", "norm_runs_stats", "norm_runs_affine", "max_pool2d",
         "max_pool2d_backward", "avg_pool2d")]
+    _fields_ += [(name, VP) for name in (  # convolution and upsampling (cudaconv): tests/test_cuda_conv.py
+        "im2col", "col2im", "interp_nearest", "interp")]
 
 
 def _backend():

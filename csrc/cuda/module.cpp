@@ -16,6 +16,7 @@
 #include <Python.h>
 
 #include "attention.h"
+#include "conv.h"
 #include "elementwise.h"
 #include "index.h"
 #include "nn_fused.h"
@@ -24,6 +25,7 @@
 #include "runtime.h"
 #include "shape.h"
 #include "sort.h"
+#include "upsample.h"
 
 static const EmCudaBackend backend = {
     EM_CUDA_ABI,
@@ -101,6 +103,11 @@ static const EmCudaBackend backend = {
     em_cuda_max_pool2d,
     em_cuda_max_pool2d_backward,
     em_cuda_avg_pool2d,
+    /* convolution and upsampling (cudaconv) */
+    em_cuda_im2col,
+    em_cuda_col2im,
+    em_cuda_interp_nearest,
+    em_cuda_interp,
 };
 
 static struct PyModuleDef module = {
