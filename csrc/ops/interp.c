@@ -29,8 +29,8 @@ static EmTensor *contig_as(EmTensor *t, EmDType dt) {
 
 /* cudaconv: one axis's tables on the device. `ints` receives idx [out*taps],
  * inv_off [in+1] and inv [out*taps] (the taps reading each input position,
- * ascending: Note [CUDA upsample]); `wts` the weights (skipped when NULL).
- * Host staging in *stage (int64, freed by the caller). 0 / -1 with an exception. */
+ * ascending: Note [CUDA upsample]) at element *at; `wts` the weights (skipped
+ * when NULL) at *wat; both advance. 0 / -1 with an exception. */
 static int axis_to_device(const EmInterpAxis *a, EmTensor *ints, int64_t *at, EmTensor *wts, int64_t *wat,
                           int64_t wsz, EmCudaInterpAxis *out) {
     const int64_t nt = a->out * a->taps, n = nt + a->in + 1 + nt;
