@@ -28,7 +28,7 @@ extern "C" {
 
 /* Bumped whenever the table's layout changes: the core refuses a backend
  * built for another layout instead of calling through stale pointers. */
-#define EM_CUDA_ABI 3
+#define EM_CUDA_ABI 4
 #define EM_CUDA_MAX_DIMS 64
 
 #define EM_CUDA_MAX_OPS 6 /* operands of one elementwise kernel, output first */
@@ -213,6 +213,29 @@ typedef struct EmCudaPool2d {
     int64_t planes, H, W, OH, OW;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
 } EmCudaPool2d;
+
+/* Sliding kh x kw windows over N images of C planes H x W (cudaconv; the
+ * layout of EmConvGeom, cpu/conv.h): window (oy, ox) of oh x ow reads rows
+ * oy*sh - ph + ki*dh and columns ox*sw - pw + kj*dw, zeros outside. */
+typedef struct EmCudaConvGeom {
+    int64_t C, H, W;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t oh, ow;
+} EmCudaConvGeom;
+/* One spatial axis of an upsampling (cudaconv; Note [interp layout] in
+ * cpu/interp.h, with device arrays): output position o reads input
+ * positions idx[o*taps + k] with weights w[o*taps + k] (float32, or float64
+ * for float64 data; NULL for nearest copies). Its inverse, for the
+ * backward's gathers: the taps t = o*taps + k with idx[t] == i are
+ * inv[inv_off[i] .. inv_off[i + 1]), ascending. */
+typedef struct EmCudaInterpAxis {
+    int taps;
+    int64_t in, out;
+    const int64_t *idx;
+    const void *w;
+    const int64_t *inv_off; /* [in + 1] */
+    const int64_t *inv;     /* [out * taps] */
+} EmCudaInterpAxis;
 
 typedef struct EmCudaBackend {
     int abi;            /* EM_CUDA_ABI */
@@ -530,9 +553,32 @@ typedef struct EmCudaBackend {
     int (*gemm_bias)(int dev, int dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      const void *a, int64_t lda, const void *b, int64_t ldb, const void *bias, void *c,
                      int64_t ldc, bool allow_tf32);
+    /* ---- convolution and upsampling (cudaconv; Note [CUDA im2col] in csrc/cuda/conv.h).
+     * dtype: float16, bfloat16, float32 or float64 (halves sum in float32);
+     * image operands contiguous (N, C, H, W); the launch returns when queued. */
+    /* im2col: column element (n, row, l) = cols[n * col_n + row * col_row + l],
+     * row = (c*kh + ki)*kw + kj < C*kh*kw, l = oy*ow + ox: the image element
+     * its window reads, 0 in the padding. Every column element is written. */
+    int (*im2col)(int dev, int dtype, const EmCudaConvGeom *g, int64_t N, const void *x, void *cols,
+                  int64_t col_n, int64_t col_row);
+    /* col2im, im2col's adjoint: every x element (all written) = the sum of the
+     * column elements that read it, in the CPU's order (ki, then kj). */
+    int (*col2im)(int dev, int dtype, const EmCudaConvGeom *g, int64_t N, const void *cols, int64_t col_n,
+                  int64_t col_row, void *x);
+    /* nearest upsampling of planes [planes, h.in, w.in] -> [planes, h.out, w.out]:
+     * elements of itemsize bytes (1, 2, 4 or 8) copied from (h.idx[o], w.idx[q]) */
+    int (*interp_nearest)(int dev, int itemsize, int64_t planes, const EmCudaInterpAxis *h,
+                          const EmCudaInterpAxis *w, const void *x, void *y);
+    /* the separable weighted upsampling (backward false: one thread per output,
+     * the CPU's order: the width taps, then the height taps) or its adjoint
+     * (backward true: out [planes, h.in, w.in], all written, one thread per
+     * input element gathering through the inverse maps in the CPU's order) */
+    int (*interp)(int dev, int dtype, int64_t planes, const EmCudaInterpAxis *h, const EmCudaInterpAxis *w,
+                  const void *in, void *out, bool backward);
+    /* ---- runtime (lead): the device's free and total memory in bytes, as
+     * cudaMemGetInfo (torch.cuda.mem_get_info) */
+    int (*mem_get_info)(int dev, int64_t *free_bytes, int64_t *total_bytes);
 } EmCudaBackend;
-
-
 
 #define EM_CUDA_CAPSULE "ember._cuda._backend"
 

@@ -105,6 +105,9 @@ class Backend(C.Structure):
         "attention_forward_ex", "attention_backward_ex")]
     _fields_ += [(name, VP) for name in (  # misc fallbacks and epilogues (cudamisc): tests/test_cuda_misc.py
         "randperm", "unique_dim", "gemm_bias")]
+    _fields_ += [(name, VP) for name in (  # convolution and upsampling (cudaconv): tests/test_cuda_conv.py
+        "im2col", "col2im", "interp_nearest", "interp")]
+    _fields_ += [("mem_get_info", VP)]  # runtime (lead): ember.cuda.mem_get_info
 
 
 def _backend():

@@ -641,3 +641,17 @@ def test_set_stream_makes_it_current():
     finally:
         ember.cuda.set_stream(before)
     assert ember.cuda.current_stream() == before
+
+
+def test_mem_get_info_counts_the_cache_as_used():
+    gc.collect()
+    free0, total = ember.cuda.mem_get_info()
+    assert 0 < free0 <= total
+    t = ember.empty(8 * 2 ** 20, dtype=ember.uint8, device="cuda")  # 8 MiB
+    free1, total1 = ember.cuda.mem_get_info(0)
+    assert total1 == total
+    if not real_gpu():  # the fake's free memory is exactly 1 GiB minus what the cache reserved
+        assert free1 == total - ember.cuda.memory_reserved()
+    else:
+        assert free1 <= free0
+    del t

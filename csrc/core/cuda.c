@@ -340,6 +340,18 @@ static PyObject *py_memory_stats(PyObject *m, PyObject *const *a, Py_ssize_t n) 
                          "num_ooms", (long long)s.num_ooms);
 }
 
+/* (free, total) bytes of a device, as torch.cuda.mem_get_info */
+static PyObject *py_mem_get_info(PyObject *m, PyObject *const *a, Py_ssize_t n) {
+    int dev;
+    if (device_arg(n ? a[0] : NULL, &dev) < 0) return NULL;
+    int64_t free_bytes = 0, total_bytes = 0;
+    if (em_cuda->mem_get_info(dev, &free_bytes, &total_bytes) < 0) {
+        em_cuda_error("mem_get_info");
+        return NULL;
+    }
+    return Py_BuildValue("(LL)", (long long)free_bytes, (long long)total_bytes);
+}
+
 static PyObject *py_reset_peak(PyObject *m, PyObject *const *a, Py_ssize_t n) {
     int dev;
     if (device_arg(n ? a[0] : NULL, &dev) < 0) return NULL;
@@ -545,6 +557,7 @@ static PyMethodDef cuda_methods[] = {
     {"_cuda_synchronize", (PyCFunction)(void (*)(void))py_synchronize, METH_FASTCALL, NULL},
     {"_cuda_device_properties", (PyCFunction)(void (*)(void))py_device_props, METH_FASTCALL, NULL},
     {"_cuda_memory_stats", (PyCFunction)(void (*)(void))py_memory_stats, METH_FASTCALL, NULL},
+    {"_cuda_mem_get_info", (PyCFunction)(void (*)(void))py_mem_get_info, METH_FASTCALL, NULL},
     {"_cuda_reset_peak_memory_stats", (PyCFunction)(void (*)(void))py_reset_peak, METH_FASTCALL, NULL},
     {"_cuda_empty_cache", py_empty_cache, METH_NOARGS, NULL},
     {"_cuda_stream_new", py_stream_new, METH_VARARGS, NULL},

@@ -85,6 +85,13 @@ static void fake_free(int dev, void *tagged, size_t nbytes, EmCudaStream s) {
     stats[dev].reserved -= (int64_t)nbytes;
 }
 static void fake_memory_stats(int dev, EmCudaMemoryStats *out) { *out = stats[dev]; }
+/* the fake's devices report 1 GiB (fake_device_props); what the caching
+ * allocator holds counts as used, as the driver would see it */
+static int fake_mem_get_info(int dev, int64_t *free_bytes, int64_t *total_bytes) {
+    *total_bytes = (int64_t)1 << 30;
+    *free_bytes = *total_bytes - stats[dev].reserved > 0 ? *total_bytes - stats[dev].reserved : 0;
+    return 0;
+}
 static void fake_reset_peak(int dev) {
     stats[dev].max_allocated = stats[dev].allocated;
     stats[dev].max_reserved = stats[dev].reserved;
@@ -713,12 +720,14 @@ static int64_t shape_launches; /* cudashape: the shape kernels' launches (below)
  * "record_stream": calls} since the fake was switched on. */
 static int fake_nn_more_counts(PyObject *d);
 static int fake_misc_counts(PyObject *d);
+static int fake_conv_counts(PyObject *d); /* cudaconv */
 PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused) {
     PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index",
                                 (long long)index_launches, "shape", (long long)shape_launches, "record_stream",
                                 (long long)record_stream_calls);
     if (d && fake_nn_more_counts(d) < 0) Py_CLEAR(d); /* cudann's entries, by name */
     if (d && fake_misc_counts(d) < 0) Py_CLEAR(d); /* cudamisc's entries, by name */
+    if (d && fake_conv_counts(d) < 0) Py_CLEAR(d);    /* cudaconv's */
     return d;
 }
 
@@ -1365,6 +1374,21 @@ static int fake_misc_counts(PyObject *d) {
     for (int i = 0; i < MISC_N; i++) {
         PyObject *v = PyLong_FromLongLong(misc_calls[i]);
         int r = v ? PyDict_SetItemString(d, misc_names[i], v) : -1;
+/* ---- convolution and upsampling on the fake (cudaconv; Note [CUDA im2col]
+ * in csrc/cuda/conv.h): the GPU kernels' per-element index math
+ * (csrc/cuda/conv_math.h) run over every element on untagged pointers, with
+ * the kernels' accumulator types. Calls are counted by entry name in
+ * _C._cuda_fake_counters(). */
+#include "../cuda/conv_math.h"
+
+static const char *conv_names[] = {"im2col", "col2im", "interp_nearest", "interp"};
+enum { NCONV = sizeof conv_names / sizeof conv_names[0] };
+static int64_t conv_calls[NCONV];
+
+static int fake_conv_counts(PyObject *d) {
+    for (int i = 0; i < NCONV; i++) {
+        PyObject *v = PyLong_FromLongLong(conv_calls[i]);
+        int r = v ? PyDict_SetItemString(d, conv_names[i], v) : -1;
         Py_XDECREF(v);
         if (r < 0) return -1;
     }
@@ -1458,6 +1482,139 @@ static int fake_gemm_bias(int dev, int dtype, bool ta, bool tb, int64_t m, int64
             float v = acc + load_half(bias, dtype, row);
             ((uint16_t *)C)[row + col * ldc] = dtype == EM_FLOAT16 ? em_f32_to_f16(v) : em_f32_to_bf16(v);
         }
+static bool fake_conv_dtype(int dtype) {
+    return dtype == EM_FLOAT16 || dtype == EM_BFLOAT16 || dtype == EM_FLOAT32 || dtype == EM_FLOAT64;
+}
+
+static int fake_im2col(int dev, int dtype, const EmCudaConvGeom *g, int64_t N, const void *x, void *cols,
+                       int64_t col_n, int64_t col_row) {
+    conv_calls[0]++;
+    if (!fake_conv_dtype(dtype)) return fake_fail("im2col: unsupported dtype");
+    const int64_t isz = em_itemsize((EmDType)dtype), L = g->oh * g->ow, rows = g->C * g->kh * g->kw;
+    const char *xs = untag(x);
+    char *cs = untag(cols);
+    for (int64_t t = 0; t < N * rows * L; t++) {
+        const int64_t l = t % L, row = (t / L) % rows, n = t / (L * rows);
+        const int64_t src = emc_im2col_source(g, row, l);
+        char *dst = cs + (n * col_n + row * col_row + l) * isz;
+        if (src >= 0) memcpy(dst, xs + (n * g->C * g->H * g->W + src) * isz, (size_t)isz);
+        else memset(dst, 0, (size_t)isz);
+    }
+    return 0;
+}
+
+static int fake_col2im(int dev, int dtype, const EmCudaConvGeom *g, int64_t N, const void *cols, int64_t col_n,
+                       int64_t col_row, void *x) {
+    conv_calls[1]++;
+    if (!fake_conv_dtype(dtype)) return fake_fail("col2im: unsupported dtype");
+    const char *cs = untag(cols);
+    char *xs = untag(x);
+    for (int64_t t = 0; t < N * g->C * g->H * g->W; t++) {
+        const int64_t ix = t % g->W, iy = (t / g->W) % g->H, c = (t / (g->W * g->H)) % g->C;
+        const int64_t n = t / (g->W * g->H * g->C);
+        float sf = 0;  /* the kernels' accumulators: float for float32 and the halves */
+        double sd = 0; /* double for float64 */
+        for (int64_t ki = 0; ki < g->kh; ki++) {
+            const int64_t oy = emc_conv_window_of(iy, ki, g->sh, g->ph, g->dh, g->oh);
+            if (oy < 0) continue;
+            for (int64_t kj = 0; kj < g->kw; kj++) {
+                const int64_t ox = emc_conv_window_of(ix, kj, g->sw, g->pw, g->dw, g->ow);
+                if (ox < 0) continue;
+                const int64_t at = n * col_n + ((c * g->kh + ki) * g->kw + kj) * col_row + oy * g->ow + ox;
+                if (dtype == EM_FLOAT64) sd += ((const double *)cs)[at];
+                else if (dtype == EM_FLOAT32) sf += ((const float *)cs)[at];
+                else sf += load_half(cs, dtype, at);
+            }
+        }
+        if (dtype == EM_FLOAT64) ((double *)xs)[t] = sd;
+        else if (dtype == EM_FLOAT32) ((float *)xs)[t] = sf;
+        else ((uint16_t *)xs)[t] = dtype == EM_FLOAT16 ? em_f32_to_f16(sf) : em_f32_to_bf16(sf);
+    }
+    return 0;
+}
+
+/* upsampling (Note [CUDA upsample] in csrc/cuda/upsample.h): the kernels'
+ * loops, one output (forward) or input (backward) element at a time, with
+ * their accumulator types, over the device tables the front-end made */
+static double fake_interp_ld(const void *p, int dtype, int64_t i) {
+    if (dtype == EM_FLOAT64) return ((const double *)p)[i];
+    if (dtype == EM_FLOAT32) return ((const float *)p)[i];
+    return load_half(p, dtype, i);
+}
+static void fake_interp_st(void *p, int dtype, int64_t i, double v) {
+    if (dtype == EM_FLOAT64) ((double *)p)[i] = v;
+    else if (dtype == EM_FLOAT32) ((float *)p)[i] = (float)v;
+    else ((uint16_t *)p)[i] = dtype == EM_FLOAT16 ? em_f32_to_f16((float)v) : em_f32_to_bf16((float)v);
+}
+/* an axis with host (untagged) pointers */
+static EmCudaInterpAxis fake_axis(const EmCudaInterpAxis *a) {
+    EmCudaInterpAxis h = *a;
+    h.idx = untag(a->idx);
+    h.w = a->w ? untag(a->w) : NULL;
+    h.inv_off = a->inv_off ? untag(a->inv_off) : NULL;
+    h.inv = a->inv ? untag(a->inv) : NULL;
+    return h;
+}
+
+static int fake_interp_nearest(int dev, int itemsize, int64_t planes, const EmCudaInterpAxis *ha,
+                               const EmCudaInterpAxis *wa, const void *x, void *y) {
+    conv_calls[2]++;
+    const EmCudaInterpAxis h = fake_axis(ha), w = fake_axis(wa);
+    const char *xs = untag(x);
+    char *ys = untag(y);
+    for (int64_t t = 0; t < planes * h.out * w.out; t++) {
+        const int64_t q = t % w.out, o = (t / w.out) % h.out, p = t / (w.out * h.out);
+        memcpy(ys + t * itemsize, xs + ((p * h.in + h.idx[o]) * w.in + w.idx[q]) * itemsize, (size_t)itemsize);
+    }
+    return 0;
+}
+
+/* the kernels' loops with accumulator A and weights W (float, or double for float64) */
+#define FAKE_INTERP(A, W)                                                                                         \
+    static void fake_interp_##A(int dtype, int64_t planes, const EmCudaInterpAxis *h, const EmCudaInterpAxis *w,  \
+                                const char *in, char *out, bool backward) {                                       \
+        const W *wh = h->w, *ww = w->w;                                                                           \
+        if (!backward) {                                                                                          \
+            for (int64_t t = 0; t < planes * h->out * w->out; t++) {                                              \
+                const int64_t q = t % w->out, o = (t / w->out) % h->out, p = t / (w->out * h->out);               \
+                A acc = 0;                                                                                        \
+                for (int k = 0; k < h->taps; k++) {                                                               \
+                    const int64_t row = p * h->in * w->in + h->idx[o * h->taps + k] * w->in;                      \
+                    A a = 0;                                                                                      \
+                    for (int j = 0; j < w->taps; j++) {                                                           \
+                        A v = (A)ww[q * w->taps + j] * (A)fake_interp_ld(in, dtype, row + w->idx[q * w->taps + j]); \
+                        a = j ? a + v : v;                                                                        \
+                    }                                                                                             \
+                    if (h->taps == 1) acc = a;                                                                    \
+                    else acc = k ? acc + (A)wh[o * h->taps + k] * a : (A)wh[o * h->taps] * a;                     \
+                }                                                                                                 \
+                fake_interp_st(out, dtype, t, acc);                                                               \
+            }                                                                                                     \
+            return;                                                                                               \
+        }                                                                                                         \
+        for (int64_t t = 0; t < planes * h->in * w->in; t++) {                                                    \
+            const int64_t r = t % w->in, i = (t / w->in) % h->in, p = t / (w->in * h->in);                       \
+            A acc = 0;                                                                                            \
+            for (int64_t e = h->inv_off[i]; e < h->inv_off[i + 1]; e++) {                                         \
+                const int64_t te = h->inv[e], grow = p * h->out * w->out + (te / h->taps) * w->out;               \
+                A b = 0;                                                                                          \
+                for (int64_t f = w->inv_off[r]; f < w->inv_off[r + 1]; f++)                                       \
+                    b += (A)ww[w->inv[f]] * (A)fake_interp_ld(in, dtype, grow + w->inv[f] / w->taps);             \
+                acc += (A)wh[te] * b;                                                                             \
+            }                                                                                                     \
+            fake_interp_st(out, dtype, t, acc);                                                                   \
+        }                                                                                                         \
+    }
+FAKE_INTERP(float, float)
+FAKE_INTERP(double, double)
+
+static int fake_interp(int dev, int dtype, int64_t planes, const EmCudaInterpAxis *ha, const EmCudaInterpAxis *wa,
+                       const void *in, void *out, bool backward) {
+    conv_calls[3]++;
+    if (!fake_conv_dtype(dtype)) return fake_fail("interp: unsupported dtype");
+    const EmCudaInterpAxis h = fake_axis(ha), w = fake_axis(wa);
+    if (dtype == EM_FLOAT64) fake_interp_double(dtype, planes, &h, &w, untag(in), untag(out), backward);
+    else fake_interp_float(dtype, planes, &h, &w, untag(in), untag(out), backward);
     return 0;
 }
 
@@ -1544,6 +1701,12 @@ static const EmCudaBackend fake = {
     .randperm = fake_randperm,
     .unique_dim = fake_unique_dim,
     .gemm_bias = fake_gemm_bias,
+    /* convolution and upsampling (cudaconv) */
+    .im2col = fake_im2col,
+    .col2im = fake_col2im,
+    .interp_nearest = fake_interp_nearest,
+    .interp = fake_interp,
+    .mem_get_info = fake_mem_get_info,
 };
 
 const EmCudaBackend *em_cuda_fake_backend(void) {

@@ -105,6 +105,17 @@ int em_device_dispatch_init(void) {
                                     "_native_group_norm", "_native_group_norm_backward", "_max_pool2d_with_indices",
                                     "_max_pool2d_backward", "_avg_pool2d", "_avg_pool2d_backward",
                                     "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", NULL};
+    /* cudaconv: convolution through the backend's im2col / col2im and cuBLAS
+     * (Note [CUDA im2col] in csrc/cuda/conv.h), upsampling; EmNoCudaKernel for
+     * integer convolutions and when the backend lacks the entries */
+    static const char *conv_ops[] = {"_im2col", "_col2im", "_convolution", "_convolution_backward",
+                                     /* Note [CUDA upsample] (csrc/cuda/upsample.h) */
+                                     "_upsample_nearest1d", "_upsample_nearest2d", "_upsample_nearest_exact1d",
+                                     "_upsample_nearest_exact2d", "_upsample_linear1d", "_upsample_bilinear2d",
+                                     "_upsample_bicubic2d", "_upsample_nearest1d_backward",
+                                     "_upsample_nearest2d_backward", "_upsample_nearest_exact1d_backward",
+                                     "_upsample_nearest_exact2d_backward", "_upsample_linear1d_backward",
+                                     "_upsample_bilinear2d_backward", "_upsample_bicubic2d_backward", NULL};
     for (int id = 0; id < EM_NUM_OPS; id++) {
         const char *name = em_op_defs[id].name;
         for (int i = 0; shape_ops[i]; i++)
@@ -128,6 +139,8 @@ int em_device_dispatch_init(void) {
             if (!strcmp(name, sorting[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; nn_more[i]; i++)
             if (!strcmp(name, nn_more[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
+        for (int i = 0; conv_ops[i]; i++)
+            if (!strcmp(name, conv_ops[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
         for (int i = 0; writers[i]; i++)
             if (!strcmp(name, writers[i])) writes_args[id] = true;
         for (int i = 0; index_ops[i]; i++)

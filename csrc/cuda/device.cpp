@@ -91,6 +91,16 @@ int emc_synchronize(int dev) {
 
 /* priority as torch takes it: 0 is the default, lower numbers run first;
  * clamped to what the device offers. */
+int emc_mem_get_info(int dev, int64_t *free_bytes, int64_t *total_bytes) {
+    EmcDeviceGuard g(dev);
+    if (!g.ok) return -1;
+    size_t f = 0, t = 0;
+    if (EMC_CHECK(cudaMemGetInfo(&f, &t)) < 0) return -1;
+    *free_bytes = (int64_t)f;
+    *total_bytes = (int64_t)t;
+    return 0;
+}
+
 int emc_stream_create(int dev, int priority, EmCudaStream *out) {
     EmcDeviceGuard g(dev);
     if (!g.ok) return -1;

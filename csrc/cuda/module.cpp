@@ -17,6 +17,7 @@
 #include <Python.h>
 
 #include "attention.h"
+#include "conv.h"
 #include "elementwise.h"
 #include "index.h"
 #include "nn_fused.h"
@@ -28,6 +29,7 @@
 #include "misc.h"
 #include "unique_dim.h"
 #include "gemm_lt.h"
+#include "upsample.h"
 
 static const EmCudaBackend backend = {
     EM_CUDA_ABI,
@@ -112,6 +114,13 @@ static const EmCudaBackend backend = {
     em_cuda_randperm,
     em_cuda_unique_dim,
     emc_gemm_bias,
+    /* convolution and upsampling (cudaconv) */
+    em_cuda_im2col,
+    em_cuda_col2im,
+    em_cuda_interp_nearest,
+    em_cuda_interp,
+    /* runtime (lead) */
+    emc_mem_get_info,
 };
 
 static struct PyModuleDef module = {

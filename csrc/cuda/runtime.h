@@ -55,6 +55,7 @@ int emc_current_device(void);
 int emc_set_device(int dev);
 int emc_device_props(int dev, EmCudaDeviceProps *out);
 int emc_synchronize(int dev);
+int emc_mem_get_info(int dev, int64_t *free_bytes, int64_t *total_bytes);
 
 int emc_stream_create(int dev, int priority, EmCudaStream *out);
 void emc_stream_destroy(int dev, EmCudaStream s);

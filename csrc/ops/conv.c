@@ -13,9 +13,17 @@
  * contiguous compute dtype (float32 for the half types, int64 for integer
  * convolutions, as torch's CPU kernels do), run the kernels in cpu/conv.c
  * with the GIL released for big work, and cast back. A 1-d convolution is
- * a 2-d one over a height of one. Formulas: autograd/derivatives_conv.c. */
+ * a 2-d one over a height of one. Formulas: autograd/derivatives_conv.c.
+ *
+ * On a GPU (cudaconv, Note [CUDA im2col] in csrc/cuda/conv.h) the same plan
+ * runs on the device: the backend's im2col / col2im kernels and cuBLAS
+ * GEMMs (Note [GPU gemm]) on operands kept in their dtype (halves accumulate
+ * in float32 inside cuBLAS), the batch in chunks whose column buffer stays
+ * under CONV_COLS_BYTES. Integer convolutions have no GPU kernel: they take
+ * Note [CUDA fallback], like a backend without the entries. */
 #include "../ember.h"
 #include "../cpu/conv.h"
+#include "fused_gpu.h"
 
 
 static PyObject *not_implemented(const char *kernel, EmDType dt) {
@@ -94,6 +102,34 @@ static EmTensor *finish(EmTensor *r, EmDType dt) {
 
 /* ------------------------------------------------------------------ im2col / col2im */
 
+/* the backend's view of a geometry */
+static EmCudaConvGeom cuda_geom(const EmConvGeom *g) {
+    return (EmCudaConvGeom){g->C, g->H, g->W, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw, g->oh, g->ow};
+}
+
+/* im2col (x (N, C, H, W) -> out (N, C*kh*kw, L)) or col2im (the reverse) of
+ * a GPU tensor, in its dtype (bool as float32, as on the CPU); out has
+ * nd_out dims of `shape`. New reference. */
+static EmTensor *window_gpu(EmTensor *in, const EmConvGeom *g, int64_t N, int nd_out, const int64_t *shape,
+                            bool col2im) {
+    const EmDType dt = (EmDType)in->dtype, ct = dt == EM_BOOL ? EM_FLOAT32 : dt;
+    const EmDevice dev = em_device(in);
+    const int64_t L = g->oh * g->ow, rows = g->C * g->kh * g->kw;
+    const EmCudaConvGeom cg = cuda_geom(g);
+    EmTensor *x = em_fused_operand(in, ct, dev);
+    EmTensor *out = x ? em_empty(nd_out, shape, ct, dev) : NULL;
+    if (out && out->numel) {
+        int rc = col2im ? em_cuda->col2im(dev.index, ct, &cg, N, em_data(x), rows * L, L, em_data(out))
+                        : em_cuda->im2col(dev.index, ct, &cg, N, em_data(x), em_data(out), rows * L, L);
+        if (rc < 0) {
+            em_cuda_error(col2im ? "col2im" : "im2col");
+            Py_CLEAR(out);
+        }
+    }
+    Py_XDECREF(x);
+    return finish(out, dt);
+}
+
 /* the compute dtype of im2col / col2im: float32 for the half types and for
  * bool (torch takes bool: col2im's sums then act as `or`) */
 static EmDType window_dtype(EmDType dt) { return dt == EM_BOOL ? EM_FLOAT32 : em_compute_dtype(dt); }
@@ -112,7 +148,8 @@ static int window_args(EmCall *c, int first, EmConvGeom *g) {
 PyObject *em_impl__im2col(EmCall *c) {
     EmTensor *in = em_arg_tensor(c, 0);
     EmConvGeom g;
-    if (window_args(c, 1, &g) < 0 || em_check_cpu(in, "im2col") < 0) return NULL;
+    if (window_args(c, 1, &g) < 0) return NULL;
+    if (!em_is_cpu(in) && !(em_cuda && em_cuda->im2col)) return em_fused_no_kernel("im2col");
     char sbuf[EM_SHAPE_BUF];
     bool batched = in->ndim == 4;
     if ((in->ndim != 3 && !batched) || any_zero(in, batched ? 1 : 0)) {
@@ -136,7 +173,6 @@ PyObject *em_impl__im2col(EmCall *c) {
     }
     EmDType dt = (EmDType)in->dtype;
     if (!em_is_float(dt) && dt != EM_BOOL) return not_implemented("im2col_out_cpu", dt);
-    EmDType ct = window_dtype(dt);
     int64_t shape[3] = {N, 0, 0}, rows, L, kk;
     if (__builtin_mul_overflow(g.kh, g.kw, &kk) || __builtin_mul_overflow(g.C, kk, &rows) ||
         __builtin_mul_overflow(g.oh, g.ow, &L)) {
@@ -144,6 +180,8 @@ PyObject *em_impl__im2col(EmCall *c) {
         return NULL;
     }
     shape[1] = rows, shape[2] = L;
+    if (!em_is_cpu(in)) return (PyObject *)window_gpu(in, &g, N, batched ? 3 : 2, batched ? shape : shape + 1, false);
+    EmDType ct = window_dtype(dt);
     EmTensor *x = contiguous_as(in, ct);
     EmTensor *out = x ? em_empty(batched ? 3 : 2, batched ? shape : shape + 1, ct, em_cpu()) : NULL;
     if (out && out->numel) {
@@ -159,8 +197,8 @@ PyObject *em_impl__col2im(EmCall *c) {
     EmTensor *in = em_arg_tensor(c, 0);
     EmConvGeom g;
     int64_t osz[2];
-    if (exact_list(c, 1, "output_size", 2, osz) < 0 || window_args(c, 2, &g) < 0 || em_check_cpu(in, "col2im") < 0)
-        return NULL;
+    if (exact_list(c, 1, "output_size", 2, osz) < 0 || window_args(c, 2, &g) < 0) return NULL;
+    if (!em_is_cpu(in) && !(em_cuda && em_cuda->col2im)) return em_fused_no_kernel("col2im");
     char sbuf[EM_SHAPE_BUF];
     bool batched = in->ndim == 3;
     if ((in->ndim != 2 && !batched) || any_zero(in, batched ? 1 : 0)) {
@@ -194,8 +232,9 @@ PyObject *em_impl__col2im(EmCall *c) {
     }
     EmDType dt = (EmDType)in->dtype;
     if (!em_is_float(dt) && dt != EM_BOOL) return not_implemented("col2im_out_cpu", dt);
-    EmDType ct = window_dtype(dt);
     int64_t shape[4] = {N, g.C, g.H, g.W};
+    if (!em_is_cpu(in)) return (PyObject *)window_gpu(in, &g, N, batched ? 4 : 3, batched ? shape : shape + 1, true);
+    EmDType ct = window_dtype(dt);
     EmTensor *x = contiguous_as(in, ct);
     EmTensor *out = x ? em_empty(batched ? 4 : 3, batched ? shape : shape + 1, ct, em_cpu()) : NULL;
     if (out && out->numel) {
@@ -237,6 +276,9 @@ static int spatial_list(EmCall *c, int i, const char *name, int spatial, int64_t
     return 0;
 }
 
+/* cudaconv: the backend has what the GPU convolution needs */
+static bool conv_gpu_ready(void) { return em_cuda && em_cuda->gemm && em_cuda->im2col && em_cuda->col2im; }
+
 /* A parsed convolution call: shapes, the compute dtype, the output size. */
 typedef struct {
     EmConvShape s;
@@ -250,7 +292,8 @@ static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     int64_t st[2], pd[2], dl[2], groups;
     if (em_arg_int(c, args + 3, &groups) < 0) return -1;
-    if (em_check_cpu(in, "convolution") < 0 || em_check_cpu(w, "convolution") < 0) return -1;
+    if (em_is_cpu(in) && em_check_cpu(w, "convolution") < 0) return -1;
+    if (!em_is_cpu(in) && !conv_gpu_ready()) return em_fused_no_kernel("convolution"), -1;
     if (w->ndim != 3 && w->ndim != 4) {
         PyErr_Format(PyExc_RuntimeError, "convolution: expected a 3-d or 4-d weight (1-d or 2-d convolution), but got "
                      "weight of size %s", em_shape_str(w->ndim, w->sizes, a, sizeof a));
@@ -350,6 +393,230 @@ static double conv_work(const ConvCall *cc) {
            (double)g->oh * (double)g->ow;
 }
 
+/* ------------------------------------------------------------------ convolution on a GPU */
+
+/* Bytes of column matrix one chunk of images may take (the batch is split
+ * into chunks that fit; one image always goes). */
+#define CONV_COLS_BYTES ((int64_t)256 << 20)
+
+/* The sizes of the GPU drivers (cpu/conv.c's Plan, in elements). */
+typedef struct {
+    int dev;
+    EmDType dt;
+    int64_t isz, L, K, Og, CK, xstep, ystep, nc; /* nc: images per chunk */
+    bool direct;                                 /* 1x1, stride 1, no padding: x is its own column matrix */
+    EmCudaConvGeom cg;
+} GpuPlan;
+
+static GpuPlan gpu_plan(const ConvCall *cc, EmDevice dev) {
+    const EmConvGeom *g = &cc->s.g;
+    GpuPlan p;
+    p.dev = dev.index;
+    p.dt = cc->dt;
+    p.isz = em_dtype_info[cc->dt].itemsize;
+    p.L = g->oh * g->ow;
+    p.K = g->C / cc->s.groups * g->kh * g->kw;
+    p.Og = cc->s.O / cc->s.groups;
+    p.CK = g->C * g->kh * g->kw;
+    p.xstep = g->C * g->H * g->W;
+    p.ystep = cc->s.O * p.L;
+    p.direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    const int64_t per = p.CK * p.L * p.isz; /* column bytes of one image */
+    p.nc = per > 0 ? CONV_COLS_BYTES / per : cc->s.N;
+    if (p.nc > cc->s.N) p.nc = cc->s.N;
+    if (p.nc < 1) p.nc = 1;
+    p.cg = cuda_geom(g);
+    return p;
+}
+
+/* Note [GPU gemm]'s entry, row-major operands already swapped by the caller; 0 / -1 */
+static int gpu_gemm(const GpuPlan *p, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const char *a, int64_t lda,
+                    int64_t sa, const char *b, int64_t ldb, int64_t sb, double beta, char *c, int64_t ldc, int64_t sc,
+                    int64_t batch) {
+    if (em_cuda->gemm(p->dev, p->dt, ta, tb, m, n, k, 1.0, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch,
+                      em_allow_tf32) < 0)
+        return em_cuda_error("convolution gemm");
+    return 0;
+}
+
+/* a scratch buffer of n elements of the plan's dtype on its device */
+static EmTensor *gpu_scratch(const GpuPlan *p, int64_t n) {
+    return em_empty(1, &n, p->dt, (EmDevice){EM_CUDA, (int8_t)p->dev});
+}
+
+/* images [n0, n0 + b) of a contiguous (N, ch, L...) tensor as a contiguous (ch, b, L) one (new reference) */
+static EmTensor *images_transposed(EmTensor *t, int64_t ch, int64_t L, int64_t n0, int64_t b) {
+    int64_t shape[3] = {t->sizes[0], ch, L};
+    const int64_t perm[3] = {1, 0, 2};
+    EmTensor *v = em_reshape(t, 3, shape), *n = v ? em_narrow(v, 0, n0, b) : NULL;
+    EmTensor *q = n ? em_permute(n, 3, perm) : NULL, *r = q ? em_contiguous(q) : NULL;
+    Py_XDECREF(v);
+    Py_XDECREF(n);
+    Py_XDECREF(q);
+    return r;
+}
+
+/* y (N, O, L) = conv(x, w) + bias: per chunk of images, im2col and one
+ * strided-batched GEMM per group, y[n, grp] (Og, L) = w[grp] (Og, K) @
+ * cols[n, grp] (K, L), added to the bias written first (beta 1). */
+static EmTensor *conv_forward_gpu(const ConvCall *cc, EmTensor *in, EmTensor *w, EmTensor *bias, int nd,
+                                  const int64_t *shape) {
+    const EmDevice dev = em_device(in);
+    const GpuPlan p = gpu_plan(cc, dev);
+    const int64_t N = cc->s.N, G = cc->s.groups;
+    EmTensor *x = NULL, *wc = NULL, *y = NULL, *cols = NULL;
+    if (!em_is_float(cc->dt)) return em_fused_no_kernel("convolution"); /* integer: the CPU's int64 kernels */
+    if (!(x = em_fused_operand(in, p.dt, dev)) || !(wc = em_fused_operand(w, p.dt, dev)) ||
+        !(y = em_empty(nd, shape, p.dt, dev)))
+        goto fail;
+    if (y->numel == 0) goto done;
+    if (bias) { /* y[n, o, ...] = bias[o] */
+        int64_t bshape[3] = {cc->s.O, 1, 1};
+        EmTensor *b = em_reshape(bias, nd - 1, bshape);
+        int rc = b ? em_copy_(y, (PyObject *)b) : -1;
+        Py_XDECREF(b);
+        if (rc < 0) goto fail;
+    } else if (p.K == 0 && em_fill_(y, (EmScalar){'i', {0}}) < 0) {
+        goto fail;
+    }
+    if (p.K == 0) goto done; /* no input channels: the bias (or zeros) alone */
+    if (!p.direct && !(cols = gpu_scratch(&p, p.nc * p.CK * p.L))) goto fail;
+    const int64_t nc = p.direct ? N : p.nc, isz = p.isz;
+    for (int64_t n0 = 0; n0 < N; n0 += nc) {
+        const int64_t b = nc < N - n0 ? nc : N - n0;
+        const char *src = em_data(x) + n0 * p.xstep * isz;
+        int64_t sstep = p.xstep;
+        if (!p.direct) {
+            if (em_cuda->im2col(p.dev, p.dt, &p.cg, b, src, em_data(cols), p.CK * p.L, p.L) < 0) {
+                em_cuda_error("im2col");
+                goto fail;
+            }
+            src = em_data(cols);
+            sstep = p.CK * p.L;
+        }
+        for (int64_t grp = 0; grp < G; grp++)
+            if (gpu_gemm(&p, false, false, p.L, p.Og, p.K, src + grp * p.K * p.L * isz, p.L, sstep,
+                         em_data(wc) + grp * p.Og * p.K * isz, p.K, 0, bias ? 1.0 : 0.0,
+                         em_data(y) + (n0 * p.ystep + grp * p.Og * p.L) * isz, p.L, p.ystep, b) < 0)
+                goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(y);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(wc);
+    Py_XDECREF(cols);
+    return y;
+}
+
+/* gx (N, C, H, W): per chunk, colg[n, grp] (K, L) = w[grp]^T @ gy[n, grp]
+ * (one strided-batched GEMM per group), then col2im; a direct convolution's
+ * GEMM writes gx itself. */
+static int conv_grad_input_gpu(const ConvCall *cc, const GpuPlan *p, EmTensor *g, EmTensor *wc, EmTensor *gx) {
+    const int64_t N = cc->s.N, G = cc->s.groups, isz = p->isz, nc = p->direct ? N : p->nc;
+    EmTensor *colg = p->direct ? NULL : gpu_scratch(p, p->nc * p->CK * p->L);
+    int rc = -1;
+    if (!p->direct && !colg) return -1;
+    for (int64_t n0 = 0; n0 < N; n0 += nc) {
+        const int64_t b = nc < N - n0 ? nc : N - n0;
+        char *dst = p->direct ? em_data(gx) + n0 * p->xstep * isz : em_data(colg);
+        const int64_t dstep = p->direct ? p->xstep : p->CK * p->L;
+        for (int64_t grp = 0; grp < G; grp++)
+            if (gpu_gemm(p, false, true, p->L, p->K, p->Og, em_data(g) + (n0 * p->ystep + grp * p->Og * p->L) * isz,
+                         p->L, p->ystep, em_data(wc) + grp * p->Og * p->K * isz, p->K, 0, 0.0,
+                         dst + grp * p->K * p->L * isz, p->L, dstep, b) < 0)
+                goto done;
+        if (!p->direct && em_cuda->col2im(p->dev, p->dt, &p->cg, b, em_data(colg), p->CK * p->L, p->L,
+                                          em_data(gx) + n0 * p->xstep * isz) < 0) {
+            em_cuda_error("col2im");
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_XDECREF(colg);
+    return rc;
+}
+
+/* gw (O, K) = the sum over images of gy[n, grp] (Og, L) @ cols[n, grp]^T:
+ * per chunk of b images the columns are laid out (C*kh*kw, b*L) and gy
+ * transposed to (O, b*L), so one GEMM batched over the groups sums the
+ * chunk, gw[grp] (+)= gyT[grp] (Og, b*L) @ colsT[grp]^T (b*L, K). */
+static int conv_grad_weight_gpu(const ConvCall *cc, const GpuPlan *p, EmTensor *g, EmTensor *x, EmTensor *gw) {
+    const int64_t N = cc->s.N, G = cc->s.groups, isz = p->isz;
+    EmTensor *cols = p->direct ? NULL : gpu_scratch(p, p->nc * p->CK * p->L);
+    int rc = -1;
+    if (!p->direct && !cols) return -1;
+    for (int64_t n0 = 0; n0 < N; n0 += p->nc) {
+        const int64_t b = p->nc < N - n0 ? p->nc : N - n0;
+        EmTensor *xt = NULL, *gt = images_transposed(g, cc->s.O, p->L, n0, b);
+        if (!gt) goto done;
+        const char *colsT;
+        if (p->direct) {
+            if (!(xt = images_transposed(x, cc->s.g.C, p->L, n0, b))) {
+                Py_DECREF(gt);
+                goto done;
+            }
+            colsT = em_data(xt);
+        } else {
+            if (em_cuda->im2col(p->dev, p->dt, &p->cg, b, em_data(x) + n0 * p->xstep * isz, em_data(cols), p->L,
+                                b * p->L) < 0) {
+                Py_DECREF(gt);
+                em_cuda_error("im2col");
+                goto done;
+            }
+            colsT = em_data(cols);
+        }
+        int r = gpu_gemm(p, true, false, p->K, p->Og, b * p->L, colsT, b * p->L, p->K * b * p->L, em_data(gt), b * p->L,
+                         p->Og * b * p->L, n0 ? 1.0 : 0.0, em_data(gw), p->K, p->Og * p->K, G);
+        Py_DECREF(gt);
+        Py_XDECREF(xt);
+        if (r < 0) goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(cols);
+    return rc;
+}
+
+/* (gx, gw, gb) on the GPU; outputs left out by mask are empty tensors */
+static PyObject *conv_backward_gpu(const ConvCall *cc, EmTensor *gy, EmTensor *in, EmTensor *w, const int64_t *mask) {
+    const EmDevice dev = em_device(in);
+    const GpuPlan p = gpu_plan(cc, dev);
+    int64_t zero = 0;
+    EmTensor *g = NULL, *x = NULL, *wc = NULL, *res[3] = {NULL, NULL, NULL};
+    PyObject *tuple = NULL;
+    if (!em_is_float(cc->dt)) return em_fused_no_kernel("convolution_backward");
+    if (!(g = em_fused_operand(gy, p.dt, dev)) || !(x = em_fused_operand(in, p.dt, dev)) ||
+        !(wc = em_fused_operand(w, p.dt, dev)))
+        goto done;
+    for (int k = 0; k < 3; k++) {
+        if (!mask[k]) {
+            res[k] = em_empty(1, &zero, p.dt, dev);
+        } else if (k == 0) {
+            res[k] = em_empty(in->ndim, in->sizes, p.dt, dev);
+            if (res[k] && res[k]->numel && conv_grad_input_gpu(cc, &p, g, wc, res[k]) < 0) goto done;
+        } else if (k == 1) {
+            res[k] = cc->s.N == 0 ? em_zeros(w->ndim, w->sizes, p.dt, dev) : em_empty(w->ndim, w->sizes, p.dt, dev);
+            if (res[k] && res[k]->numel && cc->s.N && conv_grad_weight_gpu(cc, &p, g, x, res[k]) < 0) goto done;
+        } else { /* gb: the sum of gy over the images and positions (the device's reduction) */
+            int64_t to[3] = {cc->s.O, 1, 1}, O = cc->s.O;
+            EmTensor *s = em_sum_to(g, g->ndim - 1, to);
+            res[k] = s ? em_reshape(s, 1, &O) : NULL;
+            Py_XDECREF(s);
+        }
+        if (!res[k]) goto done;
+    }
+    tuple = PyTuple_Pack(3, res[0], res[1], res[2]);
+done:
+    Py_XDECREF(g);
+    Py_XDECREF(x);
+    Py_XDECREF(wc);
+    for (int k = 0; k < 3; k++) Py_XDECREF(res[k]);
+    return tuple;
+}
+
 PyObject *em_impl__convolution(EmCall *c) {
     EmTensor *in = em_arg_tensor(c, 0), *w = em_arg_tensor(c, 1), *bias = em_arg_tensor(c, 2);
     ConvCall cc;
@@ -368,6 +635,7 @@ PyObject *em_impl__convolution(EmCall *c) {
     }
     int64_t shape[4];
     int nd = out_shape(&cc, shape);
+    if (!em_is_cpu(in)) return (PyObject *)conv_forward_gpu(&cc, in, w, bias, nd, shape);
     EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
     if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) ||
         (bias && !(bc = contiguous_as(bias, cc.ct))))
@@ -409,6 +677,7 @@ PyObject *em_impl__convolution_backward(EmCall *c) {
                      em_dtype_name(cc.dt), em_dtype_name((EmDType)gy->dtype));
         return NULL;
     }
+    if (!em_is_cpu(in)) return conv_backward_gpu(&cc, gy, in, w, mask);
     int64_t zero = 0, O = cc.s.O;
     EmTensor *g = NULL, *x = NULL, *wc = NULL, *res[3] = {NULL, NULL, NULL};
     PyObject *tuple = NULL;

@@ -4,8 +4,12 @@
  * `_backward` ops (the adjoints). They check torch's shape rules, build the
  * per-axis index/weight tables (cpu/interp.c, Note [interp layout]) and run
  * the kernel on a contiguous copy; half types compute in float32. Nearest
- * forward copies elements as they are (any float dtype and uint8). */
+ * forward copies elements as they are (any float dtype and uint8). On a GPU
+ * (cudaconv) the same tables go to the device with their inverse maps and
+ * the backend's kernels run (Note [CUDA upsample] in csrc/cuda/upsample.h),
+ * on data kept in its dtype. */
 #include "../cpu/interp.h"
+#include "fused_gpu.h"
 
 typedef struct {
     EmInterpMode mode;
@@ -21,6 +25,68 @@ static EmTensor *contig_as(EmTensor *t, EmDType dt) {
     r = em_contiguous(x);
     Py_DECREF(x);
     return r;
+}
+
+/* cudaconv: one axis's tables on the device. `ints` receives idx [out*taps],
+ * inv_off [in+1] and inv [out*taps] (the taps reading each input position,
+ * ascending: Note [CUDA upsample]) at element *at; `wts` the weights (skipped
+ * when NULL) at *wat; both advance. 0 / -1 with an exception. */
+static int axis_to_device(const EmInterpAxis *a, EmTensor *ints, int64_t *at, EmTensor *wts, int64_t *wat,
+                          int64_t wsz, EmCudaInterpAxis *out) {
+    const int64_t nt = a->out * a->taps, n = nt + a->in + 1 + nt;
+    const int dev = em_device(ints).index;
+    int64_t *h = PyMem_Malloc((size_t)n * sizeof(int64_t));
+    if (!h) return PyErr_NoMemory(), -1;
+    int64_t *off = h + nt, *inv = off + a->in + 1;
+    memcpy(h, a->idx, (size_t)nt * sizeof(int64_t));
+    memset(off, 0, (size_t)(a->in + 1) * sizeof(int64_t));
+    for (int64_t t = 0; t < nt; t++) off[a->idx[t] + 1]++;
+    for (int64_t i = 0; i < a->in; i++) off[i + 1] += off[i];
+    int64_t *fill = PyMem_Malloc((size_t)(a->in > 0 ? a->in : 1) * sizeof(int64_t));
+    if (!fill) {
+        PyMem_Free(h);
+        return PyErr_NoMemory(), -1;
+    }
+    memcpy(fill, off, (size_t)a->in * sizeof(int64_t));
+    for (int64_t t = 0; t < nt; t++) inv[fill[a->idx[t]]++] = t; /* t ascending: (o, k) order */
+    PyMem_Free(fill);
+    int64_t *base = (int64_t *)em_data(ints) + *at;
+    int rc = em_cuda->memcpy(base, dev, h, -1, (size_t)n * sizeof(int64_t), false);
+    PyMem_Free(h);
+    if (rc < 0) return em_cuda_error("upsample tables");
+    *out = (EmCudaInterpAxis){a->taps, a->in, a->out, base, NULL, base + nt, base + nt + a->in + 1};
+    *at += n;
+    if (wts) {
+        char *wd = em_data(wts) + *wat * wsz;
+        if (em_cuda->memcpy(wd, dev, a->w, -1, (size_t)(nt * wsz), false) < 0) return em_cuda_error("upsample weights");
+        out->w = wd;
+        *wat += nt;
+    }
+    return 0;
+}
+
+/* The upsampling of x into y on their GPU (cudaconv) through the host
+ * tables ah, aw (weights of dtype wdt). 0 / -1 with an exception. */
+static int upsample_gpu(bool copies, bool backward, EmTensor *x, EmTensor *y, EmDType wdt, int64_t planes,
+                        const EmInterpAxis *ah, const EmInterpAxis *aw) {
+    const EmDevice dev = em_device(x);
+    int64_t nint = 2 * (ah->out * ah->taps + aw->out * aw->taps) + ah->in + aw->in + 2;
+    int64_t nw = ah->out * ah->taps + aw->out * aw->taps, at = 0, wat = 0, wsz = em_itemsize(wdt);
+    EmTensor *ints = em_empty(1, &nint, EM_INT64, dev), *wts = copies || !ints ? NULL : em_empty(1, &nw, wdt, dev);
+    EmCudaInterpAxis h, w;
+    int rc = -1;
+    if (!ints || (!copies && !wts)) goto done;
+    if (axis_to_device(ah, ints, &at, wts, &wat, wsz, &h) < 0 || axis_to_device(aw, ints, &at, wts, &wat, wsz, &w) < 0)
+        goto done;
+    if (copies)
+        rc = em_cuda->interp_nearest(dev.index, em_itemsize((EmDType)x->dtype), planes, &h, &w, em_data(x), em_data(y));
+    else
+        rc = em_cuda->interp(dev.index, x->dtype, planes, &h, &w, em_data(x), em_data(y), backward);
+    if (rc < 0) em_cuda_error("upsample");
+done:
+    Py_XDECREF(ints);
+    Py_XDECREF(wts);
+    return rc;
 }
 
 /* sizes as torch prints them: [2, 0, 5] */
@@ -41,7 +107,8 @@ static PyObject *upsample(EmCall *c, const UpsampleSpec *sp) {
     bool ac = false;
     double scales[2] = {0, 0};
     char b1[EM_SHAPE_BUF];
-    if (em_check_cpu(t, sp->name) < 0) return NULL;
+    const bool gpu = !em_is_cpu(t);
+    if (gpu && !(em_cuda && em_cuda->interp && em_cuda->interp_nearest)) return em_fused_no_kernel(sp->name);
     if (em_arg_intlist(c, 1, &no, osize) < 0) return NULL;
     EM_CHECK(no == sp->spatial, PyExc_RuntimeError, "It is expected output_size equals to %d, but got size %d",
              sp->spatial, no);
@@ -86,7 +153,7 @@ static PyObject *upsample(EmCall *c, const UpsampleSpec *sp) {
     bool copies = sp->mode <= EM_INTERP_NEAREST_EXACT && !sp->backward; /* nearest forward: any float, uint8 */
     EM_CHECK(em_is_float(dt) || (copies && dt == EM_UINT8), PyExc_NotImplementedError,
              "\"%s\" not implemented for '%s'", sp->name, em_dtype_name(dt));
-    EmDType cdt = copies ? dt : em_compute_dtype(dt);
+    EmDType cdt = copies || gpu ? dt : em_compute_dtype(dt); /* a GPU computes halves in float32 itself */
 
     int64_t planes, plane_out, total; /* sizes are positive (N may be 0): check the products */
     EM_CHECK(!__builtin_mul_overflow(isize[0], isize[1], &planes) && !__builtin_mul_overflow(oh, ow, &plane_out) &&
@@ -94,16 +161,16 @@ static PyObject *upsample(EmCall *c, const UpsampleSpec *sp) {
              PyExc_RuntimeError, "%s: output of %lld x %lld planes of %lld x %lld elements is too large", sp->name,
              (long long)isize[0], (long long)isize[1], (long long)oh, (long long)ow);
     (void)total;
-    EmDType wdt = copies ? EM_FLOAT32 : cdt; /* the weights' dtype (nearest forward reads none) */
+    EmDType wdt = copies ? EM_FLOAT32 : em_compute_dtype(dt); /* the weights' dtype (nearest forward reads none) */
     EM_TRY(x = contig_as(t, cdt));
     if (sp->backward) {
-        EM_TRY(y = em_empty(nd, isize, cdt, em_cpu()));
+        EM_TRY(y = em_empty(nd, isize, cdt, em_device(t)));
     } else {
         shape[0] = isize[0];
         shape[1] = isize[1];
         shape[2] = sp->spatial == 2 ? oh : ow;
         shape[3] = ow;
-        EM_TRY(y = em_empty(nd, shape, cdt, em_cpu()));
+        EM_TRY(y = em_empty(nd, shape, cdt, em_device(t)));
     }
     if (planes > 0) {
         /* the tables after the result: an impossible size fails there, before any work */
@@ -111,6 +178,10 @@ static PyObject *upsample(EmCall *c, const UpsampleSpec *sp) {
         if (sp->spatial == 2) EM_TRY(em_interp_axis(&ah, mode, ih, oh, ac, scales[0], wdt) == 0);
         else EM_TRY(em_interp_axis_unit(&ah, wdt) == 0);
         EM_TRY(em_interp_axis(&aw, mode, iw, ow, ac, scales[sp->spatial - 1], wdt) == 0);
+        if (gpu) {
+            EM_TRY(upsample_gpu(copies, sp->backward, x, y, wdt, planes, &ah, &aw) == 0);
+            goto finished;
+        }
         const char *xd = em_data(x);
         char *yd = em_data(y);
         bool ok = true;
@@ -121,6 +192,7 @@ static PyObject *upsample(EmCall *c, const UpsampleSpec *sp) {
         Py_END_ALLOW_THREADS
         EM_CHECK(ok, PyExc_MemoryError, "%s: out of memory for the kernel's scratch rows", sp->name);
     }
+finished:
     Py_CLEAR(x);
     em_interp_axis_free(&ah);
     em_interp_axis_free(&aw);

@@ -11,7 +11,7 @@ __all__ = [
     "is_available", "device_count", "current_device", "set_device", "device", "device_of",
     "synchronize", "get_device_name", "get_device_capability", "get_device_properties",
     "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-    "set_rng_state", "get_rng_state_all", "set_rng_state_all", "memory_allocated", "memory_summary",
+    "set_rng_state", "get_rng_state_all", "set_rng_state_all", "memory_allocated", "memory_summary", "mem_get_info",
     "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
     "reset_peak_memory_stats", "reset_max_memory_allocated", "empty_cache", "is_bf16_supported",
     "is_initialized", "init", "Stream", "Event", "current_stream", "default_stream", "stream",
@@ -214,6 +214,14 @@ def reset_peak_memory_stats(device=None):
 
 
 reset_max_memory_allocated = reset_peak_memory_stats
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of the device's memory, as the driver reports them
+    (cudaMemGetInfo): the caching allocator's reserved blocks count as used."""
+    if not is_available():
+        raise RuntimeError("ember.cuda.mem_get_info: no CUDA GPU is available")
+    return _C._cuda_mem_get_info(_index(device))
 
 
 def _fmt_bytes(n):
