@@ -99,4 +99,30 @@ int emc_gemm(int dev, int dtype, bool trans_a, bool trans_b, int64_t m, int64_t 
 int emc_random_fill(int dev, int kind, int dtype, void *out, int64_t numel, uint64_t seed,
                     uint64_t offset, double a, double b, int64_t from, uint64_t range);
 
+/* Scratch device memory from the caching allocator for one entry's
+ * duration, freed (stream-ordered) when it goes out of scope; at most 8
+ * buffers. `who` names the entry in the error message. */
+struct EmcScratch {
+    int dev;
+    cudaStream_t s;
+    const char *who;
+    void *ptr[8];
+    size_t size[8];
+    int n = 0;
+    EmcScratch(int d, cudaStream_t st, const char *w = "scratch") : dev(d), s(st), who(w) {}
+    void *get(size_t bytes) {
+        if (n == 8) return emc_fail("%s: too many scratch buffers", who), nullptr;
+        void *p = emc_alloc(dev, bytes ? bytes : 1, (EmCudaStream)s);
+        if (!p) return nullptr; /* the allocator left its message */
+        ptr[n] = p;
+        size[n++] = bytes ? bytes : 1;
+        return p;
+    }
+    ~EmcScratch() {
+        while (n-- > 0) emc_free(dev, ptr[n], size[n], (EmCudaStream)s);
+    }
+    EmcScratch(const EmcScratch &) = delete;
+    EmcScratch &operator=(const EmcScratch &) = delete;
+};
+
 #endif

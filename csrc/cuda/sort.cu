@@ -27,27 +27,9 @@ unsigned grid_for(int64_t work, int threads = kThreads) {
     return (unsigned)(b < 1 ? 1 : b > 65535 * 16 ? 65535 * 16 : b);
 }
 
-// Scratch from the caching allocator, freed (stream-ordered) with the scope.
-struct Scratch {
-    int dev;
-    cudaStream_t s;
-    void *ptr[8];
-    size_t size[8];
-    int n = 0;
-    Scratch(int d, cudaStream_t st) : dev(d), s(st) {}
-    void *get(size_t bytes) {
-        if (n == 8) return emc_fail("sort: too many scratch buffers"), nullptr;
-        void *p = emc_alloc(dev, bytes ? bytes : 1, s);
-        if (!p) return nullptr; // the allocator left its message
-        ptr[n] = p;
-        size[n++] = bytes ? bytes : 1;
-        return p;
-    }
-    ~Scratch() {
-        while (n-- > 0) emc_free(dev, ptr[n], size[n], s);
-    }
-    Scratch(const Scratch &) = delete;
-    Scratch &operator=(const Scratch &) = delete;
+// scratch memory for the entry (runtime.h)
+struct Scratch : EmcScratch {
+    Scratch(int d, cudaStream_t st) : EmcScratch(d, st, "sort") {}
 };
 
 int launched(const char *what) { return emc_check(cudaGetLastError(), what); }
