@@ -95,3 +95,27 @@ class OnDevice:
 
     def __repr__(self):
         return f"<ember on {self.device}>"
+
+
+class native:
+    """Asserts that none of the named ops took Note [CUDA fallback] inside the
+    block and, on the fake backend, that the backend entries named in
+    `entries` ran (_C._cuda_fake_counters)."""
+
+    def __init__(self, *ops, entries=()):
+        self.ops, self.entries = ops, entries
+
+    def __enter__(self):
+        ember._C._cuda_fallback_counts(True)
+        self.fake = ember._C._cuda_backend_name() == "fake"
+        self.before = ember._C._cuda_fake_counters() if self.fake else None
+
+    def __exit__(self, *exc):
+        counts = ember._C._cuda_fallback_counts(True)
+        if exc[0] is None:
+            fell = {op: counts[op] for op in self.ops if op in counts}
+            assert not fell, f"took the fallback: {fell}"
+            if self.fake:
+                after = ember._C._cuda_fake_counters()
+                for e in self.entries:
+                    assert after[e] > self.before[e], f"the backend entry {e} did not run"

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ember
+from cuda_common import native
 import ember.nn.functional as F
 from ember import _C
 from ember.autograd import gradcheck
@@ -22,28 +23,6 @@ TOL = {ember.float32: 1e-5, ember.float64: 1e-12, ember.float16: 2e-3, ember.bfl
 CONV_OPS = ("_convolution", "_convolution_backward", "_im2col", "_col2im")
 
 
-class native:
-    """Asserts that none of the named ops took Note [CUDA fallback] inside the
-    block and, on the fake backend, that the backend entries named in
-    `entries` ran (_C._cuda_fake_counters)."""
-
-    def __init__(self, *ops, entries=()):
-        self.ops, self.entries = ops, entries
-
-    def __enter__(self):
-        _C._cuda_fallback_counts(True)
-        self.fake = _C._cuda_backend_name() == "fake"
-        self.before = _C._cuda_fake_counters() if self.fake else None
-
-    def __exit__(self, *exc):
-        counts = _C._cuda_fallback_counts(True)
-        if exc[0] is None:
-            fell = {op: counts[op] for op in self.ops if op in counts}
-            assert not fell, f"took the fallback: {fell}"
-            if self.fake:
-                after = _C._cuda_fake_counters()
-                for e in self.entries:
-                    assert after[e] > self.before[e], f"the backend entry {e} did not run"
 
 
 def _arr(seed, *shape):

@@ -16,31 +16,11 @@ import numpy as np
 import pytest
 
 import ember
+from cuda_common import native
 import ember.nn.functional as F
 from ember import _C
 
 
-class native:
-    """None of `ops` took Note [CUDA fallback] inside the block; on the fake,
-    each backend entry in `entries` ran."""
-
-    def __init__(self, *ops, entries=()):
-        self.ops, self.entries = ops, entries
-
-    def __enter__(self):
-        _C._cuda_fallback_counts(True)
-        self.fake = _C._cuda_backend_name() == "fake"
-        self.before = _C._cuda_fake_counters() if self.fake else None
-
-    def __exit__(self, *exc):
-        counts = _C._cuda_fallback_counts(True)
-        if exc[0] is None:
-            fell = {op: counts[op] for op in self.ops if op in counts}
-            assert not fell, f"took the fallback: {fell}"
-            if self.fake:
-                after = _C._cuda_fake_counters()
-                for e in self.entries:
-                    assert after[e] > self.before[e], f"the backend entry {e} did not run"
 
 
 def on_gpu(t):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember import _C
+from cuda_common import native
 
 DTYPES = [ember.float32, ember.float64, ember.float16, ember.bfloat16, ember.int64, ember.int32, ember.uint8,
           ember.bool]
@@ -62,20 +62,6 @@ def same(g, c):
         np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
 
 
-class native:
-    """Asserts that the named ops ran natively inside the block (no fallback)."""
-
-    def __init__(self, *names):
-        self.names = names
-
-    def __enter__(self):
-        _C._cuda_fallback_counts(True)
-
-    def __exit__(self, *exc):
-        counts = _C._cuda_fallback_counts(True)
-        if exc[0] is None:
-            took = [n for n in self.names if n in counts]
-            assert not took, f"took Note [CUDA fallback]: {took} ({counts})"
 
 
 def layouts(x):
