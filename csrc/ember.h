@@ -471,6 +471,17 @@ static inline int em_threads_for(int64_t items, double work) {
     if (em_num_threads <= 1 || items < 2 || work < 2.0 * EM_GRAIN) return 1;
     return em_num_threads < items ? em_num_threads : (int)items;
 }
+/* Lists of tensors (ops/foreach.c): fn(ctx, k, chunk, lo, hi) for the
+ * EM_CHUNK-element pieces [lo, hi) of n arrays of sizes[k] elements, all in
+ * one parallel region (the GIL released for large work); `chunk` numbers the
+ * pieces across the arrays in order. The split does not depend on the thread
+ * count. */
+#define EM_CHUNK 8192
+typedef void (*EmChunkFn)(void *ctx, Py_ssize_t k, int64_t chunk, int64_t lo, int64_t hi);
+void em_parallel_chunks(Py_ssize_t n, const int64_t *sizes, EmChunkFn fn, void *ctx);
+/* Sums of squares in double (the lanes of vector_norm's kernel). */
+double em_cpu_sumsq_f32(const float *x, int64_t n);
+double em_cpu_sumsq_f64(const double *x, int64_t n);
 
 /* -------------------------------------------------------------- reductions */
 
@@ -712,6 +723,10 @@ int em_arg_scalar(EmCall *c, int i, EmScalar *out);
 int em_arg_operand(EmCall *c, int i, EmOperand *out);
 int em_arg_intlist(EmCall *c, int i, int *n, int64_t *vals);
 int em_arg_dtype(EmCall *c, int i, EmDType *out); /* 0 given, 1 None, -1 error */
+/* A TensorList argument as a fast sequence (new reference) of tensors, or
+ * NULL with TypeError; *n >= 0: it must have that length (RuntimeError),
+ * else *n is set to it. */
+PyObject *em_arg_tensor_list(EmCall *c, int i, Py_ssize_t *n);
 /* A Python value as an elementwise operand (tensor or weak scalar); 1 when
  * it is neither (the number protocol then returns NotImplemented). */
 int em_to_operand(PyObject *o, EmOperand *out);

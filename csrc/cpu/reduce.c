@@ -471,6 +471,8 @@ LANES_AT(norm2, FLOAT16, uint16_t, float, LD_F16, double, 0, 0)
 LANES_AT(norm2, BFLOAT16, uint16_t, float, LD_BF16, double, 0, 0)
 LANES_AT(norm2, FLOAT64, double, double, LD_PLAIN, double, 0, 0)
 HYBRID_F32_FN(norm2_lanes_FLOAT32, F_SQR, F_SQR)
+double em_cpu_sumsq_f32(const float *x, int64_t n) { return norm2_lanes_FLOAT32(x, n, 0.0); }
+double em_cpu_sumsq_f64(const double *x, int64_t n) { return norm2_lanes_FLOAT64(x, n, 0.0); }
 RED_KERNELS(norm2, RT_FLOAT)
 
 #define normp_ACC norm_ACC

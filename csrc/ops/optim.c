@@ -32,9 +32,6 @@
  * 0-d CPU tensors as the optimizers keep them, or copied over once).
  */
 #include "ember.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #include "ops/fused_gpu.h"
 #include "cpu/reduce.h" /* EM_CLONES */
 
@@ -131,6 +128,11 @@ static void adam_job_run(const AdamJob *j, int64_t lo, int64_t hi) {
     }
 }
 
+static void adam_chunk(void *ctx, Py_ssize_t k, int64_t chunk, int64_t lo, int64_t hi) {
+    (void)chunk;
+    adam_job_run((const AdamJob *)ctx + k, lo, hi);
+}
+
 /* One parameter's step on host memory (the fake CUDA backend runs it). */
 void em_cpu_adam_step(int dtype, void *p, const void *g, void *m, void *v, void *vmax, int64_t n, double lr,
                       double beta1, double beta2, double weight_decay, double eps, double step, bool maximize,
@@ -139,32 +141,6 @@ void em_cpu_adam_step(int dtype, void *p, const void *g, void *m, void *v, void 
                  {lr, beta1, beta2, weight_decay, eps, lr / (1.0 - pow(beta1, step)), sqrt(1.0 - pow(beta2, step)),
                   maximize, decoupled}};
     adam_job_run(&j, 0, n);
-}
-
-/* The list argument `i` as a fast sequence (new reference) of n tensors, or
- * NULL with TypeError. n < 0: take its length. */
-static PyObject *tensor_list(EmCall *c, int i, Py_ssize_t *n) {
-    const char *name = PyUnicode_AsUTF8(c->def->sig.params[i].name);
-    PyObject *seq = PySequence_Fast(c->args[i], "expected a list of tensors");
-    if (!seq) return NULL;
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
-    if (*n >= 0 && len != *n) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): Tensor list '%s' must have the same length as 'self' (%zd), but got %zd",
-                     c->def->name, name, *n, len);
-        Py_DECREF(seq);
-        return NULL;
-    }
-    for (Py_ssize_t k = 0; k < len; k++) {
-        if (!em_is_tensor(PySequence_Fast_GET_ITEM(seq, k))) {
-            PyErr_Format(PyExc_TypeError, "%s(): expected Tensor as element %zd in '%s', but got %.100s",
-                         c->def->name, k, name, Py_TYPE(PySequence_Fast_GET_ITEM(seq, k))->tp_name);
-            Py_DECREF(seq);
-            return NULL;
-        }
-    }
-    *n = len;
-    return seq;
 }
 
 /* Check that t can be written by the fused step as the `what` of parameter
@@ -260,6 +236,7 @@ PyObject *em_impl_fused_adam(EmCall *c) {
     enum { P, G, M, V, VMAX, STEPS };
     PyObject *lists[6] = {NULL};
     AdamJob *jobs = NULL;
+    int64_t *sizes = NULL;
     PyObject *result = NULL;
     const char *name = c->def->name;
     bool decoupled = c->def == &em_op_defs[EM_OP__fused_adamw_];
@@ -270,12 +247,12 @@ PyObject *em_impl_fused_adam(EmCall *c) {
            em_arg_float(c, 10, &eps) == 0 && em_arg_bool(c, 11, &maximize) == 0);
 
     Py_ssize_t n = -1, nmax = -1;
-    EM_TRY(lists[P] = tensor_list(c, P, &n));
-    EM_TRY(lists[G] = tensor_list(c, G, &n));
-    EM_TRY(lists[M] = tensor_list(c, M, &n));
-    EM_TRY(lists[V] = tensor_list(c, V, &n));
-    EM_TRY(lists[VMAX] = tensor_list(c, VMAX, &nmax));
-    EM_TRY(lists[STEPS] = tensor_list(c, STEPS, &n));
+    EM_TRY(lists[P] = em_arg_tensor_list(c, P, &n));
+    EM_TRY(lists[G] = em_arg_tensor_list(c, G, &n));
+    EM_TRY(lists[M] = em_arg_tensor_list(c, M, &n));
+    EM_TRY(lists[V] = em_arg_tensor_list(c, V, &n));
+    EM_TRY(lists[VMAX] = em_arg_tensor_list(c, VMAX, &nmax));
+    EM_TRY(lists[STEPS] = em_arg_tensor_list(c, STEPS, &n));
     bool amsgrad = nmax > 0;
     EM_CHECK(!amsgrad || nmax == n, PyExc_RuntimeError,
              "%s(): Tensor list 'max_exp_avg_sqs' must be empty or have the same length as 'self' (%zd), "
@@ -286,7 +263,8 @@ PyObject *em_impl_fused_adam(EmCall *c) {
         goto fail;
     }
     jobs = PyMem_Calloc(n ? n : 1, sizeof(AdamJob));
-    if (!jobs) {
+    sizes = PyMem_Calloc(n ? n : 1, sizeof(int64_t));
+    if (!jobs || !sizes) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -341,33 +319,10 @@ PyObject *em_impl_fused_adam(EmCall *c) {
         EM_TRY(adam_gpu(jobs, n, em_device((EmTensor *)PySequence_Fast_GET_ITEM(lists[P], 0))) == 0);
         goto versions;
     }
-    /* All parameters in one parallel region: the chunks of every tensor, in
-     * order, cut into one contiguous run per thread (a region per tensor
-     * cost a fork and a barrier for each bias and norm weight). */
-    enum { CHUNK = 8192 };
-    int64_t total = 0, nchunks = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        total += jobs[k].n;
-        nchunks += (jobs[k].n + CHUNK - 1) / CHUNK;
-    }
-    int nt = total >= 2 * EM_GRAIN && em_num_threads > 1 ? em_num_threads : 1;
-    if (nt > nchunks) nt = nchunks > 0 ? (int)nchunks : 1;
-    PyThreadState *ts = total >= EM_GRAIN ? PyEval_SaveThread() : NULL;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-#ifdef _OPENMP
-        int tid = omp_get_thread_num(), T = omp_get_num_threads();
-#else
-        int tid = 0, T = 1;
-#endif
-        int64_t b0 = nchunks * tid / T, b1 = nchunks * (tid + 1) / T, b = 0;
-        for (Py_ssize_t k = 0; k < n && b < b1; k++) {
-            const AdamJob *j = &jobs[k];
-            for (int64_t lo = 0; lo < j->n && b < b1; lo += CHUNK, b++)
-                if (b >= b0) adam_job_run(j, lo, lo + CHUNK < j->n ? lo + CHUNK : j->n);
-        }
-    }
-    if (ts) PyEval_RestoreThread(ts);
+    /* All parameters in one parallel region (a region per tensor cost a fork
+     * and a barrier for each bias and norm weight). */
+    for (Py_ssize_t k = 0; k < n; k++) sizes[k] = jobs[k].n;
+    em_parallel_chunks(n, sizes, adam_chunk, jobs);
 
 versions:
     /* Note [when versions change]: every written tensor */
@@ -381,5 +336,6 @@ versions:
 fail:
     for (int l = 0; l < 6; l++) Py_XDECREF(lists[l]);
     PyMem_Free(jobs);
+    PyMem_Free(sizes);
     return result;
 }

@@ -59,6 +59,8 @@ for _name in dir(_C):
     if not _name.startswith("_") and _name not in _skip:
         globals()[_name] = getattr(_C, _name)
 del _name, _skip
+# torch's private list ops, which user code and optimizers call by these names
+_foreach_norm, _foreach_mul_ = _C._foreach_norm, _C._foreach_mul_
 
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from .random import (manual_seed, seed, initial_seed, get_rng_state,  # noqa: E402

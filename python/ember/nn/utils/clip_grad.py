@@ -24,7 +24,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         return _C.tensor(0.0)
     from ...linalg import vector_norm
     with no_grad():
-        norms = [vector_norm(t, norm_type) for t in tensors]
+        # one parallel pass over all of them (ops/foreach.c)
+        norms = _C._foreach_norm(tensors, norm_type)
         total = vector_norm(_C.stack([n.to(tensors[0].dtype) for n in norms]), norm_type)
     if error_if_nonfinite and (bool(total.isnan()) or bool(total.isinf())):
         raise RuntimeError(
@@ -41,8 +42,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         return
     with no_grad():
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(coef.to(g.dtype))
+        _C._foreach_mul_(grads, coef)
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
