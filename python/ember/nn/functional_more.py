@@ -289,10 +289,11 @@ def hardshrink(input, lambd=0.5):
 
 
 def softshrink(input, lambd=0.5):
-    """x - lambd above lambd, x + lambd below -lambd, 0 between: x - clamp(x, -lambd, lambd)."""
+    """x - lambd above lambd, x + lambd below -lambd, 0 between (and on the bounds: no gradient there)."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return input - input.clamp(-lambd, lambd)
+    zero = _C.zeros((), dtype=input.dtype, device=input.device)
+    return _C.where(input > lambd, input - lambd, _C.where(input < -lambd, input + lambd, zero))
 
 
 def tanhshrink(input):
@@ -444,7 +445,7 @@ def _max_unpool2d(input, indices, size):
     flat_idx = indices.reshape(*lead, -1)
     if flat_idx.numel() and bool(((flat_idx < 0) | (flat_idx >= oh * ow)).any()):
         bad = int(flat_idx[(flat_idx < 0) | (flat_idx >= oh * ow)][0])
-        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size {oh}x{ow}")
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size {oh}x{ow})")
     out = _C.zeros(lead + (oh * ow,), dtype=input.dtype, device=input.device)
     return out.scatter(input.dim() - 2, flat_idx, input.reshape(*lead, -1)).reshape(*lead, oh, ow)
 
@@ -507,6 +508,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         offsets = _C.arange(0, input.numel(), max(input.shape[1], 1), device=input.device)
         if input.shape[1] == 0:
             offsets = _C.zeros(input.shape[0], dtype=input.dtype, device=input.device)
+        include_last_offset = False  # the offsets made here have no end entry
         input = input.reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
@@ -519,6 +521,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
