@@ -41,6 +41,13 @@ def _sizes(t):
     return f"torch.Size({list(t.shape)})"
 
 
+def _tensors(fn, **args):
+    """TypeError, as torch's argument parser raises, for an argument that is not a Tensor."""
+    for pos, (name, v) in enumerate(args.items()):
+        if not isinstance(v, _C.Tensor):
+            raise TypeError(f"{fn}(): argument '{name}' (position {pos + 1}) must be Tensor, not {type(v).__name__}")
+
+
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), target in {1, -1}."""
     reduction = _reduction(reduction, size_average, reduce)
@@ -255,6 +262,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 def prelu(input, weight):
     """x where x > 0, else weight * x; weight has one entry or one per channel (dim 1)."""
+    _tensors("prelu", input=input, weight=weight)
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     channels = input.shape[1] if input.dim() >= 2 else 1
@@ -269,6 +277,7 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element
     in training, and is (lower + upper) / 2 in evaluation."""
+    _tensors("rrelu", input=input)
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     from ..autograd.grad_mode import no_grad
@@ -285,11 +294,13 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
+    _tensors("hardshrink", input=input)
     return input.masked_fill((input >= -lambd) & (input <= lambd), 0.0)
 
 
 def softshrink(input, lambd=0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between (and on the bounds: no gradient there)."""
+    _tensors("softshrink", input=input)
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     zero = _C.zeros((), dtype=input.dtype, device=input.device)
@@ -297,6 +308,7 @@ def softshrink(input, lambd=0.5):
 
 
 def tanhshrink(input):
+    _tensors("tanhshrink", input=input)
     return input - input.tanh()
 
 
@@ -337,6 +349,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 def pixel_shuffle(input, upscale_factor):
     """(*, C r^2, H, W) -> (*, C, H r, W r)."""
+    _tensors("pixel_shuffle", input=input)
     r = int(upscale_factor)
     if input.dim() < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
@@ -355,6 +368,7 @@ def pixel_shuffle(input, upscale_factor):
 
 def pixel_unshuffle(input, downscale_factor):
     """(*, C, H r, W r) -> (*, C r^2, H, W): pixel_shuffle's inverse."""
+    _tensors("pixel_unshuffle", input=input)
     r = int(downscale_factor)
     if input.dim() < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
@@ -376,6 +390,7 @@ def pixel_unshuffle(input, downscale_factor):
 
 def channel_shuffle(input, groups):
     """(N, g * k, *) -> the channels regrouped as k groups of g: view (N, g, k, *), swap, flatten."""
+    _tensors("channel_shuffle", input=input)
     if input.dim() <= 2:
         raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
                            f"{list(input.shape)}")
@@ -393,6 +408,7 @@ native_channel_shuffle = channel_shuffle
 
 def pdist(input, p=2):
     """p-norm distances between the rows of an (N, M) input, for i < j in row-major order: N (N - 1) / 2 values."""
+    _tensors("pdist", input=input)
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if not input.is_floating_point():
