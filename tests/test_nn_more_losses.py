@@ -308,3 +308,76 @@ def test_gradcheck_composite_losses():
     assert gradcheck(lambda a: F.multilabel_soft_margin_loss(a, (yl > 0).double()), (x,))
     z = ember.tensor(r.standard_normal((3, 4))).requires_grad_()
     assert gradcheck(lambda a, b: F.triplet_margin_loss(a, b, b * 0.5, margin=5.0), (x, z))
+
+
+# ----------------------------------------------------------------- CTC
+
+CTC_CASES = [  # targets, input_lengths, target_lengths
+    (np.array([[1, 2, 2], [3, 3, 0], [4, 1, 1]]), [7, 6, 4], [3, 2, 1]),
+    (np.array([1, 2, 2, 3, 3, 4]), [7, 7, 5], [3, 2, 1]),  # concatenated targets
+    (np.array([[1, 1, 1], [2, 0, 0], [0, 0, 0]]), [2, 7, 0], [3, 1, 0]),  # impossible, one-label, empty
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("case", range(len(CTC_CASES)))
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_loss_matches_torch(case, reduction, zero_infinity):
+    tg, il, tl = CTC_CASES[case]
+    x = rng(13).standard_normal((7, 3, 5))
+    e_tg, t_tg = ember.tensor(tg), _torch.tensor(tg)
+    if case == 2 and not zero_infinity:
+        e_x, t_x = ember.tensor(x), _torch.tensor(x)
+        eo = F.ctc_loss(e_x.log_softmax(2), e_tg, il, tl, reduction=reduction)
+        to = _torch.nn.functional.ctc_loss(t_x.log_softmax(2), t_tg, il, tl, reduction=reduction)
+        np.testing.assert_allclose(eo.numpy(), to.numpy(), rtol=1e-10)  # inf where no alignment exists
+        return
+    # through log_softmax: torch's CTC gradient assumes normalized log-probabilities
+    check(lambda a: F.ctc_loss(a.log_softmax(2), e_tg, il, tl, reduction=reduction, zero_infinity=zero_infinity),
+          lambda a: _torch.nn.functional.ctc_loss(a.log_softmax(2), t_tg, il, tl, reduction=reduction,
+                                                  zero_infinity=zero_infinity), [x])
+
+
+@needs_torch
+def test_ctc_module_unbatched_blank_and_errors():
+    x = rng(14).standard_normal((6, 4))
+    em, tm = nn.CTCLoss(blank=3, zero_infinity=True), _torch.nn.CTCLoss(blank=3, zero_infinity=True)
+    assert repr(em) == repr(tm) == "CTCLoss()"
+    check(lambda a: em(a.log_softmax(1), ember.tensor([0, 1, 1]), ember.tensor(6), ember.tensor(3)),
+          lambda a: tm(a.log_softmax(1), _torch.tensor([0, 1, 1]), _torch.tensor(6), _torch.tensor(3)), [x])
+    lp = rng(15).standard_normal((6, 2, 5))
+    e, t = ember.tensor(lp), _torch.tensor(lp)
+    E, T = ember.tensor([[1, 2], [3, 3]]), _torch.tensor([[1, 2], [3, 3]])
+    for ea, ta, kw in [((e, E, [7, 6], [2, 2]), (t, T, [7, 6], [2, 2]), {}),
+                       ((e, E, [6, 6], [3, 2]), (t, T, [6, 6], [3, 2]), {}),
+                       ((e, E, [6], [2, 2]), (t, T, [6], [2, 2]), {}),
+                       ((e, E, [6, 6], [2, -1]), (t, T, [6, 6], [2, -1]), {}),
+                       ((e, E, [6, 6], [2, 2]), (t, T, [6, 6], [2, 2]), {"blank": 5}),
+                       ((e, E, 6, 2), (t, T, 6, 2), {})]:
+        errors_match(lambda: F.ctc_loss(*ea, **kw), lambda: _torch.nn.functional.ctc_loss(*ta, **kw))
+
+
+def test_ctc_loss_by_hand():
+    # T = 2, target "a": alignments "a a", "a -", "- a" -> p = pa0 pa1 + pa0 pb1 + pb0 pa1
+    p = np.array([[0.6, 0.4], [0.3, 0.7]])  # columns: blank, a
+    lp = ember.tensor(np.log(p)).unsqueeze(1)
+    want = -np.log(p[0, 1] * p[1, 1] + p[0, 1] * p[1, 0] + p[0, 0] * p[1, 1])
+    got = F.ctc_loss(lp, ember.tensor([[1]]), [2], [1], reduction="sum")
+    assert float(got) == pytest.approx(want, rel=1e-12)
+    # a repeated label needs a blank between: "a a" over T = 2 has one alignment ("a - a" needs 3 steps)
+    got = F.ctc_loss(lp, ember.tensor([[1, 1]]), [2], [2], reduction="none")
+    assert float(got) == float("inf")
+    assert float(F.ctc_loss(lp, ember.tensor([[1, 1]]), [2], [2], zero_infinity=True)) == 0.0
+    # the gradient of the loss (through log_softmax) against central differences
+    x = rng(16).standard_normal((5, 2, 4))
+    tg, il, tl = ember.tensor([[1, 2], [3, 0]]), [5, 4], [2, 1]
+    f = lambda a: float(F.ctc_loss(ember.tensor(a).log_softmax(2), tg, il, tl))  # noqa: E731
+    xt = ember.tensor(x).requires_grad_()
+    F.ctc_loss(xt.log_softmax(2), tg, il, tl).backward()
+    num = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = 1e-6
+        num[i] = (f(x + d) - f(x - d)) / 2e-6
+    np.testing.assert_allclose(xt.grad.numpy(), num, rtol=1e-5, atol=1e-8)

@@ -595,3 +595,134 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             0, bag_of, _C.ones(bag_of.shape[0], dtype=weight.dtype, device=weight.device))
         out = out / count.clamp_min(1).unsqueeze(1)
     return out
+
+
+# ---------------------------------------------------------------------------
+# CTC: the forward (alpha) recursion in log space, one step of ember ops per
+# time step, so autograd gives the gradient (the true one with respect to
+# log_probs; through a log_softmax it equals torch's, whose formula assumes
+# normalized log_probs)
+
+__all__ += ["ctc_loss"]
+
+
+def _lengths(v, name, n, limit, ref):
+    """input_lengths / target_lengths as a list of n ints within [0, limit]."""
+    if isinstance(v, _C.Tensor):
+        if v.is_floating_point():
+            raise RuntimeError(f"ctc_loss: {name} must be of an integer dtype, but got {v.dtype}")
+        vals = [int(x) for x in v.reshape(-1).tolist()]
+    elif isinstance(v, (list, tuple)):
+        vals = [int(x) for x in v]
+    else:
+        raise TypeError(f"ctc_loss(): argument '{name}' must be tuple of ints or Tensor, not {type(v).__name__}")
+    if len(vals) != n:
+        raise RuntimeError(f"{name} must be of size batch_size")
+    for x in vals:
+        if x < 0:
+            raise RuntimeError(f"Expected {name} to have value at least 0, but got value {x} (while checking "
+                               f"arguments for ctc_loss)")
+        if limit is not None and x > limit:
+            raise RuntimeError(f"Expected {name} to have value at most {limit}, but got value {x} (while checking "
+                               f"arguments for ctc_loss ({ref}))")
+    return vals
+
+
+def _logaddexp_safe(terms):
+    """log(sum(exp(t))) over a list of same-shape tensors; -inf (with zero
+    gradient, not NaN) where every term is -inf. The max is detached: the
+    gradient of the sum does not depend on it."""
+    m = terms[0]
+    for t in terms[1:]:
+        m = _C.maximum(m, t)
+    m = m.detach()
+    dead = m == float("-inf")
+    m = m.masked_fill(dead, 0.0)
+    total = (terms[0] - m).exp()
+    for t in terms[1:]:
+        total = total + (t - m).exp()
+    return (total.masked_fill(dead, 1.0).log() + m).masked_fill(dead, float("-inf"))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """Connectionist temporal classification: -log of the total probability of
+    the alignments of each target (blanks between and around its labels,
+    repeats merged) under log_probs (T, N, C) or (T, C). targets: (N, S)
+    padded, or the N targets concatenated. 'mean' divides each loss by its
+    target length (at least 1) before averaging over the batch."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _tensors("ctc_loss", log_probs=log_probs, targets=targets)
+    if log_probs.dim() not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs of 2 or 3 dimensions ((T, C) or (T, N, C)), but got "
+                           f"{list(log_probs.shape)}")
+    batched = log_probs.dim() == 3
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    T, N, C = lp.shape
+    if not 0 <= blank < C:
+        raise RuntimeError("blank must be in label range")
+    in_len = _lengths(input_lengths, "input_lengths", N, T, "input")
+    tg_len = _lengths(target_lengths, "target_lengths", N, None, "target")
+    tg = targets.long()
+    if tg.dim() == 2 and batched:
+        S = tg.shape[1]
+        for x in tg_len:
+            if x > S:
+                raise RuntimeError(f"Expected tensor to have size at least {x} at dimension 1, but got size {S} for "
+                                   f"argument #2 'targets' (while checking arguments for ctc_loss)")
+        padded = [tg[i, :tg_len[i]] for i in range(N)]
+    else:  # the targets of the batch one after another
+        flat = tg.reshape(-1)
+        if sum(tg_len) > flat.numel():
+            raise RuntimeError(f"ctc_loss: targets hold {flat.numel()} labels, fewer than the {sum(tg_len)} that "
+                               f"target_lengths {tg_len} need")
+        starts = [sum(tg_len[:i]) for i in range(N)]
+        padded = [flat[starts[i]:starts[i] + tg_len[i]] for i in range(N)]
+    S = max(tg_len + [0])
+    L = 2 * S + 1
+    # extended labels: blank, l1, blank, l2, ..., blank (padded with blanks)
+    ext = _C.full((N, L), blank, dtype=_C._dtypes["int64"], device=lp.device)
+    for i, t in enumerate(padded):
+        if t.numel():
+            if bool(((t < 0) | (t >= C)).any()):
+                raise RuntimeError(f"ctc_loss: target labels must be in [0, {C}), got {t.tolist()}")
+            ext[i, 1:2 * t.numel():2] = t
+    # a label may also come from two places back when it differs from that one and is not blank
+    skip = _C.zeros((N, L), dtype=_C._dtypes["bool"], device=lp.device)
+    if L > 2:
+        skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    neg_inf = float("-inf")
+    emit = [lp[t].gather(1, ext) for t in range(T)]  # (N, L) log-probability of each state's label
+    first = _C.full((N, L), neg_inf, dtype=lp.dtype, device=lp.device)
+    keep0 = _C.zeros((N, L), dtype=_C._dtypes["bool"], device=lp.device)
+    keep0[:, 0] = True
+    if L > 1:
+        keep0[:, 1] = True
+    alive = _C.tensor([n > 0 for n in in_len], device=lp.device).unsqueeze(1)
+    # an input of length 0 has one (empty) alignment: log 1 in state 0, reachable only by an empty target
+    empty = first.masked_fill(keep0 & ~alive, 0.0)
+    empty[:, 1:] = neg_inf
+    alpha = empty if T == 0 else _C.where(keep0 & alive, emit[0], empty)
+    pad1 = _C.full((N, 1), neg_inf, dtype=lp.dtype, device=lp.device)
+    pad2 = _C.full((N, min(2, L)), neg_inf, dtype=lp.dtype, device=lp.device)
+    for t in range(1, T):
+        prev1 = _C.cat([pad1, alpha[:, :-1]], 1) if L > 1 else pad1
+        prev2 = _C.cat([pad2, alpha[:, :-2]], 1).masked_fill(~skip, neg_inf) if L > 2 else pad1.expand(N, L)
+        step = _logaddexp_safe([alpha, prev1, prev2]) + emit[t]
+        running = _C.tensor([t < n for n in in_len], device=lp.device).unsqueeze(1)
+        alpha = _C.where(running, step, alpha)  # a sample's alpha stops at its input length
+    end = _C.tensor([2 * n for n in tg_len], device=lp.device).unsqueeze(1)
+    last = alpha.gather(1, end).squeeze(1)
+    before = alpha.gather(1, (end - 1).clamp_min(0)).squeeze(1)
+    before = before.masked_fill(end.squeeze(1) == 0, neg_inf)
+    loss = -_logaddexp_safe([last, before])
+    if zero_infinity:
+        loss = loss.masked_fill(loss == float("inf"), 0.0)
+    if not batched:
+        loss = loss.squeeze(0)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    lengths = _C.tensor(tg_len, dtype=loss.dtype, device=loss.device).clamp_min(1)
+    return (loss / (lengths if batched else lengths.squeeze(0))).mean()
