@@ -443,3 +443,56 @@ def test_batchnorm3d_against_numpy():
     y = nn.InstanceNorm3d(3)(ember.tensor(x)).numpy()
     mu, v = x.mean((2, 3, 4), keepdims=True), x.var((2, 3, 4), keepdims=True)
     np.testing.assert_allclose(y, (x - mu) / np.sqrt(v + 1e-5), rtol=1e-9)
+
+
+# ----------------------------------------------------------------- on the GPU (or the fake backend)
+
+def test_composites_run_on_cuda_like_on_cpu(cuda):
+    """Each composite keeps its tensors on the input's device: the CUDA result
+    and gradient equal the CPU's (Note [fake CUDA] without a GPU)."""
+    r = rng(20)
+    x = r.standard_normal((2, 8, 4, 6))
+    idx = r.integers(0, 10, 9)
+    w = r.standard_normal((10, 3))
+    lp = r.standard_normal((6, 2, 5))
+    cases = [
+        (lambda a: F.prelu(a, ember.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], device=a.device)), x),
+        (lambda a: F.softshrink(a) + F.hardshrink(a) + F.tanhshrink(a), x),
+        (lambda a: F.local_response_norm(a, 3), x),
+        (lambda a: F.pixel_unshuffle(F.pixel_shuffle(a, 2), 2) * F.channel_shuffle(a, 4), x),
+        (lambda a: F.pdist(a[0, 0]), x),
+        (lambda a: F.lp_pool2d(a.abs() + 0.1, 2, 2), x),
+        (lambda a: F.pad(a, (1, 2, 2, 1), "reflect"), x),
+        (lambda a: F.multi_margin_loss(a[0, 0], ember.tensor([1, 0, 5, 2], device=a.device)), x),
+        (lambda a: F.multilabel_margin_loss(a[0, 0], ember.tensor([[1, -1, 0, 0, 0, 0]] * 4, device=a.device)), x),
+        (lambda a: F.gaussian_nll_loss(a, a * 0.5, 0.3, full=True) + F.poisson_nll_loss(a, a.abs()), x),
+        (lambda a: F.triplet_margin_loss(a[0, 0], a[0, 1], a[1, 0], swap=True), x),
+        (lambda a: F.cosine_embedding_loss(a[0, 0], a[0, 1], ember.tensor([1.0, -1, 1, -1], device=a.device)), x),
+        (lambda a: F.embedding_bag(ember.tensor(idx, device=a.device), a, ember.tensor([0, 2, 2, 6], device=a.device),
+                                   mode="max"), w),
+        (lambda a: F.embedding_bag(ember.tensor(idx, device=a.device), a, ember.tensor([0, 4], device=a.device),
+                                   padding_idx=2), w),
+        (lambda a: F.ctc_loss(a.log_softmax(2), ember.tensor([[1, 2], [3, 0]], device=a.device), [6, 5], [2, 1]), lp),
+    ]
+    for i, (fn, arr) in enumerate(cases):
+        outs, grads = [], []
+        for dev in ("cpu", "cuda"):
+            a = ember.tensor(arr, device=dev).requires_grad_()
+            out = fn(a)
+            assert out.device.type == dev, i
+            g = ember.tensor(rng(i).standard_normal(tuple(out.shape)), device=dev)
+            (out * g).sum().backward()
+            outs.append(out.detach().cpu().numpy())
+            grads.append(a.grad.cpu().numpy())
+        np.testing.assert_allclose(outs[1], outs[0], rtol=1e-9, atol=1e-12, err_msg=str(i))
+        np.testing.assert_allclose(grads[1], grads[0], rtol=1e-9, atol=1e-12, err_msg=str(i))
+    m = nn.Transformer(8, 2, 1, 1, 16, dropout=0.0).double()
+    src, tgt = ember.tensor(r.standard_normal((5, 2, 8))), ember.tensor(r.standard_normal((4, 2, 8)))
+    mask = nn.Transformer.generate_square_subsequent_mask(4, dtype=ember.float64)
+    want = m(src, tgt, tgt_mask=mask).detach().numpy()
+    m.cuda()
+    got = m(src.cuda(), tgt.cuda(), tgt_mask=nn.Transformer.generate_square_subsequent_mask(4, device="cuda",
+                                                                                            dtype=ember.float64))
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want, rtol=1e-8, atol=1e-10)
+    lazy = nn.LazyLinear(3).cuda()
+    assert lazy(ember.randn(2, 4, device="cuda")).device.type == "cuda" and lazy.weight.device.type == "cuda"

@@ -750,7 +750,7 @@ def pad(input, pad, mode="constant", value=None):
             idx = np.clip(idx, 0, n - 1)
         else:
             idx = idx % n
-        x = x.index_select(d, _C.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)))
+        x = x.index_select(d, _C.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)).to(x.device))
     return x
 
 
