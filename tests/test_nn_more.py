@@ -393,6 +393,24 @@ def test_embedding_bag_reprs_and_errors_match_torch():
                  lambda: _TF.embedding_bag(T([1, 2]), tw, T([0]), mode="sum", per_sample_weights=_torch.ones(3)))
 
 
+@needs_torch
+@pytest.mark.parametrize("kw", [{"mode": "sum", "scale_grad_by_freq": True},
+                                {"mode": "mean", "scale_grad_by_freq": True, "padding_idx": 3},
+                                {"mode": "mean", "max_norm": 1.0}, {"mode": "max", "max_norm": 0.5, "norm_type": 1.0}])
+def test_embedding_bag_renorm_and_frequency_scaling_match_torch(kw):
+    r = rng(21)
+    w, idx, off = r.standard_normal((10, 3)), np.array([1, 2, 1, 1, 5, 2, 3, 3, 0]), np.array([0, 3, 5])
+    ew, tw = ember.tensor(w).requires_grad_(), _torch.tensor(w).requires_grad_()
+    eo = F.embedding_bag(ember.tensor(idx), ew, ember.tensor(off), **kw)
+    to = _TF.embedding_bag(_torch.tensor(idx), tw, _torch.tensor(off), **kw)
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ew.detach().numpy(), tw.detach().numpy(), rtol=1e-12)  # rows renormed in place
+    g = r.standard_normal(tuple(to.shape))
+    (eo * ember.tensor(g)).sum().backward()
+    (to * _torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(ew.grad.numpy(), tw.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
 def test_embedding_bag_against_numpy():
     idx, offsets, w, psw = _bag_args(17)
     ends = list(offsets[1:]) + [len(idx)]

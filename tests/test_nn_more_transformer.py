@@ -245,3 +245,17 @@ def test_lazy_linear_repr_and_values_match_torch():
     em.double(), tm.double()
     (ex, tx) = pair(x)
     compare(em, tm, (ex,), (tx,))
+
+
+def test_lazy_linear_deepcopy_dtype_and_uninitialized_state_dict():
+    import copy
+    m = nn.LazyLinear(3)
+    twin = copy.deepcopy(m)
+    assert twin(ember.randn(2, 4)).shape == (2, 3) and type(twin) is nn.Linear
+    assert type(m) is nn.LazyLinear and m.has_uninitialized_params()  # the copy's first forward left m lazy
+    fresh = nn.LazyLinear(3)
+    fresh.load_state_dict(m.state_dict())  # an uninitialized state_dict: still lazy
+    assert fresh.has_uninitialized_params()
+    m.double()
+    assert m(ember.randn(2, 4, dtype=ember.float64)).dtype == ember.float64 and m.weight.dtype == ember.float64
+    assert isinstance(nn.UninitializedParameter(), nn.Parameter)

@@ -89,18 +89,6 @@ class UninitializedParameter(_UninitializedMixin, Parameter):
         return memo[id(self)]
 
 
-class UninitializedBuffer(_UninitializedMixin, Tensor):
-    cls_to_become = Tensor
-
-    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
-        t = Tensor._make_subclass(cls, _C.empty(0, device=device, dtype=dtype), requires_grad)
-        t.persistent = persistent
-        return t
-
-    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
-        pass
-
-
 def is_lazy(param):
     """Whether param is an uninitialized placeholder of a lazy module."""
     return isinstance(param, _UninitializedMixin)

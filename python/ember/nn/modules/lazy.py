@@ -30,7 +30,9 @@ class LazyModuleMixin:
         for group in (self._parameters, self._buffers):
             for name, t in group.items():
                 value = state_dict.get(prefix + name)
-                if t is not None and is_lazy(t) and value is not None and not is_lazy(value):
+                # an uninitialized module's state_dict holds empty (0,) tensors: nothing to take a shape from
+                empty = value is not None and tuple(value.shape) == (0,)
+                if t is not None and is_lazy(t) and value is not None and not is_lazy(value) and not empty:
                     with no_grad():
                         t.materialize(tuple(value.shape))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
@@ -42,7 +44,10 @@ def _infer_parameters(module, args, kwargs=None):
     module.initialize_parameters(*args, **(kwargs or {}))
     if module.has_uninitialized_params():
         raise RuntimeError(f"module {type(module).__name__} has not been fully initialized")
-    module._initialize_hook.remove()
+    # by id from this module's own dicts: a deepcopied handle would point at the original's
+    hook_id = module._initialize_hook.id
+    module._forward_pre_hooks.pop(hook_id, None)
+    module._forward_pre_hooks_with_kwargs.pop(hook_id, None)
     del module._initialize_hook
     if module.cls_to_become is not None:
         module.__class__ = module.cls_to_become
