@@ -518,3 +518,54 @@ def test_composites_run_on_cuda_like_on_cpu(cuda):
     np.testing.assert_allclose(got.detach().cpu().numpy(), want, rtol=1e-8, atol=1e-10)
     lazy = nn.LazyLinear(3).cuda()
     assert lazy(ember.randn(2, 4, device="cuda")).device.type == "cuda" and lazy.weight.device.type == "cuda"
+
+
+# ----------------------------------------------------------------- dropout3d, alpha dropouts
+
+def test_alpha_dropout_keeps_selu_statistics_and_its_affine_form():
+    ember.manual_seed(3)
+    x = ember.randn(100000, dtype=ember.float64).requires_grad_()
+    p, neg = 0.3, 1.7580993408473766
+    a = ((neg * neg * p + 1) * (1 - p)) ** -0.5
+    b = neg * a * p
+    y = F.alpha_dropout(x, p, training=True)
+    yn, xn = y.detach().numpy(), x.detach().numpy()
+    assert abs(yn.mean()) < 0.02 and abs(yn.std() - 1) < 0.02
+    dropped = np.isclose(yn, -neg * a + b, rtol=0, atol=1e-12)
+    assert abs(dropped.mean() - p) < 0.01
+    np.testing.assert_allclose(yn[~dropped], a * xn[~dropped] + b, rtol=1e-12)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.where(dropped, 0.0, a), rtol=1e-12)
+    assert F.alpha_dropout(x, p) is x  # training defaults to False, as in torch
+    assert float(F.alpha_dropout(x, 1.0, True).abs().sum()) == 0.0
+    f = F.feature_alpha_dropout(ember.randn(400, 30, 5, dtype=ember.float64), p, training=True).numpy()
+    const = np.isclose(f, -neg * a + b, rtol=0, atol=1e-12)
+    assert (const.all(-1) | ~const.any(-1)).all()  # whole (sample, channel) rows are dropped together
+    assert abs(const.all(-1).mean() - p) < 0.02
+
+
+def test_dropout3d_zeroes_whole_channels():
+    ember.manual_seed(4)
+    for shape in [(3, 40, 2, 2, 2), (40, 2, 3, 2)]:
+        out = nn.Dropout3d(0.25)(ember.ones(shape)).numpy()
+        per_channel = out.reshape(shape[:-3] + (-1,))
+        assert np.isclose(per_channel, 0.0).sum() + np.isclose(per_channel, 1 / 0.75).sum() == per_channel.size
+        assert (per_channel.min(-1) == per_channel.max(-1)).all()
+        assert 0.1 < (per_channel[..., 0] == 0).mean() < 0.4
+    m = nn.Dropout3d().eval()
+    x = ember.randn(2, 3, 2, 2, 2)
+    assert m(x) is x
+    with pytest.warns(UserWarning, match="dropout3d: Received a 3-D input"):
+        F.dropout3d(ember.ones(4, 2, 2))
+    for bad in (-0.1, 1.5):
+        for fn in (F.dropout3d, F.alpha_dropout, F.feature_alpha_dropout):
+            with pytest.raises(ValueError, match="between 0 and 1"):
+                fn(x, bad)
+        with pytest.raises(ValueError):
+            nn.AlphaDropout(bad)
+
+
+@needs_torch
+def test_dropout_module_reprs_match_torch():
+    for name, args in [("Dropout3d", ()), ("AlphaDropout", (0.2,)), ("FeatureAlphaDropout", (0.1, True))]:
+        assert repr(getattr(nn, name)(*args)) == repr(getattr(_torch.nn, name)(*args))

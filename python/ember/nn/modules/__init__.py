@@ -30,3 +30,4 @@ from .sparse import EmbeddingBag  # noqa: F401,E402
 from .batchnorm import BatchNorm3d  # noqa: F401,E402
 from .instancenorm import InstanceNorm3d  # noqa: F401,E402
 from .normalization import LocalResponseNorm  # noqa: F401,E402
+from .dropout import Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: F401,E402
