@@ -100,7 +100,9 @@ static int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
     if (need(n, 0)) {
         EmScalar e;
         bool zero_exp = !em_is_tensor(b) && em_scalar_from_py(b, &e) == 0 && em_scalar_to_double(e) == 0;
-        PyObject *ga = zero_exp ? NULL : MUL(MUL(G(0), b), OP2(pow, a, SUB(b, NUM(1.0))));
+        /* a Python exponent stays a Python number: SUB would make it a 0-d float32 tensor, which rounds 1/3 */
+        PyObject *bm1 = em_is_tensor(b) ? SUB(b, NUM(1.0)) : keep(S, PyNumber_Subtract(b, NUM(1.0)));
+        PyObject *ga = zero_exp ? NULL : MUL(MUL(G(0), b), OP2(pow, a, bm1));
         if (zero_exp)
             SET(0, ZEROS(0));
         else if (em_is_tensor(b)) /* b == 0: no dependence on a, even at a == 0 */

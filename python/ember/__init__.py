@@ -87,3 +87,6 @@ from ._extra_functions import *  # noqa: E402,F401,F403
 from . import special, distributions  # noqa: E402,F401
 _C._add_attrs(_C.Tensor, _extra_functions.TENSOR_METHODS)
 
+# -- torch.* twins of nn functionals composed in Python (nnmore part) --
+from .nn.functional_more import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuffle,  # noqa: E402,F401
+                                 native_channel_shuffle, prelu, rrelu, rrelu_, hardshrink)

@@ -2,7 +2,7 @@
 from . import functional  # noqa: F401
 from . import init  # noqa: F401
 from . import attention  # noqa: F401  (sdpa_kernel, SDPBackend)
-from .parameter import Parameter, Buffer  # noqa: F401
+from .parameter import Parameter, Buffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 from .modules.module import register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401

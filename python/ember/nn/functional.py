@@ -750,7 +750,7 @@ def pad(input, pad, mode="constant", value=None):
             idx = np.clip(idx, 0, n - 1)
         else:
             idx = idx % n
-        x = x.index_select(d, _C.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)))
+        x = x.index_select(d, _C.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)).to(x.device))
     return x
 
 
@@ -1115,3 +1115,12 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     _warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                    stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---------------------------------------------------------------------------
+# the less common functionals (nnmore part): margin / ranking / NLL losses,
+# prelu, rrelu, shrinks, shuffles, pdist, unpooling, lp_pool, embedding_bag,
+# composed of ember ops in functional_more.py
+from . import functional_more as _more  # noqa: E402
+from .functional_more import *  # noqa: E402,F401,F403
+__all__ += _more.__all__

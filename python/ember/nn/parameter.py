@@ -56,5 +56,39 @@ class Buffer(Tensor):
         pass
 
 
+class _UninitializedMixin:
+    """A placeholder of no shape yet (lazy modules, e.g. LazyLinear): empty data
+    until materialize(shape) gives it storage and turns it into cls_to_become."""
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        device = self.data.device if device is None else device
+        dtype = self.data.dtype if dtype is None else dtype
+        self.data = _C.empty(tuple(shape), device=device, dtype=dtype)
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, protocol):
+        return (type(self), (self.requires_grad,))
+
+
+class UninitializedParameter(_UninitializedMixin, Parameter):
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return Tensor._make_subclass(cls, _C.empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, self.data.device, self.data.dtype)
+        return memo[id(self)]
+
+
 def is_lazy(param):
-    return False  # ember has no lazy (uninitialized) modules
+    """Whether param is an uninitialized placeholder of a lazy module."""
+    return isinstance(param, _UninitializedMixin)

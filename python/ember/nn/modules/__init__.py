@@ -18,3 +18,16 @@ from .instancenorm import InstanceNorm1d, InstanceNorm2d  # noqa: F401
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d  # noqa: F401
 from .fold import Fold, Unfold  # noqa: F401
 from .rnn import RNNCellBase, RNNCell, LSTMCell, GRUCell, RNNBase, RNN, LSTM, GRU  # noqa: F401
+# nnmore part: the less common layers (losses, activations, padding, shuffles, unpooling, decoder, lazy, bags)
+from .activation import PReLU, RReLU, Hardshrink, Softshrink, Tanhshrink, Softmax2d  # noqa: F401,E402
+from .padding import *  # noqa: F401,F403,E402
+from .pixelshuffle import PixelShuffle, PixelUnshuffle, ChannelShuffle  # noqa: F401,E402
+from .pooling import MaxUnpool1d, MaxUnpool2d, LPPool1d, LPPool2d  # noqa: F401,E402
+from .transformer import TransformerDecoderLayer, TransformerDecoder, Transformer  # noqa: F401,E402
+from .linear import LazyLinear  # noqa: F401,E402
+from .lazy import LazyModuleMixin  # noqa: F401,E402
+from .sparse import EmbeddingBag  # noqa: F401,E402
+from .batchnorm import BatchNorm3d  # noqa: F401,E402
+from .instancenorm import InstanceNorm3d  # noqa: F401,E402
+from .normalization import LocalResponseNorm  # noqa: F401,E402
+from .dropout import Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: F401,E402

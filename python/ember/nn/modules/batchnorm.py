@@ -107,3 +107,10 @@ class GroupNorm(Module):
     def extra_repr(self):
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class BatchNorm3d(_BatchNorm):
+    _dims = (5,)
+
+
+__all__ += ["BatchNorm3d"]

@@ -64,3 +64,11 @@ class InstanceNorm1d(_InstanceNorm):
 class InstanceNorm2d(_InstanceNorm):
     _dims = (3, 4)
     _no_batch_dim = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _dims = (4, 5)
+    _no_batch_dim = 4
+
+
+__all__ += ["InstanceNorm3d"]

@@ -87,3 +87,43 @@ class Bilinear(Module):
 
 class NonDynamicallyQuantizableLinear(Linear):
     """MultiheadAttention's output projection: a Linear under torch's name for it."""
+
+
+# ---------------------------------------------------------------------------
+# LazyLinear (nnmore part): in_features taken from the first input
+from .lazy import LazyModuleMixin, _infer_parameters as _lazy_infer  # noqa: E402
+
+__all__ += ["LazyLinear"]
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose in_features is input.shape[-1] at the first forward;
+    it then becomes a Linear, initialized as Linear initializes."""
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        from ..parameter import UninitializedParameter
+        Module.__init__(self)
+        self._initialize_hook = self.register_forward_pre_hook(_lazy_infer, with_kwargs=True)
+        self.in_features = 0
+        self.out_features = out_features
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        else:
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if self.has_uninitialized_params():
+            from ...autograd.grad_mode import no_grad
+            with no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+
