@@ -532,6 +532,7 @@ static int execute(Task *t, bool keep_graph, bool create_graph, bool accumulate,
     for (int j = 0; j < n->num_outputs; j++) any |= go[j] != NULL;
     if (!any) return 0;
     int rc = 0;
+    int64_t t0 = EM_UNLIKELY(em_profiler_on) ? em_profiler_now() : 0;
     switch (n->kind) {
     case EM_NODE_ACCUMULATE:
         if (accumulate) rc = run_accumulate(n, go[0], create_graph);
@@ -540,6 +541,7 @@ static int execute(Task *t, bool keep_graph, bool create_graph, bool accumulate,
     case EM_NODE_COPY_SLICES: rc = run_copy_slices(n, go, gi); break;
     default: rc = n->backward(n, go, gi); break;
     }
+    if (EM_UNLIKELY(em_profiler_on)) em_profiler_node(em_node_name(n), t0);
     if (rc < 0) return -1;
     if (n->post_hooks && PyDict_GET_SIZE(n->post_hooks)) {
         PyObject *gin = grads_tuple(gi, n->num_next), *gout = grads_tuple(go, n->num_outputs);

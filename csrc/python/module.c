@@ -109,6 +109,8 @@ static PyMethodDef module_methods[] = {
     {"_cpu_cache_info", cpu_cache_info, METH_NOARGS, "The CPU block cache's counters (Note [CPU block cache])."},
     {"_cpu_cache_clear", cpu_cache_clear, METH_NOARGS, "Return the CPU block cache's blocks to the system."},
     {"_op_names", em_op_names, METH_NOARGS, "Names of every op in the op table."},
+    {"_profiler_start", em_profiler_start, METH_O, "Start recording op and autograd events (Note [profiler])."},
+    {"_profiler_stop", em_profiler_stop, METH_NOARGS, "Stop recording; the events since the start."},
     {"_set_helpers", em_set_helpers, METH_O, "Register Python helpers (repr, ...)."},
     {"_from_bytes", em_from_bytes, METH_VARARGS, "A tensor from raw bytes (unpickling)."},
     {"_add_attrs", em_add_attrs, METH_VARARGS, "Add Python-defined attributes to Tensor or Node."},
