@@ -84,4 +84,8 @@ from . import _extra_functions  # noqa: E402
 from ._extra_functions import *  # noqa: E402,F401,F403
 from . import special, distributions  # noqa: E402,F401
 _C._add_attrs(_C.Tensor, _extra_functions.TENSOR_METHODS)
+# -- cross, cov, histogram, gradient, atleast_*d, ... (python/ember/_math_more.py) --
+from . import _math_more  # noqa: E402
+from ._math_more import *  # noqa: E402,F401,F403
+_C._add_attrs(_C.Tensor, _math_more.TENSOR_METHODS)
 
