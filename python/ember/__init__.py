@@ -89,3 +89,5 @@ from . import _math_more  # noqa: E402
 from ._math_more import *  # noqa: E402,F401,F403
 _C._add_attrs(_C.Tensor, _math_more.TENSOR_METHODS)
 
+from . import func  # noqa: E402,F401  (torch.func transforms)
+from .func import vmap  # noqa: E402,F401
