@@ -312,3 +312,56 @@ def test_func_against_torch(torch):
         pw = randn(2, 3)
         _cmp(ef.functional_call(elin, {"weight": E(pw), "bias": E(y[:2])}, E(X)),
              tf.functional_call(lin, {"weight": torch.tensor(pw), "bias": torch.tensor(y[:2])}, torch.tensor(X)))
+
+
+# -- double backward through views (the engine's CopySlices under create_graph) ----------
+
+def _view_cases():
+    return [
+        ("select*sum", lambda a: a[0] * a.sum()),
+        ("select*select", lambda a: a[0] * a[1]),
+        ("narrow", lambda a: (a.narrow(0, 0, 1) * a.narrow(0, 1, 1)).sum()),
+        ("expand", lambda a: (a[0:1].expand(3) * a).sum()),
+        ("in-place on a view", lambda a: (lambda z: (z.narrow(0, 0, 2).mul_(a[1:]), (z * z).sum())[1])(a.clone())),
+        ("transposed slice", lambda a: (a.view(3, 1).t()[:, 1:] ** 3).sum()),
+        ("diagonal", lambda a: (a.view(1, 3) * a.view(3, 1)).diagonal().pow(2).sum()),
+        ("strided", lambda a: (a.view(3, 1).expand(3, 2).t()[1, ::2] ** 3).sum()),
+    ]
+
+
+def _third_order(L, f, device="cpu"):
+    a = L.tensor([1.0, 2.0, 3.0], dtype=L.float64, device=device).requires_grad_(True)
+    (g,) = L.autograd.grad(f(a), a, create_graph=True)
+    u = L.tensor([1.0, 2.0, -1.0], dtype=L.float64, device=device).requires_grad_(True)
+    (db,) = L.autograd.grad(g, a, u, create_graph=True)
+    du, da = L.autograd.grad(db, (u, a), L.tensor([1.0, 0.5, 0.0], dtype=L.float64, device=device),
+                             allow_unused=True)
+    return [t.detach().cpu().numpy() if t is not None else None for t in (g, db, du, da)]
+
+
+def test_hvp_jvp_through_indexing_by_hand():
+    # f = a0 * sum(a): H = e0 1^T + 1 e0^T
+    x = np.array([1.0, 2.0, 3.0])
+    v = np.array([0.5, -1.0, 2.0])
+    H = np.outer(np.eye(3)[0], np.ones(3)) + np.outer(np.ones(3), np.eye(3)[0])
+    close(AF.hvp(lambda a: a[0] * a.sum(), E(x), E(v))[1], H @ v)
+    close(AF.jvp(lambda a: a[1:] * a[0], E(x), E(v))[1], v[1:] * x[0] + x[1:] * v[0])
+    _, jv = ef.jvp(lambda a: a[::2].exp(), (E(x),), (E(v),))
+    close(jv, np.exp(x[::2]) * v[::2])
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_double_backward_through_views_against_torch(torch, case):
+    name, f = _view_cases()[case]
+    for got, ref in zip(_third_order(ember, f), _third_order(torch, f)):
+        assert (got is None) == (ref is None), name
+        if got is not None:
+            np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_double_backward_through_views_on_cuda(cuda):
+    for name, f in _view_cases():
+        for got, ref in zip(_third_order(ember, f, "cuda"), _third_order(ember, f)):
+            assert (got is None) == (ref is None), name
+            if got is not None:
+                np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12, err_msg=name)
