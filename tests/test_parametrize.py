@@ -325,3 +325,71 @@ def test_parametrize_state_dict_round_trip_with_torch(torch):
     sd = {k: ember.tensor(v.detach().numpy() * 2) for k, v in tm.state_dict().items()}
     em.load_state_dict(sd)
     close(em.weight, 2 * tm.weight.detach().numpy())
+
+
+# -- orthogonal --------------------------------------------------------------------------
+
+def _orth_error(W):
+    W = W.detach().numpy()
+    Wt = np.swapaxes(W, -1, -2)
+    G = Wt @ W if W.shape[-2] >= W.shape[-1] else W @ Wt
+    return np.abs(G - np.eye(G.shape[-1])).max()
+
+
+@pytest.mark.parametrize("shape,kw", [((3, 3), {}), ((5, 3), {}), ((3, 5), {}), ((4, 4), {"orthogonal_map": "householder"}),
+                                      ((5, 3), {"use_trivialization": False}), ((5, 3), {"orthogonal_map": "matrix_exp"})])
+def test_orthogonal_by_hand(shape, kw):
+    m = nn.Linear(shape[1], shape[0]).double()
+    EP.orthogonal(m, **kw)
+    assert _orth_error(m.weight) < 1e-12
+    opt = ember.optim.SGD(m.parameters(), lr=0.5)
+    for _ in range(3):  # stays orthogonal while training
+        opt.zero_grad()
+        m(ember.tensor(randn(4, shape[1]))).pow(2).sum().backward()
+        opt.step()
+    assert _orth_error(m.weight) < 1e-12
+    q = np.linalg.qr(randn(max(shape), min(shape)))[0]
+    q = q if shape[0] >= shape[1] else q.T
+    m.weight = ember.tensor(q)  # assigning an orthogonal matrix sets the weight to it
+    close(m.weight, q, 1e-10)
+
+
+def test_orthogonal_matrix_exp_rotation_and_batches():
+    class Rot(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(ember.zeros(2, 3, 3, dtype=ember.float64))
+    m = Rot()
+    EP.orthogonal(m, orthogonal_map="matrix_exp", use_trivialization=False)
+    with ember.no_grad():  # the lower triangle t gives exp([[0, -t], [t, 0]]): a rotation by t
+        m.parametrizations.weight.original.copy_(ember.zeros(2, 3, 3, dtype=ember.float64))
+        m.parametrizations.weight.original[0, 1, 0] = 0.7
+    W = m.weight.detach().numpy()
+    c, s = np.cos(0.7), np.sin(0.7)
+    close(ember.tensor(W[0]), [[c, -s, 0], [s, c, 0], [0, 0, 1]], 1e-14)
+    close(ember.tensor(W[1]), np.eye(3), 1e-14)
+    with pytest.raises(NotImplementedError, match="not possible to assign"):
+        m.weight = ember.tensor(np.stack([np.eye(3)] * 2))
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+        EP.orthogonal(nn.Linear(2, 2), orthogonal_map="foo")
+    with pytest.raises(ValueError, match="Got a tensor of 1 dimensions"):
+        EP.orthogonal(nn.Linear(2, 2), name="bias")
+
+
+@pytest.mark.parametrize("shape,kw", [((3, 3), {}), ((5, 3), {}), ((3, 5), {}), ((3, 5), {"use_trivialization": False}),
+                                      ((3, 3), {"orthogonal_map": "householder"}),
+                                      ((4, 4), {"orthogonal_map": "matrix_exp", "use_trivialization": False})])
+def test_orthogonal_against_torch(torch, shape, kw):
+    from torch.nn.utils import parametrizations as TP
+    em, tm = _twin(torch, lambda N: N.Linear(shape[1], shape[0]))
+    torch.manual_seed(1)
+    ember.manual_seed(1)  # the random completion of a non-square weight draws the same numbers
+    EP.orthogonal(em, **kw)
+    TP.orthogonal(tm, **kw)
+    _same_state(em, tm, 1e-12)
+    close(em.weight, tm.weight.detach().numpy(), 1e-12)
+    x = randn(2, shape[1])
+    ye, yt = em(ember.tensor(x)), tm(torch.tensor(x))
+    ye.pow(2).sum().backward()
+    yt.pow(2).sum().backward()
+    close(em.parametrizations.weight.original.grad, tm.parametrizations.weight.original.grad.numpy(), 1e-12)

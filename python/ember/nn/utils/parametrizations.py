@@ -2,8 +2,7 @@
 parametrizations (torch.nn.utils.parametrizations), so their state_dict keys
 are torch's: parametrizations.weight.original0 / original1 (g, v) for
 weight_norm, parametrizations.weight.original and .0._u / .0._v for
-spectral_norm. (orthogonal is not here: it needs matrix_exp / QR /
-Householder products, which ember's linalg does not have yet.)
+spectral_norm; orthogonal is in _orthogonal.py.
 """
 from ... import _C
 from ...autograd.grad_mode import no_grad
@@ -132,4 +131,6 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     return module
 
 
-__all__ = ["weight_norm", "spectral_norm"]
+from ._orthogonal import orthogonal  # noqa: E402
+
+__all__ = ["orthogonal", "weight_norm", "spectral_norm"]
