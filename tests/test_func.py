@@ -55,6 +55,7 @@ def test_functional_hand_values():
     close(jv, grad @ v)
     close(AF.jacobian(cubic, E(x)), grad)
     close(AF.hessian(cubic, E(x)), hess)
+    close(AF.hessian(cubic, E(x), vectorize=True, outer_jacobian_strategy="forward-mode"), hess)
     close(AF.hvp(cubic, E(x), E(v))[1], hess @ v)
     close(AF.vhp(cubic, E(x), E(v))[1], v @ hess)
 

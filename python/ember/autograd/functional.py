@@ -284,8 +284,8 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
         return out.squeeze()
 
     def jac_func(*inp):
-        if outer_jacobian_strategy == "forward-mode":
-            inp = tuple(t.detach().requires_grad_(True) for t in inp)
+        if outer_jacobian_strategy == "forward-mode":  # the outer jvp's inputs already require grad
+            inp = tuple(t if t.requires_grad else t.detach().requires_grad_(True) for t in inp)
         jac = jacobian(ensure_single_output_function, inp, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
         return jac

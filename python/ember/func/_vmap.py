@@ -41,7 +41,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         name = _fn_name(func)
         head = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
         if not args:
-            raise ValueError(f"{head}: got no inputs. Maybe you forgot to add inputs, or you are trying to vmap "
+            raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are trying to vmap "
                              "over a function with no inputs. The latter is unsupported.")
         if not (_is_dim(in_dims) and in_dims is not None) and not isinstance(in_dims, tuple):
             raise ValueError(f"{head}: expected `in_dims` to be int or a (potentially nested) tuple matching the "
@@ -75,8 +75,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, "
                                  f"got sizes {sizes} for the mapped dimension")
         if size is None:
-            raise ValueError(f"{head}: at least one input must be a Tensor mapped along a dim (in_dims not "
-                             "None) to vmap over.")
+            raise ValueError("vmap: Expected at least one Tensor to vmap over")
 
         def call(i):
             if i is None:  # an empty batch: call on zeros to learn the outputs' shapes
@@ -108,7 +107,8 @@ def _stack_outputs(name, results, out_dims, size):
     out_leaves = [f[0] for f in flats]
     odims = broadcast_prefix(out_dims, results[0], _is_dim)
     if odims is None:
-        raise ValueError(f"vmap({name}, ...): out_dims is not compatible with the structure of `outputs`.")
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
+                         "structure of `outputs`.")
     stacked = []
     for j, od in enumerate(odims):
         column = [leaves[j] for leaves in out_leaves]
