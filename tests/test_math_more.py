@@ -52,6 +52,8 @@ def test_cross_errors():
             ember.cross(ember.ones(2, 2), ember.ones(2, 2))
     with pytest.raises(IndexError):
         ember.cross(ember.ones(3), ember.ones(3), dim=2)
+    with pytest.raises(RuntimeError, match="expected scalar type Long but found Double"):
+        ember.cross(ember.tensor([1, 2, 3]), ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64), dim=0)
 
 
 @pytest.mark.parametrize("shape", [(3, 6), (1, 5), (4,), (2, 1)])
@@ -81,6 +83,8 @@ def test_cov_weights_against_numpy():
 def test_cov_errors():
     with pytest.raises(RuntimeError, match="two or fewer dimensions"):
         ember.cov(ember.ones(2, 2, 2))
+    with pytest.raises(NotImplementedError, match="bool dtype"):
+        ember.cov(ember.tensor([[True, False]]))
     with pytest.raises(RuntimeError, match="integral dtype"):
         ember.cov(ember.ones(2, 3), fweights=ember.ones(3))
     with pytest.raises(RuntimeError, match="cannot be negative"):
@@ -124,6 +128,10 @@ def test_histogram_edges_and_errors():
         ember.histogram(ember.ones(3), 3, range=(2.0, 1.0))
     with pytest.raises(NotImplementedError, match="Long"):
         ember.histogram(ember.arange(5), 3)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        ember.histogram(ember.ones(3), ember.tensor([0.0, 1.0], dtype=ember.float64))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        ember.histogram(ember.ones(3), 2, weight=ember.ones(3, dtype=ember.int64))
 
 
 @pytest.mark.parametrize("edge_order", [1, 2])
@@ -184,6 +192,8 @@ def test_renorm_by_hand():
                       ((ember.ones(3, 3), 2, 0, -1.0), "maxnorm to be >= 0")]:
         with pytest.raises(RuntimeError, match=msg):
             ember.renorm(*args)
+    with pytest.raises(NotImplementedError, match="floating point"):
+        ember.renorm(ember.ones(2, 2, dtype=ember.int64), 2, 0, 1)
 
 
 def test_chain_matmul_by_hand():
@@ -196,6 +206,8 @@ def test_chain_matmul_by_hand():
             ember.chain_matmul()
         with pytest.raises(RuntimeError, match="Tensor dimension is 3"):
             ember.chain_matmul(ember.ones(2, 2, 2))
+        with pytest.raises(RuntimeError, match="tensors 0 and 1 with shapes"):
+            ember.chain_matmul(ember.ones(2, 3), ember.ones(2, 3))
 
 
 def test_gradchecks():

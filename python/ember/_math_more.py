@@ -29,6 +29,8 @@ def _write_out(fname, out, result):
 def _cross_checked(fname, input, other, dim):
     if input.dim() != other.dim():
         raise RuntimeError(f"{fname}: inputs must have the same number of dimensions.")
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found {_type_name(other.dtype)}")
     d = _wrap_dim(dim, input.dim())
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"{fname}: inputs dimension {dim} must have length 3. "
@@ -74,6 +76,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")
+    if input.dtype == _dt("bool"):
+        raise NotImplementedError("cov(): bool dtype is not supported for input")
     x = input.reshape(1, -1) if input.dim() < 2 else input
     if not x.dtype.is_floating_point:
         x = x.to(_C.get_default_dtype())
@@ -166,8 +170,8 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
                                    f"{bins.dim()} dimensions in the bins tensor for dimension 0")
             if bins.dtype != input.dtype:
                 raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same "
-                                   f"dtype, but got input {_type_name(input.dtype).lower()} and bins "
-                                   f"{_type_name(bins.dtype).lower()}")
+                                   f"dtype, but got input with dtype {_type_name(input.dtype).lower()} and bins "
+                                   f"for dimension 0 with dtype {_type_name(bins.dtype).lower()}")
             if bins.numel() < 1:
                 raise RuntimeError("torch.histogramdd(): bins tensor should have at least 1 element, but got "
                                    "0 elements for dimension 0")
@@ -192,6 +196,10 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
         n_bins = edges.numel() - 1
         hist = _C.zeros(max(n_bins, 0), dtype=input.dtype)
         if weight is not None:
+            if weight.dtype != input.dtype:
+                raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+                                   f"should have the same dtype, but got input({_type_name(input.dtype).lower()}), "
+                                   f"and weight({_type_name(weight.dtype).lower()})")
             if tuple(weight.shape) != tuple(input.shape):
                 raise RuntimeError(f"torch.histogramdd(): if weight tensor is provided it should have the same "
                                    f"shape as the input tensor excluding its innermost dimension, but got "
@@ -352,7 +360,8 @@ def renorm(input, p, dim, maxnorm):
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"renorm\" not implemented for '{_type_name(input.dtype)}'")
+        raise NotImplementedError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                                  f"{_type_name(input.dtype)}")
     d = _wrap_dim(dim, input.dim())
     others = [i for i in builtins.range(input.dim()) if i != d]
     norm = vector_norm(input, p, dim=others, keepdim=True)
@@ -387,10 +396,10 @@ def chain_matmul(*matrices, out=None):
     result = matrices[0]
     if len(matrices) == 1:
         result = result.clone()
-    for m in matrices[1:]:
-        if result.shape[1] != m.shape[0]:
-            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({result.shape[0]}x{result.shape[1]} "
-                               f"and {m.shape[0]}x{m.shape[1]})")
+    for i, m in enumerate(matrices[1:]):
+        if matrices[i].shape[1] != m.shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(matrices[i].shape)} and "
+                               f"{list(m.shape)} cannot be multiplied")
         result = result @ m
     return result if out is None else _write_out("chain_matmul", out, result)
 
