@@ -336,8 +336,10 @@ def _orth_error(W):
     return np.abs(G - np.eye(G.shape[-1])).max()
 
 
-@pytest.mark.parametrize("shape,kw", [((3, 3), {}), ((5, 3), {}), ((3, 5), {}), ((4, 4), {"orthogonal_map": "householder"}),
-                                      ((5, 3), {"use_trivialization": False}), ((5, 3), {"orthogonal_map": "matrix_exp"})])
+@pytest.mark.parametrize("shape,kw", [((3, 3), {}), ((5, 3), {}), ((3, 5), {}),
+                                      ((4, 4), {"orthogonal_map": "householder"}),
+                                      ((5, 3), {"use_trivialization": False}),
+                                      ((5, 3), {"orthogonal_map": "matrix_exp"})])
 def test_orthogonal_by_hand(shape, kw):
     m = nn.Linear(shape[1], shape[0]).double()
     EP.orthogonal(m, **kw)

@@ -41,8 +41,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         name = _fn_name(func)
         head = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
         if not args:
-            raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are trying to vmap "
-                             "over a function with no inputs. The latter is unsupported.")
+            raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are "
+                             "trying to vmap over a function with no inputs. The latter is unsupported.")
         if not (_is_dim(in_dims) and in_dims is not None) and not isinstance(in_dims, tuple):
             raise ValueError(f"{head}: expected `in_dims` to be int or a (potentially nested) tuple matching the "
                              f"structure of inputs, got: {type(in_dims)}.")

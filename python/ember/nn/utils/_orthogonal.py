@@ -62,7 +62,7 @@ def _geqrf(Q):
     """LAPACK's geqrf of a tall Q [..., n, k]: R on and above the diagonal, the
     Householder vectors (unit first entry implied) below it, and their tau."""
     A = Q.clone()
-    n, k = A.shape[-2], A.shape[-1]
+    k = A.shape[-1]
     tau = _C.zeros(*A.shape[:-2], k, dtype=A.dtype, device=A.device)
     for i in range(k):
         x = A[..., i:, i].clone()  # [..., n - i]

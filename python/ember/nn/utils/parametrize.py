@@ -15,7 +15,6 @@ import contextlib
 from ... import _C
 from ...autograd.grad_mode import no_grad
 from ..modules.container import ModuleDict, ModuleList
-from ..modules.module import Module
 from ..parameter import Parameter
 
 _cache_enabled = 0
