@@ -134,6 +134,32 @@ def test_histogram_edges_and_errors():
         ember.histogram(ember.ones(3), 2, weight=ember.ones(3, dtype=ember.int64))
 
 
+def test_histogramdd_against_numpy():
+    x = randn(60, 3)
+    w = rng.random(60)
+    for kw in ({"bins": [3, 4, 2]}, {"bins": 4, "range": [-1.0, 1.0, -2.0, 2.0, 0.0, 1.0]},
+               {"bins": 3, "density": True}):
+        got = ember.histogramdd(E(x), weight=E(w), **kw)
+        np_kw = dict(kw)
+        if "range" in np_kw:
+            r = np_kw.pop("range")
+            np_kw["range"] = [r[0:2], r[2:4], r[4:6]]
+        ref_h, ref_e = np.histogramdd(x, weights=w, **np_kw)
+        close(got.hist, ref_h)
+        assert isinstance(got.bin_edges, tuple) and len(got.bin_edges) == 3
+        for e, r in zip(got.bin_edges, ref_e):
+            close(e, r)
+    edges = [np.array([-1.0, 0.0, 1.0]), np.array([-3.0, 0.0, 3.0]), np.array([-1.0, -0.5, 0.0, 2.0])]
+    got = ember.histogramdd(E(x).reshape(6, 10, 3), bins=[E(e) for e in edges])
+    close(got.hist, np.histogramdd(x, bins=edges)[0])
+    with pytest.raises(RuntimeError, match="size of bins must be equal"):
+        ember.histogramdd(E(x), bins=[2, 2])
+    with pytest.raises(RuntimeError, match="range should have 6 elements"):
+        ember.histogramdd(E(x), bins=2, range=[0.0, 1.0])
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        ember.histogramdd(ember.ones(3), bins=2)
+
+
 @pytest.mark.parametrize("edge_order", [1, 2])
 def test_gradient_against_numpy(edge_order):
     f = randn(6, 5)
@@ -245,6 +271,9 @@ def test_against_torch(torch):
         h1 = ember.histogram(E(x.astype(np.float32)), 7, weight=E(x.astype(np.float32) ** 2), density=True)
         h2 = torch.histogram(T(x.astype(np.float32)), 7, weight=T(x.astype(np.float32) ** 2), density=True)
         pairs += [(h1.hist, h2.hist), (h1.bin_edges, h2.bin_edges)]
+        h1 = ember.histogramdd(E(x[:, :3]), bins=[2, 3, 4], density=True)
+        h2 = torch.histogramdd(T(x[:, :3]), bins=[2, 3, 4], density=True)
+        pairs += [(h1.hist, h2.hist)] + list(zip(h1.bin_edges, h2.bin_edges))
     for a, b in pairs:
         assert a.dtype.is_floating_point and tuple(a.shape) == tuple(b.shape)
         close(a, b.numpy(), 1e-5)

@@ -1,5 +1,5 @@
 """More torch-level math composed from ember ops in Python: cross products,
-covariance and correlation, histograms, numerical gradients, atleast_*d,
+covariance and correlation, histograms (1-D and N-D), numerical gradients, atleast_*d,
 renorm, diagflat, chain_matmul.
 
 Each is built from differentiable ember ops, so autograd works through it
@@ -155,72 +155,128 @@ _HistogramResult.__repr__ = lambda self: (f"ember.return_types.histogram(\nhist=
 _C._return_types.setdefault("histogram", _HistogramResult)
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A002
-    """(hist, bin_edges): counts (or summed weights) of input's elements in each bin.
-    bins is a count of equal-width bins over `range` (default: input's min..max)
-    or a 1-D tensor of increasing edges; the last bin includes its right edge."""
-    _require_tensor("histogram", input)
+def _bin_edges(fname, column, bins, rng, dtype, d):
+    """The edges along dimension d: the given 1-D tensor, or bins + 1 equal steps over
+    rng (default: the column's min..max, widened by 0.5 each side when empty)."""
+    if isinstance(bins, _C.Tensor):
+        if bins.dim() != 1:
+            raise RuntimeError(f"torch.histogramdd(): bins tensor should have one dimension, but got "
+                               f"{bins.dim()} dimensions in the bins tensor for dimension {d}")
+        if bins.dtype != dtype:
+            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same "
+                               f"dtype, but got input with dtype {_type_name(dtype).lower()} and bins "
+                               f"for dimension {d} with dtype {_type_name(bins.dtype).lower()}")
+        if bins.numel() < 1:
+            raise RuntimeError(f"torch.histogramdd(): bins tensor should have at least 1 element, but got "
+                               f"0 elements for dimension {d}")
+        return bins.detach().clone()
+    if not isinstance(bins, _py_int) or isinstance(bins, builtins.bool):
+        raise TypeError(f"{fname}(): argument 'bins' must be int or Tensor, not {type(bins).__name__}")
+    if bins <= 0:
+        raise RuntimeError(f"torch.{fname}(): bins must be > 0, but got {bins} for dimension {d}")
+    if rng is not None:
+        lo, hi = _py_float(rng[0]), _py_float(rng[1])
+    elif column.numel():
+        lo, hi = _py_float(column.min()), _py_float(column.max())
+    else:  # no data: the unit range, as numpy
+        lo, hi = 0.0, 1.0
+    if lo > hi:
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max "
+                           f"{hi:g} for dimension {d}")
+    if lo == hi:  # numpy's and torch's rule: widen an empty range
+        lo, hi = lo - 0.5, hi + 0.5
+    return _C.linspace(lo, hi, bins + 1, dtype=dtype)
+
+
+def _histogramdd(fname, input, bins, rng, weight, density):
+    """(hist [n_0, ..., n_{D-1}], [edges_d]) of the points input[..., D]."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for '{_type_name(input.dtype)}'")
-    x = input.detach().reshape(-1)
+    D = input.shape[-1]
+    pts = input.detach().reshape(-1, D)
     with _NoGrad():
-        if isinstance(bins, _C.Tensor):
-            if bins.dim() != 1:
-                raise RuntimeError(f"torch.histogramdd(): bins tensor should have one dimension, but got "
-                                   f"{bins.dim()} dimensions in the bins tensor for dimension 0")
-            if bins.dtype != input.dtype:
-                raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same "
-                                   f"dtype, but got input with dtype {_type_name(input.dtype).lower()} and bins "
-                                   f"for dimension 0 with dtype {_type_name(bins.dtype).lower()}")
-            if bins.numel() < 1:
-                raise RuntimeError("torch.histogramdd(): bins tensor should have at least 1 element, but got "
-                                   "0 elements for dimension 0")
-            edges = bins.detach().clone()
-        else:
-            if not isinstance(bins, _py_int) or isinstance(bins, builtins.bool):
-                raise TypeError(f"histogram(): argument 'bins' must be int or Tensor, not {type(bins).__name__}")
-            if bins <= 0:
-                raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-            if range is not None:
-                lo, hi = _py_float(range[0]), _py_float(range[1])
-            elif x.numel():
-                lo, hi = _py_float(x.min()), _py_float(x.max())
-            else:  # no data: the unit range, as numpy
-                lo, hi = 0.0, 1.0
-            if lo > hi:
-                raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max "
-                                   f"{hi:g} for dimension 0")
-            if lo == hi:  # numpy's and torch's rule: widen an empty range
-                lo, hi = lo - 0.5, hi + 0.5
-            edges = _C.linspace(lo, hi, bins + 1, dtype=input.dtype)
-        n_bins = edges.numel() - 1
-        hist = _C.zeros(max(n_bins, 0), dtype=input.dtype)
+        edges = [_bin_edges(fname, pts[:, d], b, None if rng is None else rng[2 * d:2 * d + 2], input.dtype, d)
+                 for d, b in enumerate(bins)]
+        sizes = [max(e.numel() - 1, 0) for e in edges]
+        total = 1
+        for n in sizes:
+            total *= n
+        hist = _C.zeros(total, dtype=input.dtype)
         if weight is not None:
             if weight.dtype != input.dtype:
                 raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
                                    f"should have the same dtype, but got input({_type_name(input.dtype).lower()}), "
                                    f"and weight({_type_name(weight.dtype).lower()})")
-            if tuple(weight.shape) != tuple(input.shape):
+            if tuple(weight.shape) != tuple(input.shape[:-1]):
                 raise RuntimeError(f"torch.histogramdd(): if weight tensor is provided it should have the same "
                                    f"shape as the input tensor excluding its innermost dimension, but got "
                                    f"input with shape {tuple(input.shape)} and weight with shape "
                                    f"{tuple(weight.shape)}")
-        if n_bins > 0 and x.numel():
-            w = weight.detach().reshape(-1).to(input.dtype) if weight is not None else _C.ones_like(x)
-            inside = (x >= edges[0]) & (x <= edges[-1])
-            xi, wi = x[inside], w[inside]
-            # bin i holds edges[i] <= x < edges[i+1]; the last edge belongs to the last bin
-            idx = (_C.searchsorted(edges, xi, right=True) - 1).clamp(0, n_bins - 1)
-            hist.index_add_(0, idx, wi)
+        if total > 0 and pts.shape[0]:
+            w = weight.detach().reshape(-1) if weight is not None else _C.ones(pts.shape[0], dtype=input.dtype)
+            inside = _C.ones(pts.shape[0], dtype=_dt("bool"))
+            flat = _C.zeros(pts.shape[0], dtype=_dt("int64"))
+            for d, (e, n) in enumerate(zip(edges, sizes)):
+                x = pts[:, d].contiguous()
+                inside = inside & (x >= e[0]) & (x <= e[-1])
+                # bin i holds edges[i] <= x < edges[i+1]; the last edge belongs to the last bin
+                flat = flat * n + (_C.searchsorted(e, x, right=True) - 1).clamp(0, n - 1)
+            hist.index_add_(0, flat[inside], w[inside])
+        hist = hist.reshape(sizes)
         if density:
-            widths = edges[1:] - edges[:-1]
-            hist = hist / (hist.sum() * widths)
-    result = _HistogramResult(hist, edges)
+            scale = hist.sum()
+            for d, e in enumerate(edges):
+                shape = [1] * D
+                shape[d] = sizes[d]
+                scale = scale * (e[1:] - e[:-1]).reshape(shape)
+            hist = hist / scale
+    return hist, edges
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A002
+    """(hist, bin_edges): counts (or summed weights) of input's elements in each bin.
+    bins is a count of equal-width bins over `range` (default: input's min..max)
+    or a 1-D tensor of increasing edges; the last bin includes its right edge."""
+    _require_tensor("histogram", input)
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise RuntimeError(f"torch.histogram(): if weight tensor is provided it should have the same shape as the "
+                           f"input tensor, but got input with shape {tuple(input.shape)} and weight with shape "
+                           f"{tuple(weight.shape)}")
+    hist, (edges,) = _histogramdd("histogram", input.reshape(-1, 1), [bins], range,
+                                  None if weight is None else weight.reshape(-1), density)
     if out is not None:
         _write_out("histogram", out[0], hist)
         _write_out("histogram", out[1], edges)
         return _HistogramResult(out[0], out[1])
-    return result
+    return _HistogramResult(hist, edges)
+
+
+_HistogramddResult = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
+_HistogramddResult.__module__ = "ember.return_types"
+_HistogramddResult.__repr__ = lambda self: (f"ember.return_types.histogramdd(\nhist={self.hist!r},\n"
+                                            f"bin_edges={self.bin_edges!r})")
+_C._return_types.setdefault("histogramdd", _HistogramddResult)
+
+
+def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A002
+    """(hist, bin_edges) of the points input[..., D] (one point per row): bins is a
+    count for every dim, a count per dim, or a 1-D edge tensor per dim; range is
+    [min_0, max_0, min_1, max_1, ...]; weight has input's shape without the last dim."""
+    _require_tensor("histogramdd", input)
+    if input.dim() < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    D = input.shape[-1]
+    if isinstance(bins, (list, tuple)):
+        if len(bins) != D:
+            raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+        bins = list(bins)
+    else:
+        bins = [bins] * D
+    if range is not None and len(range) != 2 * D:
+        raise RuntimeError(f"torch.histogramdd: for a {D}-dimensional histogram range should have {2 * D} "
+                           f"elements, but got {len(range)}")
+    hist, edges = _histogramdd("histogramdd", input, bins, range, weight, density)
+    return _HistogramddResult(hist, tuple(edges))
 
 
 # -- numerical gradient --------------------------------------------------------------
@@ -409,5 +465,5 @@ TENSOR_METHODS = {
     "renorm_": _renorm_, "diagflat": diagflat,
 }
 
-__all__ = ["cross", "cov", "corrcoef", "histogram", "gradient", "atleast_1d", "atleast_2d", "atleast_3d",
+__all__ = ["cross", "cov", "corrcoef", "histogram", "histogramdd", "gradient", "atleast_1d", "atleast_2d", "atleast_3d",
            "diagflat", "renorm", "chain_matmul"]
