@@ -395,3 +395,17 @@ def test_orthogonal_against_torch(torch, shape, kw):
     ye.pow(2).sum().backward()
     yt.pow(2).sum().backward()
     close(em.parametrizations.weight.original.grad, tm.parametrizations.weight.original.grad.numpy(), 1e-12)
+
+
+@pytest.mark.skipif(not hasattr(ember.linalg, "solve"), reason="the Cayley map needs ember.linalg.solve")
+def test_orthogonal_cayley_against_torch(torch):
+    from torch.nn.utils import parametrizations as TP
+    em, tm = _twin(torch, lambda N: N.Linear(3, 3))
+    EP.orthogonal(em, orthogonal_map="cayley")
+    TP.orthogonal(tm, orthogonal_map="cayley")
+    with ember.no_grad():
+        em.parametrizations.weight.original.copy_(ember.tensor(np.tril(randn(3, 3))))
+    with torch.no_grad():
+        tm.parametrizations.weight.original.copy_(torch.tensor(em.parametrizations.weight.original.numpy()))
+    close(em.weight, tm.weight.detach().numpy(), 1e-12)
+    assert _orth_error(em.weight) < 1e-12
