@@ -366,3 +366,48 @@ def test_double_backward_through_views_on_cuda(cuda):
             assert (got is None) == (ref is None), name
             if got is not None:
                 np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+# -- the torch.func tutorials' patterns: per-sample gradients, model ensembling ----------
+
+def test_per_sample_grads_by_hand():
+    lin = ember.nn.Linear(3, 1, bias=False).double()
+    X, y = randn(6, 3), randn(6)
+    params = {k: v.detach() for k, v in lin.named_parameters()}
+
+    def loss(p, x, t):
+        return ((ef.functional_call(lin, p, (x.unsqueeze(0),)).squeeze() - t) ** 2)
+    g = ef.vmap(ef.grad(loss), in_dims=(None, 0, 0))(params, E(X), E(y))["weight"]
+    w = lin.weight.detach().numpy()[0]
+    close(g, (2 * (X @ w - y))[:, None, None] * X[:, None, :])
+
+
+def test_per_sample_grads_and_ensembles_against_torch(torch):
+    import copy
+    import torch.func as tf
+
+    def build(L):
+        return L.nn.Sequential(L.nn.Linear(4, 8), L.nn.ReLU(), L.nn.Linear(8, 3)).double()
+    tm, em = build(torch), build(ember)
+    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    X, Y = randn(5, 4), np.array([0, 2, 1, 1, 0])
+
+    def per_sample(L, F, model):
+        params = {k: v.detach() for k, v in model.named_parameters()}
+
+        def compute_loss(p, sample, target):
+            pred = F.functional_call(model, p, (sample.unsqueeze(0),))
+            return L.nn.functional.cross_entropy(pred, target.unsqueeze(0))
+        return F.vmap(F.grad(compute_loss), in_dims=(None, 0, 0))(params, L.tensor(X), L.tensor(Y))
+    _cmp(per_sample(ember, ef, em), per_sample(torch, tf, tm), 1e-12)
+
+    tms = [torch.nn.Linear(4, 3).double() for _ in range(3)]
+    ems = [ember.nn.Linear(4, 3).double() for _ in range(3)]
+    for e, t in zip(ems, tms):
+        e.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+
+    def ensemble(L, F, models, base):
+        params, buffers = F.stack_module_state(models)
+        return F.vmap(lambda p, b, x: F.functional_call(base, (p, b), (x,)), in_dims=(0, 0, None))(
+            params, buffers, L.tensor(X))
+    _cmp(ensemble(ember, ef, ems, ems[0]), ensemble(torch, tf, tms, copy.deepcopy(tms[0]).to("meta")), 1e-12)
