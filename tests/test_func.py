@@ -411,3 +411,25 @@ def test_per_sample_grads_and_ensembles_against_torch(torch):
         return F.vmap(lambda p, b, x: F.functional_call(base, (p, b), (x,)), in_dims=(0, 0, None))(
             params, buffers, L.tensor(X))
     _cmp(ensemble(ember, ef, ems, ems[0]), ensemble(torch, tf, tms, copy.deepcopy(tms[0]).to("meta")), 1e-12)
+
+
+def test_grad_through_closed_over_parameters_against_torch(torch):
+    """A gradient penalty: func.grad of a model with respect to its input, then
+    backward into the model's parameters (which the function closes over)."""
+    import torch.func as tf
+
+    def build(L):
+        return L.nn.Sequential(L.nn.Linear(3, 5), L.nn.Tanh(), L.nn.Linear(5, 1)).double()
+    tm, em = build(torch), build(ember)
+    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    X = randn(4, 3)
+    for L, F, m in ((ember, ef, em), (torch, tf, tm)):
+        g = F.grad(lambda x: m(x).sum())(L.tensor(X))
+        assert g.requires_grad
+        ((g.norm(dim=1) - 1) ** 2).mean().backward()
+    for (n, a), b in zip(em.named_parameters(), tm.parameters()):
+        # the last bias does not reach the input gradient: torch gives it zeros, ember no gradient
+        got = a.grad.numpy() if a.grad is not None else np.zeros(tuple(a.shape))
+        np.testing.assert_allclose(got, b.grad.numpy(), rtol=1e-12, atol=1e-12, err_msg=n)
+    with ember.no_grad():  # no graph kept under no_grad
+        assert not ef.grad(lambda x: em(x).sum())(E(X)).requires_grad

@@ -4,11 +4,12 @@ built on ember's reverse-mode engine.
 Each transform differentiates with respect to fresh tensors standing for the
 chosen arguments: differentiable views of them when they already take part in
 an outer graph, new leaves otherwise. When the call is nested in another
-transform (grad(grad(f)), jacrev(grad(f))), or an argument requires grad
-under grad mode, the gradients keep their graph (create_graph) so the outer
-level can differentiate them; otherwise results come back detached, as
-torch.func's do at the top level. (Tensors a function closes over that
-require grad only get a graph through the result in those two cases.)
+transform (grad(grad(f)), jacrev(grad(f))), or -- under grad mode -- an
+argument requires grad or the function's output reaches other tensors that
+require grad (a model's parameters it closes over: a gradient penalty), the
+gradients keep their graph (create_graph) so the outer level can
+differentiate them; otherwise results come back detached, as torch.func's
+do at the top level.
 
 jacfwd is computed in reverse mode, one row per output element: the values
 equal forward mode's; only the cost differs. jvp uses the double-backward
@@ -62,10 +63,10 @@ def _fresh(t):
     return t.detach().requires_grad_(True)
 
 
-def _prepare(args, argnums):
-    """(new args, diff pytree (one entry per argnum, or the single one), flat diff leaves, wants_graph)."""
+def _prepare(args, argnums, outer_grad):
+    """(new args, diff pytree (one entry per argnum), wants_graph); outer_grad: the grad mode of the caller."""
     # called inside the transform's own _Level: an outer transform makes the level > 1
-    wants_graph = _C.is_grad_enabled() and (_state["level"] > 1 or any(
+    wants_graph = outer_grad and (_state["level"] > 1 or any(
         isinstance(x, _C.Tensor) and x.requires_grad for x in tree_flatten(args)[0]))
     args = list(args)
     diff = []
@@ -73,6 +74,35 @@ def _prepare(args, argnums):
         args[a] = tree_map(_fresh, args[a])
         diff.append(args[a])
     return tuple(args), diff, wants_graph
+
+
+def _reaches_other_leaves(outputs, own):
+    """Whether the graph of outputs reaches a tensor requiring grad other than the leaves in own."""
+    own_ids = {id(t) for t in own}
+    stack, seen = [], set()
+    for o in outputs:
+        if isinstance(o, _C.Tensor) and o.requires_grad:
+            if o.grad_fn is None:
+                if id(o) not in own_ids:
+                    return True
+            else:
+                stack.append(o.grad_fn)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        var = getattr(node, "variable", None)
+        if var is not None:  # AccumulateGrad: a leaf
+            if id(var) not in own_ids:
+                return True
+            continue
+        stack.extend(f for f, _ in node.next_functions if f is not None)
+    return False
+
+
+def _keep_graph(keep, outer_grad, outputs, diff):
+    return keep or (outer_grad and _reaches_other_leaves(outputs, tree_flatten(diff)[0]))
 
 
 def _grads(outputs, inputs, grad_outputs, create_graph):
@@ -107,8 +137,9 @@ def grad_and_value(func, argnums=0, has_aux=False):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args))
+        outer_grad = _C.is_grad_enabled()
         with _Level(), enable_grad():
-            args, diff, keep = _prepare(args, nums)
+            args, diff, keep = _prepare(args, nums, outer_grad)
             output, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value")
             if not isinstance(output, _C.Tensor):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
@@ -118,6 +149,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                                    f"tensor with {output.dim()} dims. Maybe you wanted to use the vjp or jacrev "
                                    "APIs instead?")
             flat, spec = tree_flatten(diff)
+            keep = _keep_graph(keep, outer_grad, [output], diff)
             gs = _grads([output], flat, [None], create_graph=keep)
         g = tree_unflatten(gs, spec)
         g = g[0] if isinstance(argnums, int) else tuple(g)
@@ -146,10 +178,12 @@ def grad(func, argnums=0, has_aux=False):
 def vjp(func, *primals, has_aux=False):
     """(func(*primals), vjp_fn[, aux]): vjp_fn(cotangents) gives, for each primal,
     the cotangents pulled back through func (a tuple as long as primals)."""
+    outer_grad = _C.is_grad_enabled()
     with _Level(), enable_grad():
-        args, diff, keep = _prepare(primals, tuple(range(len(primals))))
+        args, diff, keep = _prepare(primals, tuple(range(len(primals))), outer_grad)
         output, aux = _split_aux(func(*args), has_aux, "vjp")
     out_flat, out_spec = tree_flatten(output)
+    keep = _keep_graph(keep, outer_grad, out_flat, diff)
     for o in out_flat:
         if not isinstance(o, _C.Tensor):
             raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has non-empty output "
@@ -195,10 +229,12 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the "
                                f"original Tensor, this is not supported. Tensor is of size {list(p.shape)} while "
                                f"the given forward gradient is of size {list(t.shape)}.")
+    outer_grad = _C.is_grad_enabled()
     with _Level(), enable_grad():
-        args, diff, keep = _prepare(primals, tuple(range(len(primals))))
+        args, diff, keep = _prepare(primals, tuple(range(len(primals))), outer_grad)
         output, aux = _split_aux(func(*args), has_aux, "jvp")
         out_flat, out_spec = tree_flatten(output)
+        keep = _keep_graph(keep, outer_grad, out_flat, diff)
         in_flat = tree_flatten(diff)[0]
         # J^T u is linear in u: its gradient with respect to u, applied to the tangents, is J t
         us = [_C.zeros_like(o).requires_grad_(True) for o in out_flat]
@@ -214,10 +250,12 @@ def _jacobian_transform(func, argnums, has_aux, api):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         nums = _check_argnums(argnums, len(args))
+        outer_grad = _C.is_grad_enabled()
         with _Level(), enable_grad():
-            args, diff, keep = _prepare(args, nums)
+            args, diff, keep = _prepare(args, nums, outer_grad)
             output, aux = _split_aux(func(*args, **kwargs), has_aux, api)
             out_flat, out_spec = tree_flatten(output)
+            keep = _keep_graph(keep, outer_grad, out_flat, diff)
             in_flat, in_spec = tree_flatten(diff)
             per_output = []
             for o in out_flat:
