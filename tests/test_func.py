@@ -434,3 +434,20 @@ def test_grad_through_closed_over_parameters_against_torch(torch):
             np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12, atol=1e-12, err_msg=n)
     with ember.no_grad():  # no graph kept under no_grad
         assert not ef.grad(lambda x: em(x).sum())(E(X)).requires_grad
+
+
+def test_functional_call_on_parametrized_module():
+    from ember.nn.utils import parametrizations as EP
+    m = EP.weight_norm(ember.nn.Linear(2, 2).double())
+    g0 = m.parametrizations.weight.original0.detach().clone()
+    w_before = m.weight.detach().clone()
+    W = E(randn(2, 2))
+    x = E(randn(1, 2))
+    out = ef.functional_call(m, {"weight": W}, (x,))  # the parametrized tensor by its own name
+    close(out, x.numpy() @ W.numpy().T + m.bias.detach().numpy())
+    assert ember.equal(m.parametrizations.weight.original0, g0)  # right_inverse did not run
+    close(m.weight, w_before.numpy())
+    g = E(np.ones((2, 1)))
+    v = m.parametrizations.weight.original1.detach().numpy()
+    out = ef.functional_call(m, {"parametrizations.weight.original0": g}, (x,))
+    close(out, x.numpy() @ (v / np.linalg.norm(v, axis=1, keepdims=True)).T + m.bias.detach().numpy())

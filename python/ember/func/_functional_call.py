@@ -1,5 +1,6 @@
 """functional_call: run a module with some of its parameters and buffers
 replaced by given tensors (torch.func.functional_call), and stack_module_state.
+A parametrized tensor (nn.utils.parametrize) can be given by its own name.
 
 The module's own tensors are swapped out for the call and put back after it,
 even when the call raises. Names are the dotted ones of named_parameters /
@@ -24,6 +25,16 @@ def _swap(module, name, value):
             def undo(d=d, old=old):
                 d[last] = old
             return undo
+    prop = type(mod).__dict__.get(last)
+    parametrized = mod.__dict__.get("_modules", {}).get("parametrizations")
+    if isinstance(prop, property) and parametrized is not None and last in parametrized:
+        # a parametrized tensor (the property of nn.utils.parametrize's class): read value
+        # instead of the parametrization's output; assigning would run right_inverse
+        setattr(type(mod), last, property(lambda self: value, prop.fset))
+
+        def undo_property():
+            setattr(type(mod), last, prop)
+        return undo_property
     had = last in mod.__dict__
     old = mod.__dict__.get(last)
     object.__setattr__(mod, last, value)
