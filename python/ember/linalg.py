@@ -82,3 +82,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
             raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
         return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
     return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+
+
+# -- cross product (python/ember/_math_more.py) ---------------------------------
+from ._math_more import linalg_cross as cross  # noqa: E402
