@@ -94,5 +94,14 @@ _C._add_attrs(_C.Tensor, _math_more.TENSOR_METHODS)
 # -- torch.* twins of nn functionals composed in Python (nnmore part) --
 from .nn.functional_more import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuffle,  # noqa: E402,F401
                                  native_channel_shuffle, prelu, rrelu, rrelu_, hardshrink)
-from . import func  # noqa: E402,F401  (torch.func transforms)
-from .func import vmap  # noqa: E402,F401
+
+
+def __getattr__(name):
+    """Submodules loaded on first use, so that `import ember` stays fast:
+    ember.func (and ember.vmap), ember.profiler."""
+    import importlib
+    if name in ("func", "profiler"):
+        return importlib.import_module(f".{name}", __name__)
+    if name == "vmap":
+        return importlib.import_module(".func", __name__).vmap
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

@@ -73,3 +73,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 from . import functional  # noqa: E402,F401  (vjp, jvp, jacobian, hessian, hvp, vhp; uses grad above)
+
+
+def __getattr__(name):
+    """ember.autograd.profiler, the older profiler API, on first use (import stays fast)."""
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(".profiler", __name__)
+    raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")

@@ -2,8 +2,6 @@
 torch for ember.func.functional_call, which does the work)."""
 import warnings
 
-from ...func._functional_call import functional_call as _functional_call
-
 
 def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True, strict=False):
     """module(*args, **kwargs) with the given tensors in place of its own (see ember.func.functional_call)."""
@@ -11,4 +9,5 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, t
                   "in a future version of PyTorch. Please use `torch.func.functional_call` instead which is a "
                   "drop-in replacement.",
                   FutureWarning, stacklevel=2)
+    from ...func._functional_call import functional_call as _functional_call  # on first use: import stays fast
     return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict)
