@@ -84,4 +84,8 @@ from . import _extra_functions  # noqa: E402
 from ._extra_functions import *  # noqa: E402,F401,F403
 from . import special, distributions  # noqa: E402,F401
 _C._add_attrs(_C.Tensor, _extra_functions.TENSOR_METHODS)
+# -- LAPACK decompositions as torch.* and Tensor methods (linalg part) --
+from . import _linalg_decomp  # noqa: E402
+globals().update(_linalg_decomp.TORCH)
+_C._add_attrs(_C.Tensor, _linalg_decomp.TENSOR_METHODS)
 
