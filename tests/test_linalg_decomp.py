@@ -20,6 +20,14 @@ needs_torch = pytest.mark.skipif(torch is None, reason="torch not installed")
 
 LA = ember.linalg
 RNG = np.random.default_rng(7)
+# a build without OpenBLAS (the GPU machine's) has no LAPACK: only test_no_lapack runs there
+HAS_LAPACK = bool(ember._C._has_lapack)
+
+
+@pytest.fixture(autouse=True)
+def _needs_lapack(request):
+    if not HAS_LAPACK and request.node.name != "test_no_lapack":
+        pytest.skip("ember was built without LAPACK")
 DTYPES = [np.float32, np.float64]
 BATCHES = [(), (3,), (2, 2)]
 
@@ -385,6 +393,40 @@ def test_empty():
     assert LA.solve(T(np.zeros((0, 3, 3))), T(np.zeros((0, 3, 1)))).shape == (0, 3, 1)
 
 
+def test_non_finite_input():
+    a = np.eye(3)
+    a[1, 1] = np.nan
+    with pytest.raises(LA.LinAlgError, match="linalg.svd: The algorithm failed to converge because the input "
+                                             "matrix contained non-finite values"):
+        LA.svd(T(a))
+    b = np.stack([np.eye(3), np.full((3, 3), np.inf)])
+    with pytest.raises(LA.LinAlgError, match=r"\(Batch element 1\).*non-finite"):
+        LA.svdvals(T(b))
+    w, V = LA.eigh(T(b))  # NaN results for the bad matrix, the good one intact
+    close(w[0], np.ones(3))
+    assert np.isnan(N(w[1])).all() and np.isnan(N(V[1])).all()
+    res = LA.lstsq(T(a), T(np.eye(3)), driver="gelsd")  # gelsd would loop forever on it
+    assert np.isnan(N(res.solution)).all()
+    with pytest.raises(LA.LinAlgError, match="leading minor of order 2"):
+        LA.cholesky(T(a))
+    assert math.isnan(float(LA.det(T(a))))
+
+
+def test_on_cuda_device(cuda):
+    """On 'cuda' (the fake backend on a CPU machine) LAPACK runs on host copies; results come back."""
+    a, b = well(2, 3, 3), rand(2, 3, 2)
+    A, B = T(a).to("cuda"), T(b).to("cuda")
+    X = LA.solve(A, B)
+    assert X.device.type == "cuda"
+    close(X.cpu(), np.linalg.solve(a, b))
+    U, S, Vh = LA.svd(A)
+    assert U.device.type == S.device.type == Vh.device.type == "cuda"
+    close(S.cpu(), np.linalg.svd(a, compute_uv=False))
+    close(LA.det(A).cpu(), np.linalg.det(a))
+    P, L, Uf = LA.lu(A)
+    close((P @ L @ Uf).cpu(), a)
+
+
 # -- errors ----------------------------------------------------------------------------------------
 
 def test_singular_errors():
@@ -679,3 +721,9 @@ def test_errors_match_torch():
         assert isinstance(got.value, LA.LinAlgError) == isinstance(want.value, torch.linalg.LinAlgError)
         assert str(got.value).replace("torch.", "") == str(want.value).replace("torch.", ""), \
             (str(got.value), str(want.value))
+
+
+@pytest.mark.skipif(HAS_LAPACK, reason="this build has LAPACK")
+def test_no_lapack():
+    with pytest.raises(RuntimeError, match="ember was built without LAPACK"):
+        LA.inv(ember.eye(2))

@@ -23,6 +23,7 @@
  * decompositions built on them. */
 #include "../ember.h"
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 
 #if defined(EM_BLAS_SCIPY)
@@ -116,7 +117,19 @@ static int lwork_of(double q) { return (int)(q * (1 + 1e-6)) + 1; }
 /* The batched kernels, one copy per element type T with LAPACK prefix p.
  * Each returns 0, or -1 when a workspace allocation failed (GIL released:
  * the caller raises MemoryError). */
+/* Note [non-finite input]: gesdd, syevd and gelsd rescale by the matrix's
+ * norm, and with an Inf or NaN in A that step fails (xerbla prints "On entry
+ * to DLASCL ...") and gelsd then loops forever. So those matrices are not
+ * handed to LAPACK: svd reports info = -4 (LAPACK's code for a NaN in A; the
+ * Python layer raises torch's "contained non-finite values"), eigh and
+ * lstsq give NaN results. potrf lets a NaN through its diagonal test: a NaN
+ * on the factor's diagonal is reported as that leading minor failing. */
 #define KERNELS(p, T)                                                                                  \
+    static bool p##_finite(const T *x, int64_t n) {                                                   \
+        for (int64_t i = 0; i < n; i++)                                                               \
+            if (!isfinite(x[i])) return false;                                                        \
+        return true;                                                                                  \
+    }                                                                                                 \
     static int p##_getrf(T *a, int m, int n, int64_t batch, int *ipiv, int *info) {                   \
         int lda = (int)imax(1, m), k = (int)imin(m, n);                                               \
         for (int64_t b = 0; b < batch; b++)                                                           \
@@ -133,8 +146,12 @@ static int lwork_of(double q) { return (int)(q * (1 + 1e-6)) + 1; }
     }                                                                                                 \
     static int p##_potrf(T *a, int n, int64_t batch, char uplo, int *info) {                          \
         int lda = (int)imax(1, n);                                                                    \
-        for (int64_t b = 0; b < batch; b++)                                                           \
-            EM_LAPACK(p##potrf)(&uplo, &n, a + b * (int64_t)n * n, &lda, info + b, 1);                \
+        for (int64_t b = 0; b < batch; b++) {                                                         \
+            T *ab = a + b * (int64_t)n * n;                                                           \
+            EM_LAPACK(p##potrf)(&uplo, &n, ab, &lda, info + b, 1);                                    \
+            for (int j = 0; j < n && info[b] == 0; j++)                                               \
+                if (isnan(ab[(int64_t)j * lda + j])) info[b] = j + 1;                                 \
+        }                                                                                             \
         return 0;                                                                                     \
     }                                                                                                 \
     static int p##_potrs(const T *a, T *x, int n, int nrhs, int64_t batch, char uplo, int *info) {    \
@@ -187,11 +204,16 @@ static int lwork_of(double q) { return (int)(q * (1 + 1e-6)) + 1; }
             free(iwork);                                                                              \
             return -1;                                                                                \
         }                                                                                             \
-        for (int64_t b = 0; b < batch; b++)                                                           \
+        for (int64_t b = 0; b < batch; b++) {                                                         \
+            if (!p##_finite(a + b * (int64_t)m * n, (int64_t)m * n)) { /* Note [non-finite input] */  \
+                info[b] = -4;                                                                         \
+                continue;                                                                             \
+            }                                                                                         \
             EM_LAPACK(p##gesdd)(&jobz, &m, &n, a + b * (int64_t)m * n, &lda, s + b * k,               \
                                 u ? u + b * (int64_t)m * ucols : &dummy, &ldu,                        \
                                 vt ? vt + b * (int64_t)vtrows * n : &dummy, &ldvt, work, &lwork,      \
                                 iwork, info + b, 1);                                                  \
+        }                                                                                             \
         free(work);                                                                                   \
         free(iwork);                                                                                  \
         return 0;                                                                                     \
@@ -210,9 +232,16 @@ static int lwork_of(double q) { return (int)(q * (1 + 1e-6)) + 1; }
             free(iwork);                                                                              \
             return -1;                                                                                \
         }                                                                                             \
-        for (int64_t b = 0; b < batch; b++)                                                           \
-            EM_LAPACK(p##syevd)(&jobz, &uplo, &n, a + b * (int64_t)n * n, &lda, w + b * n, work,      \
-                                &lwork, iwork, &liwork, info + b, 1, 1);                              \
+        for (int64_t b = 0; b < batch; b++) {                                                         \
+            T *ab = a + b * (int64_t)n * n;                                                           \
+            if (!p##_finite(ab, (int64_t)n * n)) { /* Note [non-finite input] */                      \
+                for (int64_t i = 0; i < (int64_t)n * n; i++) ab[i] = (T)NAN;                          \
+                for (int i = 0; i < n; i++) w[b * n + i] = (T)NAN;                                    \
+                continue;                                                                             \
+            }                                                                                         \
+            EM_LAPACK(p##syevd)(&jobz, &uplo, &n, ab, &lda, w + b * n, work, &lwork, iwork, &liwork,  \
+                                info + b, 1, 1);                                                      \
+        }                                                                                             \
         free(work);                                                                                   \
         free(iwork);                                                                                  \
         return 0;                                                                                     \
@@ -232,9 +261,17 @@ static int lwork_of(double q) { return (int)(q * (1 + 1e-6)) + 1; }
             free(iwork);                                                                              \
             return -1;                                                                                \
         }                                                                                             \
-        for (int64_t b = 0; b < batch; b++)                                                           \
-            EM_LAPACK(p##gelsd)(&m, &n, &nrhs, a + b * (int64_t)m * n, &lda, x + b * (int64_t)ldb * nrhs, \
-                                &ldb, s + b * k, &rc, rank + b, work, &lwork, iwork, info + b);       \
+        for (int64_t b = 0; b < batch; b++) {                                                         \
+            T *ab = a + b * (int64_t)m * n, *xb = x + b * (int64_t)ldb * nrhs;                        \
+            if (!p##_finite(ab, (int64_t)m * n) || !p##_finite(xb, (int64_t)ldb * nrhs)) {            \
+                for (int64_t i = 0; i < (int64_t)ldb * nrhs; i++) xb[i] = (T)NAN; /* [non-finite] */  \
+                for (int i = 0; i < k; i++) s[b * k + i] = (T)NAN;                                    \
+                rank[b] = 0;                                                                          \
+                continue;                                                                             \
+            }                                                                                         \
+            EM_LAPACK(p##gelsd)(&m, &n, &nrhs, ab, &lda, xb, &ldb, s + b * k, &rc, rank + b, work,    \
+                                &lwork, iwork, info + b);                                             \
+        }                                                                                             \
         free(work);                                                                                   \
         free(iwork);                                                                                  \
         return 0;                                                                                     \

@@ -776,6 +776,9 @@ def householder_product(A, tau, *, out=None):
 # -- SVD: gesdd ------------------------------------------------------------------------------
 
 def _svd_message(v):
+    if v < 0:  # lapack.c: Note [non-finite input]
+        return ("linalg.svd", "The algorithm failed to converge because the input matrix contained "
+                              "non-finite values.")
     return ("linalg.svd", "The algorithm failed to converge because the input matrix is ill-conditioned "
                           f"or has too many repeated singular values (error code: {v}).")
 
