@@ -273,6 +273,9 @@ def test_lstsq_pinv_rank_cond(dtype):
     close(LA.pinv(T(a)), np.linalg.pinv(a), tol(dtype) * 10)
     s = spd(3, dtype=dtype)
     close(LA.pinv(T(s), hermitian=True), np.linalg.pinv(s, hermitian=True), tol(dtype) * 10)
+    rt = np.array([0.5, 1e-9])  # one tolerance per matrix: the first drops its smaller singular values
+    want = np.stack([np.linalg.pinv(a[i], rcond=rt[i]) for i in range(2)])
+    close(LA.pinv(T(a), rtol=T(rt.astype(dtype))), want, tol(dtype) * 10)
     close(ember.pinverse(T(a)), np.linalg.pinv(a), tol(dtype) * 10)
     deficient = a.copy()
     deficient[..., 2] = deficient[..., 1]
@@ -323,6 +326,15 @@ def test_multi_dot_cross_vecdot_tensorinv():
     close(ember.cross(T(u.T.copy()), T(v.T.copy()), dim=0), np.cross(u, v).T)
     close(T(u).cross(T(v)), np.cross(u, v))
     close(LA.vecdot(T(u), T(v)), (u * v).sum(-1))
+    close(LA.vander(T(u)), np.vander(u.ravel(), 3, increasing=True).reshape(2, 3, 3))
+    close(LA.vander(T(u), N=5), np.stack([np.vander(r, 5, increasing=True) for r in u]))
+    assert LA.vander(ember.tensor([1, 2, 3])).tolist() == [[1, 1, 1], [1, 2, 4], [1, 3, 9]]
+    with pytest.raises(RuntimeError, match="N must be greater than 1"):
+        LA.vander(T(u), N=1)
+    wv = rand(2, 3, 4)
+    check_grad(lambda X: (LA.vander(X, N=4) * T(wv)).sum(), u)
+    d = rand(2, 3, 3)
+    close(LA.diagonal(T(d), offset=1), np.diagonal(d, 1, -2, -1))
     t = well(6, 6).reshape(2, 3, 6)
     close(LA.tensorinv(T(t), ind=2), np.linalg.tensorinv(t, ind=2))
     a, b = well(6, 6).reshape(2, 3, 6), rand(2, 3)
@@ -357,8 +369,8 @@ def test_tensor_methods_and_torch_names():
     assert math.isnan(float(ember.logdet(T(-np.eye(3)))))
     sign, logabs = A.slogdet()
     close(sign * ember.exp(logabs), np.linalg.det(a))
-    Q, R = A.qr()
-    close(N(Q) @ N(R), a)
+    with pytest.raises(RuntimeError, match="torch.qr` is deprecated in favor of `torch.linalg.qr`"):
+        A.qr()  # removed in torch 2, as torch.cholesky
     U, S, V = A.svd()
     close((N(U) * N(S)) @ N(V).T, a)
     assert type(LA.svd(A)).__name__ == "linalg_svd" and "Vh=" in repr(LA.svd(A))
@@ -490,6 +502,8 @@ def test_argument_errors():
         LA.inv([[1.0, 0.0], [0.0, 1.0]])
     with pytest.raises(RuntimeError, match="deprecated"):
         ember.cholesky(sq)
+    with pytest.raises(RuntimeError, match=r"input.dim\(\) must be greater or equal to other.dim\(\)"):
+        LA.lstsq(sq, T(np.zeros((2, 3, 1))))
 
 
 # -- gradients against finite differences (float64) ----------------------------------------------
@@ -710,6 +724,8 @@ def test_errors_match_torch():
         lambda L, t: L.linalg.eigh(t.eye(2), UPLO="X"),
         lambda L, t: L.linalg.inv(t.eye(2, dtype=L.float16)),
         lambda L, t: L.linalg.matrix_power(t.zeros(2, 3), 2),
+        lambda L, t: L.qr(t.eye(2), some=False),
+        lambda L, t: L.linalg.svd(t.full((2, 2), math.nan)),
     ]
     for case in cases:
         with pytest.raises(Exception) as want:

@@ -54,7 +54,6 @@ _InvEx = _result_type("linalg_inv_ex", ["inverse", "info"])
 _SolveEx = _result_type("linalg_solve_ex", ["result", "info"])
 _CholEx = _result_type("linalg_cholesky_ex", ["L", "info"])
 _LinalgQR = _result_type("linalg_qr", ["Q", "R"])
-_QR = _result_type("qr", ["Q", "R"])
 _LinalgSVD = _result_type("linalg_svd", ["U", "S", "Vh"])
 _SVD = _result_type("svd", ["U", "S", "V"])
 _Eigh = _result_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
@@ -734,9 +733,13 @@ def qr(A, mode="reduced", *, out=None):
 
 
 def _torch_qr(input, some=True, *, out=None):
-    """torch.qr: (Q, R), reduced when some else complete."""
-    _check("linalg.qr", input, square=False)
-    return _QR(*_QRFn().apply(input, "reduced" if some else "complete"))
+    """torch.qr was removed in torch 2 (it raises there, naming linalg.qr's mode); ember raises alike."""
+    raise RuntimeError(
+        "This function was deprecated since version 1.9 and is now removed. `torch.qr` is deprecated in favor "
+        "of `torch.linalg.qr` and the boolean parameter `some` has been replaced with a string parameter "
+        "`mode`.\n\nQ, R = torch.qr(A) should be replaced with:\nQ, R = torch.linalg.qr(A, mode='reduced')\n\n"
+        "and\n\nQ, R = torch.qr(A, some=False) should be replaced with:\nQ, R = torch.linalg.qr(A, "
+        f"mode='complete')\n\nSince `some` was set to {bool(some)}, use mode='{'reduced' if some else 'complete'}'.")
 
 
 def _householder_composite(A, tau):
@@ -980,6 +983,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError(f"{fname}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     _same_dtype("torch.linalg.lstsq", A, B)
+    if not (A.dim() >= B.dim() and A.dim() - B.dim() <= 1):
+        raise RuntimeError(f"{fname}: input.dim() must be greater or equal to other.dim() and "
+                           "(input.dim() - other.dim()) <= 1")
     vector = B.dim() == A.dim() - 1
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.shape[-2] != A.shape[-2]:
@@ -1011,8 +1017,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 def _tolerances(fname, A, atol, rtol, smax):
     """max(atol, rtol * smax) with torch's defaults (rtol = eps * max(m, n) when atol is not given)."""
-    def as_t(x):
-        return x if isinstance(x, _C.Tensor) else _C.tensor(float(x), dtype=A.dtype, device=A.device)
+    def as_t(x):  # a tensor tolerance has A's batch shape: one per matrix
+        return x.unsqueeze(-1) if isinstance(x, _C.Tensor) else _C.tensor(float(x), dtype=A.dtype, device=A.device)
     if rtol is None:
         given = atol is not None and (isinstance(atol, _C.Tensor) or atol > 0)
         rtol = 0.0 if given else _eps(A.dtype) * max(A.shape[-2], A.shape[-1])
@@ -1232,6 +1238,25 @@ def vecdot(x, y, *, dim=-1, out=None):
     return _finish((x * y).sum(dim), out)
 
 
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonals of A's matrices (a view), as ember.diagonal with matrix defaults."""
+    _tensor("linalg.diagonal", A)
+    return _C.diagonal(A, offset, dim1, dim2)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix of x's last dim: columns x^0, x^1, ..., x^(N-1)."""
+    _tensor("linalg.vander", x, "x")
+    if x.dtype == _C._dtypes["bool"]:
+        raise NotImplementedError("linalg.vander supports floating point, complex, and integer tensors, "
+                                  "but got Bool")
+    n = (x.shape[-1] if x.dim() else 1) if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    ones = _C.ones(*x.shape, 1, dtype=x.dtype, device=x.device)
+    return _C.cat([ones, x.unsqueeze(-1).expand(*x.shape, n - 1)], -1).cumprod(-1)
+
+
 def tensorinv(A, ind=2, *, out=None):
     """The inverse of A seen as a matrix (prod(shape[:ind]) x prod(shape[ind:]))."""
     if ind <= 0:
@@ -1286,6 +1311,7 @@ LINALG = {
     "lu": lu, "lu_solve": lu_solve, "solve_triangular": solve_triangular, "matrix_power": matrix_power,
     "matrix_exp": matrix_exp, "multi_dot": multi_dot, "cross": cross, "vecdot": vecdot,
     "householder_product": householder_product, "tensorinv": tensorinv, "tensorsolve": tensorsolve,
+    "diagonal": diagonal, "vander": vander,
 }
 
 TORCH = {
