@@ -381,6 +381,24 @@ def test_tensor_methods_and_torch_names():
     close(Lf, N(LA.lu_factor(A).LU))
 
 
+def test_out_arguments():
+    a = well(2, 3, 3)
+    o = ember.empty(2, 3, 3, dtype=ember.float64)
+    r = LA.inv(T(a), out=o)
+    assert r is o
+    close(o, np.linalg.inv(a))
+    Q, R = ember.empty(2, 3, 3, dtype=ember.float64), ember.empty(2, 3, 3, dtype=ember.float64)
+    res = LA.qr(T(a), out=(Q, R))
+    assert res.Q is Q and res.R is R
+    close(N(Q) @ N(R), a)
+    w, V = ember.empty(2, 3, dtype=ember.float64), ember.empty(2, 3, 3, dtype=ember.float64)
+    s = a + mT(a)
+    LA.eigh(T(s), out=(w, V))
+    close(w, np.linalg.eigvalsh(s))
+    with pytest.raises(RuntimeError, match="shape"):
+        LA.inv(T(a), out=ember.empty(3, 3, dtype=ember.float64))
+
+
 def test_empty():
     for n in [0]:
         z = T(np.zeros((n, n)))

@@ -179,6 +179,15 @@ def _finish(result, out):
     return out
 
 
+def _finish_tuple(result, out):
+    """out= of the functions returning named tuples: a tuple of tensors, each written like _finish."""
+    if out is None:
+        return result
+    if not isinstance(out, (tuple, list)) or len(out) != len(result):
+        raise TypeError(f"out must be a tuple of {len(result)} tensors")
+    return type(result)(*(_finish(r, o) for r, o in zip(result, out)))
+
+
 def _nograd():
     from .autograd.grad_mode import no_grad
     return no_grad()
@@ -268,7 +277,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     _check("triangular_solve", b, square=False, arg="b")
     M = A.mT if transpose else A
     X = solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
-    return _TriSolve(X, A.clone())
+    return _finish_tuple(_TriSolve(X, A.clone()), out)
 
 
 # -- LU: getrf / getrs -----------------------------------------------------------------------
@@ -362,7 +371,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     A2, B2 = _broadcast_batch(A2, B2)
     X, info = _SolveFn().apply(A2, B2, check_errors, _solve_message)
     X = X.squeeze(-1) if vector else (X if left else X.mT)
-    return _SolveEx(X, info)
+    return _finish_tuple(_SolveEx(X, info), out)
 
 
 def inv(A, *, out=None):
@@ -375,7 +384,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info): info > 0 marks singular matrices instead of raising."""
     _check("linalg.inv_ex", A)
     X, info = _SolveFn().apply(A, _eye_like(A).expand(A.shape), check_errors, _inv_message)
-    return _InvEx(X, info)
+    return _finish_tuple(_InvEx(X, info), out)
 
 
 def _build_lu_factor():
@@ -412,7 +421,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     if check_errors:
         _raise_info(info, A.dim() > 2, lambda v: ("linalg.lu_factor_ex", f"The factorization could not "
                                                   f"be completed because U[{v},{v}] is zero."))
-    return _LUFactorEx(LU, piv, info)
+    return _finish_tuple(_LUFactorEx(LU, piv, info), out)
 
 
 def lu_factor(A, *, pivot=True, out=None):
@@ -425,7 +434,7 @@ def lu_factor(A, *, pivot=True, out=None):
         raise RuntimeError(f"torch.linalg.lu_factor: {prefix}U[{v},{v}] is zero and using it on lu_solve "
                            "would result in a division by zero. If you still want to perform the "
                            "factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
-    return _LUFactor(LU, piv)
+    return _finish_tuple(_LUFactor(LU, piv), out)
 
 
 def _perm_matrix(piv, m, like):
@@ -458,13 +467,13 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     else:
         L = U = empty
     P = _perm_matrix(LU_pivots, m, LU_data) if unpack_pivots else empty
-    return _LUUnpack(P, L, U)
+    return _finish_tuple(_LUUnpack(P, L, U), out)
 
 
 def lu(A, *, pivot=True, out=None):
     """(P, L, U) with A = P L U (differentiable for square A, through lu_factor)."""
     LU, piv, _ = lu_factor_ex(A, pivot=pivot)
-    return _LU(*lu_unpack(LU, piv))
+    return _finish_tuple(_LU(*lu_unpack(LU, piv)), out)
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
@@ -498,7 +507,7 @@ def _torch_lu_solve(b, LU_data, LU_pivots, *, out=None):
 def _torch_lu(A, pivot=True, get_infos=False, out=None):
     """torch.lu: (A_LU, pivots) or (A_LU, pivots, infos)."""
     LU, piv, info = lu_factor_ex(A, pivot=pivot)
-    return (LU, piv, info) if get_infos else (LU, piv)
+    return _finish_tuple((LU, piv, info) if get_infos else (LU, piv), out)
 
 
 # -- determinants ----------------------------------------------------------------------------
@@ -573,7 +582,7 @@ _SlogdetFn = _lazy(_build_slogdet)
 def slogdet(A, *, out=None):
     """(sign, log|det|) of square matrices; sign 0 and -inf for singular ones."""
     _check("linalg.slogdet", A)
-    return _LinalgSlogdet(*_SlogdetFn().apply(A))
+    return _finish_tuple(_LinalgSlogdet(*_SlogdetFn().apply(A)), out)
 
 
 def _torch_slogdet(input):
@@ -636,7 +645,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): info > 0 marks matrices that are not positive-definite."""
     _check("linalg.cholesky_ex", A)
     L, info = _CholFn().apply(A, check_errors, "linalg.cholesky_ex")
-    return _CholEx(L.mT if upper else L, info)
+    return _finish_tuple(_CholEx(L.mT if upper else L, info), out)
 
 
 def _torch_cholesky(input, upper=False, *, out=None):
@@ -729,7 +738,7 @@ def qr(A, mode="reduced", *, out=None):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
                            "'r', or 'complete'")
     _check("linalg.qr", A, square=False)
-    return _LinalgQR(*_QRFn().apply(A, mode))
+    return _finish_tuple(_LinalgQR(*_QRFn().apply(A, mode)), out)
 
 
 def _torch_qr(input, some=True, *, out=None):
@@ -874,7 +883,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     if driver is not None:
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs "
                            "with cuSOLVER backend.")
-    return _LinalgSVD(*_SVDFn().apply(A, bool(full_matrices)))
+    return _finish_tuple(_LinalgSVD(*_SVDFn().apply(A, bool(full_matrices))), out)
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -890,10 +899,10 @@ def _torch_svd(input, some=True, compute_uv=True, *, out=None):
         m, n = input.shape[-2], input.shape[-1]
         S = svdvals(input)
         b = tuple(input.shape[:-2])
-        return _SVD(_C.zeros(*b, m, m, dtype=input.dtype, device=input.device), S,
-                    _C.zeros(*b, n, n, dtype=input.dtype, device=input.device))
+        return _finish_tuple(_SVD(_C.zeros(*b, m, m, dtype=input.dtype, device=input.device), S,
+                                  _C.zeros(*b, n, n, dtype=input.dtype, device=input.device)), out)
     U, S, Vh = _SVDFn().apply(input, not some)
-    return _SVD(U, S, Vh.mT)
+    return _finish_tuple(_SVD(U, S, Vh.mT), out)
 
 
 # -- symmetric eigen: syevd ------------------------------------------------------------------
@@ -941,7 +950,7 @@ _EighFn = _lazy(_build_eigh)
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, from its UPLO triangle."""
     _check("linalg.eigh", A)
-    return _Eigh(*_EighFn().apply(A, _uplo(UPLO)))
+    return _finish_tuple(_Eigh(*_EighFn().apply(A, _uplo(UPLO))), out)
 
 
 def _build_eigvalsh():
