@@ -351,6 +351,24 @@ def test_householder_product():
     assert A.shape == (5, 3)
 
 
+def test_geqrf_orgqr_ormqr():
+    for shape in [(5, 3), (3, 3), (3, 5)]:
+        a = rand(*shape)
+        h, tau = ember.geqrf(T(a))
+        hn, taun = np.linalg.qr(a, mode="raw")  # LAPACK's geqrf, transposed
+        close(h, hn.T)
+        close(tau, taun)
+        if shape[0] >= shape[1]:
+            close(ember.orgqr(h, tau), np.linalg.qr(a)[0])
+        Qc = np.linalg.qr(a, mode="complete")[0]
+        c = rand(shape[0], 2)
+        close(ember.ormqr(h, tau, T(c)), Qc @ c)
+        close(ember.ormqr(h, tau, T(c), transpose=True), Qc.T @ c)
+        close(h.ormqr(tau, T(c.T.copy()), left=False), c.T @ Qc)
+    with pytest.raises(RuntimeError, match=r"other.shape\[-2\] must be equal to input.shape\[-2\]"):
+        ember.ormqr(h, tau, T(rand(4, 2)))
+
+
 def _lapack_geqrf(a):
     """LAPACK geqrf's (reflectors, tau) of a, from NumPy's raw mode (which returns them transposed)."""
     h, tau = np.linalg.qr(a, mode="raw")

@@ -71,8 +71,12 @@ fail:
 
 /* A new tensor of a's batch shape followed by `nextra` trailing sizes. */
 static EmTensor *batch_tensor(EmTensor *a, int nextra, const int64_t *extra, EmDType dtype) {
-    int64_t sizes[64];
+    int64_t sizes[66];
     int nb = a->ndim - 2;
+    if (nb > 64) {
+        PyErr_Format(PyExc_RuntimeError, "linalg: at most 64 batch dimensions, got %d", nb);
+        return NULL;
+    }
     for (int i = 0; i < nb; i++) sizes[i] = a->sizes[i];
     for (int i = 0; i < nextra; i++) sizes[nb + i] = extra[i];
     return em_zeros(nb + nextra, sizes, dtype, em_cpu());
@@ -112,7 +116,10 @@ enum { CB_COL_MAJOR = 102, CB_NO_TRANS = 111, CB_TRANS = 112, CB_UPPER = 121, CB
 
 /* A workspace query's answer (a float holding an int) as an allocation
  * size, rounded up: older LAPACKs round it down in single precision. */
-static int lwork_of(double q) { return (int)(q * (1 + 1e-6)) + 1; }
+static int lwork_of(double q) {
+    double w = q * (1 + 1e-6) + 1;
+    return w < (double)INT_MAX ? (int)w : INT_MAX;
+}
 
 /* The batched kernels, one copy per element type T with LAPACK prefix p.
  * Each returns 0, or -1 when a workspace allocation failed (GIL released:

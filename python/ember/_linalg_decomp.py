@@ -65,6 +65,7 @@ _LUUnpack = _result_type("lu_unpack", ["P", "L", "U"])
 _LinalgSlogdet = _result_type("linalg_slogdet", ["sign", "logabsdet"])
 _Slogdet = _result_type("slogdet", ["sign", "logabsdet"])
 _TriSolve = _result_type("triangular_solve", ["solution", "cloned_coefficient"])
+_Geqrf = _result_type("geqrf", ["a", "tau"])
 
 
 def _tensor(fname, x, arg="A", pos=1):
@@ -785,6 +786,33 @@ def householder_product(A, tau, *, out=None):
     return _finish(_back(q, A), out)
 
 
+def geqrf(input, *, out=None):
+    """LAPACK's geqrf: (R above the diagonal with the Householder vectors
+    below it, tau); no gradient, as torch."""
+    _check("geqrf", input, square=False, arg="input")
+    a = _lapack_in(input)
+    tau = _C._lapack_geqrf(a)
+    return _finish_tuple(_Geqrf(_back(a, input), _on(tau, input)), out)
+
+
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """other multiplied by geqrf's Q (m x m, from its reflectors): Q C, Q^T C,
+    C Q or C Q^T. Composed of householder_product and matmul."""
+    fname = "torch.ormqr"
+    _check(fname, input, square=False, arg="input")
+    _check(fname, other, square=False, arg="other")
+    m, n = input.shape[-2], input.shape[-1]
+    if (other.shape[-2] if left else other.shape[-1]) != m:
+        side = "other.shape[-2]" if left else "other.shape[-1]"
+        raise RuntimeError(f"{fname}: {side} must be equal to input.shape[-2]")
+    if m > n:  # complete Q: pad the reflectors with zero columns
+        input = _C.cat([input, _C.zeros(*input.shape[:-1], m - n, dtype=input.dtype, device=input.device)], -1)
+    Q = householder_product(input[..., :m], tau)
+    if transpose:
+        Q = Q.mT
+    return _finish(Q @ other if left else other @ Q, out)
+
+
 # -- SVD: gesdd ------------------------------------------------------------------------------
 
 def _svd_message(v):
@@ -1328,7 +1356,8 @@ TORCH = {
     "qr": _torch_qr, "cholesky": _torch_cholesky, "cholesky_solve": cholesky_solve,
     "cholesky_inverse": cholesky_inverse, "pinverse": pinverse, "matrix_power": matrix_power,
     "matrix_exp": matrix_exp, "triangular_solve": triangular_solve, "lu_solve": _torch_lu_solve,
-    "lu_unpack": lu_unpack, "cross": _torch_cross, "norm": _torch_norm,
+    "lu_unpack": lu_unpack, "cross": _torch_cross, "norm": _torch_norm, "geqrf": geqrf,
+    "orgqr": householder_product, "ormqr": ormqr,
 }
 
 TENSOR_METHODS = {
@@ -1336,5 +1365,6 @@ TENSOR_METHODS = {
     "qr": _torch_qr, "cholesky": _torch_cholesky, "cholesky_solve": cholesky_solve,
     "cholesky_inverse": cholesky_inverse, "pinverse": pinverse, "matrix_power": matrix_power,
     "matrix_exp": matrix_exp, "triangular_solve": triangular_solve, "lu_solve": _torch_lu_solve,
-    "cross": _torch_cross, "lu": _torch_lu, "norm": _torch_norm,
+    "cross": _torch_cross, "lu": _torch_lu, "norm": _torch_norm, "geqrf": geqrf,
+    "orgqr": householder_product, "ormqr": ormqr,
 }
