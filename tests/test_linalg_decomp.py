@@ -638,6 +638,41 @@ def test_double_backward_inv():
     close(A.grad, want, 1e-6)
 
 
+@pytest.mark.parametrize("name", ["det", "slogdet", "solve", "cholesky", "qr", "svdvals", "eigvalsh", "tri"])
+def test_double_backward(name):
+    """create_graph=True: the first gradient's own gradient against finite
+    differences of that first gradient (itself checked above)."""
+    a = well(3, 3)
+    w = rand(3, 3)
+    funcs = {
+        "det": lambda A: LA.det(A),
+        "slogdet": lambda A: LA.slogdet(A).logabsdet,
+        "solve": lambda A: (LA.solve(A, T(w)) * T(w)).sum(),
+        "cholesky": lambda A: (LA.cholesky(A @ A.mT) * T(w)).sum(),
+        "qr": lambda A: (LA.qr(A).R * T(w)).sum(),
+        "svdvals": lambda A: (LA.svdvals(A) * T(w[0])).sum(),
+        "eigvalsh": lambda A: (LA.eigvalsh(A + A.mT) * T(w[0])).sum(),
+        "tri": lambda A: (LA.solve_triangular(A, T(w), upper=True) * T(w)).sum(),
+    }
+    f = funcs[name]
+
+    def first(x):  # <grad f(x), w>
+        X = T(x, True)
+        (g,) = ember.autograd.grad(f(X), X)
+        return float((g * T(w)).sum())
+
+    X = T(a, True)
+    (g,) = ember.autograd.grad(f(X), X, create_graph=True)
+    (g * T(w)).sum().backward()
+    want = np.zeros_like(a)
+    for i in range(3):
+        for j in range(3):
+            e = np.zeros_like(a)
+            e[i, j] = 1e-5
+            want[i, j] = (first(a + e) - first(a - e)) / 2e-5
+    close(X.grad, want, 1e-5)
+
+
 # -- against torch ---------------------------------------------------------------------------------
 
 @needs_torch

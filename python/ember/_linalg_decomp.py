@@ -892,12 +892,14 @@ def _build_svdvals():
     def forward(ctx, A):
         if A.requires_grad:
             U, S, Vh = _svd_raw(A, True, False)
-            ctx.save_for_backward(U, Vh)
+            ctx.save_for_backward(U, Vh, A)
             return S
         return _svd_raw(A, False, False)[1]
 
     def backward(ctx, gS):
-        U, Vh = ctx.saved_tensors
+        U, Vh, A = ctx.saved_tensors
+        if _C.is_grad_enabled():  # create_graph: U and Vh as functions of A
+            U, _, Vh = _SVDFn().apply(A, False)
         return (U * gS.unsqueeze(-2)) @ Vh
     return _function("LinalgSvdvals", forward, backward)
 
@@ -984,11 +986,14 @@ def eigh(A, UPLO="L", *, out=None):
 def _build_eigvalsh():
     def forward(ctx, A, upper):
         L, V = _eigh_raw(A, upper, A.requires_grad, "linalg.eigvalsh")
-        ctx.save_for_backward(V)
+        ctx.save_for_backward(V, A)
+        ctx.upper = upper
         return L
 
     def backward(ctx, gL):
-        V, = ctx.saved_tensors
+        V, A = ctx.saved_tensors
+        if _C.is_grad_enabled():  # create_graph: V as a function of A
+            V = _EighFn().apply(A, ctx.upper)[1]
         return (V * gL.unsqueeze(-2)) @ V.mT, None
     return _function("LinalgEigvalsh", forward, backward)
 
