@@ -1,10 +1,11 @@
 """ember.linalg's LAPACK decompositions and what is built on them
 (python/ember/_linalg_decomp.py, csrc/cpu/lapack.c): values against NumPy's
 np.linalg, reconstruction identities (Q R == A, U diag(S) Vh == A, L L^T ==
-A, P L U == A), batches, float32/float64, empty matrices; gradients against
-central finite differences computed here in NumPy (float64) and against
-torch when installed; torch's errors for singular, non-square, integer and
-mismatched input."""
+A, P L U == A), batches, float32/float64, empty matrices, non-finite input;
+gradients (and second derivatives) against central finite differences
+computed here (float64) and against torch when installed; torch's errors for
+singular, non-square, integer and mismatched input. A build without LAPACK
+runs only test_no_lapack."""
 import math
 
 import numpy as np
@@ -342,13 +343,16 @@ def test_multi_dot_cross_vecdot_tensorinv():
 
 
 def test_householder_product():
-    a = rand(5, 3)
-    A = T(a)
-    a_cm = _lapack_geqrf(a)
-    Q = LA.householder_product(T(a_cm[0]), T(a_cm[1]))
-    Qn, _ = np.linalg.qr(a)
-    close(np.abs(N(Q)), np.abs(Qn))
-    assert A.shape == (5, 3)
+    """From NumPy's raw QR (LAPACK geqrf's reflectors and tau), Q equals NumPy's;
+    with a gradient the product is composed of ember ops and must agree."""
+    a = rand(2, 5, 3)
+    raw = [np.linalg.qr(a[i], mode="raw") for i in range(2)]
+    h = np.stack([np.ascontiguousarray(r[0].T) for r in raw])
+    tau = np.stack([r[1] for r in raw])
+    want = np.linalg.qr(a)[0]
+    close(LA.householder_product(T(h), T(tau)), want)
+    close(LA.householder_product(T(h, True), T(tau)), want)
+    close(LA.householder_product(T(h[..., :2]), T(tau[..., :2])), np.linalg.qr(a[..., :2])[0])
 
 
 def test_geqrf_orgqr_ormqr():
@@ -367,12 +371,6 @@ def test_geqrf_orgqr_ormqr():
         close(h.ormqr(tau, T(c.T.copy()), left=False), c.T @ Qc)
     with pytest.raises(RuntimeError, match=r"other.shape\[-2\] must be equal to input.shape\[-2\]"):
         ember.ormqr(h, tau, T(rand(4, 2)))
-
-
-def _lapack_geqrf(a):
-    """LAPACK geqrf's (reflectors, tau) of a, from NumPy's raw mode (which returns them transposed)."""
-    h, tau = np.linalg.qr(a, mode="raw")
-    return np.ascontiguousarray(h.T), tau
 
 
 def test_tensor_methods_and_torch_names():
