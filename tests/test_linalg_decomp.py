@@ -604,6 +604,10 @@ def test_grad_triangular_lu_solve_lstsq_pinv_exp():
     check_grad(lambda A: (LA.lu_factor(A).LU * T(a)).sum(), a)
     check_grad(lambda A: (LA.lu(A).L * T(a)).sum() + (LA.lu(A).U * T(a[::-1].copy())).sum(), a)
     check_grad(lambda A: (LA.lu_solve(*LA.lu_factor(A), T(b)) * T(w)).sum(), a)
+    for shape in [(5, 3), (3, 5), (2, 4, 2)]:  # tall and wide
+        x = rand(*shape)
+        wl = rand(*shape)
+        check_grad(lambda A: (LA.lu_factor(A).LU * T(wl)).sum(), x)
     check_grad(lambda B: (LA.lu_solve(LU, piv, B) * T(w)).sum(), b)
     check_grad(lambda M: (LA.lu_solve(M, piv, T(b)) * T(w)).sum(), N(LU))
     m, y, wy = rand(5, 3), rand(5, 2), rand(3, 2)
@@ -676,7 +680,7 @@ def test_double_backward(name):
 @needs_torch
 @pytest.mark.parametrize("name", ["inv", "det", "logabsdet", "cholesky", "qr", "svd", "eigh", "eigvalsh",
                                   "svdvals", "solve", "solve_triangular", "pinv", "matrix_exp", "lstsq",
-                                  "lu_factor", "lu", "householder"])
+                                  "lu_factor", "lu", "householder", "lu_tall", "lu_wide"])
 def test_grads_match_torch(name):
     a = rand(2, 4, 4)
     x = a.copy()
@@ -721,6 +725,9 @@ def test_grads_match_torch(name):
         if name == "lu":
             P, Lo, U = L.lu(X)
             return Lo + U
+        if name in ("lu_tall", "lu_wide"):
+            P, Lo, U = L.lu(X[..., :3] if name == "lu_tall" else X[..., :3, :])
+            return lib.cat([Lo.sum(-1), U.sum(-2)], -1)
         if name == "householder":
             return L.householder_product(X, X[..., 0, :3] / 4)
 

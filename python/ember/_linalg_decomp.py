@@ -388,6 +388,13 @@ def inv_ex(A, *, check_errors=False, out=None):
     return _finish_tuple(_InvEx(X, info), out)
 
 
+def _lu_square_backward(L, U, gL, gU):
+    """gA of A = L U (square, L unit lower): L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T."""
+    phi = _C.tril(L.mT @ gL, -1) + _C.triu(gU @ U.mT)
+    X = _solve_tri(L.mT, phi, upper=True, unit=True)
+    return _solve_tri(U.mT, X, upper=False, left=False)
+
+
 def _build_lu_factor():
     def forward(ctx, A):
         LU, piv, info = _getrf(A)
@@ -396,17 +403,26 @@ def _build_lu_factor():
         return LU, piv, info
 
     def backward(ctx, gLU, _gpiv, _ginfo):
-        # A = P L U (square): gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T
+        # P^T A = L U with L m x k (unit lower), U k x n. The square block
+        # A1 = L1 U1 takes the square formula; the rest of a tall A is
+        # L2 = A2 U^-1, of a wide one U2 = L^-1 A2, which add their terms.
         LU, piv = ctx.saved_tensors
         m, n = LU.shape[-2], LU.shape[-1]
-        if m != n:
-            raise RuntimeError(f"ember: the derivative of linalg.lu_factor is implemented for square matrices "
-                               f"only, got {m} by {n} matrices")
-        L = _C.tril(LU, -1) + _eye_like(LU)
-        U = _C.triu(LU)
-        phi = _C.tril(L.mT @ _C.tril(gLU, -1), -1) + _C.triu(_C.triu(gLU) @ U.mT)
-        X = _solve_tri(L.mT, phi, upper=True, unit=True)
-        return _perm_matrix(piv, m, LU) @ _solve_tri(U.mT, X, upper=False, left=False)
+        k = min(m, n)
+        L = _C.tril(LU[..., :, :k], -1) + _C.eye(m, k, dtype=LU.dtype, device=LU.device)
+        U = _C.triu(LU[..., :k, :])
+        gL, gU = _C.tril(gLU[..., :, :k], -1), _C.triu(gLU[..., :k, :])
+        if m == n:
+            gA = _lu_square_backward(L, U, gL, gU)
+        elif m > n:
+            gA2 = _solve_tri(U.mT, gL[..., n:, :], upper=False, left=False)  # gL2 U^-T
+            gU = gU - L[..., n:, :].mT @ gA2
+            gA = _C.cat([_lu_square_backward(L[..., :n, :], U, gL[..., :n, :], gU), gA2], -2)
+        else:
+            gA2 = _solve_tri(L.mT, gU[..., m:], upper=True, unit=True)  # L^-T gU2
+            gL = gL - gA2 @ U[..., m:].mT
+            gA = _C.cat([_lu_square_backward(L, U[..., :m], gL, gU[..., :m]), gA2], -1)
+        return _perm_matrix(piv, m, LU) @ gA
     return _function("LinalgLuFactorEx", forward, backward)
 
 
@@ -472,7 +488,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
 
 
 def lu(A, *, pivot=True, out=None):
-    """(P, L, U) with A = P L U (differentiable for square A, through lu_factor)."""
+    """(P, L, U) with A = P L U (differentiable through lu_factor)."""
     LU, piv, _ = lu_factor_ex(A, pivot=pivot)
     return _finish_tuple(_LU(*lu_unpack(LU, piv)), out)
 
