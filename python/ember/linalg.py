@@ -1,6 +1,7 @@
 """ember.linalg: torch.linalg's functions. Each is a C op of the table or a
 short composition of them; other areas add their functions here
-(additively: one block per area).
+(additively: one block per area). The decompositions and solvers (LAPACK
+through csrc/cpu/lapack.c) live in _linalg_decomp.py, exported at the end.
 """
 import math as _math
 
