@@ -439,6 +439,27 @@ def test_empty():
     assert LA.solve(T(np.zeros((0, 3, 3))), T(np.zeros((0, 3, 1)))).shape == (0, 3, 1)
 
 
+def test_big_batches_on_threads(ember_threads):
+    """Batches big enough to be split over ember's threads (each with its own workspace)."""
+    a = rand(48, 20, 20)
+    s = a @ mT(a) + 20 * np.eye(20)
+    b = rand(48, 20, 2)
+    a[5, 0, 0] = np.nan  # a non-finite matrix among finite ones
+    with pytest.raises(LA.LinAlgError, match=r"\(Batch element 5\)"):
+        LA.svdvals(T(a))
+    a[5, 0, 0] = 1.0
+    close(LA.svdvals(T(a)), np.linalg.svd(a, compute_uv=False), 1e-9)
+    U, S, Vh = LA.svd(T(a))
+    close((N(U) * N(S)[..., None, :]) @ N(Vh), a, 1e-9)
+    close(LA.eigvalsh(T(s)), np.linalg.eigvalsh(s), 1e-9)
+    Q, R = LA.qr(T(a))
+    close(N(Q) @ N(R), a, 1e-9)
+    close(LA.inv(T(a)), np.linalg.inv(a), 1e-7)
+    close(LA.cholesky(T(s)), np.linalg.cholesky(s), 1e-9)
+    close(LA.lstsq(T(a), T(b), driver="gelsd").solution, np.linalg.solve(a, b), 1e-7)
+    close(LA.solve_triangular(T(s), T(b), upper=True), np.linalg.solve(np.triu(s), b), 1e-9)
+
+
 def test_non_finite_input():
     a = np.eye(3)
     a[1, 1] = np.nan

@@ -25,6 +25,9 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #if defined(EM_BLAS_SCIPY)
 #define EM_LAPACK(name) scipy_##name##_
@@ -131,167 +134,197 @@ static int lwork_of(double q) {
  * Python layer raises torch's "contained non-finite values"), eigh and
  * lstsq give NaN results. potrf lets a NaN through its diagonal test: a NaN
  * on the factor's diagonal is reported as that leading minor failing. */
-#define KERNELS(p, T)                                                                                  \
-    static bool p##_finite(const T *x, int64_t n) {                                                   \
-        for (int64_t i = 0; i < n; i++)                                                               \
-            if (!isfinite(x[i])) return false;                                                        \
-        return true;                                                                                  \
-    }                                                                                                 \
-    static int p##_getrf(T *a, int m, int n, int64_t batch, int *ipiv, int *info) {                   \
-        int lda = (int)imax(1, m), k = (int)imin(m, n);                                               \
-        for (int64_t b = 0; b < batch; b++)                                                           \
-            EM_LAPACK(p##getrf)(&m, &n, a + b * (int64_t)m * n, &lda, ipiv + b * k, info + b);        \
-        return 0;                                                                                     \
-    }                                                                                                 \
-    static int p##_getrs(const T *a, const int *ipiv, T *x, int n, int nrhs, int64_t batch, char tr,  \
-                         int *info) {                                                                 \
-        int lda = (int)imax(1, n);                                                                    \
-        for (int64_t b = 0; b < batch; b++)                                                           \
-            EM_LAPACK(p##getrs)(&tr, &n, &nrhs, a + b * (int64_t)n * n, &lda, ipiv + b * n,           \
-                                x + b * (int64_t)n * nrhs, &lda, info + b, 1);                        \
-        return 0;                                                                                     \
-    }                                                                                                 \
-    static int p##_potrf(T *a, int n, int64_t batch, char uplo, int *info) {                          \
-        int lda = (int)imax(1, n);                                                                    \
-        for (int64_t b = 0; b < batch; b++) {                                                         \
-            T *ab = a + b * (int64_t)n * n;                                                           \
-            EM_LAPACK(p##potrf)(&uplo, &n, ab, &lda, info + b, 1);                                    \
-            for (int j = 0; j < n && info[b] == 0; j++)                                               \
-                if (isnan(ab[(int64_t)j * lda + j])) info[b] = j + 1;                                 \
-        }                                                                                             \
-        return 0;                                                                                     \
-    }                                                                                                 \
-    static int p##_potrs(const T *a, T *x, int n, int nrhs, int64_t batch, char uplo, int *info) {    \
-        int lda = (int)imax(1, n);                                                                    \
-        for (int64_t b = 0; b < batch; b++)                                                           \
-            EM_LAPACK(p##potrs)(&uplo, &n, &nrhs, a + b * (int64_t)n * n, &lda,                       \
-                                x + b * (int64_t)n * nrhs, &lda, info + b, 1);                        \
-        return 0;                                                                                     \
-    }                                                                                                 \
-    static int p##_geqrf(T *a, int m, int n, int64_t batch, void *tauv, int *info) {                  \
-        T *tau = tauv;                                                                                \
-        int lda = (int)imax(1, m), k = (int)imin(m, n), lwork = -1;                                   \
-        T q = 0;                                                                                      \
-        EM_LAPACK(p##geqrf)(&m, &n, a, &lda, tau, &q, &lwork, info);                                  \
-        lwork = lwork_of(q);                                                                          \
-        T *work = malloc(sizeof(T) * lwork);                                                          \
-        if (!work) return -1;                                                                         \
-        for (int64_t b = 0; b < batch; b++)                                                           \
-            EM_LAPACK(p##geqrf)(&m, &n, a + b * (int64_t)m * n, &lda, tau + b * k, work, &lwork,      \
-                                info + b);                                                            \
-        free(work);                                                                                   \
-        return 0;                                                                                     \
-    }                                                                                                 \
-    static int p##_orgqr(T *a, int m, int n, int k, int64_t batch, const T *tau, int *info) {         \
-        int lda = (int)imax(1, m), lwork = -1;                                                        \
-        T q = 0;                                                                                      \
-        EM_LAPACK(p##orgqr)(&m, &n, &k, a, &lda, tau, &q, &lwork, info);                              \
-        lwork = lwork_of(q);                                                                          \
-        T *work = malloc(sizeof(T) * lwork);                                                          \
-        if (!work) return -1;                                                                         \
-        for (int64_t b = 0; b < batch; b++)                                                           \
-            EM_LAPACK(p##orgqr)(&m, &n, &k, a + b * (int64_t)m * n, &lda, tau + b * k, work, &lwork,  \
-                                info + b);                                                            \
-        free(work);                                                                                   \
-        return 0;                                                                                     \
-    }                                                                                                 \
-    /* jobz 'N': s only; 'S': u m x k, vt k x n; 'A': u m x m, vt n x n */                            \
-    static int p##_gesdd(T *a, int m, int n, int64_t batch, char jobz, T *s, T *u, int ucols, T *vt,  \
-                         int vtrows, int *info) {                                                     \
-        int lda = (int)imax(1, m), k = (int)imin(m, n), lwork = -1;                                   \
-        int ldu = (int)imax(1, m), ldvt = (int)imax(1, vtrows);                                       \
-        T q = 0, dummy = 0;                                                                           \
-        int *iwork = malloc(sizeof(int) * imax(1, 8 * k));                                            \
-        if (!iwork) return -1;                                                                        \
-        EM_LAPACK(p##gesdd)(&jobz, &m, &n, a, &lda, s, u ? u : &dummy, &ldu, vt ? vt : &dummy, &ldvt, \
-                            &q, &lwork, iwork, info, 1);                                              \
-        lwork = lwork_of(q);                                                                          \
-        T *work = malloc(sizeof(T) * lwork);                                                          \
-        if (!work) {                                                                                  \
-            free(iwork);                                                                              \
-            return -1;                                                                                \
-        }                                                                                             \
-        for (int64_t b = 0; b < batch; b++) {                                                         \
-            if (!p##_finite(a + b * (int64_t)m * n, (int64_t)m * n)) { /* Note [non-finite input] */  \
-                info[b] = -4;                                                                         \
-                continue;                                                                             \
-            }                                                                                         \
-            EM_LAPACK(p##gesdd)(&jobz, &m, &n, a + b * (int64_t)m * n, &lda, s + b * k,               \
-                                u ? u + b * (int64_t)m * ucols : &dummy, &ldu,                        \
-                                vt ? vt + b * (int64_t)vtrows * n : &dummy, &ldvt, work, &lwork,      \
-                                iwork, info + b, 1);                                                  \
-        }                                                                                             \
-        free(work);                                                                                   \
-        free(iwork);                                                                                  \
-        return 0;                                                                                     \
-    }                                                                                                 \
-    static int p##_syevd(T *a, int n, int64_t batch, char jobz, char uplo, void *wv, int *info) {     \
-        T *w = wv;                                                                                    \
-        int lda = (int)imax(1, n), lwork = -1, liwork = -1, iq = 0;                                   \
-        T q = 0;                                                                                      \
-        EM_LAPACK(p##syevd)(&jobz, &uplo, &n, a, &lda, w, &q, &lwork, &iq, &liwork, info, 1, 1);      \
-        lwork = lwork_of(q);                                                                          \
-        liwork = iq > 1 ? iq : 1;                                                                     \
-        T *work = malloc(sizeof(T) * lwork);                                                          \
-        int *iwork = malloc(sizeof(int) * liwork);                                                    \
-        if (!work || !iwork) {                                                                        \
-            free(work);                                                                               \
-            free(iwork);                                                                              \
-            return -1;                                                                                \
-        }                                                                                             \
-        for (int64_t b = 0; b < batch; b++) {                                                         \
-            T *ab = a + b * (int64_t)n * n;                                                           \
-            if (!p##_finite(ab, (int64_t)n * n)) { /* Note [non-finite input] */                      \
-                for (int64_t i = 0; i < (int64_t)n * n; i++) ab[i] = (T)NAN;                          \
-                for (int i = 0; i < n; i++) w[b * n + i] = (T)NAN;                                    \
-                continue;                                                                             \
-            }                                                                                         \
-            EM_LAPACK(p##syevd)(&jobz, &uplo, &n, ab, &lda, w + b * n, work, &lwork, iwork, &liwork,  \
-                                info + b, 1, 1);                                                      \
-        }                                                                                             \
-        free(work);                                                                                   \
-        free(iwork);                                                                                  \
-        return 0;                                                                                     \
-    }                                                                                                 \
-    /* b: ldb = max(m, n) rows, nrhs columns; the solution is its first n rows */                     \
-    static int p##_gelsd(T *a, T *x, int m, int n, int nrhs, int64_t batch, double rcond, T *s,       \
-                         int *rank, int *info) {                                                      \
-        int lda = (int)imax(1, m), ldb = (int)imax(1, imax(m, n)), k = (int)imin(m, n);               \
-        int lwork = -1, iq = 0;                                                                       \
-        T q = 0, rc = (T)rcond;                                                                       \
-        EM_LAPACK(p##gelsd)(&m, &n, &nrhs, a, &lda, x, &ldb, s, &rc, rank, &q, &lwork, &iq, info);    \
-        lwork = lwork_of(q);                                                                          \
-        T *work = malloc(sizeof(T) * lwork);                                                          \
-        int *iwork = malloc(sizeof(int) * imax(1, iq));                                               \
-        if (!work || !iwork) {                                                                        \
-            free(work);                                                                               \
-            free(iwork);                                                                              \
-            return -1;                                                                                \
-        }                                                                                             \
-        for (int64_t b = 0; b < batch; b++) {                                                         \
-            T *ab = a + b * (int64_t)m * n, *xb = x + b * (int64_t)ldb * nrhs;                        \
-            if (!p##_finite(ab, (int64_t)m * n) || !p##_finite(xb, (int64_t)ldb * nrhs)) {            \
-                for (int64_t i = 0; i < (int64_t)ldb * nrhs; i++) xb[i] = (T)NAN; /* [non-finite] */  \
-                for (int i = 0; i < k; i++) s[b * k + i] = (T)NAN;                                    \
-                rank[b] = 0;                                                                          \
-                continue;                                                                             \
-            }                                                                                         \
-            EM_LAPACK(p##gelsd)(&m, &n, &nrhs, ab, &lda, xb, &ldb, s + b * k, &rc, rank + b, work,    \
-                                &lwork, iwork, info + b);                                             \
-        }                                                                                             \
-        free(work);                                                                                   \
-        free(iwork);                                                                                  \
-        return 0;                                                                                     \
-    }                                                                                                 \
-    /* X = op(A)^-1 B (left) or B op(A)^-1 (right), in place in b (m x n) */                          \
-    static int p##_trsm(const T *a, T *x, int m, int n, int64_t batch, bool left, bool upper,         \
-                        bool trans, bool unit) {                                                      \
-        int k = left ? m : n, lda = (int)imax(1, k), ldb = (int)imax(1, m);                           \
-        for (int64_t b = 0; b < batch; b++)                                                           \
-            EM_CBLAS_L(p##trsm)(CB_COL_MAJOR, left ? CB_LEFT : CB_RIGHT, upper ? CB_UPPER : CB_LOWER,  \
-                                trans ? CB_TRANS : CB_NO_TRANS, unit ? CB_UNIT : CB_NON_UNIT, m, n,   \
-                                (T)1, a + b * (int64_t)k * k, lda, x + b * (int64_t)m * n, ldb);      \
-        return 0;                                                                                     \
+/* Batches run on ember's OpenMP team when big enough (em_threads_for):
+ * OpenBLAS itself is single-threaded (Note [GEMM threads] in blas.c), and
+ * each thread gets its own slice of the workspace (TID()). */
+#ifdef _OPENMP
+#define OMP_BATCH _Pragma("omp parallel for schedule(static) num_threads(nt) if (nt > 1)")
+#define TID() omp_get_thread_num()
+#else
+#define OMP_BATCH (void)nt;
+#define TID() 0
+#endif
+#define KERNELS(p, T)                                                                                        \
+    static bool p##_finite(const T *x, int64_t n) {                                                          \
+        for (int64_t i = 0; i < n; i++)                                                                      \
+            if (!isfinite(x[i])) return false;                                                               \
+        return true;                                                                                         \
+    }                                                                                                        \
+    static int p##_getrf(T *a, int m, int n, int64_t batch, int *ipiv, int *info) {                          \
+        int lda = (int)imax(1, m), k = (int)imin(m, n);                                                      \
+        int nt = em_threads_for(batch, (double)batch * m * n * k);                                           \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++)                                                                  \
+            EM_LAPACK(p##getrf)(&m, &n, a + b * (int64_t)m * n, &lda, ipiv + b * k, info + b);               \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    static int p##_getrs(const T *a, const int *ipiv, T *x, int n, int nrhs, int64_t batch, char tr, int *info) { \
+        int lda = (int)imax(1, n);                                                                           \
+        int nt = em_threads_for(batch, (double)batch * n * n * nrhs);                                        \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++)                                                                  \
+            EM_LAPACK(p##getrs)(&tr, &n, &nrhs, a + b * (int64_t)n * n, &lda, ipiv + b * n,                  \
+                                x + b * (int64_t)n * nrhs, &lda, info + b, 1);                               \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    static int p##_potrf(T *a, int n, int64_t batch, char uplo, int *info) {                                 \
+        int lda = (int)imax(1, n);                                                                           \
+        int nt = em_threads_for(batch, (double)batch * n * n * n);                                           \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * (int64_t)n * n;                                                                  \
+            EM_LAPACK(p##potrf)(&uplo, &n, ab, &lda, info + b, 1);                                           \
+            for (int j = 0; j < n && info[b] == 0; j++)                                                      \
+                if (isnan(ab[(int64_t)j * lda + j])) info[b] = j + 1;                                        \
+        }                                                                                                    \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    static int p##_potrs(const T *a, T *x, int n, int nrhs, int64_t batch, char uplo, int *info) {           \
+        int lda = (int)imax(1, n);                                                                           \
+        int nt = em_threads_for(batch, (double)batch * n * n * nrhs);                                        \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++)                                                                  \
+            EM_LAPACK(p##potrs)(&uplo, &n, &nrhs, a + b * (int64_t)n * n, &lda, x + b * (int64_t)n * nrhs, &lda, \
+                                info + b, 1);                                                                \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    static int p##_geqrf(T *a, int m, int n, int64_t batch, void *tauv, int *info) {                         \
+        T *tau = tauv;                                                                                       \
+        int lda = (int)imax(1, m), k = (int)imin(m, n), lwork = -1;                                          \
+        T q = 0;                                                                                             \
+        EM_LAPACK(p##geqrf)(&m, &n, a, &lda, tau, &q, &lwork, info);                                         \
+        lwork = lwork_of(q);                                                                                 \
+        int nt = em_threads_for(batch, (double)batch * m * n * k);                                           \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        if (!work) return -1;                                                                                \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++)                                                                  \
+            EM_LAPACK(p##geqrf)(&m, &n, a + b * (int64_t)m * n, &lda, tau + b * k, work + (int64_t)lwork * TID(), \
+                                &lwork, info + b);                                                           \
+        free(work);                                                                                          \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    static int p##_orgqr(T *a, int m, int n, int k, int64_t batch, const T *tau, int *info) {                \
+        int lda = (int)imax(1, m), lwork = -1;                                                               \
+        T q = 0;                                                                                             \
+        EM_LAPACK(p##orgqr)(&m, &n, &k, a, &lda, tau, &q, &lwork, info);                                     \
+        lwork = lwork_of(q);                                                                                 \
+        int nt = em_threads_for(batch, (double)batch * m * n * k);                                           \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        if (!work) return -1;                                                                                \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++)                                                                  \
+            EM_LAPACK(p##orgqr)(&m, &n, &k, a + b * (int64_t)m * n, &lda, tau + b * k,                       \
+                                work + (int64_t)lwork * TID(), &lwork, info + b);                            \
+        free(work);                                                                                          \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    /* jobz 'N': s only; 'S': u m x k, vt k x n; 'A': u m x m, vt n x n */                                   \
+    static int p##_gesdd(T *a, int m, int n, int64_t batch, char jobz, T *s, T *u, int ucols, T *vt, int vtrows, \
+                         int *info) {                                                                        \
+        int lda = (int)imax(1, m), k = (int)imin(m, n), lwork = -1, liwork = (int)imax(1, 8 * k);            \
+        int ldu = (int)imax(1, m), ldvt = (int)imax(1, vtrows);                                              \
+        T q = 0, dummy = 0;                                                                                  \
+        int nt = em_threads_for(batch, (double)batch * m * n * k * 10);                                      \
+        int *iwork = malloc(sizeof(int) * liwork * nt);                                                      \
+        if (!iwork) return -1;                                                                               \
+        EM_LAPACK(p##gesdd)(&jobz, &m, &n, a, &lda, s, u ? u : &dummy, &ldu, vt ? vt : &dummy, &ldvt, &q, &lwork, \
+                            iwork, info, 1);                                                                 \
+        lwork = lwork_of(q);                                                                                 \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        if (!work) {                                                                                         \
+            free(iwork);                                                                                     \
+            return -1;                                                                                       \
+        }                                                                                                    \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * (int64_t)m * n, dum = 0;                                                         \
+            if (!p##_finite(ab, (int64_t)m * n)) { /* Note [non-finite input] */                             \
+                info[b] = -4;                                                                                \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##gesdd)(&jobz, &m, &n, ab, &lda, s + b * k, u ? u + b * (int64_t)m * ucols : &dum, &ldu, \
+                                vt ? vt + b * (int64_t)vtrows * n : &dum, &ldvt, work + (int64_t)lwork * TID(), \
+                                &lwork, iwork + (int64_t)liwork * TID(), info + b, 1);                       \
+        }                                                                                                    \
+        free(work);                                                                                          \
+        free(iwork);                                                                                         \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    static int p##_syevd(T *a, int n, int64_t batch, char jobz, char uplo, void *wv, int *info) {            \
+        T *w = wv;                                                                                           \
+        int lda = (int)imax(1, n), lwork = -1, liwork = -1, iq = 0;                                          \
+        T q = 0;                                                                                             \
+        EM_LAPACK(p##syevd)(&jobz, &uplo, &n, a, &lda, w, &q, &lwork, &iq, &liwork, info, 1, 1);             \
+        lwork = lwork_of(q);                                                                                 \
+        liwork = iq > 1 ? iq : 1;                                                                            \
+        int nt = em_threads_for(batch, (double)batch * n * n * n * 10);                                      \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        int *iwork = malloc(sizeof(int) * liwork * nt);                                                      \
+        if (!work || !iwork) {                                                                               \
+            free(work);                                                                                      \
+            free(iwork);                                                                                     \
+            return -1;                                                                                       \
+        }                                                                                                    \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * (int64_t)n * n;                                                                  \
+            if (!p##_finite(ab, (int64_t)n * n)) { /* Note [non-finite input] */                             \
+                for (int64_t i = 0; i < (int64_t)n * n; i++) ab[i] = (T)NAN;                                 \
+                for (int i = 0; i < n; i++) w[b * n + i] = (T)NAN;                                           \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##syevd)(&jobz, &uplo, &n, ab, &lda, w + b * n, work + (int64_t)lwork * TID(), &lwork, \
+                                iwork + (int64_t)liwork * TID(), &liwork, info + b, 1, 1);                   \
+        }                                                                                                    \
+        free(work);                                                                                          \
+        free(iwork);                                                                                         \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    /* b: ldb = max(m, n) rows, nrhs columns; the solution is its first n rows */                            \
+    static int p##_gelsd(T *a, T *x, int m, int n, int nrhs, int64_t batch, double rcond, T *s, int *rank,   \
+                         int *info) {                                                                        \
+        int lda = (int)imax(1, m), ldb = (int)imax(1, imax(m, n)), k = (int)imin(m, n);                      \
+        int lwork = -1, iq = 0, liwork;                                                                      \
+        T q = 0, rc = (T)rcond;                                                                              \
+        EM_LAPACK(p##gelsd)(&m, &n, &nrhs, a, &lda, x, &ldb, s, &rc, rank, &q, &lwork, &iq, info);           \
+        lwork = lwork_of(q);                                                                                 \
+        liwork = iq > 1 ? iq : 1;                                                                            \
+        int nt = em_threads_for(batch, (double)batch * m * n * k * 10);                                      \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        int *iwork = malloc(sizeof(int) * liwork * nt);                                                      \
+        if (!work || !iwork) {                                                                               \
+            free(work);                                                                                      \
+            free(iwork);                                                                                     \
+            return -1;                                                                                       \
+        }                                                                                                    \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * (int64_t)m * n, *xb = x + b * (int64_t)ldb * nrhs;                               \
+            if (!p##_finite(ab, (int64_t)m * n) || !p##_finite(xb, (int64_t)ldb * nrhs)) {                   \
+                for (int64_t i = 0; i < (int64_t)ldb * nrhs; i++) xb[i] = (T)NAN; /* Note [non-finite input] */ \
+                for (int i = 0; i < k; i++) s[b * k + i] = (T)NAN;                                           \
+                rank[b] = 0;                                                                                 \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##gelsd)(&m, &n, &nrhs, ab, &lda, xb, &ldb, s + b * k, &rc, rank + b,                 \
+                                work + (int64_t)lwork * TID(), &lwork, iwork + (int64_t)liwork * TID(), info + b); \
+        }                                                                                                    \
+        free(work);                                                                                          \
+        free(iwork);                                                                                         \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    /* X = op(A)^-1 B (left) or B op(A)^-1 (right), in place in b (m x n) */                                 \
+    static int p##_trsm(const T *a, T *x, int m, int n, int64_t batch, bool left, bool upper, bool trans,    \
+                        bool unit) {                                                                         \
+        int k = left ? m : n, lda = (int)imax(1, k), ldb = (int)imax(1, m);                                  \
+        int nt = em_threads_for(batch, (double)batch * m * n * k);                                           \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++)                                                                  \
+            EM_CBLAS_L(p##trsm)(CB_COL_MAJOR, left ? CB_LEFT : CB_RIGHT, upper ? CB_UPPER : CB_LOWER,        \
+                                trans ? CB_TRANS : CB_NO_TRANS, unit ? CB_UNIT : CB_NON_UNIT, m, n, (T)1,    \
+                                a + b * (int64_t)k * k, lda, x + b * (int64_t)m * n, ldb);                   \
+        return 0;                                                                                            \
     }
 KERNELS(s, float)
 KERNELS(d, double)
