@@ -413,6 +413,10 @@ def test_out_arguments():
     close(w, np.linalg.eigvalsh(s))
     with pytest.raises(RuntimeError, match="shape"):
         LA.inv(T(a), out=ember.empty(3, 3, dtype=ember.float64))
+    LU, piv = ember.empty(2, 3, 3, dtype=ember.float64), ember.empty(2, 3, dtype=ember.int32)
+    r = ember.lu(T(a), out=(LU, piv))
+    assert r[0] is LU and r[1] is piv
+    close(LU, N(LA.lu_factor(T(a)).LU))
 
 
 def test_empty():

@@ -167,12 +167,13 @@ def _broadcast_shapes(a, b):
 
 
 def _finish(result, out):
-    """out= for single-tensor results: resized and written like torch's out variants."""
+    """out= for single-tensor results: written into out, whose shape and dtype must match (ember
+    tensors cannot be resized in place)."""
     if out is None:
         return result
     if out.dtype != result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {result.dtype}, but got {out.dtype} instead")
-    if tuple(out.shape) != tuple(result.shape):  # ember tensors cannot be resized in place
+    if tuple(out.shape) != tuple(result.shape):
         raise RuntimeError(f"the out tensor has shape {list(out.shape)}, but the result has shape "
                            f"{list(result.shape)}")
     with _nograd():
@@ -186,7 +187,8 @@ def _finish_tuple(result, out):
         return result
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"out must be a tuple of {len(result)} tensors")
-    return type(result)(*(_finish(r, o) for r, o in zip(result, out)))
+    vals = [_finish(r, o) for r, o in zip(result, out)]
+    return type(result)(*vals) if hasattr(result, "_fields") else tuple(vals)
 
 
 def _nograd():
@@ -1378,7 +1380,7 @@ TORCH = {
     "cholesky_inverse": cholesky_inverse, "pinverse": pinverse, "matrix_power": matrix_power,
     "matrix_exp": matrix_exp, "triangular_solve": triangular_solve, "lu_solve": _torch_lu_solve,
     "lu_unpack": lu_unpack, "cross": _torch_cross, "norm": _torch_norm, "geqrf": geqrf,
-    "orgqr": householder_product, "ormqr": ormqr,
+    "orgqr": householder_product, "ormqr": ormqr, "lu": _torch_lu,
 }
 
 TENSOR_METHODS = {
