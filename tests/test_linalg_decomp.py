@@ -826,6 +826,19 @@ def test_errors_match_torch():
         lambda L, t: L.linalg.inv(t.eye(2, dtype=L.float16)),
         lambda L, t: L.linalg.matrix_power(t.zeros(2, 3), 2),
         lambda L, t: L.qr(t.eye(2), some=False),
+        lambda L, t: L.linalg.lstsq(t.zeros(3, 3, dtype=L.int64), t.zeros(3, 1, dtype=L.int64)),
+        lambda L, t: L.linalg.lstsq(t.zeros(3, 2), t.zeros(3, 1, dtype=L.float64)),
+        lambda L, t: L.linalg.matrix_rank(t.zeros(3, 3, dtype=L.int64)),
+        lambda L, t: L.linalg.cond(t.zeros(3, 3), "x"),
+        lambda L, t: L.linalg.cond(t.zeros(2, 3), "fro"),
+        lambda L, t: L.linalg.solve(t.eye(3), t.zeros(2, 3, 1), left=False),
+        lambda L, t: L.linalg.lu_solve(*L.linalg.lu_factor(t.eye(3)), t.zeros(3, 1, dtype=L.float64)),
+        lambda L, t: L.linalg.lu_factor(t.zeros(3)),
+        lambda L, t: L.linalg.multi_dot([t.zeros(2, 3), t.zeros(4, 2)]),
+        lambda L, t: L.cholesky_solve(t.zeros(3, 1), t.zeros(2, 2)),
+        lambda L, t: L.linalg.inv(1.0),
+        lambda L, t: L.linalg.householder_product(t.zeros(2, 3), t.zeros(2)),
+        lambda L, t: L.linalg.cross(t.zeros(4, 3), t.zeros(2, 3)),
         lambda L, t: L.linalg.svd(t.full((2, 2), math.nan)),
     ]
     for case in cases:
@@ -833,6 +846,7 @@ def test_errors_match_torch():
             case(torch, torch)
         with pytest.raises(Exception) as got:
             case(ember, ember)
+        assert type(got.value).__name__ == type(want.value).__name__.replace("_LinAlgError", "LinAlgError")
         assert isinstance(got.value, RuntimeError) == isinstance(want.value, RuntimeError)
         assert isinstance(got.value, NotImplementedError) == isinstance(want.value, NotImplementedError)
         assert isinstance(got.value, LA.LinAlgError) == isinstance(want.value, torch.linalg.LinAlgError)

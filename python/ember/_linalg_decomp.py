@@ -69,8 +69,9 @@ _Geqrf = _result_type("geqrf", ["a", "tau"])
 
 
 def _tensor(fname, x, arg="A", pos=1):
-    if not isinstance(x, _C.Tensor):
-        raise TypeError(f"{fname}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    if not isinstance(x, _C.Tensor):  # torch names the binding: linalg_inv()
+        raise TypeError(f"{fname.replace('linalg.', 'linalg_')}(): argument '{arg}' (position {pos}) must be "
+                        f"Tensor, not {type(x).__name__}")
     return x
 
 
@@ -91,10 +92,10 @@ def _check(fname, A, square=True, arg="A"):
     return A
 
 
-def _same_dtype(fname, A, B):
+def _same_dtype(fname, A, B, a="A", b="B"):
     if A.dtype != B.dtype:
-        raise RuntimeError(f"{fname}: Expected A and B to have the same dtype, but found A of type "
-                           f"{_tname(A.dtype)} and B of type {_tname(B.dtype)} instead")
+        raise RuntimeError(f"{fname}: Expected {a} and {b} to have the same dtype, but found {a} of type "
+                           f"{_tname(A.dtype)} and {b} of type {_tname(B.dtype)} instead")
 
 
 def _lapack_in(A):
@@ -264,8 +265,11 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     (unit diagonal assumed when unitriangular); batches broadcast."""
     fname = "linalg.solve_triangular"
     _check(fname, A, arg="A")
-    _check(fname, B, square=False, arg="B")
-    _same_dtype(fname, A, B)
+    _tensor(fname, B, "B", 2)
+    if B.dim() < 2:
+        raise RuntimeError(f"{fname}: The input tensor B must have at least 2 dimensions.")
+    if B.dtype != A.dtype:  # as torch: the result has A's dtype
+        B = B.to(A.dtype)
     k = B.shape[-2] if left else B.shape[-1]
     if A.shape[-1] != k:
         eq = "AX = B" if left else "XA = B"
@@ -276,8 +280,11 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """torch.triangular_solve: (solution of op(A) X = b, a copy of A)."""
-    _check("triangular_solve", A, arg="A")
+    _check("triangular_solve", A, square=False, arg="A")
     _check("triangular_solve", b, square=False, arg="b")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
     M = A.mT if transpose else A
     X = solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
     return _finish_tuple(_TriSolve(X, A.clone()), out)
@@ -348,9 +355,10 @@ def _solve_args(fname, A, B, left):
     _tensor(fname, B, "B", 2)
     _same_dtype(fname, A, B)
     if not left:
-        if B.dim() < 2:
-            raise RuntimeError(f"{fname}: Incompatible shapes of A and B for the equation XA = B "
-                               f"({A.shape[-2]}x{A.shape[-1]} and {tuple(B.shape)})")
+        if B.dim() < 2 or B.shape[-1] != A.shape[-2]:
+            shape = f"{B.shape[-2]}x{B.shape[-1]}" if B.dim() >= 2 else f"{B.shape[-1]}"
+            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation XA = B "
+                               f"({A.shape[-2]}x{A.shape[-1]} and {shape})")
         return A.mT, B.mT, False
     vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     Bm = B.unsqueeze(-1) if vector else B
@@ -370,7 +378,7 @@ def solve(A, B, *, left=True, out=None):
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """solve without raising on singular input (unless check_errors): (result, info)."""
-    A2, B2, vector = _solve_args("linalg.solve_ex", A, B, left)
+    A2, B2, vector = _solve_args("linalg.solve", A, B, left)
     A2, B2 = _broadcast_batch(A2, B2)
     X, info = _SolveFn().apply(A2, B2, check_errors, _solve_message)
     X = X.squeeze(-1) if vector else (X if left else X.mT)
@@ -433,6 +441,10 @@ _LUFactorFn = _lazy(_build_lu_factor)
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """(LU, pivots, info) of A = P L U (partial pivoting, getrf)."""
+    _tensor("linalg.lu_factor_ex", A)
+    if A.dim() < 2:
+        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{list(A.shape)} instead")
     _check("linalg.lu_factor_ex", A, square=False)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
@@ -502,7 +514,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     fname = "linalg.lu_solve"
     _check(fname, LU, arg="LU")
     _check(fname, B, square=False, arg="B")
-    _same_dtype(fname, LU, B)
+    _same_dtype(fname, LU, B, "LU")
     if not left:
         return _finish(lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT, out)
     if B.shape[-2] != LU.shape[-1]:
@@ -611,7 +623,7 @@ def _torch_slogdet(input):
 
 def logdet(input):
     """log det(A): nan where det < 0, -inf where it is 0."""
-    _check("linalg.slogdet", input)
+    _check("logdet", input)
     sign, logabs = _SlogdetFn().apply(input)
     return logabs + _C.log(sign)
 
@@ -682,8 +694,8 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     _check("cholesky_solve", B, square=False, arg="B")
     _same_dtype("cholesky_solve", L, B)
     if B.shape[-2] != L.shape[-1]:
-        raise RuntimeError(f"cholesky_solve: Incompatible shapes of A and B for the equation AX = B "
-                           f"({L.shape[-2]}x{L.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {L.shape[-2]} by "
+                           f"{L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
     Lo = L.mT if upper else L
     Y = _solve_tri(Lo, B, upper=False)
     return _finish(_solve_tri(Lo.mT, Y, upper=True), out)
@@ -691,7 +703,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 
 def cholesky_inverse(L, upper=False, *, out=None):
     """A^-1 from A's Cholesky factor."""
-    _check("cholesky_inverse", L, arg="L")
+    _check("cholesky_inverse", L, arg="A")
     return _finish(cholesky_solve(_eye_like(L).expand(L.shape), L, upper), out)
 
 
@@ -807,6 +819,9 @@ def householder_product(A, tau, *, out=None):
 def geqrf(input, *, out=None):
     """LAPACK's geqrf: (R above the diagonal with the Householder vectors
     below it, tau); no gradient, as torch."""
+    _tensor("geqrf", input, "input")
+    if input.dim() < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     _check("geqrf", input, square=False, arg="input")
     a = _lapack_in(input)
     tau = _C._lapack_geqrf(a)
@@ -936,7 +951,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 
 def svdvals(A, *, driver=None, out=None):
     """The singular values of A, descending."""
-    _check("linalg.svdvals", A, square=False)
+    _check("linalg.svd", A, square=False)
     return _finish(_SVDValsFn().apply(A), out)
 
 
@@ -1021,7 +1036,7 @@ _EigvalshFn = _lazy(_build_eigvalsh)
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues of symmetric A, ascending."""
-    _check("linalg.eigvalsh", A)
+    _check("linalg.eigh", A)
     return _finish(_EigvalshFn().apply(A, _uplo(UPLO)), out)
 
 
@@ -1036,13 +1051,19 @@ def lstsq(A, B, rcond=None, *, driver=None):
     reports them for `driver` (CPU default 'gelsy'); computed with gelsd, or
     as pinv(A) @ B when a gradient is needed."""
     fname = "torch.linalg.lstsq"
-    _check("linalg.lstsq", A, square=False)
-    _tensor(fname, B, "B", 2)
+    _tensor("linalg.lstsq", A, "self")
+    _tensor("linalg.lstsq", B, "b", 2)
+    if A.dim() < 2:
+        raise RuntimeError(f"{fname}: input must have at least 2 dimensions.")
+    if A.dtype not in (_F32, _F64) or B.dtype not in (_F32, _F64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
     if driver is None:
         driver = "gelsy"
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError(f"{fname}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
-    _same_dtype("torch.linalg.lstsq", A, B)
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"{fname}: Expected input and other to have the same dtype, but got input's dtype "
+                           f"{_tname(A.dtype)} and other's dtype {_tname(B.dtype)}")
     if not (A.dim() >= B.dim() and A.dim() - B.dim() <= 1):
         raise RuntimeError(f"{fname}: input.dim() must be greater or equal to other.dim() and "
                            "(input.dim() - other.dim()) <= 1")
@@ -1123,6 +1144,11 @@ def pinverse(input, rcond=1e-15):
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None):
     """The number of singular values (|eigenvalues| when hermitian) above max(atol, rtol * largest)."""
     fname = "linalg.matrix_rank"
+    _tensor(fname, A, "input")
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    if A.dtype not in (_F32, _F64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
     _check(fname, A, square=hermitian)
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -1137,13 +1163,16 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)
 def cond(A, p=None, *, out=None):
     """The condition number ||A|| ||A^-1|| in norm p (None/2/-2 from the singular values)."""
     fname = "linalg.cond"
-    _check(fname, A, square=p not in (None, 2, -2))
+    _tensor(fname, A)
+    if A.dim() < 2:
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    if p not in (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1):
+        raise ValueError(f"linalg.cond got an invalid norm type: {p}")
+    _check(f"linalg.cond(ord={p})" if p not in (None, 2, -2) else fname, A, square=p not in (None, 2, -2))
     if p in (None, 2, -2):
         S = svdvals(A)
         r = S[..., 0] / S[..., -1] if p != -2 else S[..., -1] / S[..., 0]
         return _finish(r, out)
-    if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
-        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     from .linalg import matrix_norm
     Ainv, info = inv_ex(A)
     r = matrix_norm(A, p) * matrix_norm(Ainv, p)
@@ -1243,8 +1272,8 @@ def multi_dot(tensors, *, out=None):
         [tensors[-1].unsqueeze(-1) if last_vec else tensors[-1]]
     for i in range(len(mats) - 1):
         if mats[i].shape[-1] != mats[i + 1].shape[0]:
-            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {tuple(tensors[i].shape)} "
-                               f"and {tuple(tensors[i + 1].shape)} cannot be multiplied")
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(tensors[i].shape)} "
+                               f"and {list(tensors[i + 1].shape)} cannot be multiplied")
     r = mats[0]
     for M in mats[1:]:
         r = r @ M

@@ -41,7 +41,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord in ("nuc", 2, -2):  # from the singular values (_linalg_decomp.svdvals)
         if not A.is_floating_point():
             raise NotImplementedError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
-                                      f"input. Got {str(A.dtype).split('.')[-1].capitalize()}")
+                                      f"input. Got {_decomp._tname(A.dtype)}")
         x = A if dtype is None else A.to(dtype)
         S = _decomp.svdvals(_C.movedim(x, dims, (-2, -1)))
         r = S.sum(-1) if ord == "nuc" else (S.amax(-1) if ord == 2 else S.amin(-1))
