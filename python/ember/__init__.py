@@ -90,6 +90,10 @@ _C._add_attrs(_C.Tensor, _extra_functions.TENSOR_METHODS)
 from . import _math_more  # noqa: E402
 from ._math_more import *  # noqa: E402,F401,F403
 _C._add_attrs(_C.Tensor, _math_more.TENSOR_METHODS)
+# -- LAPACK decompositions as torch.* and Tensor methods (linalg part) --
+from . import _linalg_decomp  # noqa: E402
+globals().update(_linalg_decomp.TORCH)
+_C._add_attrs(_C.Tensor, _linalg_decomp.TENSOR_METHODS)
 
 # -- torch.* twins of nn functionals composed in Python (nnmore part) --
 from .nn.functional_more import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuffle,  # noqa: E402,F401
