@@ -415,6 +415,6 @@ def test_orthogonal_cayley_against_torch(torch):
     with ember.no_grad():
         em.parametrizations.weight.original.copy_(ember.tensor(np.tril(randn(3, 3))))
     with torch.no_grad():
-        tm.parametrizations.weight.original.copy_(torch.tensor(em.parametrizations.weight.original.numpy()))
+        tm.parametrizations.weight.original.copy_(torch.tensor(em.parametrizations.weight.original.detach().numpy()))
     close(em.weight, tm.weight.detach().numpy(), 1e-12)
     assert _orth_error(em.weight) < 1e-12
