@@ -2580,6 +2580,28 @@ OPS += [OpInfo(n, _fused_adam_ref(n == "_fused_adamw_"), kind="plain", dtypes=FL
                     "float64": (1e-10, 1e-12)})
         for n in ("_fused_adam_", "_fused_adamw_")]
 
+
+# lists of tensors (csrc/ops/foreach.c): torch's private _foreach_norm and
+# _foreach_mul_ on a one-tensor list, every layout (the strided ones take the
+# per-tensor path), against NumPy in float64
+def _foreach_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    x = TS(gen_values(rng, dtype, layout_shape(layout), (-3, 3)), dtype, layout)
+    if op.name == "_foreach_norm":
+        ords = (2.0, 1.0) if layout == "empty" else (2.0, 1.0, math.inf)  # inf of nothing raises
+        return [Sample((x, o)) for o in ords]
+    if dtype in INTS:  # in place: an integer tensor takes integer factors only
+        return [Sample((x, 2)), Sample((x, -3))]
+    return [Sample((x, 0.5)), Sample((x, -3))]
+
+
+OPS += [OpInfo("_foreach_norm", lambda x, o: np.linalg.norm(np.asarray(x, np.float64).ravel(), o),
+               kind="plain", dtypes=FLOATS, variants="F", samples=_foreach_samples, layouts=LAYOUTS,
+               call=lambda L, x, o: L._foreach_norm([x], o)[0]),
+        OpInfo("_foreach_mul_", lambda x, s: np.asarray(x, np.float64) * s, kind="plain", dtypes=INTS + FLOATS,
+               variants="F", samples=_foreach_samples, layouts=("contig", "T", "slice", "0d", "empty"),
+               call=lambda L, x, s: (L._foreach_mul_([x], s), x)[1], unsupported=RuntimeError)]
+
 # ---------------------------------------------------------------------------
 # nn functional ops in C (ops/norm.c, ops/nn.c), reached through nn.functional
 def _norm_samples(op, dtype, layout):
