@@ -1115,3 +1115,20 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     _warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
                    stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# ---------------------------------------------------------------------------
+# 3-d convolution and the transposed convolutions (nn/_conv_nd.py)
+from ._conv_nd import conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402
+
+__all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+
+# 3-d pools, composed axis by axis (nn/_pool_nd.py)
+from ._pool_nd import max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d  # noqa: E402
+
+__all__ += ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
+
+# affine grids and grid sampling, composed (nn/_grid_sample.py)
+from ._grid_sample import affine_grid, grid_sample  # noqa: E402
+
+__all__ += ["affine_grid", "grid_sample"]
