@@ -35,7 +35,7 @@ def _triple(v, name, fn):
 def _volume(input, fn):
     """input as (N, C, D, H, W) and whether it had a batch dim."""
     if input.dim() not in (4, 5) or any(s == 0 for s in input.shape[-4:]):
-        raise RuntimeError(f"non-empty 4D or 5D (batch mode) tensor expected for input, but got {list(input.shape)}")
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
     return (input, True) if input.dim() == 5 else (input.unsqueeze(0), False)
 
 
@@ -52,10 +52,10 @@ def _pool_geometry(x, fn, kernel_size, stride, padding, dilation, ceil_mode):
     k = _triple(kernel_size, "kernel_size", fn)
     s = k if stride is None or (isinstance(stride, (list, tuple)) and not stride) else _triple(stride, "stride", fn)
     p, d = _triple(padding, "padding", fn), _triple(dilation, "dilation", fn)
+    if any(v == 0 for v in s):  # torch checks the stride (the kernel size by default) first
+        raise RuntimeError("stride should not be zero")
     if any(v <= 0 for v in k):
         raise RuntimeError(f"kernel size should be greater than zero, but got kT: {k[0]} kH: {k[1]} kW: {k[2]}")
-    if any(v == 0 for v in s):
-        raise RuntimeError("stride should not be zero")
     if any(v < 0 for v in s):
         raise RuntimeError(f"stride should be greater than zero, but got dT: {s[0]} dH: {s[1]} dW: {s[2]}")
     if any(v <= 0 for v in d):
@@ -212,7 +212,7 @@ def _adaptive_args(input, output_size, fn):
         raise RuntimeError(f"{fn}(): Expected 4D or 5D tensor, but got {list(input.shape)}")
     out = [input.shape[i - 3] if o is None else int(o) for i, o in enumerate(out)]
     if any(o < 0 for o in out):
-        raise RuntimeError(f"{fn}(): elements of output_size must be greater than or equal to 0 but received "
+        raise RuntimeError(f"{fn}: elements of output_size must be greater than or equal to 0 but received "
                            f"{{{', '.join(map(str, out))}}}")
     if not input.dtype.is_floating_point:
         from .functional import _dtype_name
