@@ -339,3 +339,20 @@ def test_cuda_matches_cpu(cuda):
         yc.sum().backward()
         yg.sum().backward()
         np.testing.assert_allclose(xg.grad.cpu().numpy(), xc.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_max_pools_with_nans():
+    """torch's scan takes every NaN it meets: the window's last NaN (in (d, h, w) order) is the index."""
+    x = np.zeros((1, 1, 2, 2, 2))
+    x[0, 0, 0, 1, 0] = x[0, 0, 1, 0, 1] = np.nan
+    x[0, 0, 1, 1, 1] = 5.0
+    v, i = F.max_pool3d(T(x), 2, return_indices=True)
+    assert np.isnan(v.item()) and i.item() == 5  # (1, 0, 1)
+    v, i = F.adaptive_max_pool3d(T(x), 1, return_indices=True)
+    assert np.isnan(v.item()) and i.item() == 5
+    if _torch is not None:
+        y = RNG.standard_normal((2, 3, 5, 6, 7))
+        y[y > 1.2] = np.nan
+        for args in [(2,), (3, 2, 1, 1, True), ((2, 3, 2), (1, 2, 3), (1, 1, 0), (2, 1, 3))]:
+            a = _torch.nn.functional.max_pool3d(_torch.tensor(y), *args, return_indices=True)[1].numpy()
+            np.testing.assert_array_equal(F.max_pool3d(T(y), *args, return_indices=True)[1].numpy(), a)

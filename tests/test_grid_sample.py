@@ -247,3 +247,27 @@ def test_cuda_matches_cpu(cuda):
         outs.append([t.detach().cpu().numpy() for t in (y, xs.grad, th.grad)])
     for a, c in zip(*outs):
         np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+
+
+def test_nan_grid_and_empty_batch():
+    x = T(RNG.standard_normal((1, 2, 3, 3)))
+    nan, minus_one = T(np.array([[[[np.nan, 0.2]]]])), T(np.array([[[[-1.0, 0.2]]]]))
+    for mode in ("bilinear", "nearest"):  # border / reflection clip a NaN coordinate as -1
+        for padding in ("border", "reflection"):
+            np.testing.assert_array_equal(F.grid_sample(x, nan, mode, padding, False).numpy(),
+                                          F.grid_sample(x, minus_one, mode, padding, False).numpy())
+    assert np.isnan(F.grid_sample(x, nan, "bilinear", "zeros", False).numpy()).all()  # zeros: NaN weights
+    np.testing.assert_array_equal(F.grid_sample(x, nan, "nearest", "zeros", False).numpy(), 0)
+    assert tuple(F.grid_sample(ember.ones(0, 2, 3, 3), ember.ones(0, 4, 5, 2), align_corners=True).shape) == \
+        (0, 2, 4, 5)
+
+
+@needs_torch
+@pytest.mark.parametrize("padding,align", MODES)
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_nan_grid_matches_torch(mode, padding, align):
+    x = RNG.standard_normal((1, 1, 3, 3))
+    g = np.array([np.nan, 0.2, np.nan, 0.1, 0.6, np.nan, 0.3, -0.4]).reshape(1, 1, 4, 2)
+    a = _torch.nn.functional.grid_sample(_torch.tensor(x), _torch.tensor(g), mode, padding, align).numpy()
+    np.testing.assert_allclose(F.grid_sample(T(x), T(g), mode, padding, align).numpy(), a, rtol=1e-12,
+                               atol=1e-12, equal_nan=True)

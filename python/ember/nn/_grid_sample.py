@@ -88,12 +88,16 @@ def _reflect(c, low2, high2):
     return _C.where(flips.fmod(2) == 0, extra + lo, span - extra + lo)
 
 
+def _clip(c, n):
+    """c clamped to [0, n - 1]; NaN to 0 (torch's clip, which reads a NaN grid value as -1)"""
+    return _C.where(c.isnan(), 0.0, c).clamp(0, n - 1)
+
+
 def _pad_coords(c, n, padding_mode, align_corners):
     if padding_mode == "border":
-        return c.clamp(0, n - 1)
+        return _clip(c, n)
     if padding_mode == "reflection":
-        c = _reflect(c, 0, 2 * (n - 1)) if align_corners else _reflect(c, -1, 2 * n - 1)
-        return c.clamp(0, n - 1)
+        return _clip(_reflect(c, 0, 2 * (n - 1)) if align_corners else _reflect(c, -1, 2 * n - 1), n)
     return c
 
 
@@ -144,7 +148,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     N, C, sizes = isz[0], isz[1], isz[2:]
     out_spatial = gsz[1:-1]
     P = int(np.prod(out_spatial))
-    flat_in = input.reshape(N, C, -1)
+    flat_in = input.reshape(N, C, int(np.prod(sizes)))
     strides = [int(np.prod(sizes[a + 1:])) for a in range(k)]
     # per input axis (depth, height, width): the grid's component for it, (N, P)
     coords = [grid[..., k - 1 - a].reshape(N, P) for a in range(k)]

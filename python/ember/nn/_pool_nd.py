@@ -10,7 +10,7 @@ A box window is the product of one window per axis, so both pools separate:
   table of the window's input positions (padding replaced by a position of
   the same window, which leaves the maximum as it is); carrying each
   survivor's flat position along gives torch's index (the first maximum in
-  (d, h, w) order, NaN winning as max() lets it). The values are then a
+  (d, h, w) order; with NaNs, the last NaN, as torch's scan). The values are then a
   gather of the input at those indices, so the gradient goes to them
   exactly as torch routes it.
 The window tables are small NumPy arrays built per call."""
@@ -118,7 +118,11 @@ def _max_by_tables(x, tables):
             cand = v.index_select(axis, t).view(shape)
             fcand = flat.index_select(axis, t).view(shape)
             if cand.numel():
-                v, arg = cand.max(axis + 1)
+                v, arg = cand.max(axis + 1)  # the first maximum
+                if x.dtype.is_floating_point and bool(v.isnan().any()):
+                    # torch's scan takes every NaN it meets: the last NaN of the window
+                    last = (k - 1) - cand.isnan().flip([axis + 1]).long().argmax(axis + 1)
+                    arg = _C.where(v.isnan(), last, arg)
                 flat = fcand.gather(axis + 1, arg.unsqueeze(axis + 1)).squeeze(axis + 1)
             else:
                 shape.pop(axis + 1)
