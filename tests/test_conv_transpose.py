@@ -83,11 +83,34 @@ def test_gradcheck(n):
     assert gradcheck(lambda a, c: fn(a, c, None, 1, 0, 1, 1, 2), (x, w[:1].repeat(*([2] + [1] * (n + 1)))))
 
 
-def test_double_backward():
+def test_double_backward_and_grad_fn():
     x = T(RNG.standard_normal((1, 2, 3, 3)), True)
     w = T(RNG.standard_normal((2, 3, 2, 2)), True)
+    b = T(RNG.standard_normal(3), True)
     from ember.autograd import gradgradcheck
-    assert gradgradcheck(lambda a, c: F.conv_transpose2d(a, c, stride=2, padding=1, output_padding=1), (x, w))
+    assert gradgradcheck(lambda a, c, e: F.conv_transpose2d(a, c, e, stride=2, padding=1, output_padding=1),
+                         (x, w, b))
+    # output_padding >= stride (below the dilation): the formula pads / cuts to the convolution's windows
+    assert gradgradcheck(lambda a, c: F.conv_transpose2d(a, c, None, 1, 1, (2, 1), 1, 3), (x, w))
+    assert type(F.conv_transpose2d(x, w, b).grad_fn).__name__ == "ConvolutionBackward0"  # torch's node name
+
+
+def test_direct_op_calls_are_checked():
+    """_C._convolution_transpose checks what nn.functional checks first: errors, never a crash."""
+    x, w = ember.ones(1, 3, 5, 5), ember.ones(3, 2, 3, 3)
+    op = ember._C._convolution_transpose
+    for args, msg in [((x, w, None, [0], [0], [0], [1], 1), "non-positive stride"),
+                      ((x, w, None, [2], [0], [2], [1], 1), "output padding must be smaller"),
+                      ((x, w, None, [1], [9], [0], [1], 1), "Output size is too small"),
+                      ((x, w, None, [1], [0], [0], [1], 0), "non-positive groups"),
+                      ((x, w, None, [1], [0], [0], [1], 2), "divisible by 2"),
+                      ((x, ember.ones(0, 2, 3, 3), None, [1], [0], [0], [1], 1), "at least 1"),
+                      ((x[0], w, None, [1], [0], [0], [1], 1), "4-dimensional weight"),
+                      ((x, w, ember.ones(3), [1], [0], [0], [1], 1), "bias to be 1-dimensional with 2"),
+                      ((x, w.double(), None, [1], [0], [0], [1], 1), "expected scalar type"),
+                      ((x, w, None, [1, 1, 1], [0], [0], [1], 1), "list of 2 values")]:
+        with pytest.raises(RuntimeError, match=msg):
+            op(*args)
 
 
 def test_errors():
@@ -207,7 +230,7 @@ def test_cuda_matches_cpu(cuda):
     x = RNG.standard_normal((2, 4, 5, 4))
     w = RNG.standard_normal((4, 3, 3, 2))
     for n, xs, ws, pad in ((2, x, w, 1), (3, x[..., None], w[..., None], (1, 1, 0))):
-        fn = getattr(F, f"conv_transpose{n}d")  # 3-d: Note [CUDA fallback]; 2-d: the device's im2col plan
+        fn = getattr(F, f"conv_transpose{n}d")  # Note [CUDA fallback]: the CPU kernel on host copies
         xc, wc = T(xs, True), T(ws, True)
         xg, wg = T(xs).cuda().requires_grad_(), T(ws).cuda().requires_grad_()
         yc, yg = fn(xc, wc, None, 2, pad, 1, 2), fn(xg, wg, None, 2, pad, 1, 2)

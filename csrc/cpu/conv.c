@@ -199,8 +199,9 @@ static Plan plan_of(EmDType d, const EmConvShape *s) {
     p.Og = s->O / s->groups;
     p.xstep = g->C * g->D * g->H * g->W;
     p.ystep = s->O * p.L;
+    /* (a transposed convolution's image may outgrow its windows: output_padding) */
     p.direct = g->kd == 1 && g->kh == 1 && g->kw == 1 && g->sd == 1 && g->sh == 1 && g->sw == 1 && g->pd == 0 &&
-               g->ph == 0 && g->pw == 0;
+               g->ph == 0 && g->pw == 0 && g->od == g->D && g->oh == g->H && g->ow == g->W;
     p.cols = p.direct ? 0 : g->C * g->kd * g->kh * g->kw * p.L;
     return p;
 }

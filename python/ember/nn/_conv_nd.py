@@ -1,13 +1,13 @@
 """F.conv3d and the transposed convolutions (F.conv_transpose1d/2d/3d).
 
 conv3d is the C convolution op (ops/conv.c, whose im2col plan has a depth
-axis). A transposed convolution is the input gradient of the convolution
-whose weight it shares: y = col2im(W^T @ x), which _convolution_backward
-computes (grad_output = x, output_mask (1, 0, 0)). Its autograd formula is
-that op's: the gradient wrt x is a plain convolution of the incoming
-gradient, wrt W the convolution weight-gradient with input and gradient
-swapped (autograd/derivatives_conv.c). The convolution's input only gives
-the output's shape here: a broadcast stand-in is passed, never copied."""
+axis). A transposed convolution is the C op _convolution_transpose: the
+input gradient of the convolution whose weight it shares, y = col2im(W^T @
+x) + b (Note [transposed geometry] in ops/conv.c). Its formula
+(autograd/derivatives_conv.c): the gradient wrt x is a plain convolution of
+the incoming gradient, wrt W the convolution weight-gradient with input and
+gradient swapped. Here: torch's argument checks and messages, and unbatched
+input."""
 
 from .. import _C
 
@@ -32,7 +32,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, n, name):
-    from .functional import _dtype_name, pad
+    from .functional import _dtype_name
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
     if input.dim() not in (n + 1, n + 2):
@@ -81,25 +81,12 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         raise NotImplementedError(f"\"slow_conv_transpose{max(n, 2)}d_out_cpu\" not implemented for "
                                   f"'{_dtype_name(x.dtype)}'")
     spatial = list(x.shape[2:])
-    kernel = wsize[2:]
     out = [(i - 1) * s - 2 * p + d * (k - 1) + o + 1
-           for i, s, p, d, k, o in zip(spatial, stride, padding, dilation, kernel, output_padding)]
+           for i, s, p, d, k, o in zip(spatial, stride, padding, dilation, wsize[2:], output_padding)]
     if any(o <= 0 for o in out):
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output "
                            f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
-    mask = [1, 0, 0]  # output_mask: the input gradient alone
-    if all(o < s for o, s in zip(output_padding, stride)):
-        like = x.new_zeros(()).expand([x.size(0), out_ch] + out)  # the convolution's input: its shape alone
-        y = _C._convolution_backward(x, like, weight, stride, padding, dilation, groups, mask)[0]
-    else:
-        # output_padding >= stride (allowed when below the dilation): the whole
-        # unpadded output, zeros appended for output_padding, then cropped by padding
-        full = [(i - 1) * s + d * (k - 1) + 1 for i, s, d, k in zip(spatial, stride, dilation, kernel)]
-        like = x.new_zeros(()).expand([x.size(0), out_ch] + full)
-        y = _C._convolution_backward(x, like, weight, stride, [0] * n, dilation, groups, mask)[0]
-        y = pad(y, [v for p, o in zip(reversed(padding), reversed(output_padding)) for v in (-p, o - p)])
-    if bias is not None:
-        y = y + bias.reshape([out_ch] + [1] * n)
+    y = _C._convolution_transpose(x, weight, bias, stride, padding, output_padding, dilation, groups)
     return y if batched else y.squeeze(0)
 
 
