@@ -356,3 +356,12 @@ def test_max_pools_with_nans():
         for args in [(2,), (3, 2, 1, 1, True), ((2, 3, 2), (1, 2, 3), (1, 1, 0), (2, 1, 3))]:
             a = _torch.nn.functional.max_pool3d(_torch.tensor(y), *args, return_indices=True)[1].numpy()
             np.testing.assert_array_equal(F.max_pool3d(T(y), *args, return_indices=True)[1].numpy(), a)
+
+
+def test_conv_forward_with_another_weight():
+    """Conv*d._conv_forward(input, weight, bias): torch's hook for weight-transforming subclasses."""
+    m = ember.nn.Conv3d(2, 3, 2, padding=1, padding_mode="circular").double()
+    x, w = RNG.standard_normal((1, 2, 3, 3, 3)), RNG.standard_normal((3, 2, 2, 2, 2))
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)), mode="wrap")
+    np.testing.assert_allclose(m._conv_forward(T(x), T(w), None).detach().numpy(), np_conv3d(xp, w, None, 1, 0, 1, 1),
+                               rtol=1e-10, atol=1e-10)

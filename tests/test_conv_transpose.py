@@ -143,6 +143,9 @@ def test_errors():
         F.conv_transpose2d(x, w, padding="same")
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         F.conv_transpose2d(x.long(), w.long())
+    with pytest.raises(RuntimeError, match="Only zero batch or zero channel inputs .* \\[1, 2, 1, 0\\]"):
+        F.conv_transpose1d(ember.ones(1, 2, 0), ember.ones(2, 3, 3))
+    assert tuple(F.conv_transpose2d(ember.ones(0, 3, 5, 5), w.float()).shape) == (0, 2, 7, 7)
     with pytest.raises(ValueError, match='Only "zeros" padding mode'):
         ember.nn.ConvTranspose2d(3, 4, 3, padding_mode="reflect")
 

@@ -81,6 +81,9 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         raise NotImplementedError(f"\"slow_conv_transpose{max(n, 2)}d_out_cpu\" not implemented for "
                                   f"'{_dtype_name(x.dtype)}'")
     spatial = list(x.shape[2:])
+    if 0 in spatial:  # torch's message shows a 1-d input as 2-d
+        shape = list(x.shape[:2]) + [1] * (n == 1) + spatial
+        raise RuntimeError(f"Only zero batch or zero channel inputs are supported, but got input shape: {shape}")
     out = [(i - 1) * s - 2 * p + d * (k - 1) + o + 1
            for i, s, p, d, k, o in zip(spatial, stride, padding, dilation, wsize[2:], output_padding)]
     if any(o <= 0 for o in out):

@@ -70,12 +70,17 @@ class _ConvNd(Module):
             s += ", padding_mode={padding_mode}"
         return s.format(**self.__dict__)
 
-    def _conv(self, fn, input):
+    def _conv(self, fn, input, weight=None, bias=None):
+        weight, bias = (self.weight, self.bias) if weight is None else (weight, bias)
         if self.padding_mode != "zeros" and not isinstance(self.padding, str):
             pads = [p for p in reversed(self.padding) for _ in range(2)]
-            return fn(F.pad(input, pads, mode=self.padding_mode), self.weight, self.bias, self.stride, 0,
+            return fn(F.pad(input, pads, mode=self.padding_mode), weight, bias, self.stride, 0,
                       self.dilation, self.groups)
-        return fn(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def _conv_forward(self, input, weight, bias):
+        """The convolution with another weight and bias (torch's hook for subclasses that transform the weight)."""
+        return self._conv(getattr(F, f"conv{self._n}d"), input, weight, bias)
 
 
 class Conv1d(_ConvNd):
