@@ -1,5 +1,6 @@
 """F.conv3d / nn.Conv3d and the 3-d pools (max with indices, average,
-adaptive average and max; their modules): values against direct-loop NumPy
+adaptive average and max; their modules; the 1-d / 2-d adaptive max pools
+share the 3-d code): values against direct-loop NumPy
 references on small shapes, gradients by finite differences (gradcheck,
 float64) and against torch with the same inputs and weights; torch's
 errors; 'cuda' tensors (Note [CUDA fallback]) give the CPU's results."""
@@ -365,3 +366,30 @@ def test_conv_forward_with_another_weight():
     xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)), mode="wrap")
     np.testing.assert_allclose(m._conv_forward(T(x), T(w), None).detach().numpy(), np_conv3d(xp, w, None, 1, 0, 1, 1),
                                rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("out", [(2, 3), (5, 7), (3, None), 1])
+def test_adaptive_max_pool1d_2d(out):
+    x = RNG.standard_normal((2, 3, 5, 7))
+    o2 = [out, out] if isinstance(out, int) else [out[0], 7 if out[1] is None else out[1]]
+    rv, ri = np_adaptive3d(x[:, :, None], [1] + o2, "max")  # depth one: indices h * W + w
+    v, i = F.adaptive_max_pool2d(T(x), out, return_indices=True)
+    np.testing.assert_array_equal(v.numpy(), rv[:, :, 0])
+    np.testing.assert_array_equal(i.numpy(), ri[:, :, 0])
+    np.testing.assert_array_equal(ember.nn.AdaptiveMaxPool2d(out)(T(x[0])).numpy(), rv[0, :, 0])
+    L = o2[1]
+    rv1, ri1 = np_adaptive3d(x[:, :, None, :1, :], [1, 1, L], "max")
+    v1, i1 = ember.nn.AdaptiveMaxPool1d(L, return_indices=True)(T(x[:, :, 0]))
+    np.testing.assert_array_equal(v1.numpy(), rv1[:, :, 0, 0])
+    np.testing.assert_array_equal(i1.numpy(), ri1[:, :, 0, 0])
+    xg = T(x[:1, :2], True)
+    assert gradcheck(lambda a: F.adaptive_max_pool2d(a, out), (xg,))
+    if _torch is not None:
+        tv, ti = _torch.nn.functional.adaptive_max_pool2d(_torch.tensor(x), out, True)
+        np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    with pytest.raises(RuntimeError, match="output_size.size\\(\\) must be 2"):
+        F.adaptive_max_pool2d(T(x), (2, 3, 4))
+    with pytest.raises(RuntimeError, match="should contain one int"):
+        F.adaptive_max_pool1d(T(x[0]), (2, 3))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.adaptive_max_pool2d(T(x).long(), 2)

@@ -1,13 +1,15 @@
 """The 3-d pools (F.max_pool3d, avg_pool3d, adaptive_avg_pool3d,
-adaptive_max_pool3d), composed from ember ops axis by axis.
+adaptive_max_pool3d) and the 1-d / 2-d adaptive max pools (as 3-d ones of
+depth one), composed from ember ops axis by axis.
 
 A box window is the product of one window per axis, so both pools separate:
 - average: the window sums are three matrix products with 0/1 window
   matrices (one per axis, (out, in) each), then a division by torch's
   divisor (count_include_pad, divisor_override), itself a product of
   per-axis counts; autograd comes from matmul.
-- max: reduced along width, then height, then depth, each time over a
-  table of the window's input positions (padding replaced by a position of
+- max: reduced along width, then height (max_pool3d: the 2-d C kernel on
+  each depth slice), then depth, each time over a table of the window's
+  input positions (padding replaced by a position of
   the same window, which leaves the maximum as it is); carrying each
   survivor's flat position along gives torch's index (the first maximum in
   (d, h, w) order; with NaNs, the last NaN, as torch's scan). The values are then a
@@ -102,14 +104,18 @@ def _long(a, device):
     return _C.from_numpy(np.ascontiguousarray(a, dtype=np.int64)).to(device)
 
 
-def _max_by_tables(x, tables):
-    """x (N, C, D, H, W) and one (out, k) table per axis -> (values, flat indices into D*H*W)."""
+def _max_by_tables(x, tables, start=None):
+    """x (N, C, D, H, W) and one (out, k) table per axis -> (values, flat indices into D*H*W).
+    start: (values, flat indices) already reduced over height and width; then only depth is left."""
     from ..autograd.grad_mode import no_grad
     N, C, D, H, W = x.shape
     with no_grad():
-        v = x.detach()
-        flat = _C.arange(D * H * W, device=x.device).view(1, 1, D, H, W).expand(N, C, D, H, W)
-        for axis in (4, 3, 2):  # width first: ties go to the first position in (d, h, w) order
+        if start is None:
+            v = x.detach()
+            flat = _C.arange(D * H * W, device=x.device).view(1, 1, D, H, W).expand(N, C, D, H, W)
+        else:
+            v, flat = start
+        for axis in (4, 3, 2) if start is None else (2,):  # width first: ties go to the first in (d, h, w) order
             tbl = tables[axis - 2]
             out, k = tbl.shape
             t = _long(tbl.reshape(-1), x.device)
@@ -147,7 +153,14 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if x.dtype == _bool_dtype():
         raise NotImplementedError("\"max_pool3d\" not implemented for 'Bool'")
     tables = [_strided_table(*g) for g in zip(size, out, k, s, p, d)]
-    vals, idx = _max_by_tables(x, tables)
+    from ..autograd.grad_mode import no_grad
+    with no_grad():  # height and width: the 2-d C kernel on the D slices (same tie and NaN rules)
+        N, C, D, H, W = x.shape
+        v2, i2 = _C._max_pool2d_with_indices(x.detach().reshape(N, C * D, H, W), k[1:], s[1:], p[1:], d[1:],
+                                             bool(ceil_mode))
+        v2, i2 = v2.view(N, C, D, out[1], out[2]), i2.view(N, C, D, out[1], out[2])
+        flat = i2 + _C.arange(D, device=x.device).view(1, 1, D, 1, 1) * (H * W)
+    vals, idx = _max_by_tables(x, tables, (v2, flat))
     return _finish(vals, idx, batched, return_indices)
 
 
@@ -243,3 +256,39 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     tables = [_adaptive_table(n, o) for n, o in zip(x.shape[2:], out)]
     vals, idx = _max_by_tables(x, tables)
     return _finish(vals, idx, batched, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max over torch's adaptive windows of (N, C, H, W) or (C, H, W), with indices h * W + w."""
+    out = [output_size] * 2 if isinstance(output_size, int) or output_size is None else list(output_size)
+    if input.dim() < len(out) + 1:
+        raise ValueError(f"Input dimension should be at least {len(out) + 1}")
+    if len(out) != 2:
+        raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
+    for d in range(input.dim() - 3, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"adaptive_max_pool2d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with dimension {d} being empty")
+    if not input.dtype.is_floating_point:
+        from .functional import _dtype_name
+        raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{_dtype_name(input.dtype)}'")
+    out = [input.shape[i - 2] if o is None else int(o) for i, o in enumerate(out)]
+    batched = input.dim() == 4
+    x = (input if batched else input.unsqueeze(0)).unsqueeze(2)  # (N, C, 1, H, W)
+    tables = [_adaptive_table(n, o) for n, o in zip(x.shape[2:], [1] + out)]
+    vals, idx = _max_by_tables(x, tables)
+    return _finish(vals.squeeze(2), idx.squeeze(2), batched, return_indices)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max over torch's adaptive windows of (N, C, L) or (C, L), with indices."""
+    size = [output_size] if isinstance(output_size, int) else list(output_size)
+    if len(size) != 1:
+        raise RuntimeError(f"adaptive_max_pool1d() argument 'output_size' should contain one int (got {len(size)})")
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for adaptive_max_pool1d)")
+    r = adaptive_max_pool2d(input.unsqueeze(-2), (1, size[0]), return_indices)
+    return (r[0].squeeze(-2), r[1].squeeze(-2)) if return_indices else r.squeeze(-2)

@@ -1123,10 +1123,12 @@ from ._conv_nd import conv3d, conv_transpose1d, conv_transpose2d, conv_transpose
 
 __all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
-# 3-d pools, composed axis by axis (nn/_pool_nd.py)
-from ._pool_nd import max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d  # noqa: E402
+# 3-d pools and the adaptive max pools, composed axis by axis (nn/_pool_nd.py)
+from ._pool_nd import (max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool1d,  # noqa: E402
+                       adaptive_max_pool2d, adaptive_max_pool3d)
 
-__all__ += ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
+__all__ += ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+            "adaptive_max_pool3d"]
 
 # affine grids and grid sampling, composed (nn/_grid_sample.py)
 from ._grid_sample import affine_grid, grid_sample  # noqa: E402

@@ -1,9 +1,9 @@
-"""Pooling modules (torch.nn's): MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool3d."""
+"""Pooling modules (torch.nn's): MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d."""
 from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d"]
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -106,7 +106,7 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
-class AdaptiveMaxPool3d(Module):
+class _AdaptiveMaxPoolNd(Module):
     def __init__(self, output_size, return_indices=False):
         super().__init__()
         self.output_size = output_size
@@ -115,5 +115,17 @@ class AdaptiveMaxPool3d(Module):
     def extra_repr(self):
         return f"output_size={self.output_size}"
 
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    def forward(self, input):
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    def forward(self, input):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
