@@ -243,3 +243,12 @@ def test_cuda_matches_cpu(cuda):
         yg.sum().backward()
         np.testing.assert_allclose(xg.grad.cpu().numpy(), xc.grad.numpy(), rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(wg.grad.cpu().numpy(), wc.grad.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_top_level_functions():
+    """torch.conv1d/2d/3d and torch.conv_transpose1d/2d/3d are nn.functional's."""
+    for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
+        assert getattr(ember, name) is getattr(F, name)
+    x, w = RNG.standard_normal((1, 2, 3)), RNG.standard_normal((2, 1, 2))
+    np.testing.assert_allclose(ember.conv_transpose1d(T(x), T(w), stride=2).numpy(),
+                               np_conv_transpose(x, w, None, 2, 0, 0, 1, 1), rtol=1e-12)

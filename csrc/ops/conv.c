@@ -827,10 +827,11 @@ PyObject *em_impl__convolution_transpose(EmCall *c) {
     int64_t isz[3] = {1, 1, 1}, ksz[3] = {1, 1, 1}, osz[3];
     for (int k = 0; k < sp; k++) isz[3 - sp + k] = in->sizes[2 + k], ksz[3 - sp + k] = w->sizes[2 + k];
     for (int k = 0; k < 3; k++) {
-        int64_t v, t;
+        int64_t v, t, p2;
         if (__builtin_mul_overflow(isz[k] - 1, st[k], &v) || __builtin_mul_overflow(ksz[k] - 1, dl[k], &t) ||
-            __builtin_add_overflow(v, t, &v) || __builtin_sub_overflow(v, 2 * pd[k], &v) ||
-            __builtin_add_overflow(v, op[k] + 1, &v)) {
+            __builtin_add_overflow(v, t, &v) || __builtin_mul_overflow(pd[k], 2, &p2) ||
+            __builtin_sub_overflow(v, p2, &v) || __builtin_add_overflow(v, op[k], &v) ||
+            __builtin_add_overflow(v, 1, &v)) {
             PyErr_SetString(PyExc_RuntimeError, "convolution_transpose: output size too large (integer overflow)");
             return NULL;
         }

@@ -14,6 +14,14 @@ from .. import _C
 _AXES = {1: ("height", "width"), 2: ("height", "width"), 3: ("depth", "height", "width")}
 
 
+def _expect_tensors(fn, *named):
+    """TypeError, as torch's argument parser raises, for an argument that is not a tensor (None: optional)."""
+    from .. import Tensor
+    for pos, (arg, value, optional) in enumerate(named, 1):
+        if not isinstance(value, Tensor) and not (optional and value is None):
+            raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not {type(value).__name__}")
+
+
 def _dims(v, n, name):
     """An int or a sequence as n ints, with torch's message for a wrong length."""
     vals = [int(x) for x in v] if isinstance(v, (tuple, list)) else [int(v)]
@@ -33,6 +41,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, n, name):
     from .functional import _dtype_name
+    _expect_tensors(name, ("input", input, False), ("weight", weight, False), ("bias", bias, True))
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
     if input.dim() not in (n + 1, n + 2):

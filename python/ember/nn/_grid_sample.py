@@ -40,6 +40,8 @@ def _base_axis(n, align_corners):
 
 def affine_grid(theta, size, align_corners=None):
     """Sampling grid (N, H, W, 2) or (N, D, H, W, 3) of the affine maps theta (N, 2, 3) or (N, 3, 4)."""
+    from ._conv_nd import _expect_tensors
+    _expect_tensors("affine_grid", ("theta", theta, False))
     align_corners = _align(align_corners)
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
@@ -117,6 +119,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
+    from ._conv_nd import _expect_tensors
+    _expect_tensors("grid_sampler", ("input", input, False), ("grid", grid, False))
     align_corners = _align(align_corners)
     isz, gsz = list(input.shape), list(grid.shape)
     if input.dtype != grid.dtype:

@@ -36,6 +36,8 @@ def _triple(v, name, fn):
 
 def _volume(input, fn):
     """input as (N, C, D, H, W) and whether it had a batch dim."""
+    from ._conv_nd import _expect_tensors
+    _expect_tensors(fn, ("input", input, False))
     if input.dim() not in (4, 5) or any(s == 0 for s in input.shape[-4:]):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
     return (input, True) if input.dim() == 5 else (input.unsqueeze(0), False)
@@ -220,6 +222,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def _adaptive_args(input, output_size, fn):
+    from ._conv_nd import _expect_tensors
+    _expect_tensors(fn, ("input", input, False))
     out = [output_size] * 3 if isinstance(output_size, int) or output_size is None else list(output_size)
     if input.dim() < len(out) + 1:
         raise ValueError(f"Input dimension should be at least {len(out) + 1}")
@@ -260,6 +264,8 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max over torch's adaptive windows of (N, C, H, W) or (C, H, W), with indices h * W + w."""
+    from ._conv_nd import _expect_tensors
+    _expect_tensors("adaptive_max_pool2d", ("input", input, False))
     out = [output_size] * 2 if isinstance(output_size, int) or output_size is None else list(output_size)
     if input.dim() < len(out) + 1:
         raise ValueError(f"Input dimension should be at least {len(out) + 1}")
@@ -284,6 +290,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Max over torch's adaptive windows of (N, C, L) or (C, L), with indices."""
+    from ._conv_nd import _expect_tensors
+    _expect_tensors("adaptive_max_pool1d", ("input", input, False))
     size = [output_size] if isinstance(output_size, int) else list(output_size)
     if len(size) != 1:
         raise RuntimeError(f"adaptive_max_pool1d() argument 'output_size' should contain one int (got {len(size)})")

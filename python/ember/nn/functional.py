@@ -792,7 +792,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, spatial, name):
-    """conv1d / conv2d: batched or not, padding as numbers or 'valid' / 'same', on the C op."""
+    """conv1d / conv2d / conv3d: batched or not, padding as numbers or 'valid' / 'same', on the C op."""
+    from ._conv_nd import _expect_tensors
+    _expect_tensors(name, ("input", input, False), ("weight", weight, False), ("bias", bias, True))
     if input.dim() not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input to {name}, but "
                            f"got input of size: {list(input.shape)}")
