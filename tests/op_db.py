@@ -4236,3 +4236,42 @@ OPS += [OpInfo("_im2col", fn=_conv_fn("_im2col"), ref=np_im2col, dtypes=FLOATS +
                dtypes=FLOATS, unsupported=None, variants="F", kind="conv", samples=_conv_samples,
                layouts=("contig", "T", "slice"), tol=_CONV_TOL)]
 OPS_BY_NAME.update({op.name: op for op in OPS[-4:]})
+
+
+def np_conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups):
+    """y[n, g*Og + o, i*s - p + k*d] += x[n, g*Cg + c, i] * w[g*Cg + c, o, k], by loops over kernel taps"""
+    import itertools
+    n = x.ndim - 2
+    s, p, op, d = ([v[0]] * n if len(v) == 1 else list(v) for v in (stride, padding, output_padding, dilation))
+    Og, ks, Cg = w.shape[1], w.shape[2:], x.shape[1] // groups
+    full = [(i - 1) * s[a] + d[a] * (ks[a] - 1) + 1 + op[a] for a, i in enumerate(x.shape[2:])]
+    y = np.zeros((x.shape[0], Og * groups, *full), np.result_type(x, w))
+    for g in range(groups):
+        xg, wg = x[:, g * Cg:(g + 1) * Cg], w[g * Cg:(g + 1) * Cg]
+        for tap in itertools.product(*[range(k) for k in ks]):
+            sl = tuple(slice(t * d[a], t * d[a] + s[a] * (x.shape[2 + a] - 1) + 1, s[a]) for a, t in enumerate(tap))
+            y[(slice(None), slice(g * Og, (g + 1) * Og)) + sl] += np.einsum("nc...,co->no...", xg,
+                                                                              wg[(slice(None), slice(None)) + tap])
+    y = y[(slice(None), slice(None)) + tuple(slice(p[a], full[a] - p[a]) for a in range(n))]
+    return y + (0 if b is None else b.reshape((1, -1) + (1,) * n))
+
+
+# (input shape, weight shape, bias?, stride, padding, output_padding, dilation, groups)
+CONV_T_CASES = [((2, 4, 4, 3), (4, 3, 3, 2), True, [2, 1], [1, 0], [1, 0], [1, 1], 2),
+                ((2, 3, 5), (3, 2, 3), False, [1], [1], [1], [2], 1),
+                ((1, 2, 3, 2, 2), (2, 2, 2, 1, 2), True, [2], [0], [1], [1], 1)]
+
+
+def _conv_t_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    t = lambda shape, lay=True: TS(gen_values(rng, dtype, shape, (-2, 2)), dtype, lay)  # noqa: E731
+    return [Sample((t(xs), t(ws), t((ws[1] * g,), False) if bias else None, s, p, op_, d, g))
+            for xs, ws, bias, s, p, op_, d, g in CONV_T_CASES]
+
+
+_CONV_TORCH["_convolution_transpose"] = lambda T: lambda x, w, b, s, p, op, d, g: T.convolution(
+    x, w, b, s, p, d, True, op, g)
+OPS += [OpInfo("_convolution_transpose", fn=_conv_fn("_convolution_transpose"), ref=np_conv_transpose,
+               dtypes=FLOATS, unsupported=None, variants="F", kind="conv", samples=_conv_t_samples,
+               layouts=("contig", "T", "slice"), tol=_CONV_TOL)]
+OPS_BY_NAME[OPS[-1].name] = OPS[-1]
