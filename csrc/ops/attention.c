@@ -246,8 +246,8 @@ static int expect_shape(const char *who, EmTensor *t, const char *what, int nd, 
  * of one new storage at the same relative offsets. The gradients then pass
  * back through the views as views, and split's backward finds them already
  * side by side (Note [gradient pieces in place]): no concatenating copies.
- * Returns 1 with the three views set, 0 when the inputs are not laid out so
- * (nothing set), -1 on error. */
+ * Returns 1 with the three views set (zeroed), 0 when the inputs are not
+ * laid out so (nothing set), -1 on error. */
 static int grads_sharing_storage(EmTensor *q, EmTensor *k, EmTensor *v, EmDType dt, EmTensor **dq, EmTensor **dk,
                                  EmTensor **dv) {
     EmTensor *in[3] = {q, k, v};
@@ -273,6 +273,7 @@ static int grads_sharing_storage(EmTensor *q, EmTensor *k, EmTensor *v, EmDType 
     for (int d = 0; d < 4; d++) span += (q->sizes[d] - 1) * q->strides[d];
     EmTensor *base = em_empty(1, &span, dt, em_cpu());
     if (!base) return -1;
+    memset(em_data(base), 0, (size_t)span * em_itemsize(dt)); /* the kernels accumulate: one zeroing pass */
     EmTensor **outs[3] = {dq, dk, dv};
     for (int i = 0; i < 3; i++)
         *outs[i] = em_view_of(base, 4, q->sizes, q->strides, in[i]->offset - lo);
@@ -306,9 +307,9 @@ static PyObject *cpu_backward(const char *who, EmTensor *g, EmTensor *q, EmTenso
         for (int d = 0; d < 3; d++) p.dq_st[d] = p.dk_st[d] = p.dv_st[d] = q->strides[d];
     else if (!(dq = empty_in_dim_order(q, q->sizes, p.dt, em_cpu(), p.dq_st)) ||
              !(dk = empty_in_dim_order(k, k->sizes, p.dt, em_cpu(), p.dk_st)) ||
-             !(dv = empty_in_dim_order(v, v->sizes, p.dt, em_cpu(), p.dv_st)))
+             !(dv = empty_in_dim_order(v, v->sizes, p.dt, em_cpu(), p.dv_st)) || em_fill_(dq, zero) < 0 ||
+             em_fill_(dk, zero) < 0 || em_fill_(dv, zero) < 0)
         goto done;
-    if (em_fill_(dq, zero) < 0 || em_fill_(dk, zero) < 0 || em_fill_(dv, zero) < 0) goto done;
     PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
     int rc = em_cpu_attention_backward(&p, &go, &oo, em_data(lc), em_data(dq), em_data(dk), em_data(dv));
     if (ts) PyEval_RestoreThread(ts);
