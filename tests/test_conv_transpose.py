@@ -230,17 +230,27 @@ def test_modules_match_torch():
 
 
 def test_cuda_matches_cpu(cuda):
+    """1-d and 2-d run natively (the backend's GEMM and col2im, bias added on
+    the device); 3-d takes Note [CUDA fallback]: the CPU kernel on host copies."""
+    from cuda_common import native
     x = RNG.standard_normal((2, 4, 5, 4))
     w = RNG.standard_normal((4, 3, 3, 2))
-    for n, xs, ws, pad in ((2, x, w, 1), (3, x[..., None], w[..., None], (1, 1, 0))):
-        fn = getattr(F, f"conv_transpose{n}d")  # Note [CUDA fallback]: the CPU kernel on host copies
-        xc, wc = T(xs, True), T(ws, True)
-        xg, wg = T(xs).cuda().requires_grad_(), T(ws).cuda().requires_grad_()
-        yc, yg = fn(xc, wc, None, 2, pad, 1, 2), fn(xg, wg, None, 2, pad, 1, 2)
+    b = RNG.standard_normal(6)
+    for n, xs, ws, pad in ((2, x, w, 1), (1, x[..., 0], w[..., 0], 1), (3, x[..., None], w[..., None], (1, 1, 0))):
+        fn = getattr(F, f"conv_transpose{n}d")
+        xc, wc, bc = T(xs, True), T(ws, True), T(b, True)
+        xg, wg, bg = (T(a).cuda().requires_grad_() for a in (xs, ws, b))
+        yc = fn(xc, wc, bc, 2, pad, 1, 2)
+        if n < 3:
+            with native("_convolution_transpose", entries=("col2im",)):
+                yg = fn(xg, wg, bg, 2, pad, 1, 2)
+        else:
+            yg = fn(xg, wg, bg, 2, pad, 1, 2)
         assert yg.device.type == "cuda"
         np.testing.assert_allclose(yg.detach().cpu().numpy(), yc.detach().numpy(), rtol=1e-10, atol=1e-10)
         yc.sum().backward()
         yg.sum().backward()
+        np.testing.assert_allclose(bg.grad.cpu().numpy(), bc.grad.numpy(), rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(xg.grad.cpu().numpy(), xc.grad.numpy(), rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(wg.grad.cpu().numpy(), wc.grad.numpy(), rtol=1e-10, atol=1e-10)
 
@@ -252,3 +262,20 @@ def test_top_level_functions():
     x, w = RNG.standard_normal((1, 2, 3)), RNG.standard_normal((2, 1, 2))
     np.testing.assert_allclose(ember.conv_transpose1d(T(x), T(w), stride=2).numpy(),
                                np_conv_transpose(x, w, None, 2, 0, 0, 1, 1), rtol=1e-12)
+
+
+def test_cuda_one_by_one_and_half(cuda):
+    """A 1x1 kernel with stride 1 (the plan's direct GEMM, no col2im) and
+    float16 natively on the device, against the CPU."""
+    from cuda_common import native
+    x = RNG.standard_normal((3, 4, 5, 6))
+    w = RNG.standard_normal((4, 5, 1, 1))
+    with native("_convolution_transpose"):
+        yg = F.conv_transpose2d(T(x).cuda(), T(w).cuda())
+    np.testing.assert_allclose(yg.cpu().numpy(), F.conv_transpose2d(T(x), T(w)).numpy(), rtol=1e-10, atol=1e-10)
+    xh, wh = T(x).to(ember.float16), T(w[:, :, :, :]).to(ember.float16)
+    with native("_convolution_transpose"):
+        yh = F.conv_transpose2d(xh.cuda(), wh.cuda(), stride=2, output_padding=1)
+    assert yh.dtype == ember.float16
+    ref = F.conv_transpose2d(xh.float(), wh.float(), stride=2, output_padding=1).numpy()
+    np.testing.assert_allclose(yh.cpu().float().numpy(), ref, rtol=2e-2, atol=2e-2)

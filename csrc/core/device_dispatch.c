@@ -109,6 +109,7 @@ int em_device_dispatch_init(void) {
      * (Note [CUDA im2col] in csrc/cuda/conv.h), upsampling; EmNoCudaKernel for
      * integer convolutions and when the backend lacks the entries */
     static const char *conv_ops[] = {"_im2col", "_col2im", "_convolution", "_convolution_backward",
+                                     "_convolution_transpose", /* 1-d and 2-d (3-d: the fallback) */
                                      /* Note [CUDA upsample] (csrc/cuda/upsample.h) */
                                      "_upsample_nearest1d", "_upsample_nearest2d", "_upsample_nearest_exact1d",
                                      "_upsample_nearest_exact2d", "_upsample_linear1d", "_upsample_bilinear2d",

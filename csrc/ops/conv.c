@@ -754,6 +754,39 @@ static void add_bias(EmDType ct, char *y, const char *b, int64_t N, int64_t O, i
         }
 }
 
+/* A transposed convolution on a GPU: the input gradient of the convolution
+ * whose geometry it is (conv_grad_input_gpu: GEMMs, then col2im), plus the
+ * bias. 3-d geometries (the backend's im2col is 2-d) and integer dtypes take
+ * the CPU fallback (EmNoCudaKernel, before anything is allocated). */
+static PyObject *conv_transpose_gpu(const ConvCall *cc, EmTensor *in, EmTensor *w, EmTensor *bias, int nd,
+                                    const int64_t *shape) {
+    if (cc->spatial == 3 || !em_is_float(cc->dt) || !conv_gpu_ready())
+        return em_fused_no_kernel("convolution_transpose"); /* Note [CUDA fallback] */
+    const EmDevice dev = em_device(in);
+    const GpuPlan p = gpu_plan(cc, dev);
+    EmTensor *g = NULL, *wc = NULL, *y = NULL, *b = NULL;
+    PyObject *res = NULL;
+    if (!(g = em_fused_operand(in, p.dt, dev)) || !(wc = em_fused_operand(w, p.dt, dev)) ||
+        !(y = em_empty(nd, shape, p.dt, dev)))
+        goto done;
+    if (y->numel && conv_grad_input_gpu(cc, &p, g, wc, y) < 0) goto done;
+    if (bias) { /* y[n, o, ...] += bias[o] */
+        int64_t bshape[4] = {cc->s.g.C, 1, 1, 1};
+        PyObject *args[2] = {(PyObject *)y, NULL};
+        if (!(b = em_reshape(bias, nd - 1, bshape))) goto done;
+        args[1] = (PyObject *)b;
+        res = (PyObject *)em_op_t(EM_OP_add, 2, args);
+        goto done;
+    }
+    res = Py_NewRef((PyObject *)y);
+done:
+    Py_XDECREF(g);
+    Py_XDECREF(wc);
+    Py_XDECREF(y);
+    Py_XDECREF(b);
+    return res;
+}
+
 /* _convolution_transpose(input, weight, bias, stride, padding, output_padding, dilation, groups):
  * input (N, C_in, *spatial), weight (C_in, C_out / groups, *kernel) -> (N, C_out, *out), out =
  * (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1. nn/_conv_nd.py
@@ -763,9 +796,14 @@ PyObject *em_impl__convolution_transpose(EmCall *c) {
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     int64_t st[3], pd[3], op[3], dl[3], groups;
     if (em_arg_int(c, 7, &groups) < 0) return NULL;
-    if (!em_is_cpu(in)) return em_fused_no_kernel("convolution_transpose"); /* Note [CUDA fallback] */
-    if (em_check_cpu(w, "convolution_transpose") < 0 || (bias && em_check_cpu(bias, "convolution_transpose") < 0))
+    const bool gpu = !em_is_cpu(in);
+    if (!gpu && (em_check_cpu(w, "convolution_transpose") < 0 ||
+                 (bias && em_check_cpu(bias, "convolution_transpose") < 0)))
         return NULL;
+    if (gpu && (!em_device_eq(em_device(w), em_device(in)) || (bias && !em_device_eq(em_device(bias), em_device(in))))) {
+        PyErr_SetString(PyExc_RuntimeError, "Expected all tensors to be on the same device");
+        return NULL;
+    }
     if (w->ndim < 3 || w->ndim > 5 || in->ndim != w->ndim) {
         PyErr_Format(PyExc_RuntimeError, "Expected %d-dimensional input for %d-dimensional weight %s, but got "
                      "%d-dimensional input of size %s instead", w->ndim, w->ndim,
@@ -853,6 +891,7 @@ PyObject *em_impl__convolution_transpose(EmCall *c) {
     cc.s.N = in->sizes[0], cc.s.O = cin, cc.s.groups = groups;
     int64_t shape[5] = {cc.s.N, cout};
     for (int k = 0; k < sp; k++) shape[2 + k] = osz[3 - sp + k];
+    if (gpu) return conv_transpose_gpu(&cc, in, w, bias, sp + 2, shape);
     EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
     if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) ||
         (bias && !(bc = contiguous_as(bias, cc.ct))) || !(y = em_empty(sp + 2, shape, cc.ct, em_cpu())))
