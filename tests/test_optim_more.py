@@ -137,11 +137,11 @@ def problem(dtype="float64"):
     return [w.astype(dtype) for w in w0], targets, scales
 
 
-def run_lib(L, name, kwargs, dtype="float64", steps=STEPS):
+def run_lib(L, name, kwargs, dtype="float64", steps=STEPS, device="cpu"):
     w0, targets, scales = problem(dtype)
-    ps = [L.tensor(w, requires_grad=True) for w in w0]
-    ts = [L.tensor(t.astype(dtype)) for t in targets]
-    cs = [L.tensor(c.astype(dtype)) for c in scales]
+    ps = [L.tensor(w, requires_grad=True, device=device) for w in w0]
+    ts = [L.tensor(t.astype(dtype), device=device) for t in targets]
+    cs = [L.tensor(c.astype(dtype), device=device) for c in scales]
     opt = getattr(L.optim, name)(ps, **kwargs)
 
     def closure():
@@ -151,7 +151,7 @@ def run_lib(L, name, kwargs, dtype="float64", steps=STEPS):
         return loss
     for _ in range(steps):
         opt.step(closure)
-    return [p.detach().numpy().astype(np.float64) for p in ps], opt
+    return [p.detach().cpu().numpy().astype(np.float64) for p in ps], opt
 
 
 def run_ref(ref, kwargs, steps=STEPS):
@@ -172,6 +172,39 @@ def test_against_numpy(config):
     got32, _ = run_lib(ember, name, kwargs, "float32")
     for g, e in zip(got32, expect):
         np.testing.assert_allclose(g, e, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("name", list(REFS))
+def test_on_cuda(name, cuda):
+    """Parameters on the GPU (the fake backend without one): the same updates as
+    the NumPy reference, and the state on the parameter's device (as torch's)."""
+    kwargs = [c[1] for c in CONFIGS if c[0] == name][-1]
+    expect = run_ref(REFS[name], kwargs)
+    got, opt = run_lib(ember, name, kwargs, "float32", device="cuda")
+    for g, e in zip(got, expect):
+        np.testing.assert_allclose(g, e, rtol=2e-4, atol=2e-4)
+    st = opt.state[opt.param_groups[0]["params"][0]]
+    for k, v in st.items():
+        scalar_on_cpu = k in ("step", "mu_product") and name != "ASGD"
+        assert v.device.type == ("cpu" if scalar_on_cpu else "cuda"), k
+
+
+def test_lbfgs_on_cuda(cuda):
+    """L-BFGS on GPU parameters reaches the NumPy solution of A x = b."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((4, 4))
+    A, b = a @ a.T + np.eye(4), rng.standard_normal(4)
+    x = ember.zeros(4, requires_grad=True, device="cuda")
+    At, bt = ember.tensor(A, dtype=ember.float32, device="cuda"), ember.tensor(b, dtype=ember.float32, device="cuda")
+    opt = ember.optim.LBFGS([x], line_search_fn="strong_wolfe", max_iter=50)
+
+    def closure():
+        opt.zero_grad()
+        loss = 0.5 * (x * (At @ x)).sum() - (bt * x).sum()
+        loss.backward()
+        return loss
+    opt.step(closure)
+    np.testing.assert_allclose(x.detach().cpu().numpy(), np.linalg.solve(A, b), rtol=1e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=config_id)
@@ -467,3 +500,29 @@ def test_state_dict_round_trip_within_ember():
         opt.step()
         opt2.step()
         assert a.tolist() == b.tolist(), name
+
+
+def test_lbfgs_state_dict_torch_to_ember_and_back(torch):
+    """LBFGS's state (history lists, d, t, H_diag...) loads across, and the next steps agree."""
+    kw = dict(history_size=3, max_iter=4)
+    topt, tclosure, tps = lbfgs_problem(torch, "float64", **kw)
+    topt.step(tclosure)
+    opt, closure, ps = lbfgs_problem(ember, "float64", **kw)
+    with ember.no_grad():
+        for p, tp in zip(ps, tps):
+            p.copy_(ember.tensor(tp.detach().numpy()))
+    opt.load_state_dict(to_ember(topt.state_dict()))
+    assert sorted(opt.state[ps[0]]) == sorted(topt.state[tps[0]])
+    topt.step(tclosure)
+    opt.step(closure)
+    for p, tp in zip(ps, tps):
+        np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-10, atol=1e-12)
+    topt2, tclosure2, tps2 = lbfgs_problem(torch, "float64", **kw)
+    with torch.no_grad():
+        for p, tp in zip(ps, tps2):
+            tp.copy_(torch.tensor(p.detach().numpy()))
+    topt2.load_state_dict(to_torch(copy.deepcopy(opt.state_dict()), torch))
+    topt2.step(tclosure2)
+    opt.step(closure)
+    for p, tp in zip(ps, tps2):
+        np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-10, atol=1e-12)

@@ -35,10 +35,10 @@ class ASGD(Optimizer):
                     continue
                 state = self.state[p]
                 if len(state) == 0:
-                    dt = _scalar_dtype()
-                    state["step"] = _C.tensor(0.0, dtype=dt)
-                    state["eta"] = _C.tensor(float(lr), dtype=dt)
-                    state["mu"] = _C.tensor(1.0, dtype=dt)
+                    dt, dev = _scalar_dtype(), p.device  # (torch keeps these on the parameter's device)
+                    state["step"] = _C.tensor(0.0, dtype=dt, device=dev)
+                    state["eta"] = _C.tensor(float(lr), dtype=dt, device=dev)
+                    state["mu"] = _C.tensor(1.0, dtype=dt, device=dev)
                     state["ax"] = _C.zeros_like(p)
                 grad = -p.grad if group["maximize"] else p.grad
                 eta, mu, ax = state["eta"], state["mu"], state["ax"]
