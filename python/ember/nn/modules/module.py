@@ -491,7 +491,7 @@ class Module:
         if bw_hook is not None:
             result = bw_hook.setup_output_hook(result)
         if legacy_bw and _C.is_grad_enabled():
-            _bw.setup_legacy_hooks(self, legacy_bw, result)
+            _bw.setup_legacy_hooks(self, legacy_bw, args, result)
         return result
 
     __call__ = _call_impl
