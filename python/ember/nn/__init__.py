@@ -5,7 +5,5 @@ from . import attention  # noqa: F401  (sdpa_kernel, SDPBackend)
 from .parameter import Parameter, Buffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
-from .modules.module import (  # noqa: F401
-    register_module_backward_hook, register_module_forward_hook, register_module_forward_pre_hook,
-    register_module_full_backward_hook, register_module_full_backward_pre_hook)
+from .modules.module import register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
 from . import utils  # noqa: F401,E402
