@@ -698,6 +698,14 @@ PyObject *em_factory_finish(EmTensor *t, const EmFactoryOpts *o);
  * the call's device= (src's device when not given). New reference. */
 EmTensor *em_factory_like(EmCall *c, EmTensor *src, EmDType dtype);
 
+/* Note [profiler] (core/profiler.c): while on, op calls and autograd nodes
+ * record timed events. */
+extern bool em_profiler_on;
+int64_t em_profiler_now(void);
+PyObject *em_profiler_call(EmCall *c, PyObject *(*run)(EmCall *));
+void em_profiler_node(const char *name, int64_t t0);
+PyObject *em_profiler_start(PyObject *m, PyObject *record_shapes);
+PyObject *em_profiler_stop(PyObject *m, PyObject *unused);
 /* Run a bound call through the whole op pipeline (bindings.c). */
 PyObject *em_call_run(EmCall *c);
 /* Note [CUDA fallback] (core/device_dispatch.c): run a call whose tensors may

@@ -405,10 +405,13 @@ def test_linalg_norms_against_numpy():
     np.testing.assert_allclose(ember.linalg.matrix_norm(y, inf).numpy(), np.linalg.norm(b, inf, axis=(1, 2)), rtol=1e-12)
     np.testing.assert_allclose(ember.linalg.norm(y).item(), np.linalg.norm(b.ravel()), rtol=1e-12)
     assert ember.linalg.norm(ember.zeros(0, 3), 1).item() == 0.0
-    with pytest.raises(NotImplementedError):
-        ember.linalg.norm(x, "nuc")
-    with pytest.raises(NotImplementedError):
-        x.norm("nuc")
+    # the nuclear norm: the sum of singular values (LAPACK, tests/test_linalg_decomp.py)
+    if ember._C._has_lapack:
+        np.testing.assert_allclose(ember.linalg.norm(x, "nuc").item(), np.linalg.norm(a, "nuc"), rtol=1e-12)
+        np.testing.assert_allclose(x.norm("nuc").item(), np.linalg.norm(a, "nuc"), rtol=1e-12)
+    else:
+        with pytest.raises(RuntimeError, match="built without LAPACK"):
+            x.norm("nuc")
 
 
 # --------------------------------------------------- parity on edge cases

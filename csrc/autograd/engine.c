@@ -345,11 +345,165 @@ static const int64_t *geom_get(const int64_t *p, Geom *g) {
     return p + 2 * g->ndim + 1;
 }
 
+/* The op `id` on up to 4 arguments, recorded like a user's call: a new reference or NULL. */
+static PyObject *recorded_op(EmOpId id, int nargs, PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
+    PyObject *args[4] = {a, b, c, d};
+    for (int i = 0; i < nargs; i++)
+        if (!args[i]) return NULL;
+    return em_op(id, nargs, args);
+}
+
+/* For each element of view geometry v (row-major), the row-major index of the
+ * element of base geometry b at the same storage position: an int64 tensor
+ * [numel(v)] on `device`; and in *keep (when asked) a [numel(b)] tensor of the
+ * given dtype, 0 where the view lies and 1 elsewhere. NULL (error set) when the
+ * view reaches outside the base. */
+static EmTensor *view_positions(const Geom *b, const Geom *v, EmDType dtype, EmDevice device, EmTensor **keep) {
+    int64_t nb = 1, nv = 1, lo = b->offset, hi = b->offset;
+    for (int k = 0; k < b->ndim; k++) {
+        nb *= b->sizes[k];
+        if (b->sizes[k] == 0) continue;
+        int64_t reach = (b->sizes[k] - 1) * b->strides[k];
+        if (reach < 0) lo += reach; else hi += reach;
+    }
+    for (int k = 0; k < v->ndim; k++) nv *= v->sizes[k];
+    int64_t span = nb ? hi - lo + 1 : 1, *inv = PyMem_Malloc(span * sizeof(int64_t));
+    int64_t *pos = PyMem_Calloc(b->ndim > v->ndim ? b->ndim + 1 : v->ndim + 1, sizeof(int64_t));
+    EmTensor *idx = NULL, *mask = NULL, *moved = NULL;
+    if (!inv || !pos) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int64_t i = 0; i < span; i++) inv[i] = -1;
+    for (int64_t i = 0; i < nb; i++) { /* pos[]: the multi-index of element i */
+        int64_t at = b->offset;
+        for (int k = 0; k < b->ndim; k++) at += pos[k] * b->strides[k];
+        inv[at - lo] = i;
+        for (int k = b->ndim - 1; k >= 0 && ++pos[k] == b->sizes[k]; k--) pos[k] = 0;
+    }
+    idx = em_empty(1, &nv, EM_INT64, em_cpu());
+    if (!idx) goto done;
+    int64_t *out = (int64_t *)em_data(idx);
+    memset(pos, 0, (v->ndim + 1) * sizeof(int64_t));
+    for (int64_t j = 0; j < nv; j++) {
+        int64_t at = v->offset;
+        for (int k = 0; k < v->ndim; k++) at += pos[k] * v->strides[k];
+        if (at < lo || at - lo >= span || inv[at - lo] < 0) {
+            PyErr_SetString(PyExc_RuntimeError, "ember: differentiating an in-place change of a view that reaches "
+                            "outside its base is not supported under create_graph=True");
+            Py_CLEAR(idx);
+            goto done;
+        }
+        out[j] = inv[at - lo];
+        for (int k = v->ndim - 1; k >= 0 && ++pos[k] == v->sizes[k]; k--) pos[k] = 0;
+    }
+    if (keep) {
+        EmTensor *m64 = em_empty(1, &nb, EM_FLOAT64, em_cpu());
+        if (!m64) goto fail;
+        double *md = (double *)em_data(m64);
+        for (int64_t i = 0; i < nb; i++) md[i] = 1.0;
+        for (int64_t j = 0; j < nv; j++) md[out[j]] = 0.0;
+        mask = em_to_dtype(m64, dtype, false);
+        Py_DECREF(m64);
+        if (!mask) goto fail;
+        if (!em_device_eq(device, em_cpu())) {
+            moved = em_to_device(mask, device, false);
+            Py_SETREF(mask, moved);
+            if (!mask) goto fail;
+        }
+        *keep = mask;
+    }
+    if (!em_device_eq(device, em_cpu())) {
+        moved = em_to_device(idx, device, false);
+        Py_SETREF(idx, moved);
+        if (!idx) goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(idx);
+    if (keep && *keep) Py_CLEAR(*keep);
+done:
+    PyMem_Free(inv);
+    PyMem_Free(pos);
+    return idx;
+}
+
+/* run_copy_slices under create_graph: the same gradients built from recorded,
+ * differentiable ops (take / index_add over the view's positions in its base,
+ * mul by a mask), so they are differentiable in the incoming gradient and in
+ * what the inner formula saved -- double backward through slicing and in-place
+ * ops on views, and autograd.functional.jvp's double-backward trick, need it.
+ * The result is laid out contiguously rather than in the base's strides. */
+static int run_copy_slices_recorded(EmNode *n, EmTensor **go, EmTensor **gi, const Geom *b, const Geom *v) {
+    EmNode *inner = (EmNode *)n->ctx;
+    int nres = inner ? inner->num_next : 0;
+    EmTensor **res = PyMem_Calloc(nres > 0 ? nres : 1, sizeof(EmTensor *));
+    EmTensor *keep = NULL, *idx = NULL, *zeros = NULL, *slice = NULL;
+    PyObject *flat_shape = NULL, *bsize = NULL, *vsize = NULL, *zero = NULL, *gflat = NULL, *taken = NULL,
+             *part = NULL, *sum = NULL, *tmp = NULL, *result = NULL;
+    int rc = -1;
+    if (!res) return PyErr_NoMemory(), -1;
+    EmDType dt = (EmDType)go[0]->dtype;
+    EmDevice dev = em_device(go[0]);
+    int64_t nb = 1, minus_one = -1;
+    for (int k = 0; k < b->ndim; k++) nb *= b->sizes[k];
+    idx = view_positions(b, v, dt, dev, inner ? &keep : NULL);
+    zeros = idx ? em_zeros(1, &nb, dt, dev) : NULL;
+    flat_shape = zeros ? em_size_new(1, &minus_one) : NULL;
+    bsize = flat_shape ? em_size_new(b->ndim, b->sizes) : NULL;
+    vsize = bsize ? em_size_new(v->ndim, v->sizes) : NULL;
+    zero = vsize ? PyLong_FromLong(0) : NULL;
+    if (!zero) goto done;
+    if (!(gflat = recorded_op(EM_OP_reshape, 2, (PyObject *)go[0], flat_shape, NULL, NULL))) goto done;
+    if (!inner) { /* the view's gradient, scattered into zeros shaped like its base */
+        sum = recorded_op(EM_OP_index_add, 4, (PyObject *)zeros, zero, (PyObject *)idx, gflat);
+    } else {
+        if (!(taken = recorded_op(EM_OP_take, 2, gflat, (PyObject *)idx, NULL, NULL))) goto done;
+        if (!(slice = (EmTensor *)recorded_op(EM_OP_reshape, 2, taken, vsize, NULL, NULL))) goto done;
+        if (inner->backward(inner, &slice, res) < 0) goto done;
+        /* the base's gradient outside the view, and the view's old value's inside it */
+        if (!(part = recorded_op(EM_OP_mul, 2, gflat, (PyObject *)keep, NULL, NULL))) goto done;
+        if (res[0]) {
+            if (!(tmp = recorded_op(EM_OP_reshape, 2, (PyObject *)res[0], flat_shape, NULL, NULL))) goto done;
+            sum = recorded_op(EM_OP_index_add, 4, part, zero, (PyObject *)idx, tmp);
+        } else {
+            sum = Py_NewRef(part);
+        }
+        for (int i = 1; i < n->num_next; i++) {
+            gi[i] = res[i];
+            res[i] = NULL;
+        }
+    }
+    if (!sum || !(result = recorded_op(EM_OP_reshape, 2, sum, bsize, NULL, NULL))) goto done;
+    gi[0] = (EmTensor *)result;
+    result = NULL;
+    rc = 0;
+done:
+    for (int i = 0; i < nres; i++) Py_XDECREF(res[i]);
+    PyMem_Free(res);
+    Py_XDECREF(keep);
+    Py_XDECREF(idx);
+    Py_XDECREF(zeros);
+    Py_XDECREF(slice);
+    Py_XDECREF(flat_shape);
+    Py_XDECREF(bsize);
+    Py_XDECREF(vsize);
+    Py_XDECREF(zero);
+    Py_XDECREF(gflat);
+    Py_XDECREF(taken);
+    Py_XDECREF(part);
+    Py_XDECREF(sum);
+    Py_XDECREF(tmp);
+    Py_XDECREF(result);
+    return rc;
+}
+
 /* Note [in-place on views]: CopySlices (ctx = the in-place op's node) and
  * the as_strided view node (no ctx) share the base/view geometry. */
 static int run_copy_slices(EmNode *n, EmTensor **go, EmTensor **gi) {
     Geom b, v;
     geom_get(geom_get(n->view_geom, &b), &v);
+    if (em_grad_enabled()) return run_copy_slices_recorded(n, go, gi, &b, &v);
     EmNode *inner = (EmNode *)n->ctx;
     int nres = inner ? inner->num_next : 0;
     EmTensor **res = PyMem_Calloc(nres > 0 ? nres : 1, sizeof(EmTensor *));
@@ -532,6 +686,7 @@ static int execute(Task *t, bool keep_graph, bool create_graph, bool accumulate,
     for (int j = 0; j < n->num_outputs; j++) any |= go[j] != NULL;
     if (!any) return 0;
     int rc = 0;
+    int64_t t0 = EM_UNLIKELY(em_profiler_on) ? em_profiler_now() : 0;
     switch (n->kind) {
     case EM_NODE_ACCUMULATE:
         if (accumulate) rc = run_accumulate(n, go[0], create_graph);
@@ -540,6 +695,7 @@ static int execute(Task *t, bool keep_graph, bool create_graph, bool accumulate,
     case EM_NODE_COPY_SLICES: rc = run_copy_slices(n, go, gi); break;
     default: rc = n->backward(n, go, gi); break;
     }
+    if (EM_UNLIKELY(em_profiler_on)) em_profiler_node(em_node_name(n), t0);
     if (rc < 0) return -1;
     if (n->post_hooks && PyDict_GET_SIZE(n->post_hooks)) {
         PyObject *gin = grads_tuple(gi, n->num_next), *gout = grads_tuple(go, n->num_outputs);

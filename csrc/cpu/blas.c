@@ -154,6 +154,7 @@ static void blas_gemm(EmDType d, int A, int B, int64_t m, int64_t n, int64_t k, 
         EM_CBLAS(dgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, fa, a, (int)lda, b, (int)ldb, fb, c,
                         (int)ldc);
 }
+#endif /* the bias fill below also serves the loops' em_gemm_bias (a build without BLAS) */
 
 /* Note [GEMM threads]: slabs of C's rows when C is taller than wide (each
  * slab re-packs B), else of its columns (each re-packs A); one slab per
@@ -197,6 +198,7 @@ static void fill_row_bias(EmDType d, const RowBias *rb, int64_t rows, int64_t co
     }
 }
 
+#ifdef EM_CBLAS
 /* Slabs of C; with `rb`, each slab first writes its part of the bias and
  * BLAS adds the product to it (fb is then ignored). */
 static void blas_gemm_split(EmDType d, int A, int B, int64_t m, int64_t n, int64_t k, double fa, const void *a,

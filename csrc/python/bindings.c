@@ -33,7 +33,14 @@ const EmKernels em_kernels_none = {{0}, "none"};
  * [autograd graph]). Every way of calling an op ends here. */
 static PyObject *call_run(EmCall *c);
 
+static PyObject *call_run_autocast(EmCall *c);
+
 PyObject *em_call_run(EmCall *c) {
+    if (EM_UNLIKELY(em_profiler_on)) return em_profiler_call(c, call_run_autocast); /* Note [profiler] */
+    return call_run_autocast(c);
+}
+
+static PyObject *call_run_autocast(EmCall *c) {
     if (EM_LIKELY(!em_autocast_on) || em_autocast_suspend) return call_run(c);
     /* Note [autocast]: cast the arguments, then run with autocast suspended */
     EmCall cast = *c;

@@ -14,6 +14,7 @@ PyObject *em_add_attrs(PyObject *mod, PyObject *args);
 PyObject *em_from_bytes(PyObject *m, PyObject *args);
 int em_init_factories(PyObject *m);
 int em_init_random(PyObject *m);
+int em_init_lapack(PyObject *m); /* cpu/lapack.c */
 int em_init_return_types(PyObject *m);
 
 static PyObject *get_default_dtype(PyObject *m, PyObject *u) {
@@ -109,6 +110,8 @@ static PyMethodDef module_methods[] = {
     {"_cpu_cache_info", cpu_cache_info, METH_NOARGS, "The CPU block cache's counters (Note [CPU block cache])."},
     {"_cpu_cache_clear", cpu_cache_clear, METH_NOARGS, "Return the CPU block cache's blocks to the system."},
     {"_op_names", em_op_names, METH_NOARGS, "Names of every op in the op table."},
+    {"_profiler_start", em_profiler_start, METH_O, "Start recording op and autograd events (Note [profiler])."},
+    {"_profiler_stop", em_profiler_stop, METH_NOARGS, "Stop recording; the events since the start."},
     {"_set_helpers", em_set_helpers, METH_O, "Register Python helpers (repr, ...)."},
     {"_from_bytes", em_from_bytes, METH_VARARGS, "A tensor from raw bytes (unpickling)."},
     {"_add_attrs", em_add_attrs, METH_VARARGS, "Add Python-defined attributes to Tensor or Node."},
@@ -144,7 +147,7 @@ PyMODINIT_FUNC PyInit__C(void) {
     if (em_init_dtypes(m) < 0 || em_init_devices(m) < 0 || em_init_storage(m) < 0 ||
         em_init_size(m) < 0 || em_init_generator(m) < 0 || em_init_tensor_type(m) < 0 ||
         em_init_factories(m) < 0 || em_init_random(m) < 0 || em_init_return_types(m) < 0 ||
-        em_init_autograd(m) < 0 || em_init_cuda(m) < 0 || em_init_autocast(m) < 0) {
+        em_init_lapack(m) < 0 || em_init_autograd(m) < 0 || em_init_cuda(m) < 0 || em_init_autocast(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -86,7 +86,26 @@ from . import _extra_functions  # noqa: E402
 from ._extra_functions import *  # noqa: E402,F401,F403
 from . import special, distributions  # noqa: E402,F401
 _C._add_attrs(_C.Tensor, _extra_functions.TENSOR_METHODS)
+# -- cross, cov, histogram, gradient, atleast_*d, ... (python/ember/_math_more.py) --
+from . import _math_more  # noqa: E402
+from ._math_more import *  # noqa: E402,F401,F403
+_C._add_attrs(_C.Tensor, _math_more.TENSOR_METHODS)
+# -- LAPACK decompositions as torch.* and Tensor methods (linalg part) --
+from . import _linalg_decomp  # noqa: E402
+globals().update(_linalg_decomp.TORCH)
+_C._add_attrs(_C.Tensor, _linalg_decomp.TENSOR_METHODS)
 
 # -- torch.* twins of nn functionals composed in Python (nnmore part) --
 from .nn.functional_more import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuffle,  # noqa: E402,F401
                                  native_channel_shuffle, prelu, rrelu, rrelu_, hardshrink)
+
+
+def __getattr__(name):
+    """Submodules loaded on first use, so that `import ember` stays fast:
+    ember.func (and ember.vmap), ember.profiler."""
+    import importlib
+    if name in ("func", "profiler"):
+        return importlib.import_module(f".{name}", __name__)
+    if name == "vmap":
+        return importlib.import_module(".func", __name__).vmap
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

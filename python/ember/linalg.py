@@ -1,6 +1,7 @@
 """ember.linalg: torch.linalg's functions. Each is a C op of the table or a
 short composition of them; other areas add their functions here
-(additively: one block per area).
+(additively: one block per area). The decompositions and solvers (LAPACK
+through csrc/cpu/lapack.c) live in _linalg_decomp.py, exported at the end.
 """
 import math as _math
 
@@ -25,9 +26,7 @@ def _norm_dims(dim, ndim):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
-    """Matrix norms over the two dims in `dim`: 'fro', 1, -1, inf, -inf.
-    ('nuc', 2 and -2 need a singular value decomposition, which ember does
-    not have yet.)"""
+    """Matrix norms over the two dims in `dim`: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf."""
     if not isinstance(A, _C.Tensor):
         raise TypeError(f"linalg.matrix_norm(): argument 'A' must be Tensor, not {type(A).__name__}")
     if A.dim() < 2:
@@ -39,9 +38,17 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
     if ord == "fro":
         return vector_norm(A, 2, dims, keepdim, dtype=dtype, out=out)
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs a singular value decomposition, "
-                                  "which ember does not have yet")
+    if ord in ("nuc", 2, -2):  # from the singular values (_linalg_decomp.svdvals)
+        if not A.is_floating_point():
+            raise NotImplementedError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
+                                      f"input. Got {_decomp._tname(A.dtype)}")
+        x = A if dtype is None else A.to(dtype)
+        S = _decomp.svdvals(_C.movedim(x, dims, (-2, -1)))
+        r = S.sum(-1) if ord == "nuc" else (S.amax(-1) if ord == 2 else S.amin(-1))
+        if keepdim:
+            for d in sorted(dims):
+                r = r.unsqueeze(d)
+        return _decomp._finish(r, out)
     if isinstance(ord, str) or ord not in (1, -1, _math.inf, -_math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if not A.is_floating_point():
@@ -82,3 +89,11 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
             raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
         return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
     return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+
+
+# -- cross product (python/ember/_math_more.py) ---------------------------------
+from ._math_more import linalg_cross as cross  # noqa: E402
+# -- decompositions and solvers on LAPACK (_linalg_decomp.py, csrc/cpu/lapack.c) ----------
+from . import _linalg_decomp as _decomp  # noqa: E402
+
+globals().update(_decomp.LINALG)

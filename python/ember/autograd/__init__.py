@@ -70,3 +70,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads:
         result = tuple(g if g is not None else _C.zeros_like(x) for g, x in zip(result, inputs))
     return result
+
+
+from . import functional  # noqa: E402,F401  (vjp, jvp, jacobian, hessian, hvp, vhp; uses grad above)
+
+
+def __getattr__(name):
+    """ember.autograd.profiler, the older profiler API, on first use (import stays fast)."""
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(".profiler", __name__)
+    raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")

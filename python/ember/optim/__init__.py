@@ -1,5 +1,6 @@
 """ember.optim: torch.optim's optimizers and learning-rate schedulers."""
 from . import lr_scheduler  # noqa: F401
+from . import swa_utils  # noqa: F401
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
@@ -15,4 +16,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
-           "RMSprop", "Rprop", "SGD", "lr_scheduler"]
+           "RMSprop", "Rprop", "SGD", "lr_scheduler", "swa_utils"]

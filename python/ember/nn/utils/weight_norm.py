@@ -1,0 +1,65 @@
+"""The older weight normalisation (torch.nn.utils.weight_norm): module.<name>
+recomputed from parameters <name>_g and <name>_v by a forward pre-hook.
+Deprecated in torch (which warns) for parametrizations.weight_norm."""
+import warnings
+
+from ...autograd.grad_mode import no_grad
+from ..parameter import Parameter
+from .parametrizations import _norm_except_dim, _weight_norm
+
+
+class WeightNorm:
+    """The forward pre-hook: module.<name> = g * v / ||v|| before each forward."""
+
+    def __init__(self, name, dim):
+        self.name = name
+        self.dim = -1 if dim is None else dim
+
+    def compute_weight(self, module):
+        g = getattr(module, self.name + "_g")
+        v = getattr(module, self.name + "_v")
+        return _weight_norm(v, g, self.dim)
+
+    @staticmethod
+    def apply(module, name, dim):
+        warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+                      "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=3)
+        for hook in module._forward_pre_hooks.values():
+            if isinstance(hook, WeightNorm) and hook.name == name:
+                raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+        fn = WeightNorm(name, dim)
+        weight = getattr(module, name)
+        del module._parameters[name]
+        module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight, fn.dim).detach()))
+        module.register_parameter(name + "_v", Parameter(weight.detach()))
+        setattr(module, name, fn.compute_weight(module))
+        module.register_forward_pre_hook(fn)
+        return fn
+
+    def remove(self, module):
+        with no_grad():
+            weight = self.compute_weight(module)
+        delattr(module, self.name)
+        del module._parameters[self.name + "_g"]
+        del module._parameters[self.name + "_v"]
+        setattr(module, self.name, Parameter(weight.detach()))
+
+    def __call__(self, module, inputs):
+        setattr(module, self.name, self.compute_weight(module))
+
+
+def weight_norm(module, name="weight", dim=0):
+    """Split module.<name> into a magnitude <name>_g (norm over every dim but
+    `dim`; the whole tensor for dim=None) and a direction <name>_v."""
+    WeightNorm.apply(module, name, dim)
+    return module
+
+
+def remove_weight_norm(module, name="weight"):
+    """Fold <name>_g and <name>_v back into a single parameter <name>."""
+    for k, hook in list(module._forward_pre_hooks.items()):
+        if isinstance(hook, WeightNorm) and hook.name == name:
+            hook.remove(module)
+            del module._forward_pre_hooks[k]
+            return module
+    raise ValueError(f"weight_norm of '{name}' not found in {module}")
