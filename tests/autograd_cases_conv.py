@@ -13,6 +13,8 @@ X1 = _ts(_vals(("conv_x1",), (2, 4, 7)))
 W1 = _ts(_vals(("conv_w1",), (3, 4, 3)))
 COLS = _ts(_vals(("cols",), (2, 12, 6)))  # C = 3, kernel (2, 2), blocks 3 x 2 of a 4 x 4 image, stride (1, 2)
 GY = _ts(_vals(("conv_gy",), (2, 6, 3, 5)))  # conv(X, W, stride (2, 1), padding (1, 1), groups 2)
+X3 = _ts(_vals(("conv_x3",), (1, 2, 3, 4, 3)))
+W3 = _ts(_vals(("conv_w3",), (2, 2, 2, 2, 2)))
 
 
 def _f(L):
@@ -51,6 +53,17 @@ EXTRA = {
     ], (X1, W1)),
     "_convolution_backward": _cases("_convolution_backward", [("fused backward", _fused_backward)], (GY, X, W)),
 }
+# 3-d and transposed convolutions (nn/_conv_nd.py)
+EXTRA["_convolution"] += _cases("_convolution", [
+    ("conv3d", lambda L, x, w: _f(L).conv3d(x, w, stride=(1, 2, 1), padding=1, dilation=(1, 1, 2))),
+], (X3, W3))
+EXTRA["_convolution_transpose"] = _cases("_convolution_transpose", [
+    ("conv_transpose2d", lambda L, x, w, b: _f(L).conv_transpose2d(x, w[:4], b[:4], 2, 1, 1, groups=2)),
+    ("conv_transpose1d, output_padding >= stride", lambda L, x, w, b: _f(L).conv_transpose1d(
+        x[:, :, 0], w[:4, :, 0], b[:2], 1, 1, 1, 1, 2)),
+], (X, W, B)) + _cases("_convolution_transpose", [
+    ("conv_transpose3d", lambda L, x, w: _f(L).conv_transpose3d(x, w, None, 2, (1, 0, 1), 1, dilation=(1, 2, 1))),
+], (X3, W3))
 
 _F = __import__("ember").nn.functional
 GG = [

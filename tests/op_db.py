@@ -2580,6 +2580,28 @@ OPS += [OpInfo(n, _fused_adam_ref(n == "_fused_adamw_"), kind="plain", dtypes=FL
                     "float64": (1e-10, 1e-12)})
         for n in ("_fused_adam_", "_fused_adamw_")]
 
+
+# lists of tensors (csrc/ops/foreach.c): torch's private _foreach_norm and
+# _foreach_mul_ on a one-tensor list, every layout (the strided ones take the
+# per-tensor path), against NumPy in float64
+def _foreach_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    x = TS(gen_values(rng, dtype, layout_shape(layout), (-3, 3)), dtype, layout)
+    if op.name == "_foreach_norm":
+        ords = (2.0, 1.0) if layout == "empty" else (2.0, 1.0, math.inf)  # inf of nothing raises
+        return [Sample((x, o)) for o in ords]
+    if dtype in INTS:  # in place: an integer tensor takes integer factors only
+        return [Sample((x, 2)), Sample((x, -3))]
+    return [Sample((x, 0.5)), Sample((x, -3))]
+
+
+OPS += [OpInfo("_foreach_norm", lambda x, o: np.linalg.norm(np.asarray(x, np.float64).ravel(), o),
+               kind="plain", dtypes=FLOATS, variants="F", samples=_foreach_samples, layouts=LAYOUTS,
+               call=lambda L, x, o: L._foreach_norm([x], o)[0]),
+        OpInfo("_foreach_mul_", lambda x, s: np.asarray(x, np.float64) * s, kind="plain", dtypes=INTS + FLOATS,
+               variants="F", samples=_foreach_samples, layouts=("contig", "T", "slice", "0d", "empty"),
+               call=lambda L, x, s: (L._foreach_mul_([x], s), x)[1], unsupported=RuntimeError)]
+
 # ---------------------------------------------------------------------------
 # nn functional ops in C (ops/norm.c, ops/nn.c), reached through nn.functional
 def _norm_samples(op, dtype, layout):
@@ -4214,3 +4236,42 @@ OPS += [OpInfo("_im2col", fn=_conv_fn("_im2col"), ref=np_im2col, dtypes=FLOATS +
                dtypes=FLOATS, unsupported=None, variants="F", kind="conv", samples=_conv_samples,
                layouts=("contig", "T", "slice"), tol=_CONV_TOL)]
 OPS_BY_NAME.update({op.name: op for op in OPS[-4:]})
+
+
+def np_conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups):
+    """y[n, g*Og + o, i*s - p + k*d] += x[n, g*Cg + c, i] * w[g*Cg + c, o, k], by loops over kernel taps"""
+    import itertools
+    n = x.ndim - 2
+    s, p, op, d = ([v[0]] * n if len(v) == 1 else list(v) for v in (stride, padding, output_padding, dilation))
+    Og, ks, Cg = w.shape[1], w.shape[2:], x.shape[1] // groups
+    full = [(i - 1) * s[a] + d[a] * (ks[a] - 1) + 1 + op[a] for a, i in enumerate(x.shape[2:])]
+    y = np.zeros((x.shape[0], Og * groups, *full), np.result_type(x, w))
+    for g in range(groups):
+        xg, wg = x[:, g * Cg:(g + 1) * Cg], w[g * Cg:(g + 1) * Cg]
+        for tap in itertools.product(*[range(k) for k in ks]):
+            sl = tuple(slice(t * d[a], t * d[a] + s[a] * (x.shape[2 + a] - 1) + 1, s[a]) for a, t in enumerate(tap))
+            y[(slice(None), slice(g * Og, (g + 1) * Og)) + sl] += np.einsum("nc...,co->no...", xg,
+                                                                              wg[(slice(None), slice(None)) + tap])
+    y = y[(slice(None), slice(None)) + tuple(slice(p[a], full[a] - p[a]) for a in range(n))]
+    return y + (0 if b is None else b.reshape((1, -1) + (1,) * n))
+
+
+# (input shape, weight shape, bias?, stride, padding, output_padding, dilation, groups)
+CONV_T_CASES = [((2, 4, 4, 3), (4, 3, 3, 2), True, [2, 1], [1, 0], [1, 0], [1, 1], 2),
+                ((2, 3, 5), (3, 2, 3), False, [1], [1], [1], [2], 1),
+                ((1, 2, 3, 2, 2), (2, 2, 2, 1, 2), True, [2], [0], [1], [1], 1)]
+
+
+def _conv_t_samples(op, dtype, layout):
+    rng = rng_for(op.name, dtype, layout)
+    t = lambda shape, lay=True: TS(gen_values(rng, dtype, shape, (-2, 2)), dtype, lay)  # noqa: E731
+    return [Sample((t(xs), t(ws), t((ws[1] * g,), False) if bias else None, s, p, op_, d, g))
+            for xs, ws, bias, s, p, op_, d, g in CONV_T_CASES]
+
+
+_CONV_TORCH["_convolution_transpose"] = lambda T: lambda x, w, b, s, p, op, d, g: T.convolution(
+    x, w, b, s, p, d, True, op, g)
+OPS += [OpInfo("_convolution_transpose", fn=_conv_fn("_convolution_transpose"), ref=np_conv_transpose,
+               dtypes=FLOATS, unsupported=None, variants="F", kind="conv", samples=_conv_t_samples,
+               layouts=("contig", "T", "slice"), tol=_CONV_TOL)]
+OPS_BY_NAME[OPS[-1].name] = OPS[-1]

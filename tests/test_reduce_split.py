@@ -83,3 +83,41 @@ def test_short_reductions_over_many_outputs(nt):
     np.testing.assert_allclose(t.sum(0).numpy(), x.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(t.argmax(0).numpy(), x.argmax(0))
     np.testing.assert_allclose(t.amax(0).numpy(), x.max(0))
+
+
+# Fewer tiles than threads but many outputs: the threads split the outputs
+# (smaller tiles), each output folds all its elements in order, so every
+# thread count gives the one-thread bits; the row-blocked fold (four rows per
+# pass over the accumulators) keeps each output's element order.
+@pytest.mark.parametrize("shape,dim", [((512, 1024), 0), ((513, 768), 0), ((7, 300), 0), ((1024, 500), 1),
+                                       ((6, 512, 130), (0, 2)), ((3, 2050), 0)])
+def test_outputs_split_between_threads_match_one_thread(nt, shape, dim):
+    x = np.random.default_rng(len(shape) + shape[-1]).standard_normal(shape).astype(np.float32)
+    t = ember.from_numpy(x)
+    got = {name: getattr(t, name)(dim).numpy() for name in ("sum", "mean", "amax", "var")}
+    got["argmax"] = t.argmax(dim if isinstance(dim, int) else 0).numpy()
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = {name: getattr(t, name)(dim).numpy() for name in ("sum", "mean", "amax", "var")}
+        one["argmax"] = t.argmax(dim if isinstance(dim, int) else 0).numpy()
+    finally:
+        ember.set_num_threads(before)
+    for name in got:
+        np.testing.assert_array_equal(got[name], one[name], err_msg=name)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(got["sum"], x64.sum(dim), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got["var"], x64.var(dim, ddof=1), rtol=1e-5)
+    np.testing.assert_array_equal(got["amax"], x.max(dim))
+    np.testing.assert_array_equal(got["argmax"], x.argmax(dim if isinstance(dim, int) else 0))
+
+
+def test_column_argmax_ties_keep_the_first_row(nt):
+    x = np.zeros((301, 700), np.float32)
+    x[[5, 6, 7, 8, 300], 3] = 2.0  # ties inside one block of four rows and across blocks
+    x[[2, 3], 699] = np.nan        # the first NaN wins
+    x[4, 699] = 5.0
+    t = ember.from_numpy(x)
+    am = t.argmax(0).numpy()
+    assert am[3] == 5 and am[699] == 2 and am[0] == 0
+    assert np.isnan(t.amax(0).numpy()[699])

@@ -9,7 +9,15 @@
  *   d/dg = conv(ggx, w) + conv(x, ggw) + ggb   (each term when present)
  *   d/dx = the input gradient of conv(., ggw) at g   (gx of x for weight ggw)
  *   d/dw = the weight gradient of conv(ggx, .) at g  (gw of input ggx)
- * because gx is linear in (g, w) and gw in (x, g). */
+ * because gx is linear in (g, w) and gw in (x, g).
+ * transposed convolution y = conv_transpose(x, w) + b, the input gradient
+ * of conv(., w) (Note [transposed geometry] in ops/conv.c):
+ *   gx = conv(gy, w)                         (narrowed to x's size)
+ *   gw = the weight gradient of conv(gy, .) for grad_output x
+ *   gb = gy summed over the batch and the positions
+ * With output_padding >= stride (allowed below the dilation) conv(gy, .)
+ * has more windows than x has positions: gx keeps the first ones, and x
+ * gets zeros for the others before it stands in as grad_output. */
 #include "formula.h"
 
 
@@ -101,11 +109,77 @@ static int bw_convolution_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
+/* t (N, C, *spatial) with its spatial dims cut to (narrow) or padded with zeros
+ * at the end to (pad) the sizes of the windows of conv(gy, .) (torch convention) */
+static PyObject *fit_windows(Scratch *s, PyObject *t, const int64_t *want, int nd, bool pad) {
+    for (int d = 2; t && d < nd; d++) {
+        const int64_t have = ((EmTensor *)t)->sizes[d];
+        if (have == want[d]) continue;
+        if (!pad) {
+            PyObject *args[4] = {t, keep(s, PyLong_FromLong(d)), keep(s, PyLong_FromLong(0)),
+                                 keep(s, PyLong_FromLongLong(want[d]))};
+            t = call_n(s, EM_OP_narrow, 4, args);
+            continue;
+        }
+        int64_t zs[EM_MAX_DIMS];
+        memcpy(zs, ((EmTensor *)t)->sizes, sizeof(int64_t) * (size_t)nd);
+        zs[d] = want[d] - have;
+        PyObject *z = call(s, EM_OP_new_zeros, 2, t, keep(s, em_size_new(nd, zs)), NULL, NULL);
+        PyObject *list = z ? keep(s, PyList_New(2)) : NULL;
+        if (!list) return NULL;
+        PyList_SET_ITEM(list, 0, Py_NewRef(t));
+        PyList_SET_ITEM(list, 1, Py_NewRef(z));
+        t = call(s, EM_OP_cat, 2, list, keep(s, PyLong_FromLong(d)), NULL, NULL);
+    }
+    return t;
+}
+
+/* value j of an IntList argument given as one value for all dims or one per dim (-1: unreadable) */
+static int64_t list_at(PyObject *v, int j) {
+    PyObject *it = PySequence_Check(v) ? PySequence_GetItem(v, PySequence_Size(v) == 1 ? 0 : j) : Py_NewRef(v);
+    int64_t r = it ? PyLong_AsLongLong(it) : -1;
+    Py_XDECREF(it);
+    if (PyErr_Occurred()) PyErr_Clear(), r = -1;
+    return r;
+}
+
+/* _convolution_transpose(input, weight, bias, stride, padding, output_padding, dilation, groups) */
+static int bw_convolution_transpose(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    bool nx = need(n, 0), nw = need(n, 1), nb = need(n, 2);
+    if (!G(0) || !(nx || nw || nb)) END;
+    PyObject *gy = G(0), *x = IN(0), *w = IN(1);
+    const int nd = n->in_meta[0].ndim;
+    const int64_t *xs = em_meta_sizes(&n->in_meta[0]);
+    if (nx) { /* conv(gy, w), cut to x's positions */
+        PyObject *cargs[7] = {gy, w, Py_None, ARG(3), ARG(4), ARG(6), ARG(7)};
+        SET(0, fit_windows(S, call_n(S, EM_OP__convolution, 7, cargs), xs, nd, false));
+    }
+    if (nw) { /* conv(gy, .) has x + floor(output_padding / stride) windows per dim */
+        int64_t win[EM_MAX_DIMS];
+        memcpy(win, xs, sizeof(int64_t) * (size_t)nd);
+        for (int d = 2; d < nd; d++) {
+            int64_t st = list_at(ARG(3), d - 2), op = list_at(ARG(5), d - 2);
+            if (st > 0 && op > 0) win[d] += op / st;
+        }
+        PyObject *g = fit_windows(S, x, win, nd, true);
+        PyObject *bargs[8] = {g, gy, w, ARG(3), ARG(4), ARG(6), ARG(7), mask3(S, 0, 1, 0)};
+        SET(1, item(S, call_n(S, EM_OP__convolution_backward, 8, bargs), 1));
+    }
+    if (nb) {
+        PyObject *dims = keep(S, PyTuple_New(nd - 1));
+        for (int i = 0; dims && i < nd - 1; i++) PyTuple_SET_ITEM(dims, i, PyLong_FromLong(i == 0 ? 0 : i + 1));
+        SET(2, OP2(sum, gy, dims));
+    }
+    END;
+}
+
 static const EmFormula formulas[] = {
     FORMULA(_im2col, 0, bw_im2col, "Im2ColBackward0")
     FORMULA(_col2im, 0, bw_col2im, "Col2ImBackward0")
     FORMULA(_convolution, IN0 | IN1, bw_convolution, "ConvolutionBackward0")
     FORMULA(_convolution_backward, ALLIN, bw_convolution_backward, "ConvolutionBackwardBackward0")
+    FORMULA(_convolution_transpose, IN0 | IN1, bw_convolution_transpose, "ConvolutionBackward0")
 };
 
 void em_formulas_conv(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

@@ -43,6 +43,7 @@ typedef struct {
     Dim kept[EM_MAX_DIMS]; /* kept[0]: the dim a tile runs along */
     Dim red[EM_MAX_DIMS];  /* red[0]: the dim a step call runs along */
     int64_t M, R;          /* outputs, reduced elements per output */
+    int64_t tile;          /* outputs per tile (at most TILE) */
     int64_t tiles_per_row, items;
 } Plan;
 
@@ -167,6 +168,12 @@ static int merge_dims(Dim *v, int n, int nops) {
     return m;
 }
 
+static void set_tiles(Plan *pl, int64_t tile) {
+    pl->tile = tile;
+    pl->tiles_per_row = (pl->kept[0].size + tile - 1) / tile;
+    pl->items = pl->M == 0 ? 0 : pl->M / pl->kept[0].size * pl->tiles_per_row;
+}
+
 static void build_plan(Plan *pl, const EmReduceConfig *cfg) {
     const EmTensor *in = cfg->in;
     int isz = em_itemsize(in->dtype);
@@ -204,8 +211,7 @@ static void build_plan(Plan *pl, const EmReduceConfig *cfg) {
     pl->nr = merge_dims(pl->red, pl->nr, 0);
     if (pl->nk == 0) pl->kept[pl->nk++] = (Dim){1, 0, {0, 0, 0}};
     if (pl->nr == 0) pl->red[pl->nr++] = (Dim){1, 0, {0, 0, 0}};
-    pl->tiles_per_row = (pl->kept[0].size + TILE - 1) / TILE;
-    pl->items = pl->M == 0 ? 0 : pl->M / pl->kept[0].size * pl->tiles_per_row;
+    set_tiles(pl, TILE);
 }
 
 /* ------------------------------------------------------------- running */
@@ -220,9 +226,9 @@ typedef struct {
 static Tile tile_of(const Plan *pl, int64_t item) {
     Tile t;
     int64_t tile = item % pl->tiles_per_row, q = item / pl->tiles_per_row;
-    int64_t first = tile * TILE;
+    int64_t first = tile * pl->tile;
     const Dim *k0 = &pl->kept[0];
-    t.k = k0->size - first < TILE ? k0->size - first : TILE;
+    t.k = k0->size - first < pl->tile ? k0->size - first : pl->tile;
     int64_t off_in = first * k0->in, off[3] = {first * k0->o[0], first * k0->o[1], first * k0->o[2]};
     for (int d = 1; d < pl->nk; d++) {
         int64_t c = q % pl->kept[d].size;
@@ -310,12 +316,18 @@ static void run_split(const Plan *pl, int64_t item, int nt, int nparts, char *pa
 }
 #endif
 
-static int run_plan(const Plan *pl) {
+static int run_plan(Plan *pl) {
 #ifdef _OPENMP
     int64_t work = pl->M * (pl->R > 0 ? pl->R : 1);
     int nt = em_num_threads;
     if (nt > 1 && work >= 2 * EM_GRAIN) {
         if ((int64_t)nt > work / EM_GRAIN) nt = (int)(work / EM_GRAIN);
+        /* Fewer tiles than threads, but outputs enough for each thread to
+         * have 64 of them: smaller tiles, so that the threads split the
+         * outputs and each folds all of its outputs' elements (a split of
+         * the reduced elements needs partial accumulators and a combine). */
+        if (pl->items < nt && pl->kept[0].size >= 64 * (int64_t)nt)
+            set_tiles(pl, ((pl->kept[0].size + nt - 1) / nt + 15) / 16 * 16);
         if (pl->items >= nt) {
 #pragma omp parallel num_threads(nt)
             {
@@ -436,8 +448,7 @@ int em_reduce_run_prepared(const EmCudaReduce *r) {
     for (int d = 0; d < pl->nr; d++) pl->red[d] = (Dim){r->red_shape[d], r->red_strides[d], {0, 0, 0}};
     pl->M = r->out_numel;
     pl->R = r->red_numel;
-    pl->tiles_per_row = (pl->kept[0].size + TILE - 1) / TILE;
-    pl->items = pl->M == 0 ? 0 : pl->M / pl->kept[0].size * pl->tiles_per_row;
+    set_tiles(pl, TILE);
     if (pl->items > 0) run_plan(pl);
     PyMem_Free(pl);
     return 0;

@@ -1,10 +1,10 @@
 /* conv.c — convolution on the CPU as im2col + GEMM (conv.h).
  *
  * Forward, per image n and group:  y[n, grp] (Og, L) = w[grp] (Og, K) @ cols[grp] (K, L)
- * with cols = im2col(x[n]) (C*kh*kw, L), K = C/groups*kh*kw, L = oh*ow; the
- * bias is written into y first and the GEMM adds to it (beta = 1). A 1x1
- * window with stride 1 and no padding needs no im2col: x[n] (C, H*W) is
- * already the column matrix.
+ * with cols = im2col(x[n]) (C*kd*kh*kw, L), K = C/groups*kd*kh*kw, L =
+ * od*oh*ow (2-d: kd = od = 1); the bias is written into y first and the GEMM
+ * adds to it (beta = 1). A 1x1(x1) window with stride 1 and no padding needs
+ * no im2col: x[n] (C, D*H*W) is already the column matrix.
  * Backward: gw[grp] += gy[n, grp] @ cols[grp]^T (the columns recomputed),
  * gx[n] = col2im(w[grp]^T @ gy[n, grp]), gb = sum of gy over n and L.
  *
@@ -32,57 +32,70 @@ static void inside(int64_t off, int64_t sw, int64_t W, int64_t ow, int64_t *lo, 
     *hi = b;
 }
 
-/* im2col of planes [c0, c1) of one image x (C, H, W) into cols (C*kh*kw, L);
- * col2im: the same walk, adding the columns back into x. */
+/* im2col of planes [c0, c1) of one image x (C, D, H, W) into cols
+ * (C*kd*kh*kw, L); col2im: the same walk, adding the columns back into x. */
 #define WINDOW_KERNELS(SUF, T)                                                                          \
     EM_CLONES static void im2col_##SUF(const EmConvGeom *g, const T *x, T *cols, int64_t c0, int64_t c1) { \
-        const int64_t L = g->oh * g->ow;                                                                \
+        const int64_t L = g->od * g->oh * g->ow, plane = g->oh * g->ow;                                 \
         for (int64_t c = c0; c < c1; c++) {                                                             \
-            const T *xc = x + c * g->H * g->W;                                                          \
-            for (int64_t ki = 0; ki < g->kh; ki++)                                                      \
-                for (int64_t kj = 0; kj < g->kw; kj++) {                                                \
-                    T *row = cols + ((c * g->kh + ki) * g->kw + kj) * L;                                \
-                    int64_t off = kj * g->dw - g->pw, lo, hi;                                           \
-                    inside(off, g->sw, g->W, g->ow, &lo, &hi);                                          \
-                    for (int64_t oy = 0; oy < g->oh; oy++) {                                            \
-                        T *r = row + oy * g->ow;                                                        \
-                        int64_t iy = oy * g->sh - g->ph + ki * g->dh;                                   \
-                        if (iy < 0 || iy >= g->H) {                                                     \
-                            memset(r, 0, (size_t)g->ow * sizeof(T));                                    \
-                            continue;                                                                   \
+            const T *xc = x + c * g->D * g->H * g->W;                                                   \
+            for (int64_t kz = 0; kz < g->kd; kz++)                                                      \
+                for (int64_t ki = 0; ki < g->kh; ki++)                                                  \
+                    for (int64_t kj = 0; kj < g->kw; kj++) {                                            \
+                        T *row = cols + (((c * g->kd + kz) * g->kh + ki) * g->kw + kj) * L;             \
+                        int64_t off = kj * g->dw - g->pw, lo, hi;                                       \
+                        inside(off, g->sw, g->W, g->ow, &lo, &hi);                                      \
+                        for (int64_t oz = 0; oz < g->od; oz++) {                                        \
+                            int64_t iz = oz * g->sd - g->pd + kz * g->dd;                               \
+                            if (iz < 0 || iz >= g->D) {                                                 \
+                                memset(row + oz * plane, 0, (size_t)plane * sizeof(T));                 \
+                                continue;                                                               \
+                            }                                                                           \
+                            for (int64_t oy = 0; oy < g->oh; oy++) {                                    \
+                                T *r = row + oz * plane + oy * g->ow;                                   \
+                                int64_t iy = oy * g->sh - g->ph + ki * g->dh;                           \
+                                if (iy < 0 || iy >= g->H) {                                             \
+                                    memset(r, 0, (size_t)g->ow * sizeof(T));                            \
+                                    continue;                                                           \
+                                }                                                                       \
+                                const T *src = xc + (iz * g->H + iy) * g->W;                            \
+                                for (int64_t j = 0; j < lo; j++) r[j] = 0;                              \
+                                if (g->sw == 1)                                                         \
+                                    memcpy(r + lo, src + lo + off, (size_t)(hi - lo) * sizeof(T));      \
+                                else                                                                    \
+                                    for (int64_t j = lo; j < hi; j++) r[j] = src[j * g->sw + off];      \
+                                for (int64_t j = hi; j < g->ow; j++) r[j] = 0;                          \
+                            }                                                                           \
                         }                                                                               \
-                        const T *src = xc + iy * g->W;                                                  \
-                        for (int64_t j = 0; j < lo; j++) r[j] = 0;                                      \
-                        if (g->sw == 1)                                                                 \
-                            memcpy(r + lo, src + lo + off, (size_t)(hi - lo) * sizeof(T));              \
-                        else                                                                            \
-                            for (int64_t j = lo; j < hi; j++) r[j] = src[j * g->sw + off];              \
-                        for (int64_t j = hi; j < g->ow; j++) r[j] = 0;                                  \
                     }                                                                                   \
-                }                                                                                       \
         }                                                                                               \
     }                                                                                                   \
     EM_CLONES static void col2im_##SUF(const EmConvGeom *g, const T *cols, T *x, int64_t c0, int64_t c1) { \
-        const int64_t L = g->oh * g->ow;                                                                \
+        const int64_t L = g->od * g->oh * g->ow, plane = g->oh * g->ow;                                 \
         for (int64_t c = c0; c < c1; c++) {                                                             \
-            T *xc = x + c * g->H * g->W;                                                                \
-            memset(xc, 0, (size_t)(g->H * g->W) * sizeof(T));                                           \
-            for (int64_t ki = 0; ki < g->kh; ki++)                                                      \
-                for (int64_t kj = 0; kj < g->kw; kj++) {                                                \
-                    const T *row = cols + ((c * g->kh + ki) * g->kw + kj) * L;                          \
-                    int64_t off = kj * g->dw - g->pw, lo, hi;                                           \
-                    inside(off, g->sw, g->W, g->ow, &lo, &hi);                                          \
-                    for (int64_t oy = 0; oy < g->oh; oy++) {                                            \
-                        int64_t iy = oy * g->sh - g->ph + ki * g->dh;                                   \
-                        if (iy < 0 || iy >= g->H) continue;                                             \
-                        const T *r = row + oy * g->ow;                                                  \
-                        T *dst = xc + iy * g->W;                                                        \
-                        if (g->sw == 1)                                                                 \
-                            for (int64_t j = lo; j < hi; j++) dst[j + off] += r[j];                     \
-                        else                                                                            \
-                            for (int64_t j = lo; j < hi; j++) dst[j * g->sw + off] += r[j];             \
+            T *xc = x + c * g->D * g->H * g->W;                                                         \
+            memset(xc, 0, (size_t)(g->D * g->H * g->W) * sizeof(T));                                    \
+            for (int64_t kz = 0; kz < g->kd; kz++)                                                      \
+                for (int64_t ki = 0; ki < g->kh; ki++)                                                  \
+                    for (int64_t kj = 0; kj < g->kw; kj++) {                                            \
+                        const T *row = cols + (((c * g->kd + kz) * g->kh + ki) * g->kw + kj) * L;       \
+                        int64_t off = kj * g->dw - g->pw, lo, hi;                                       \
+                        inside(off, g->sw, g->W, g->ow, &lo, &hi);                                      \
+                        for (int64_t oz = 0; oz < g->od; oz++) {                                        \
+                            int64_t iz = oz * g->sd - g->pd + kz * g->dd;                               \
+                            if (iz < 0 || iz >= g->D) continue;                                         \
+                            for (int64_t oy = 0; oy < g->oh; oy++) {                                    \
+                                int64_t iy = oy * g->sh - g->ph + ki * g->dh;                           \
+                                if (iy < 0 || iy >= g->H) continue;                                     \
+                                const T *r = row + oz * plane + oy * g->ow;                             \
+                                T *dst = xc + (iz * g->H + iy) * g->W;                                  \
+                                if (g->sw == 1)                                                         \
+                                    for (int64_t j = lo; j < hi; j++) dst[j + off] += r[j];             \
+                                else                                                                    \
+                                    for (int64_t j = lo; j < hi; j++) dst[j * g->sw + off] += r[j];     \
+                            }                                                                           \
+                        }                                                                               \
                     }                                                                                   \
-                }                                                                                       \
         }                                                                                               \
     }                                                                                                   \
     /* y (O, L): each row o set to b[o] */                                                              \
@@ -130,11 +143,13 @@ static void col2im_planes(EmDType d, const EmConvGeom *g, const void *cols, void
 
 /* threads for `work` element moves split over `parts` independent pieces */
 
-static double window_work(const EmConvGeom *g) { return (double)g->kh * g->kw * g->oh * g->ow; }
+static double window_work(const EmConvGeom *g) {
+    return (double)g->kd * g->kh * g->kw * g->od * g->oh * g->ow;
+}
 
 void em_im2col_batch(EmDType d, const EmConvGeom *g, int64_t N, const void *x, void *cols) {
     const int64_t isz = em_dtype_info[d].itemsize, planes = N * g->C;
-    const int64_t xplane = g->H * g->W, cplane = g->kh * g->kw * g->oh * g->ow;
+    const int64_t xplane = g->D * g->H * g->W, cplane = g->kd * g->kh * g->kw * g->od * g->oh * g->ow;
     int nt = em_threads_for(planes, window_work(g) * (double)planes);
     OMP_FOR_NT
     for (int64_t p = 0; p < planes; p++) /* plane p alone: offsets chosen so that its channel index is 0 */
@@ -143,7 +158,7 @@ void em_im2col_batch(EmDType d, const EmConvGeom *g, int64_t N, const void *x, v
 
 void em_col2im_batch(EmDType d, const EmConvGeom *g, int64_t N, const void *cols, void *x) {
     const int64_t isz = em_dtype_info[d].itemsize, planes = N * g->C;
-    const int64_t xplane = g->H * g->W, cplane = g->kh * g->kw * g->oh * g->ow;
+    const int64_t xplane = g->D * g->H * g->W, cplane = g->kd * g->kh * g->kw * g->od * g->oh * g->ow;
     int nt = em_threads_for(planes, window_work(g) * (double)planes);
     OMP_FOR_NT
     for (int64_t p = 0; p < planes; p++)
@@ -179,13 +194,15 @@ static Plan plan_of(EmDType d, const EmConvShape *s) {
     const EmConvGeom *g = &s->g;
     Plan p;
     p.isz = em_dtype_info[d].itemsize;
-    p.L = g->oh * g->ow;
-    p.K = g->C / s->groups * g->kh * g->kw;
+    p.L = g->od * g->oh * g->ow;
+    p.K = g->C / s->groups * g->kd * g->kh * g->kw;
     p.Og = s->O / s->groups;
-    p.xstep = g->C * g->H * g->W;
+    p.xstep = g->C * g->D * g->H * g->W;
     p.ystep = s->O * p.L;
-    p.direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
-    p.cols = p.direct ? 0 : g->C * g->kh * g->kw * p.L;
+    /* (a transposed convolution's image may outgrow its windows: output_padding) */
+    p.direct = g->kd == 1 && g->kh == 1 && g->kw == 1 && g->sd == 1 && g->sh == 1 && g->sw == 1 && g->pd == 0 &&
+               g->ph == 0 && g->pw == 0 && g->od == g->D && g->oh == g->H && g->ow == g->W;
+    p.cols = p.direct ? 0 : g->C * g->kd * g->kh * g->kw * p.L;
     return p;
 }
 
@@ -336,7 +353,7 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
             int t = thread_id();
             char *mine = buf ? buf + (int64_t)t * nbuf * per * p.isz : NULL;
             char *colx = gw ? mine : NULL, *colg = mine ? mine + (gw ? per * p.isz : 0) : NULL;
-            backward_image(d, s, &p, gyc + n * p.ystep * p.isz, xc + n * p.xstep * p.isz, wc,
+            backward_image(d, s, &p, gyc + n * p.ystep * p.isz, xc ? xc + n * p.xstep * p.isz : NULL, wc,
                            gxc ? gxc + n * p.xstep * p.isz : NULL, partial ? partial + t * wsize * p.isz : NULL,
                            colx, colg, 1);
         }
@@ -345,7 +362,7 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
     } else {
         char *colx = gw ? buf : NULL, *colg = buf ? buf + (gw ? per * p.isz : 0) : NULL;
         for (int64_t n = 0; n < s->N; n++)
-            backward_image(d, s, &p, gyc + n * p.ystep * p.isz, xc + n * p.xstep * p.isz, wc,
+            backward_image(d, s, &p, gyc + n * p.ystep * p.isz, xc ? xc + n * p.xstep * p.isz : NULL, wc,
                            gxc ? gxc + n * p.xstep * p.isz : NULL, gw, colx, colg, th.inner);
     }
     free(buf);

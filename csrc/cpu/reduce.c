@@ -41,7 +41,26 @@
         (void)P;                                                                          \
         const int64_t isz = (int64_t)sizeof(T);                                           \
         if (k > 1 && (so == isz || (sr != isz && so < sr))) {                             \
-            for (int64_t i = 0; i < n; i++) {                                             \
+            int64_t i = 0;                                                                \
+            /* four rows per pass over the accumulators, each element still folded  \
+             * in row order: a quarter of the accumulator loads and stores */          \
+            if (so == isz)                                                                \
+                for (; i + 4 <= n; i += 4) {                                              \
+                    const T *restrict x0 = (const T *)(in + i * sr);                      \
+                    const T *restrict x1 = (const T *)(in + (i + 1) * sr);                \
+                    const T *restrict x2 = (const T *)(in + (i + 2) * sr);                \
+                    const T *restrict x3 = (const T *)(in + (i + 3) * sr);                \
+                    for (int64_t j = 0; j < k; j++) {                                     \
+                        op##_acc_##DT acc = a[j];                                         \
+                        CT v0 = LD(&x0[j]), v1 = LD(&x1[j]), v2 = LD(&x2[j]), v3 = LD(&x3[j]); \
+                        op##_STEP(acc, v0, i0 + i, CT, AT, P);                            \
+                        op##_STEP(acc, v1, i0 + i + 1, CT, AT, P);                        \
+                        op##_STEP(acc, v2, i0 + i + 2, CT, AT, P);                        \
+                        op##_STEP(acc, v3, i0 + i + 3, CT, AT, P);                        \
+                        a[j] = acc;                                                       \
+                    }                                                                     \
+                }                                                                         \
+            for (; i < n; i++) {                                                          \
                 const char *row = in + i * sr;                                            \
                 if (so == isz) {                                                          \
                     const T *restrict x = (const T *)row;                                 \

@@ -3,17 +3,22 @@
  *   _im2col(input, kernel_size, dilation, padding, stride)          F.unfold
  *   _col2im(input, output_size, kernel_size, dilation, padding, stride)  F.fold
  *   _convolution(input, weight, bias, stride, padding, dilation, groups)
- *       F.conv1d / F.conv2d on batched input (N, C, L) or (N, C, H, W)
+ *       F.conv1d / conv2d / conv3d on batched input (N, C, L), (N, C, H, W)
+ *       or (N, C, D, H, W)
  *   _convolution_backward(grad_output, input, weight, stride, padding,
  *       dilation, groups, output_mask) -> (grad_input, grad_weight, grad_bias)
  *       the fused backward; an output left out by output_mask is an empty
  *       tensor (it never carries a gradient).
+ *   _convolution_transpose(input, weight, bias, stride, padding,
+ *       output_padding, dilation, groups)   F.conv_transpose1d/2d/3d: the
+ *       input gradient of the convolution whose windows are the input's
+ *       positions (Note [transposed geometry]), plus the bias.
  *
  * They check arguments with torch's messages, bring the tensors to a
  * contiguous compute dtype (float32 for the half types, int64 for integer
  * convolutions, as torch's CPU kernels do), run the kernels in cpu/conv.c
- * with the GIL released for big work, and cast back. A 1-d convolution is
- * a 2-d one over a height of one. Formulas: autograd/derivatives_conv.c.
+ * with the GIL released for big work, and cast back. A 1-d or 2-d
+ * convolution is a 3-d one over a depth (and height) of one. Formulas: autograd/derivatives_conv.c.
  *
  * On a GPU (cudaconv, Note [CUDA im2col] in csrc/cuda/conv.h) the same plan
  * runs on the device: the backend's im2col / col2im kernels and cuBLAS
@@ -142,6 +147,7 @@ static int window_args(EmCall *c, int first, EmConvGeom *g) {
         check_window(k, d, p, s) < 0)
         return -1;
     g->kh = k[0], g->kw = k[1], g->dh = d[0], g->dw = d[1], g->ph = p[0], g->pw = p[1], g->sh = s[0], g->sw = s[1];
+    em_geom_2d(g);
     return 0;
 }
 
@@ -270,9 +276,13 @@ static int spatial_list(EmCall *c, int i, const char *name, int spatial, int64_t
                      em_shape_str(got, tmp, buf, sizeof buf));
         return -1;
     }
-    /* a 1-d convolution is a 2-d one of height 1: stride 1, padding 0, dilation 1 there */
-    vals[0] = spatial == 1 ? (strcmp(name, "padding") ? 1 : 0) : tmp[0];
-    vals[1] = got == 1 ? tmp[0] : tmp[1];
+    /* vals: (depth, height, width); a 1-d or 2-d convolution is a 3-d one
+     * of depth (and height) one: stride 1, padding 0, dilation 1 there */
+    const int64_t unit = strcmp(name, "padding") && strcmp(name, "output_padding") ? 1 : 0;
+    for (int k = 0; k < 3; k++) {
+        int j = k - (3 - spatial); /* the argument's axis */
+        vals[k] = j < 0 ? unit : tmp[got == 1 ? 0 : j];
+    }
     return 0;
 }
 
@@ -282,7 +292,7 @@ static bool conv_gpu_ready(void) { return em_cuda && em_cuda->gemm && em_cuda->i
 /* A parsed convolution call: shapes, the compute dtype, the output size. */
 typedef struct {
     EmConvShape s;
-    int spatial; /* 1 or 2 */
+    int spatial; /* 1, 2 or 3 */
     EmDType dt, ct;
 } ConvCall;
 
@@ -290,12 +300,14 @@ typedef struct {
  * conv arguments at positions args..args+3 (stride, padding, dilation, groups). */
 static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *cc) {
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
-    int64_t st[2], pd[2], dl[2], groups;
+    int64_t st[3], pd[3], dl[3], groups;
     if (em_arg_int(c, args + 3, &groups) < 0) return -1;
     if (em_is_cpu(in) && em_check_cpu(w, "convolution") < 0) return -1;
-    if (!em_is_cpu(in) && !conv_gpu_ready()) return em_fused_no_kernel("convolution"), -1;
-    if (w->ndim != 3 && w->ndim != 4) {
-        PyErr_Format(PyExc_RuntimeError, "convolution: expected a 3-d or 4-d weight (1-d or 2-d convolution), but got "
+    /* the GPU plan is 2-d: a 3-d convolution takes Note [CUDA fallback] */
+    if (!em_is_cpu(in) && (!conv_gpu_ready() || w->ndim == 5)) return em_fused_no_kernel("convolution"), -1;
+    if (w->ndim < 3 || w->ndim > 5) {
+        PyErr_Format(PyExc_RuntimeError, "convolution: expected a 3-d, 4-d or 5-d weight (1-d, 2-d or 3-d "
+                     "convolution), but got "
                      "weight of size %s", em_shape_str(w->ndim, w->sizes, a, sizeof a));
         return -1;
     }
@@ -305,9 +317,9 @@ static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *
         spatial_list(c, args + 2, "dilation", cc->spatial, dl) < 0)
         return -1;
     const char *bad = NULL;
-    if (pd[0] < 0 || pd[1] < 0) bad = "negative padding is not supported";
-    else if (st[0] <= 0 || st[1] <= 0) bad = "non-positive stride is not supported";
-    else if (dl[0] <= 0 || dl[1] <= 0) bad = "non-positive dilation is not supported";
+    if (pd[0] < 0 || pd[1] < 0 || pd[2] < 0) bad = "negative padding is not supported";
+    else if (st[0] <= 0 || st[1] <= 0 || st[2] <= 0) bad = "non-positive stride is not supported";
+    else if (dl[0] <= 0 || dl[1] <= 0 || dl[2] <= 0) bad = "non-positive dilation is not supported";
     else if (groups <= 0) bad = "non-positive groups is not supported";
     if (bad) {
         PyErr_SetString(PyExc_RuntimeError, bad);
@@ -342,24 +354,27 @@ static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *
         return -1;
     }
     EmConvGeom *g = &cc->s.g;
-    bool one = cc->spatial == 1;
-    g->C = in->sizes[1], g->H = one ? 1 : in->sizes[2], g->W = in->sizes[in->ndim - 1];
-    g->kh = one ? 1 : w->sizes[2], g->kw = w->sizes[w->ndim - 1];
-    g->sh = st[0], g->sw = st[1], g->ph = pd[0], g->pw = pd[1], g->dh = dl[0], g->dw = dl[1];
-    if (window_count(g->H, g->kh, g->dh, g->ph, g->sh, &g->oh) < 0 ||
+    const int sp = cc->spatial, nd = in->ndim;
+    g->C = in->sizes[1], g->W = in->sizes[nd - 1], g->H = sp >= 2 ? in->sizes[nd - 2] : 1;
+    g->D = sp == 3 ? in->sizes[2] : 1;
+    g->kw = w->sizes[nd - 1], g->kh = sp >= 2 ? w->sizes[nd - 2] : 1, g->kd = sp == 3 ? w->sizes[2] : 1;
+    g->sd = st[0], g->sh = st[1], g->sw = st[2], g->pd = pd[0], g->ph = pd[1], g->pw = pd[2];
+    g->dd = dl[0], g->dh = dl[1], g->dw = dl[2];
+    if (window_count(g->D, g->kd, g->dd, g->pd, g->sd, &g->od) < 0 ||
+        window_count(g->H, g->kh, g->dh, g->ph, g->sh, &g->oh) < 0 ||
         window_count(g->W, g->kw, g->dw, g->pw, g->sw, &g->ow) < 0)
         return -1;
-    if (g->oh < 1 || g->ow < 1) {
-        int64_t padded[2] = {g->H + 2 * g->ph, g->W + 2 * g->pw};
-        int64_t kern[2] = {g->dh * (g->kh - 1) + 1, g->dw * (g->kw - 1) + 1};
-        if (one)
-            PyErr_Format(PyExc_RuntimeError, "Calculated padded input size per channel: (%lld). Kernel size: (%lld). "
-                         "Kernel size can't be greater than actual input size", (long long)padded[1],
-                         (long long)kern[1]);
-        else
-            PyErr_Format(PyExc_RuntimeError, "Calculated padded input size per channel: (%lld x %lld). Kernel size: "
-                         "(%lld x %lld). Kernel size can't be greater than actual input size", (long long)padded[0],
-                         (long long)padded[1], (long long)kern[0], (long long)kern[1]);
+    if (g->od < 1 || g->oh < 1 || g->ow < 1) {
+        int64_t padded[3] = {g->D + 2 * g->pd, g->H + 2 * g->ph, g->W + 2 * g->pw};
+        int64_t kern[3] = {g->dd * (g->kd - 1) + 1, g->dh * (g->kh - 1) + 1, g->dw * (g->kw - 1) + 1};
+        char ps[96] = "", ks[96] = "";
+        for (int k = 3 - sp; k < 3; k++) { /* "(a x b x c)" over the convolution's dims */
+            size_t lp = strlen(ps), lk = strlen(ks);
+            snprintf(ps + lp, sizeof ps - lp, "%s%lld", k > 3 - sp ? " x " : "", (long long)padded[k]);
+            snprintf(ks + lk, sizeof ks - lk, "%s%lld", k > 3 - sp ? " x " : "", (long long)kern[k]);
+        }
+        PyErr_Format(PyExc_RuntimeError, "Calculated padded input size per channel: (%s). Kernel size: (%s). "
+                     "Kernel size can't be greater than actual input size", ps, ks);
         return -1;
     }
     cc->s.N = in->sizes[0];
@@ -379,18 +394,18 @@ static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *
     return 0;
 }
 
-/* the output's (or grad_output's) shape: (N, O, [oh,] ow) */
+/* the output's (or grad_output's) shape: (N, O, [[od,] oh,] ow) */
 static int out_shape(const ConvCall *cc, int64_t *shape) {
+    const int64_t o[3] = {cc->s.g.od, cc->s.g.oh, cc->s.g.ow};
     shape[0] = cc->s.N, shape[1] = cc->s.O;
-    if (cc->spatial == 2) shape[2] = cc->s.g.oh;
-    shape[cc->spatial + 1] = cc->s.g.ow;
+    for (int k = 0; k < cc->spatial; k++) shape[2 + k] = o[3 - cc->spatial + k];
     return cc->spatial + 2;
 }
 
 static double conv_work(const ConvCall *cc) {
     const EmConvGeom *g = &cc->s.g;
-    return (double)cc->s.N * (double)cc->s.O * (double)(g->C / cc->s.groups) * (double)g->kh * (double)g->kw *
-           (double)g->oh * (double)g->ow;
+    return (double)cc->s.N * (double)cc->s.O * (double)(g->C / cc->s.groups) * (double)g->kd * (double)g->kh *
+           (double)g->kw * (double)g->od * (double)g->oh * (double)g->ow;
 }
 
 /* ------------------------------------------------------------------ convolution on a GPU */
@@ -420,7 +435,8 @@ static GpuPlan gpu_plan(const ConvCall *cc, EmDevice dev) {
     p.CK = g->C * g->kh * g->kw;
     p.xstep = g->C * g->H * g->W;
     p.ystep = cc->s.O * p.L;
-    p.direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    p.direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 &&
+               g->oh == g->H && g->ow == g->W; /* a transposed geometry may have more image than windows */
     const int64_t per = p.CK * p.L * p.isz; /* column bytes of one image */
     p.nc = per > 0 ? CONV_COLS_BYTES / per : cc->s.N;
     if (p.nc > cc->s.N) p.nc = cc->s.N;
@@ -588,8 +604,8 @@ static PyObject *conv_backward_gpu(const ConvCall *cc, EmTensor *gy, EmTensor *i
     EmTensor *g = NULL, *x = NULL, *wc = NULL, *res[3] = {NULL, NULL, NULL};
     PyObject *tuple = NULL;
     if (!em_is_float(cc->dt)) return em_fused_no_kernel("convolution_backward");
-    if (!(g = em_fused_operand(gy, p.dt, dev)) || !(x = em_fused_operand(in, p.dt, dev)) ||
-        !(wc = em_fused_operand(w, p.dt, dev)))
+    if (!(g = em_fused_operand(gy, p.dt, dev)) || (mask[1] && !(x = em_fused_operand(in, p.dt, dev))) ||
+        !(wc = em_fused_operand(w, p.dt, dev))) /* x feeds gw alone (a transposed convolution has none) */
         goto done;
     for (int k = 0; k < 3; k++) {
         if (!mask[k]) {
@@ -633,7 +649,7 @@ PyObject *em_impl__convolution(EmCall *c) {
                      em_dtype_ctype((EmDType)bias->dtype));
         return NULL;
     }
-    int64_t shape[4];
+    int64_t shape[5];
     int nd = out_shape(&cc, shape);
     if (!em_is_cpu(in)) return (PyObject *)conv_forward_gpu(&cc, in, w, bias, nd, shape);
     EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
@@ -663,7 +679,7 @@ PyObject *em_impl__convolution_backward(EmCall *c) {
     int64_t mask[3];
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     if (exact_list(c, 7, "output_mask", 3, mask) < 0 || conv_setup(c, in, w, 3, &cc) < 0) return NULL;
-    int64_t shape[4];
+    int64_t shape[5];
     int nd = out_shape(&cc, shape);
     bool fits = gy->ndim == nd;
     for (int i = 0; fits && i < nd; i++) fits = gy->sizes[i] == shape[i];
@@ -681,7 +697,10 @@ PyObject *em_impl__convolution_backward(EmCall *c) {
     int64_t zero = 0, O = cc.s.O;
     EmTensor *g = NULL, *x = NULL, *wc = NULL, *res[3] = {NULL, NULL, NULL};
     PyObject *tuple = NULL;
-    if (!(g = contiguous_as(gy, cc.ct)) || !(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)))
+    /* the input's values only feed gw: a transposed convolution (gx alone)
+     * passes a broadcast stand-in of the right shape, never copied */
+    if (!(g = contiguous_as(gy, cc.ct)) || (mask[1] && !(x = contiguous_as(in, cc.ct))) ||
+        !(wc = contiguous_as(w, cc.ct)))
         goto done;
     const EmTensor *like[3] = {in, w, NULL};
     for (int k = 0; k < 3; k++) {
@@ -692,7 +711,7 @@ PyObject *em_impl__convolution_backward(EmCall *c) {
     }
     {
         PyThreadState *ts = conv_work(&cc) >= 65536 ? PyEval_SaveThread() : NULL;
-        int rc = em_conv_backward(cc.ct, &cc.s, em_data(g), em_data(x), em_data(wc),
+        int rc = em_conv_backward(cc.ct, &cc.s, em_data(g), x ? em_data(x) : NULL, em_data(wc),
                                   mask[0] && res[0]->numel ? em_data(res[0]) : NULL,
                                   mask[1] && res[1]->numel ? em_data(res[1]) : NULL,
                                   mask[2] && res[2]->numel ? em_data(res[2]) : NULL);
@@ -711,4 +730,146 @@ done:
     Py_XDECREF(wc);
     for (int k = 0; k < 3; k++) Py_XDECREF(res[k]);
     return tuple;
+}
+
+/* ------------------------------------------------------------------ transposed convolution */
+
+/* Note [transposed geometry]: y = conv_transpose(x, w) is the input gradient
+ * of the convolution of an image of y's size whose windows are x's
+ * positions: EmConvGeom with C = C_out, (D, H, W) = y's spatial size and
+ * (od, oh, ow) = x's, set directly rather than counted from the image
+ * (with output_padding >= stride, allowed below the dilation, counting
+ * would find more windows than x has; col2im leaves the rows no window
+ * reaches at zero). em_conv_backward's input gradient then computes y. */
+
+/* y (N, O, L) += b[o] */
+static void add_bias(EmDType ct, char *y, const char *b, int64_t N, int64_t O, int64_t L) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t o = 0; o < O; o++) {
+            const int64_t at = (n * O + o) * L;
+            if (ct == EM_FLOAT32)
+                for (int64_t l = 0; l < L; l++) ((float *)y)[at + l] += ((const float *)b)[o];
+            else
+                for (int64_t l = 0; l < L; l++) ((double *)y)[at + l] += ((const double *)b)[o];
+        }
+}
+
+/* _convolution_transpose(input, weight, bias, stride, padding, output_padding, dilation, groups):
+ * input (N, C_in, *spatial), weight (C_in, C_out / groups, *kernel) -> (N, C_out, *out), out =
+ * (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1. nn/_conv_nd.py
+ * checks the arguments first with torch's messages; these checks keep direct calls safe. */
+PyObject *em_impl__convolution_transpose(EmCall *c) {
+    EmTensor *in = em_arg_tensor(c, 0), *w = em_arg_tensor(c, 1), *bias = em_arg_tensor(c, 2);
+    char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
+    int64_t st[3], pd[3], op[3], dl[3], groups;
+    if (em_arg_int(c, 7, &groups) < 0) return NULL;
+    if (!em_is_cpu(in)) return em_fused_no_kernel("convolution_transpose"); /* Note [CUDA fallback] */
+    if (em_check_cpu(w, "convolution_transpose") < 0 || (bias && em_check_cpu(bias, "convolution_transpose") < 0))
+        return NULL;
+    if (w->ndim < 3 || w->ndim > 5 || in->ndim != w->ndim) {
+        PyErr_Format(PyExc_RuntimeError, "Expected %d-dimensional input for %d-dimensional weight %s, but got "
+                     "%d-dimensional input of size %s instead", w->ndim, w->ndim,
+                     em_shape_str(w->ndim, w->sizes, a, sizeof a), in->ndim,
+                     em_shape_str(in->ndim, in->sizes, b, sizeof b));
+        return NULL;
+    }
+    const int sp = w->ndim - 2;
+    if (spatial_list(c, 3, "stride", sp, st) < 0 || spatial_list(c, 4, "padding", sp, pd) < 0 ||
+        spatial_list(c, 5, "output_padding", sp, op) < 0 || spatial_list(c, 6, "dilation", sp, dl) < 0)
+        return NULL;
+    const char *bad = NULL;
+    for (int k = 0; k < 3 && !bad; k++) {
+        if (st[k] <= 0) bad = "non-positive stride is not supported";
+        else if (pd[k] < 0) bad = "negative padding is not supported";
+        else if (op[k] < 0) bad = "negative output_padding is not supported";
+        else if (dl[k] <= 0) bad = "non-positive dilation is not supported";
+        else if (op[k] >= st[k] && op[k] >= dl[k]) bad = "output padding must be smaller than either stride or dilation";
+    }
+    if (!bad && groups <= 0) bad = "non-positive groups is not supported";
+    if (bad) {
+        PyErr_SetString(PyExc_RuntimeError, bad);
+        return NULL;
+    }
+    const int64_t cin = w->sizes[0];
+    if (cin < groups || cin % groups) {
+        PyErr_Format(PyExc_RuntimeError, "Given groups=%lld, expected weight to be %s %lld at dimension 0, but got "
+                     "weight of size %s instead", (long long)groups, cin < groups ? "at least" : "divisible by",
+                     (long long)groups, em_shape_str(w->ndim, w->sizes, a, sizeof a));
+        return NULL;
+    }
+    if (in->sizes[1] != cin) {
+        PyErr_Format(PyExc_RuntimeError, "Given transposed=1, weight of size %s, expected input%s to have %lld "
+                     "channels, but got %lld channels instead", em_shape_str(w->ndim, w->sizes, a, sizeof a),
+                     em_shape_str(in->ndim, in->sizes, b, sizeof b), (long long)cin, (long long)in->sizes[1]);
+        return NULL;
+    }
+    int64_t cout;
+    if (__builtin_mul_overflow(w->sizes[1], groups, &cout)) {
+        PyErr_SetString(PyExc_RuntimeError, "convolution_transpose: too many output channels");
+        return NULL;
+    }
+    if (bias && (bias->ndim != 1 || bias->sizes[0] != cout)) {
+        PyErr_Format(PyExc_RuntimeError, "Given transposed=1, weight of size %s, expected bias to be 1-dimensional "
+                     "with %lld elements, but got bias of size %s instead",
+                     em_shape_str(w->ndim, w->sizes, a, sizeof a), (long long)cout,
+                     em_shape_str(bias->ndim, bias->sizes, b, sizeof b));
+        return NULL;
+    }
+    const EmDType dt = (EmDType)in->dtype;
+    if (w->dtype != dt || (bias && bias->dtype != dt)) {
+        PyErr_Format(PyExc_RuntimeError, "expected scalar type %s but found %s", em_dtype_name(dt),
+                     em_dtype_name((EmDType)(w->dtype != dt ? w->dtype : bias->dtype)));
+        return NULL;
+    }
+    if (!em_is_float(dt)) return not_implemented(sp == 3 ? "slow_conv_transpose3d_out_cpu"
+                                                          : "slow_conv_transpose2d_out_cpu", dt);
+    /* the geometry (depth, height, width; unit axes for 1-d / 2-d) */
+    int64_t isz[3] = {1, 1, 1}, ksz[3] = {1, 1, 1}, osz[3];
+    for (int k = 0; k < sp; k++) isz[3 - sp + k] = in->sizes[2 + k], ksz[3 - sp + k] = w->sizes[2 + k];
+    for (int k = 0; k < 3; k++) {
+        int64_t v, t, p2;
+        if (__builtin_mul_overflow(isz[k] - 1, st[k], &v) || __builtin_mul_overflow(ksz[k] - 1, dl[k], &t) ||
+            __builtin_add_overflow(v, t, &v) || __builtin_mul_overflow(pd[k], 2, &p2) ||
+            __builtin_sub_overflow(v, p2, &v) || __builtin_add_overflow(v, op[k], &v) ||
+            __builtin_add_overflow(v, 1, &v)) {
+            PyErr_SetString(PyExc_RuntimeError, "convolution_transpose: output size too large (integer overflow)");
+            return NULL;
+        }
+        osz[k] = v;
+    }
+    if (osz[0] <= 0 || osz[1] <= 0 || osz[2] <= 0) {
+        PyErr_Format(PyExc_RuntimeError, "Given input size per channel: %s. Calculated output size per channel: "
+                     "%s. Output size is too small", em_shape_str(sp, isz + 3 - sp, a, sizeof a),
+                     em_shape_str(sp, osz + 3 - sp, b, sizeof b));
+        return NULL;
+    }
+    ConvCall cc = {.spatial = sp, .dt = dt, .ct = em_compute_dtype(dt)};
+    EmConvGeom *g = &cc.s.g;
+    g->C = cout, g->D = osz[0], g->H = osz[1], g->W = osz[2];
+    g->kd = ksz[0], g->kh = ksz[1], g->kw = ksz[2];
+    g->sd = st[0], g->sh = st[1], g->sw = st[2], g->pd = pd[0], g->ph = pd[1], g->pw = pd[2];
+    g->dd = dl[0], g->dh = dl[1], g->dw = dl[2];
+    g->od = isz[0], g->oh = isz[1], g->ow = isz[2];
+    cc.s.N = in->sizes[0], cc.s.O = cin, cc.s.groups = groups;
+    int64_t shape[5] = {cc.s.N, cout};
+    for (int k = 0; k < sp; k++) shape[2 + k] = osz[3 - sp + k];
+    EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
+    if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) ||
+        (bias && !(bc = contiguous_as(bias, cc.ct))) || !(y = em_empty(sp + 2, shape, cc.ct, em_cpu())))
+        goto done;
+    if (y->numel) {
+        PyThreadState *ts = conv_work(&cc) >= 65536 ? PyEval_SaveThread() : NULL;
+        int rc = em_conv_backward(cc.ct, &cc.s, em_data(x), NULL, em_data(wc), em_data(y), NULL, NULL);
+        if (rc == 0 && bc) add_bias(cc.ct, em_data(y), em_data(bc), cc.s.N, cout, g->D * g->H * g->W);
+        if (ts) PyEval_RestoreThread(ts);
+        if (rc < 0) {
+            PyErr_NoMemory();
+            Py_CLEAR(y);
+        }
+    }
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(wc);
+    Py_XDECREF(bc);
+    return (PyObject *)finish(y, dt);
 }

@@ -70,6 +70,8 @@ from . import autograd, cuda, return_types, testing  # noqa: E402,F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: E402
                                  is_grad_enabled, is_inference_mode_enabled)
 from . import nn  # noqa: E402,F401
+from .nn.functional import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402,F401
+                            conv_transpose3d)  # torch.conv*: the same functions as torch.nn.functional's
 from . import optim  # noqa: E402,F401
 from .functional import broadcast_shapes, broadcast_tensors, meshgrid  # noqa: E402
 from . import functional, linalg  # noqa: E402,F401

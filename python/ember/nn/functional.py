@@ -792,7 +792,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, spatial, name):
-    """conv1d / conv2d: batched or not, padding as numbers or 'valid' / 'same', on the C op."""
+    """conv1d / conv2d / conv3d: batched or not, padding as numbers or 'valid' / 'same', on the C op."""
+    from ._conv_nd import _expect_tensors
+    _expect_tensors(name, ("input", input, False), ("weight", weight, False), ("bias", bias, True))
     if input.dim() not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input to {name}, but "
                            f"got input of size: {list(input.shape)}")
@@ -1124,3 +1126,21 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 from . import functional_more as _more  # noqa: E402
 from .functional_more import *  # noqa: E402,F401,F403
 __all__ += _more.__all__
+
+
+# 3-d convolution and the transposed convolutions (nn/_conv_nd.py)
+from ._conv_nd import conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402
+
+__all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+
+# 3-d pools and the adaptive max pools, composed axis by axis (nn/_pool_nd.py)
+from ._pool_nd import (max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool1d,  # noqa: E402
+                       adaptive_max_pool2d, adaptive_max_pool3d)
+
+__all__ += ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+            "adaptive_max_pool3d"]
+
+# affine grids and grid sampling, composed (nn/_grid_sample.py)
+from ._grid_sample import affine_grid, grid_sample  # noqa: E402
+
+__all__ += ["affine_grid", "grid_sample"]
