@@ -11,8 +11,6 @@ import warnings
 import numpy as np
 import pytest
 
-import ember
-
 
 def arr(t):
     return None if t is None else t.detach().numpy()

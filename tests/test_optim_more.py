@@ -175,6 +175,21 @@ def test_against_numpy(config):
 
 
 @pytest.mark.parametrize("name", list(REFS))
+def test_tensor_lr_and_flags(name):
+    """A 0-d tensor lr, and foreach/capturable/differentiable given explicitly:
+    the same updates (one algorithm serves every flag)."""
+    kwargs = [c[1] for c in CONFIGS if c[0] == name][0]
+    expect = run_ref(REFS[name], kwargs)
+    lr = kwargs.get("lr", {"RAdam": 1e-3, "NAdam": 2e-3, "Adamax": 2e-3, "Adadelta": 1.0, "ASGD": 1e-2,
+                           "Rprop": 1e-2}[name])
+    for flags_ in (dict(foreach=True), dict(foreach=False, capturable=True), dict(differentiable=False)):
+        got, opt = run_lib(ember, name, dict(kwargs, lr=ember.tensor(lr, dtype=ember.float64), **flags_))
+        for g, e in zip(got, expect):
+            np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-9)
+        assert all(opt.param_groups[0][k] == v for k, v in flags_.items())
+
+
+@pytest.mark.parametrize("name", list(REFS))
 def test_on_cuda(name, cuda):
     """Parameters on the GPU (the fake backend without one): the same updates as
     the NumPy reference, and the state on the parameter's device (as torch's)."""
