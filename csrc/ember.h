@@ -302,6 +302,10 @@ int em_tensor_resize(EmTensor *t, int ndim, const int64_t *shape, bool warn);
 bool em_is_contiguous(const EmTensor *t);
 /* True when a tensor's elements occupy a gap-free block (any dim order). */
 bool em_is_non_overlapping_and_dense(const EmTensor *t);
+/* True when no two index tuples of the layout address the same element
+ * (a sufficient test: sorted by stride, each stride is past the reach of the
+ * smaller ones); gaps allowed. At most EM_MAX_DIMS + 1 dims. */
+bool em_layout_non_overlapping(int ndim, const int64_t *sizes, const int64_t *strides);
 /* A contiguous tensor with t's data: t itself (new reference) when already
  * contiguous, else a copy. */
 EmTensor *em_contiguous(EmTensor *t);

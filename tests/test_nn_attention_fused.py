@@ -323,8 +323,10 @@ def test_nan_rows_like_torch():
 def test_nanogpt_layout_out_and_grads(causal):
     """q, k, v as nanoGPT makes them (views of one [B, T, 3C] buffer, seen
     as [B, H, T, D]): the output comes out in [B, T, H, D] order, as torch's
-    does, so transposing back is already contiguous; the gradients come out
-    in the inputs' order too. Values and gradients match float64 NumPy."""
+    does, so transposing back is already contiguous. The gradients come out
+    side by side in one storage (Note [attention gradients share a
+    storage]); retain_grad keeps contiguous clones of them, as torch's
+    does. Values and gradients match float64 NumPy."""
     B, Tn, H, D = 2, 70, 3, 8
     C = H * D
     x_np = RNG.standard_normal((B, Tn, 3 * C))
@@ -344,7 +346,7 @@ def test_nanogpt_layout_out_and_grads(causal):
     y.backward(T(g_np))
     refs = np_attention(qn, kn, vn, is_causal=causal, grad_out=g_np)
     for t, ref in zip((q, k, v), refs):
-        assert t.grad.stride() == (Tn * C, D, C, 1)
+        assert t.grad.stride() == (Tn * C, Tn * D, D, 1)
         np.testing.assert_allclose(t.grad.numpy(), ref, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(x.grad.numpy(), np.concatenate(
         [r.transpose(0, 2, 1, 3).reshape(B, Tn, C) for r in refs], 2), rtol=1e-10, atol=1e-10)

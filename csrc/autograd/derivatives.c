@@ -435,6 +435,34 @@ static int bw_diagonal(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
+/* Note [gradient pieces in place]: when the gradients of split's pieces
+ * already lie side by side in one storage, as slices of the whole
+ * (attention's backward writes q, k and v's gradients that way when they are
+ * pieces of one projection: Note [attention gradients share a storage]),
+ * the input's gradient is the view over them: no buffer, no copies. Only
+ * for inputs that are not leaves (a leaf's .grad is the user's to keep,
+ * and should own its storage). NULL (no error) when the pieces do not. */
+static PyObject *pieces_in_place(Scratch *s, EmNode *n, EmTensor **go, int dim) {
+    const EmMeta *m = &n->in_meta[0];
+    const EmNode *to = n->next[0].fn;
+    if (n->op == EM_OP_unbind || !to || to->kind == EM_NODE_ACCUMULATE || !go[0]) return NULL;
+    const EmTensor *g0 = go[0];
+    if (!m->defined || g0->ndim != m->ndim || g0->dtype != m->dtype || !em_device_eq(em_device(g0), m->device))
+        return NULL;
+    int64_t start = 0;
+    for (int j = 0; j < n->num_outputs; j++) {
+        const EmTensor *g = go[j];
+        if (g->storage != g0->storage || g->ndim != g0->ndim || g->dtype != g0->dtype ||
+            memcmp(g->strides, g0->strides, sizeof(int64_t) * g->ndim) != 0 ||
+            memcmp(g->sizes, em_meta_sizes(&n->out_meta[j]), sizeof(int64_t) * g->ndim) != 0 ||
+            g->offset != g0->offset + start * g0->strides[dim])
+            return NULL;
+        start += g->sizes[dim];
+    }
+    if (!em_layout_non_overlapping(m->ndim, em_meta_sizes(m), g0->strides)) return NULL;
+    return keep(s, (PyObject *)em_view_of((EmTensor *)g0, m->ndim, em_meta_sizes(m), g0->strides, g0->offset));
+}
+
 /* unbind / split / chunk: each output's gradient into its slice of zeros */
 static int bw_pieces(EmNode *n, EmTensor **go, EmTensor **gi, int dim_param) {
     BEGIN;
@@ -452,6 +480,14 @@ static int bw_pieces(EmNode *n, EmTensor **go, EmTensor **gi, int dim_param) {
     for (int j = 0; j < n->num_outputs; j++) {
         if (!any) any = G(j);
         every = every && go[j];
+    }
+    if (every) {
+        PyObject *whole = pieces_in_place(S, n, go, dim);
+        if (whole || PyErr_Occurred()) {
+            sc.failed = !whole;
+            SET(0, whole);
+            END;
+        }
     }
     PyObject *z = every ? empty_for(S, n, 0, any) : zeros_for(S, n, 0, any);
     int64_t start = 0;

@@ -285,6 +285,29 @@ bool em_is_non_overlapping_and_dense(const EmTensor *t) {
     return true;
 }
 
+bool em_layout_non_overlapping(int ndim, const int64_t *sizes, const int64_t *strides) {
+    int perm[EM_MAX_DIMS + 1], k = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (sizes[d] == 0) return true; /* no elements */
+        if (sizes[d] != 1) perm[k++] = d;
+    }
+    for (int i = 1; i < k; i++) { /* ascending strides */
+        int p = perm[i], j = i;
+        while (j > 0 && strides[perm[j - 1]] > strides[p]) {
+            perm[j] = perm[j - 1];
+            j--;
+        }
+        perm[j] = p;
+    }
+    /* each stride steps past everything the smaller ones reach */
+    int64_t reach = 0;
+    for (int i = 0; i < k; i++) {
+        if (strides[perm[i]] <= reach) return false;
+        reach += (sizes[perm[i]] - 1) * strides[perm[i]];
+    }
+    return true;
+}
+
 EmTensor *em_contiguous(EmTensor *t) {
     if (em_is_contiguous(t)) return (EmTensor *)Py_NewRef(t);
     EmTensor *c = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t));

@@ -239,6 +239,49 @@ static int expect_shape(const char *who, EmTensor *t, const char *what, int nd, 
     return -1;
 }
 
+/* Note [attention gradients share a storage]: when q, k and v are equal
+ * views of one storage a fixed distance apart, laid out so that together
+ * they overlap nowhere (the pieces of one qkv projection, split and viewed
+ * into heads, as in nanoGPT), their gradients are made the same way: views
+ * of one new storage at the same relative offsets. The gradients then pass
+ * back through the views as views, and split's backward finds them already
+ * side by side (Note [gradient pieces in place]): no concatenating copies.
+ * Returns 1 with the three views set (zeroed), 0 when the inputs are not
+ * laid out so (nothing set), -1 on error. */
+static int grads_sharing_storage(EmTensor *q, EmTensor *k, EmTensor *v, EmDType dt, EmTensor **dq, EmTensor **dk,
+                                 EmTensor **dv) {
+    EmTensor *in[3] = {q, k, v};
+    for (int i = 1; i < 3; i++)
+        if (in[i]->storage != q->storage || memcmp(in[i]->sizes, q->sizes, sizeof(int64_t) * 4) != 0 ||
+            memcmp(in[i]->strides, q->strides, sizeof(int64_t) * 4) != 0)
+            return 0;
+    if (q->dtype != dt || !em_is_cpu(q) || q->numel == 0 || (q->strides[3] != 1 && q->sizes[3] != 1)) return 0;
+    int64_t lo = q->offset, hi = q->offset;
+    for (int i = 1; i < 3; i++) {
+        lo = in[i]->offset < lo ? in[i]->offset : lo;
+        hi = in[i]->offset > hi ? in[i]->offset : hi;
+    }
+    int64_t mid = q->offset + k->offset + v->offset - lo - hi, gap = mid - lo;
+    if (gap <= 0 || hi - mid != gap) return 0;
+    /* the three as one layout with a leading dim of 3 (stride gap) */
+    int64_t sizes[5] = {3, q->sizes[0], q->sizes[1], q->sizes[2], q->sizes[3]};
+    int64_t strides[5] = {gap, q->strides[0], q->strides[1], q->strides[2], q->strides[3]};
+    for (int d = 0; d < 4; d++)
+        if (q->strides[d] < 0) return 0;
+    if (!em_layout_non_overlapping(5, sizes, strides)) return 0;
+    int64_t span = 1 + 2 * gap;
+    for (int d = 0; d < 4; d++) span += (q->sizes[d] - 1) * q->strides[d];
+    EmTensor *base = em_empty(1, &span, dt, em_cpu());
+    if (!base) return -1;
+    memset(em_data(base), 0, (size_t)span * em_itemsize(dt)); /* the kernels accumulate: one zeroing pass */
+    EmTensor **outs[3] = {dq, dk, dv};
+    for (int i = 0; i < 3; i++)
+        *outs[i] = em_view_of(base, 4, q->sizes, q->strides, in[i]->offset - lo);
+    Py_DECREF(base);
+    if (!*dq || !*dk || !*dv) return -1;
+    return 1;
+}
+
 /* The CPU backward: (grad_query, grad_key, grad_value) in q's dtype */
 static PyObject *cpu_backward(const char *who, EmTensor *g, EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *out,
                               EmTensor *lse, EmTensor *mask, double dropout, bool causal, PyObject *scale_arg) {
@@ -258,10 +301,14 @@ static PyObject *cpu_backward(const char *who, EmTensor *g, EmTensor *q, EmTenso
     const EmScalar zero = {'i', {0}};
     /* the gradients in the inputs' dim order (empty_in_dim_order): nanoGPT's
      * dq.transpose(1, 2).view(B, T, C) then needs no copy */
-    if (!(dq = empty_in_dim_order(q, q->sizes, p.dt, em_cpu(), p.dq_st)) ||
-        !(dk = empty_in_dim_order(k, k->sizes, p.dt, em_cpu(), p.dk_st)) ||
-        !(dv = empty_in_dim_order(v, v->sizes, p.dt, em_cpu(), p.dv_st)) || em_fill_(dq, zero) < 0 || em_fill_(dk, zero) < 0 ||
-        em_fill_(dv, zero) < 0)
+    int shared = grads_sharing_storage(q, k, v, p.dt, &dq, &dk, &dv);
+    if (shared < 0) goto done;
+    if (shared)
+        for (int d = 0; d < 3; d++) p.dq_st[d] = p.dk_st[d] = p.dv_st[d] = q->strides[d];
+    else if (!(dq = empty_in_dim_order(q, q->sizes, p.dt, em_cpu(), p.dq_st)) ||
+             !(dk = empty_in_dim_order(k, k->sizes, p.dt, em_cpu(), p.dk_st)) ||
+             !(dv = empty_in_dim_order(v, v->sizes, p.dt, em_cpu(), p.dv_st)) || em_fill_(dq, zero) < 0 ||
+             em_fill_(dk, zero) < 0 || em_fill_(dv, zero) < 0)
         goto done;
     PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
     int rc = em_cpu_attention_backward(&p, &go, &oo, em_data(lc), em_data(dq), em_data(dk), em_data(dv));

@@ -14,7 +14,7 @@ weights (zero for nearest), as torch defines them."""
 
 import warnings
 
-import numpy as np
+from .._lazy import numpy as np  # NumPy on first use: import ember stays fast
 
 from .. import _C
 

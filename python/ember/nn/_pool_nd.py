@@ -17,7 +17,7 @@ A box window is the product of one window per axis, so both pools separate:
   exactly as torch routes it.
 The window tables are small NumPy arrays built per call."""
 
-import numpy as np
+from .._lazy import numpy as np  # NumPy on first use: import ember stays fast
 
 from .. import _C
 
