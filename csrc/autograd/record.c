@@ -76,6 +76,37 @@ static bool changes_only_geometry(EmOpId op) {
     }
 }
 
+/* torch forbids writing in place into an autograd.Function output that is an
+ * input returned as-is or a view made inside forward: the view+inplace
+ * rewrite would bypass the custom backward. Function.apply lists those
+ * outputs in ctx._view_outputs (python/ember/autograd/function.py). */
+static int check_custom_function_view(EmTensor *t) {
+    EmNode *n = (EmNode *)t->grad_fn;
+    if (!n || n->kind != EM_NODE_PYTHON || !n->ctx) return 0;
+    PyObject *views = PyObject_GetAttrString(n->ctx, "_view_outputs");
+    if (!views) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *nr = PyLong_FromLong(t->output_nr);
+    int hit = nr ? PySequence_Contains(views, nr) : -1;
+    Py_XDECREF(nr);
+    Py_DECREF(views);
+    if (hit <= 0) return hit;
+    PyObject *cls = PyObject_GetAttrString(n->ctx, "_cls");
+    PyObject *name = cls ? PyObject_GetAttrString(cls, "__name__") : NULL;
+    Py_XDECREF(cls);
+    if (!name) return -1;
+    PyErr_Format(PyExc_RuntimeError,
+                 "Output %d of %U is a view and is being modified inplace. This view was created inside a "
+                 "custom Function (or because an input was returned as-is) and the autograd logic to handle "
+                 "view+inplace would override the custom backward associated with the custom Function, "
+                 "leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+                 "output of the custom Function.", (int)t->output_nr, name);
+    Py_DECREF(name);
+    return -1;
+}
+
 int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
     EmOpId op = op_id(def);
     EmTensor *small[SMALL_INPUTS], **ins;
@@ -101,6 +132,7 @@ int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
                         "Inplace update to inference tensor outside InferenceMode is not allowed.");
         return -1;
     }
+    if (check_custom_function_view(target) < 0) return -1;
     if (target->requires_grad && !target->grad_fn) {
         PyErr_SetString(PyExc_RuntimeError,
                         "a leaf Variable that requires grad is being used in an in-place operation.");

@@ -118,8 +118,13 @@ class Function:
         outs = (outputs,) if single else tuple(outputs)
         if _C.is_grad_enabled() and any(ctx.needs_input_grad):
             # an input returned as an output gets a fresh alias to carry the new grad_fn
-            outs = tuple(o.detach() if isinstance(o, _C.Tensor) and any(o is a for a in args) and
-                         all(o is not d for d in ctx._dirty) else o for o in outs)
+            as_is = tuple(isinstance(o, _C.Tensor) and any(o is a for a in args) and
+                          all(o is not d for d in ctx._dirty) for o in outs)
+            outs = tuple(o.detach() if a else o for o, a in zip(outs, as_is))
+            # outputs torch treats as views made inside the Function: writing into them in place
+            # is an error (checked in csrc/autograd/record.c)
+            ctx._view_outputs = tuple(i for i, (o, a) in enumerate(zip(outs, as_is))
+                                      if a or (isinstance(o, _C.Tensor) and o._base is not None))
             ctx._output_meta = tuple((tuple(o.shape), o.dtype) if isinstance(o, _C.Tensor) else ((), None)
                                      for o in outs)
             _C._python_node(ctx, ctx._name, tuple(args), outs, ctx._non_differentiable)

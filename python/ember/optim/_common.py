@@ -34,3 +34,24 @@ def _step_body(fn):
 def _value(x):
     """A hyperparameter that may be a 1-element tensor, as a Python number."""
     return x.item() if isinstance(x, _C.Tensor) else x
+
+
+def _check_lr(lr):
+    """torch's lr check, shared by every optimizer: a 1-element tensor or a number >= 0."""
+    if isinstance(lr, _C.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= _value(lr):
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _restore_state(optimizer, flags, step_keys=("step",)):
+    """__setstate__ for optimizers saved by older versions: missing group
+    flags get their defaults and Python-number 'step's become 0-d tensors."""
+    for group in optimizer.param_groups:
+        for key, value in flags:
+            group.setdefault(key, value)
+        for p in group["params"]:
+            st = optimizer.state.get(p, {})
+            for key in step_keys:
+                if key in st and not isinstance(st[key], _C.Tensor):
+                    st[key] = _C.tensor(float(st[key]), dtype=_scalar_dtype())

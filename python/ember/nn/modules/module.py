@@ -9,11 +9,14 @@ from collections.abc import Mapping
 
 from ... import _C
 from ...utils.hooks import RemovableHandle
+from . import _backward_hooks as _bw
 from ..parameter import Buffer, Parameter
 
 Tensor = _C.Tensor
 
-__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+           "register_module_backward_hook"]
 
 # hooks that run for every module (torch.nn.modules.module.register_module_forward_*_hook)
 _global_forward_pre_hooks = OrderedDict()
@@ -30,6 +33,12 @@ def register_module_forward_hook(hook):
     handle = RemovableHandle(_global_forward_hooks)
     _global_forward_hooks[handle.id] = hook
     return handle
+
+
+# (backward hooks live in _backward_hooks.py)
+register_module_full_backward_pre_hook = _bw.register_module_full_backward_pre_hook
+register_module_full_backward_hook = _bw.register_module_full_backward_hook
+register_module_backward_hook = _bw.register_module_backward_hook
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -79,6 +88,8 @@ class Module:
         d["_forward_hooks_with_kwargs"] = OrderedDict()
         d["_forward_hooks_always_called"] = OrderedDict()
         d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
+        d["_is_full_backward_hook"] = None
         d["_state_dict_hooks"] = OrderedDict()
         d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
@@ -268,8 +279,9 @@ class Module:
         for k in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
                   "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_hooks",
                   "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
-                  "_load_state_dict_post_hooks"):
+                  "_load_state_dict_post_hooks", "_backward_pre_hooks"):
             self.__dict__.setdefault(k, OrderedDict())
+        self.__dict__.setdefault("_is_full_backward_hook", None)
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
 
     # ------------------------------------------------------------------
@@ -437,9 +449,11 @@ class Module:
         forward = self.forward
         if forward is None:
             raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+        backward_hooks = _bw.has_backward_hooks(self)
         if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks
-                or _global_forward_pre_hooks):
+                or _global_forward_pre_hooks or backward_hooks):
             return forward(*args, **kwargs)
+        full_bw, legacy_bw, pre_bw = _bw._get_backward_hooks(self) if backward_hooks else ([], [], [])
         for hook_id, hook in itertools.chain(_global_forward_pre_hooks.items(), self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
@@ -452,6 +466,10 @@ class Module:
                 res = hook(self, args)
                 if res is not None:
                     args = res if isinstance(res, tuple) else (res,)
+        bw_hook = None
+        if full_bw or pre_bw:
+            bw_hook = _bw.BackwardHook(self, full_bw, pre_bw)
+            args = bw_hook.setup_input_hook(args)
         try:
             result = forward(*args, **kwargs)
         except BaseException:
@@ -470,6 +488,10 @@ class Module:
                 res = hook(self, args, result)
             if res is not None:
                 result = res
+        if bw_hook is not None:
+            result = bw_hook.setup_output_hook(result)
+        if legacy_bw and _C.is_grad_enabled():
+            _bw.setup_legacy_hooks(self, legacy_bw, args, result)
         return result
 
     __call__ = _call_impl
@@ -497,6 +519,10 @@ class Module:
 
     # ------------------------------------------------------------------
     # state dicts
+    register_full_backward_pre_hook = _bw.register_full_backward_pre_hook
+    register_full_backward_hook = _bw.register_full_backward_hook
+    register_backward_hook = _bw.register_backward_hook
+
     def register_state_dict_pre_hook(self, hook):
         handle = RemovableHandle(self._state_dict_pre_hooks)
         self._state_dict_pre_hooks[handle.id] = hook
