@@ -449,10 +449,12 @@ class Module:
         forward = self.forward
         if forward is None:
             raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
-        backward_hooks = _bw.has_backward_hooks(self)
-        if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks
-                or _global_forward_pre_hooks or backward_hooks):
+        # the common case, no hooks at all, in one test (each module call pays it)
+        if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks
+                or self._backward_hooks or self._backward_pre_hooks or _bw._global_backward_hooks
+                or _bw._global_backward_pre_hooks):
             return forward(*args, **kwargs)
+        backward_hooks = _bw.has_backward_hooks(self)
         full_bw, legacy_bw, pre_bw = _bw._get_backward_hooks(self) if backward_hooks else ([], [], [])
         for hook_id, hook in itertools.chain(_global_forward_pre_hooks.items(), self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
