@@ -835,8 +835,125 @@ def sweep_misc(torch, rng):
         yield name, diff(torch, f)
 
 
+def sweep_loss_dtypes(torch, rng):
+    """Pointwise losses over (input dtype, target dtype) pairs, both orders of the float widths."""
+    losses = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss", "l1_loss",
+              "smooth_l1_loss", "huber_loss", "soft_margin_loss", "kl_div", "poisson_nll_loss",
+              "multilabel_soft_margin_loss", "hinge_embedding_loss"]
+    for name in losses:
+        for dt in ("float32", "float64", "bfloat16"):
+            x = T(rng.uniform(0.1, 0.9, (3, 4)), dt)
+            for tdt in DTYPES:
+                t = T(rng.integers(0, 2, (3, 4)), tdt)
+                for red in ("mean", "none"):
+                    yield f"{name}({x},{t},{red})", diff(
+                        torch, lambda L, a, b, n=name, r=red: getattr(L.nn.functional, n)(a, b, reduction=r), x, t)
+
+
+MODULES = [
+    "Linear(3, 4)", "Linear(3, 4, bias=False)", "Bilinear(2, 3, 4)", "Conv1d(2, 4, 3, stride=2, padding=1)",
+    "Conv2d(3, 8, (3, 5), padding='same', bias=False)", "Conv2d(3, 8, 3, dilation=2, groups=1, padding_mode='reflect')",
+    "MaxPool2d(2)", "MaxPool2d(3, stride=1, padding=1, ceil_mode=True)", "AvgPool2d(2)", "AvgPool1d(3, 2)",
+    "AdaptiveAvgPool2d((1, 1))", "AdaptiveAvgPool2d(7)", "AdaptiveMaxPool2d(2)", "BatchNorm1d(4)",
+    "BatchNorm2d(4, momentum=None, affine=False)", "LayerNorm(4)", "LayerNorm((3, 4), elementwise_affine=False)",
+    "GroupNorm(2, 4)", "InstanceNorm2d(3)", "Embedding(10, 3)", "Embedding(10, 3, padding_idx=0, max_norm=1.0)",
+    "Dropout()", "Dropout(0.1, inplace=True)", "Dropout2d(0.2)", "ReLU()", "ReLU(inplace=True)", "LeakyReLU(0.2)",
+    "GELU()", "GELU(approximate='tanh')", "SiLU()", "Tanh()", "Sigmoid()", "Softmax(dim=-1)", "LogSoftmax(1)",
+    "ELU(alpha=0.5)", "Hardtanh(-2, 2)", "PReLU()", "Softplus(beta=2)", "Identity()", "Flatten()", "Unflatten(1, (2, 2))",
+    "Sequential(Linear(2, 3), ReLU(), Linear(3, 1))", "ModuleList([Linear(2, 2), ReLU()])",
+    "ModuleDict({'a': Linear(1, 1)})", "LSTM(3, 4)", "LSTM(3, 4, num_layers=2, batch_first=True, dropout=0.1)",
+    "GRU(3, 4, bidirectional=True)", "RNN(3, 4, nonlinearity='relu')", "LSTMCell(3, 4)", "GRUCell(3, 4)",
+    "MultiheadAttention(8, 2)", "MultiheadAttention(8, 2, batch_first=True, kdim=4, vdim=4)",
+    "TransformerEncoderLayer(8, 2, 16)", "CrossEntropyLoss()", "CrossEntropyLoss(label_smoothing=0.1)",
+    "CrossEntropyLoss(ignore_index=0, reduction='sum')", "MSELoss()", "L1Loss(reduction='none')", "BCELoss()",
+    "BCEWithLogitsLoss(pos_weight=None)", "NLLLoss()", "SmoothL1Loss(beta=0.5)", "HuberLoss(delta=2.0)",
+    "KLDivLoss(reduction='batchmean')", "Upsample(scale_factor=2)", "Upsample(size=4, mode='bilinear')",
+    "PixelShuffle(2)", "ZeroPad2d(1)", "ConstantPad1d(2, 3.5)", "ReflectionPad2d((1, 1, 2, 0))", "CosineSimilarity()",
+    "Softmax2d()", "Hardswish()", "Mish()", "Threshold(0.1, 20)", "CELU()", "SELU()", "GLU()", "LogSigmoid()",
+    "Softsign()", "Tanhshrink()", "Softmin(1)", "Fold((4, 5), 2)", "Unfold(2)", "ChannelShuffle(2)",
+    "EmbeddingBag(10, 3)", "TransformerDecoderLayer(8, 2, 16)", "ReplicationPad1d(2)", "LPPool2d(2, 3)",
+    "MaxUnpool2d(2)", "Dropout1d()", "AlphaDropout(0.2)", "Hardsigmoid()", "RReLU()", "ReLU6()", "LocalResponseNorm(2)",
+    "BatchNorm3d(3)", "SyncBatchNorm(3)", "CircularPad2d(1)", "TripletMarginLoss()", "MarginRankingLoss()",
+    "MultiLabelSoftMarginLoss()", "CTCLoss()", "PoissonNLLLoss()", "GaussianNLLLoss()", "CosineEmbeddingLoss()",
+]
+
+
+def sweep_modules(torch, rng):
+    """repr(module) (what notebooks print), parameter shapes and state_dict keys."""
+    for src in MODULES:
+        def mk(L, src=src):
+            ns = {k: getattr(L.nn, k) for k in dir(L.nn) if not k.startswith("_")}
+            return eval(src, ns)  # noqa: S307 (fixed strings above)
+        yield f"repr {src}", diff(torch, lambda L, mk=mk: repr(mk(L)))
+        yield f"state {src}", diff(torch, lambda L, mk=mk: [(k, tuple(v.shape), str(v.dtype).split(".")[-1])
+                                                          for k, v in mk(L).state_dict().items()])
+
+
+def sweep_methods(torch, rng):
+    """Keyword spellings and overloads scripts use: axis=, keepdim=, unbiased=, out tuples' fields."""
+    x = T(rng.standard_normal((3, 4)), "float32")
+    cases = [
+        ("sum_axis", lambda L, a: a.sum(axis=0)), ("sum_dim_list", lambda L, a: a.sum(dim=[0, 1])),
+        ("sum_dim_none", lambda L, a: a.sum(dim=None)), ("mean_axis_kd", lambda L, a: L.mean(a, axis=1, keepdims=True)),
+        ("max_dim_fields", lambda L, a: a.max(dim=1).indices), ("max_other", lambda L, a: L.max(a, a * 2)),
+        ("max_keepdim", lambda L, a: a.max(1, keepdim=True)[0]), ("min_dim_values", lambda L, a: L.min(a, 0).values),
+        ("std_unbiased", lambda L, a: a.std(unbiased=False)), ("std_dim_unbiased", lambda L, a: a.std(1, False)),
+        ("std_dim_unbiased_kw", lambda L, a: a.std(dim=1, unbiased=True, keepdim=True)),
+        ("var_correction0", lambda L, a: a.var(0, correction=0)), ("argmax_keepdim", lambda L, a: a.argmax(1, keepdim=True)),
+        ("argmax_none_keepdim", lambda L, a: a.argmax(keepdim=True)), ("topk_fields", lambda L, a: a.topk(2, largest=False, sorted=True).indices),
+        ("sort_stable", lambda L, a: a.sort(stable=True, dim=0).values), ("cumsum_axis", lambda L, a: a.cumsum(axis=1)),
+        ("norm_dim", lambda L, a: a.norm(dim=1)), ("norm_p_dim", lambda L, a: a.norm(1, 1)), ("norm_keepdim", lambda L, a: a.norm(2, 1, True)),
+        ("linalg_norm", lambda L, a: L.linalg.norm(a)), ("linalg_vnorm", lambda L, a: L.linalg.vector_norm(a, ord=3, dim=1)),
+        ("linalg_mnorm", lambda L, a: L.linalg.matrix_norm(a)), ("dist", lambda L, a: L.dist(a, a * 2)),
+        ("transpose_kw", lambda L, a: a.transpose(dim0=0, dim1=1)), ("permute_tuple", lambda L, a: a.permute((1, 0))),
+        ("view_tuple", lambda L, a: a.view((2, 6))), ("reshape_list", lambda L, a: a.reshape([6, 2])),
+        ("expand_list", lambda L, a: a[:1].expand([3, 4])), ("repeat_tuple", lambda L, a: a.repeat((2, 1))),
+        ("flatten_kw", lambda L, a: a.flatten(start_dim=0, end_dim=-1)), ("squeeze_kw", lambda L, a: a[None].squeeze(dim=0)),
+        ("unsqueeze_kw", lambda L, a: a.unsqueeze(dim=1)), ("split_kw", lambda L, a: a.split(split_size=2, dim=1)),
+        ("chunk_kw", lambda L, a: a.chunk(chunks=2, dim=1)), ("cat_kw", lambda L, a: L.cat(tensors=(a, a), dim=1)),
+        ("cat_axis", lambda L, a: L.cat((a, a), axis=1)), ("concat", lambda L, a: L.concat((a, a))),
+        ("stack_kw", lambda L, a: L.stack(tensors=[a, a], dim=1)), ("where_kw", lambda L, a: L.where(condition=a > 0, input=a, other=a * 0)),
+        ("clamp_kw", lambda L, a: a.clamp(min=-0.5, max=0.5)), ("clamp_min", lambda L, a: a.clamp_min(0)),
+        ("softmax_method", lambda L, a: a.softmax(-1)), ("softmax_method_kw", lambda L, a: a.softmax(dim=0, dtype=L.float64)),
+        ("log_softmax_method", lambda L, a: a.log_softmax(1)), ("masked_fill_kw", lambda L, a: a.masked_fill(mask=a > 0, value=1.0)),
+        ("gather_kw", lambda L, a: a.gather(dim=1, index=L.tensor([[0], [1], [2]]))), ("index_select_kw", lambda L, a: a.index_select(dim=0, index=L.tensor([0]))),
+        ("type_dtype", lambda L, a: a.type(L.float64)), ("to_copy", lambda L, a: a.to(L.float32, copy=True) is a),
+        ("to_same", lambda L, a: a.to(L.float32) is a), ("float_same", lambda L, a: a.float() is a), ("contiguous_same", lambda L, a: a.contiguous() is a),
+        ("new_tensor_grad", lambda L, a: a.new_tensor([1.0], requires_grad=True).requires_grad),
+        ("mul_scalar_t", lambda L, a: a * L.tensor(2)), ("add_alpha", lambda L, a: a.add(a, alpha=2)), ("sub_alpha", lambda L, a: L.sub(a, 1, alpha=2)),
+        ("add_alpha_float_int", lambda L, a: L.tensor([1, 2]).add(L.tensor([1, 2]), alpha=0.5)),
+        ("div_mode", lambda L, a: a.div(0.3, rounding_mode="floor")), ("div_mode_trunc_int", lambda L, a: L.tensor([-7, 7]).div(2, rounding_mode="trunc")),
+        ("div_mode_bad", lambda L, a: a.div(2, rounding_mode="round")), ("pow_tensor_exp", lambda L, a: L.pow(2, a)),
+        ("round_decimals", lambda L, a: a.round(decimals=2)), ("nan_to_num_kw", lambda L, a: (a / 0).nan_to_num(posinf=1.0, neginf=-1.0)),
+        ("einsum_list", lambda L, a: L.einsum("ij,ij->i", [a, a])), ("all_dim", lambda L, a: (a > 0).all(dim=1)), ("any_kd", lambda L, a: (a > 0).any(1, True)),
+        ("all_float", lambda L, a: a.all()), ("any_int", lambda L, a: L.tensor([0, 2]).any()), ("all_uint8", lambda L, a: L.tensor([1, 2], dtype=L.uint8).all()),
+        ("count_nonzero_dims", lambda L, a: L.count_nonzero(a > 0, dim=(0, 1))), ("unique_sorted_dim", lambda L, a: L.unique((a > 0).long(), dim=0)),
+        ("histc", lambda L, a: L.histc(a, bins=4, min=-1, max=1)), ("bincount_w", lambda L, a: L.bincount(L.tensor([0, 1, 1]), weights=L.tensor([0.5, 1.0, 2.0]))),
+        ("quantile", lambda L, a: L.quantile(a, 0.5, dim=1)), ("quantile_t", lambda L, a: L.quantile(a, L.tensor([0.25, 0.75]))),
+        ("nanquantile", lambda L, a: L.nanquantile(a, 0.5)), ("median_dim", lambda L, a: a.median(1)), ("mode", lambda L, a: (a > 0).long().mode(0)),
+        ("flip_list", lambda L, a: a.flip([0])), ("roll_kw", lambda L, a: a.roll(shifts=1, dims=0)), ("tril_kw", lambda L, a: a.tril(diagonal=-1)),
+        ("masked_select_bcast", lambda L, a: a.masked_select(L.tensor([True, False, True, False]))),
+        ("item_int", lambda L, a: L.tensor([3]).item()), ("item_bool", lambda L, a: L.tensor(True).item()), ("item_half", lambda L, a: L.tensor(1.5, dtype=L.float16).item()),
+        ("tolist_0d", lambda L, a: L.tensor(2).tolist()), ("tolist_bf16", lambda L, a: L.tensor([1.5], dtype=L.bfloat16).tolist()),
+        ("numpy_dtype", lambda L, a: str(L.tensor([1], dtype=L.int16).numpy().dtype)), ("numpy_bf16", lambda L, a: L.tensor([1.0], dtype=L.bfloat16).numpy()),
+        ("data_ptr_eq", lambda L, a: a.data_ptr() == a[0].data_ptr()), ("storage_offset", lambda L, a: a[1:, 2:].storage_offset()),
+        ("is_contiguous_t", lambda L, a: a.t().is_contiguous()), ("untyped_storage_nbytes", lambda L, a: a.untyped_storage().nbytes()),
+        ("requires_grad_int_false", lambda L, a: L.tensor([1]).requires_grad_(False).requires_grad),
+        ("retain_grad", lambda L, a: (lambda y: (y.retain_grad(), y.sum().backward(), y.grad)[2])(L.ones(2, requires_grad=True) * 2)),
+        ("grad_nonleaf_warn", lambda L, a: (lambda y: (y.sum().backward(), y.grad)[1])(L.ones(2, requires_grad=True) * 2)),
+        ("register_hook", lambda L, a: (lambda x: (x.register_hook(lambda g: g * 3), (x * 2).sum().backward(), x.grad)[2])(L.ones(2, requires_grad=True))),
+        ("zero_grad_none", lambda L, a: (lambda m: (m(L.ones(1, 1)).sum().backward(), m.zero_grad(), m.weight.grad)[2])(L.nn.Linear(1, 1))),
+        ("sgd_step", lambda L, a: (lambda p: (p.sum().backward(), L.optim.SGD([p], lr=0.1, momentum=0.9).step(), p.detach())[2])(L.ones(2, requires_grad=True))),
+        ("adamw_defaults", lambda L, a: {k: v for k, v in L.optim.AdamW([L.ones(1, requires_grad=True)]).defaults.items() if isinstance(v, (int, float, bool, tuple))}),
+        ("adam_defaults", lambda L, a: {k: v for k, v in L.optim.Adam([L.ones(1, requires_grad=True)]).defaults.items() if isinstance(v, (int, float, bool, tuple))}),
+        ("sgd_defaults", lambda L, a: {k: v for k, v in L.optim.SGD([L.ones(1, requires_grad=True)], lr=0.1).defaults.items() if isinstance(v, (int, float, bool, tuple))}),
+    ]
+    for name, f in cases:
+        yield name, diff(torch, f, x)
+
+
 SWEEPS = {"unary": sweep_unary, "binary": sweep_binary, "reduce": sweep_reduce, "shape": sweep_shape,
-          "index": sweep_index, "factory": sweep_factory, "nn": sweep_nn, "inplace": sweep_inplace, "misc": sweep_misc}
+          "index": sweep_index, "factory": sweep_factory, "nn": sweep_nn, "inplace": sweep_inplace, "misc": sweep_misc, "loss_dtypes": sweep_loss_dtypes, "modules": sweep_modules, "methods": sweep_methods}
 
 
 def main(argv):

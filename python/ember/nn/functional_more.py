@@ -212,7 +212,10 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     """log(1 + exp(-target * input)), target in {1, -1}."""
     reduction = _reduction(reduction, size_average, reduce)
     from .functional import softplus
-    return _reduce(softplus(-target * input), reduction)
+    # -(input * target): a uint8 target must not be negated on its own (it wraps), a bool one can't be
+    loss = softplus(-(input * target))
+    # torch keeps the input's dtype
+    return _reduce(loss if loss.dtype == input.dtype else loss.to(input.dtype), reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
@@ -764,9 +767,11 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
                       "inputs).", stacklevel=2)
     if not training or p == 0.0 or input.numel() == 0:
         return input
+    if p == 1.0:  # torch zeroes any rank without drawing (a 0-d input included)
+        return input.mul_(0) if inplace else input * 0
     x = input if nd == 5 else input.unsqueeze(0)
     keep = _noise(x, p, True)
-    out = x * (keep / (1 - p) if p < 1 else keep * 0)
+    out = x * (keep / (1 - p))
     out = out if nd == 5 else out.squeeze(0)
     return input.copy_(out) if inplace else out
 
