@@ -86,6 +86,9 @@ from . import _extra_functions  # noqa: E402
 from ._extra_functions import *  # noqa: E402,F401,F403
 from . import special, distributions  # noqa: E402,F401
 _C._add_attrs(_C.Tensor, _extra_functions.TENSOR_METHODS)
+# -- quantile / nanquantile (parity part) --
+from ._quantile import quantile, nanquantile, TENSOR_METHODS as _QUANTILE_METHODS  # noqa: E402
+_C._add_attrs(_C.Tensor, _QUANTILE_METHODS)
 
 # -- torch.* twins of nn functionals composed in Python (nnmore part) --
 from .nn.functional_more import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuffle,  # noqa: E402,F401
