@@ -121,6 +121,15 @@ def compare(got, want, atol=1e-5, rtol=1e-4, where="result"):
             if r:
                 return r
         return None
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or list(got) != list(want):
+            return f"{where}: {type(got).__name__} keys {list(got)[:6] if isinstance(got, dict) else ''} " \
+                   f"vs torch dict keys {list(want)[:6]}"
+        for k in want:
+            r = compare(got[k], want[k], atol, rtol, f"{where}[{k!r}]")
+            if r:
+                return r
+        return None
     if type(want).__name__ == "dtype":
         return None if _name(got) == _name(want) else f"{where}: {got} vs torch {want}"
     if type(got) is not type(want):
@@ -158,7 +167,10 @@ def diff(torch, fn, *specs, atol=1e-5, rtol=1e-4, **kwargs):
         got = _run(ember, fn, specs, kwargs)
     except Exception as mine:  # noqa: BLE001
         return f"raises {type(mine).__name__}({str(mine)[:120]}), torch returns"
-    return compare(got, want, atol, rtol)
+    try:
+        return compare(got, want, atol, rtol)
+    except Exception as exc:  # noqa: BLE001  (a result the comparison can't read is a mismatch too)
+        return f"results not comparable: {type(exc).__name__}({exc})"
 
 
 def assert_parity(torch, fn, *specs, **kwargs):
@@ -952,8 +964,56 @@ def sweep_methods(torch, rng):
         yield name, diff(torch, f, x)
 
 
+def sweep_utils(torch, rng):
+    """nn.init on bad ranks, default_collate of mixed batches, clip/vector utilities."""
+    cases = [
+        ("xavier_1d", lambda L: L.nn.init.xavier_uniform_(L.ones(3))), ("kaiming_0d", lambda L: L.nn.init.kaiming_normal_(L.tensor(1.0))),
+        ("kaiming_empty", lambda L: L.nn.init.kaiming_uniform_(L.ones(0, 3))), ("orthogonal_1d", lambda L: L.nn.init.orthogonal_(L.ones(3))),
+        ("calc_gain", lambda L: L.nn.init.calculate_gain("leaky_relu", 0.2)), ("calc_gain_bad", lambda L: L.nn.init.calculate_gain("foo")),
+        ("calc_gain_selu", lambda L: L.nn.init.calculate_gain("selu")), ("trunc_normal_shape", lambda L: L.nn.init.trunc_normal_(L.ones(3, 2)).shape),
+        ("constant_", lambda L: L.nn.init.constant_(L.ones(2), 3)), ("eye_3d", lambda L: L.nn.init.eye_(L.ones(2, 2, 2))),
+        ("dirac_2d", lambda L: L.nn.init.dirac_(L.ones(2, 2))), ("zeros_int", lambda L: L.nn.init.zeros_(L.ones(2, dtype=L.long))),
+        ("uniform_int", lambda L: L.nn.init.uniform_(L.ones(2, dtype=L.long)).dtype),
+        ("collate_ints", lambda L: L.utils.data.default_collate([1, 2, 3])), ("collate_floats", lambda L: L.utils.data.default_collate([1.0, 2.5])),
+        ("collate_bools", lambda L: L.utils.data.default_collate([True, False])),
+        ("collate_tuples", lambda L: L.utils.data.default_collate([(L.ones(2), 1), (L.zeros(2), 0)])),
+        ("collate_dicts", lambda L: L.utils.data.default_collate([{"a": L.ones(1), "b": "x"}, {"a": L.ones(1), "b": "y"}])),
+        ("collate_np", lambda L: L.utils.data.default_collate([np.ones(2, np.float32), np.zeros(2, np.float32)])),
+        ("collate_np_scalar", lambda L: L.utils.data.default_collate([np.float64(1.5), np.float64(2.0)])),
+        ("collate_ragged", lambda L: L.utils.data.default_collate([L.ones(2), L.ones(3)])),
+        ("collate_strs", lambda L: L.utils.data.default_collate(["a", "b"])), ("collate_none", lambda L: L.utils.data.default_collate([None, None])),
+        ("tensor_dataset_bad", lambda L: L.utils.data.TensorDataset(L.ones(2), L.ones(3))),
+        ("tensor_dataset_item", lambda L: L.utils.data.TensorDataset(L.arange(3), L.arange(3.0))[1]),
+        ("random_split", lambda L: [len(s) for s in L.utils.data.random_split(range(10), [0.3, 0.7])]),
+        ("random_split_bad", lambda L: L.utils.data.random_split(range(10), [3, 3])),
+        ("loader_len", lambda L: len(L.utils.data.DataLoader(range(10), batch_size=3))),
+        ("loader_len_drop", lambda L: len(L.utils.data.DataLoader(range(10), batch_size=3, drop_last=True))),
+        ("loader_first", lambda L: next(iter(L.utils.data.DataLoader(range(10), batch_size=4)))),
+        ("loader_bad_bs", lambda L: L.utils.data.DataLoader(range(10), batch_size=0)),
+        ("loader_shuffle_sampler", lambda L: L.utils.data.DataLoader(range(10), shuffle=True, sampler=[0, 1])),
+        ("subset", lambda L: L.utils.data.Subset(range(10), [2, 5])[1]), ("concat_ds", lambda L: len(L.utils.data.ConcatDataset([range(3), range(4)]))),
+        ("params_to_vector", lambda L: L.nn.utils.parameters_to_vector(L.nn.Linear(2, 2).parameters()).shape),
+        ("clip_value", lambda L: (lambda p: (p.sum().mul(5).backward(), L.nn.utils.clip_grad_value_([p], 1.0), p.grad)[2])(L.ones(2, requires_grad=True))),
+        ("clip_norm_ret", lambda L: (lambda p: (p.sum().mul(5).backward(), L.nn.utils.clip_grad_norm_([p], 1.0))[1])(L.ones(2, requires_grad=True))),
+        ("clip_norm_inf", lambda L: (lambda p: (p.sum().mul(5).backward(), L.nn.utils.clip_grad_norm_([p], 1.0, norm_type="inf"))[1])(L.ones(2, requires_grad=True))),
+        ("clip_norm_nograd", lambda L: L.nn.utils.clip_grad_norm_([L.ones(2, requires_grad=True)], 1.0)),
+        ("pad_sequence", lambda L: L.nn.utils.rnn.pad_sequence([L.ones(2), L.ones(3)], batch_first=True)),
+        ("pad_sequence_value", lambda L: L.nn.utils.rnn.pad_sequence([L.ones(2, 1), L.ones(3, 1)], padding_value=-1)),
+        ("pack_unsorted", lambda L: L.nn.utils.rnn.pack_padded_sequence(L.ones(2, 3, 1), [2, 3], batch_first=True)),
+        ("pack_sorted", lambda L: L.nn.utils.rnn.pack_padded_sequence(L.ones(2, 3, 1), [3, 2], batch_first=True).batch_sizes),
+        ("sched_steplr", lambda L: (lambda o: [(o.step(), s.step(), s.get_last_lr())[2] for s in [L.optim.lr_scheduler.StepLR(o, 2, 0.5)] for _ in range(3)])(L.optim.SGD([L.ones(1, requires_grad=True)], lr=1.0))),
+        ("sched_cos", lambda L: (lambda o: [round(v, 6) for s in [L.optim.lr_scheduler.CosineAnnealingLR(o, 4)] for _ in range(5) for v in (o.step(), s.step(), s.get_last_lr()[0])[2:]])(L.optim.SGD([L.ones(1, requires_grad=True)], lr=1.0))),
+        ("sched_onecycle", lambda L: (lambda o: [round(v, 6) for s in [L.optim.lr_scheduler.OneCycleLR(o, 1.0, total_steps=5)] for _ in range(4) for v in (o.step(), s.step(), s.get_last_lr()[0])[2:]])(L.optim.SGD([L.ones(1, requires_grad=True)], lr=1.0))),
+        ("optim_state_keys", lambda L: (lambda p: (lambda o: (p.sum().backward(), o.step(), sorted(o.state_dict()["state"][0]))[2])(L.optim.Adam([p])))(L.ones(1, requires_grad=True))),
+        ("optim_pg_keys", lambda L: sorted(L.optim.AdamW([L.ones(1, requires_grad=True)]).state_dict()["param_groups"][0])),
+        ("sgd_pg_keys", lambda L: sorted(L.optim.SGD([L.ones(1, requires_grad=True)], lr=0.1).state_dict()["param_groups"][0])),
+    ]
+    for name, f in cases:
+        yield name, diff(torch, f)
+
+
 SWEEPS = {"unary": sweep_unary, "binary": sweep_binary, "reduce": sweep_reduce, "shape": sweep_shape,
-          "index": sweep_index, "factory": sweep_factory, "nn": sweep_nn, "inplace": sweep_inplace, "misc": sweep_misc, "loss_dtypes": sweep_loss_dtypes, "modules": sweep_modules, "methods": sweep_methods}
+          "index": sweep_index, "factory": sweep_factory, "nn": sweep_nn, "inplace": sweep_inplace, "misc": sweep_misc, "loss_dtypes": sweep_loss_dtypes, "modules": sweep_modules, "methods": sweep_methods, "utils": sweep_utils}
 
 
 def main(argv):

@@ -119,3 +119,88 @@ def test_quantile_torch(torch):
     torch.quantile(a, torch.tensor([0.3, 0.8], dtype=torch.float64), dim=1).sum().backward()
     ember.quantile(b, ember.tensor([0.3, 0.8], dtype=ember.float64), dim=1).sum().backward()
     np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy())
+
+
+# -- Tensor.unfold (sliding windows as a view) -----------------------------------------
+
+def test_unfold_by_hand():
+    x = ember.arange(10.0).reshape(2, 5)
+    w = x.unfold(1, 2, 2)
+    assert w.shape == (2, 2, 2) and w.stride() == (5, 2, 1)
+    assert w.tolist() == [[[0.0, 1.0], [2.0, 3.0]], [[5.0, 6.0], [7.0, 8.0]]]
+    w[0, 0, 0] = 42.0  # a view
+    assert x[0, 0].item() == 42.0
+    assert ember.tensor(3.0).unfold(0, 1, 1).tolist() == [3.0]
+    assert x.unfold(1, 0, 1).shape == (2, 6, 0)
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 1 is 5 but size is 6"):
+        x.unfold(1, 6, 1)
+    with pytest.raises(RuntimeError, match="step is 0 but must be > 0"):
+        x.unfold(1, 2, 0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.unfold(2, 1, 1)
+    y = ember.arange(7.0, dtype=ember.float64).requires_grad_()
+    y.unfold(0, 3, 1).sum().backward()  # element i sits in min(i + 1, 3, 7 - i) windows
+    assert y.grad.tolist() == [1.0, 2.0, 3.0, 3.0, 3.0, 2.0, 1.0]
+
+
+def test_unfold_torch(torch):
+    rng = np.random.default_rng(3)
+    for x in (T(rng.standard_normal((2, 5))), T(rng.standard_normal((3, 4)), "float32", "t"),
+              T(rng.integers(0, 9, (2, 6)), "int64", "s"), T(np.array(3.0))):
+        for dim in (0, 1, -1, 2):
+            for size in (0, 1, 2, 5, 6, -1):
+                for step in (1, 2, 3, 0):
+                    assert_parity(torch, lambda L, a, d=dim, s=size, t=step: (a.unfold(d, s, t),
+                                                                              a.unfold(d, s, t).stride()), x)
+
+
+# -- torch's alternative names --------------------------------------------------------
+
+def test_aliases_by_hand():
+    x = ember.tensor([0.5, -0.25])
+    assert ember.arccos(x).tolist() == pytest.approx(np.arccos([0.5, -0.25]).tolist())
+    assert x.arctan2(ember.tensor([1.0, 1.0])).tolist() == pytest.approx(np.arctan2([0.5, -0.25], 1).tolist())
+    assert ember.multiply(x, 2).tolist() == [1.0, -0.5] and ember.subtract(x, 1, alpha=2).tolist() == [-1.5, -2.25]
+    assert ember.divide(ember.tensor([7, -7]), 2, rounding_mode="floor").tolist() == [3, -4]
+    assert ember.greater_equal(x, 0.5).tolist() == [True, False] and x.not_equal(0.5).tolist() == [False, True]
+    y = x.clone()
+    assert y.arcsin_() is y and y.tolist() == pytest.approx(np.arcsin([0.5, -0.25]).tolist())
+    assert x.is_same_size(ember.zeros(2)) and not x.is_same_size(ember.zeros(1, 2))
+    assert [t.shape[1] for t in ember.zeros(2, 3).split_with_sizes([1, 2], 1)] == [1, 2]
+
+
+def test_fill_diagonal_by_hand():
+    assert ember.zeros(2, 3).fill_diagonal_(5).tolist() == [[5, 0, 0], [0, 5, 0]]
+    tall = ember.zeros(7, 3).fill_diagonal_(1, wrap=True)  # restarts after one skipped row
+    assert np.nonzero(tall.numpy())[0].tolist() == [0, 1, 2, 4, 5, 6]
+    assert ember.zeros(7, 3).fill_diagonal_(1).sum().item() == 3
+    assert ember.zeros(2, 2, 2).fill_diagonal_(1).sum().item() == 2
+    with pytest.raises(RuntimeError, match="all dimensions of input must be of equal length"):
+        ember.zeros(2, 3, 3).fill_diagonal_(1)
+    with pytest.raises(RuntimeError):
+        ember.zeros(3).fill_diagonal_(1)
+
+
+def test_unravel_index_by_hand():
+    r, c = ember.unravel_index(ember.tensor([5, 7, 13, -1]), (3, 4))
+    assert r.tolist() == [1, 1, 0, 2] and c.tolist() == [1, 3, 1, 3]  # torch wraps modulo 12
+    with pytest.raises(ValueError, match="zero dimensions"):
+        ember.unravel_index(ember.tensor([2]), (2, 0))
+    with pytest.raises(TypeError):
+        ember.unravel_index(ember.tensor([1.0]), (2, 3))
+
+
+def test_aliases_torch(torch):
+    x = T(np.array([[0.5, -0.25, 0.75]]))
+    for name in ("arccos", "arcsin", "arctan", "arctanh", "arcsinh"):
+        assert_parity(torch, lambda L, a, n=name: (getattr(L, n)(a), getattr(a, n)(), getattr(a.clone(), n + "_")()), x)
+    for name in ("arctan2", "divide", "multiply", "subtract", "greater", "greater_equal", "less", "less_equal",
+                 "not_equal"):
+        assert_parity(torch, lambda L, a, n=name: (getattr(L, n)(a, a * 2 + 1), getattr(a, n)(2),
+                                                   getattr(a.clone(), n + "_")(a * 0 + 1)), x)
+    for shape in ((3, 3), (3, 3, 3), (7, 3), (4, 3), (3, 7), (2, 3, 3), (3,), (0, 0)):
+        for wrap in (False, True):
+            assert_parity(torch, lambda L, s=shape, w=wrap: L.zeros(s).fill_diagonal_(5, w))
+    for idx, shape in (([5, 7], (3, 4)), (11, (3, 4)), ([13, -13, 100], (3, 4)), ([[1, 2], [3, 4]], (2, 3)),
+                       ([5], 6), ([1], (-1, 2)), ([], (2, 3)), ([1.0], (3, 4)), ([2], (2, 0, 3))):
+        assert_parity(torch, lambda L, i=idx, s=shape: L.unravel_index(L.tensor(i), s))
