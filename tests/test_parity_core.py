@@ -204,3 +204,76 @@ def test_aliases_torch(torch):
     for idx, shape in (([5, 7], (3, 4)), (11, (3, 4)), ([13, -13, 100], (3, 4)), ([[1, 2], [3, 4]], (2, 3)),
                        ([5], 6), ([1], (-1, 2)), ([], (2, 3)), ([1.0], (3, 4)), ([2], (2, 0, 3))):
         assert_parity(torch, lambda L, i=idx, s=shape: L.unravel_index(L.tensor(i), s))
+
+
+# -- lgamma / digamma / mvlgamma / logaddexp2 ------------------------------------------
+
+def test_gamma_family_by_hand():
+    import math
+    x = ember.tensor([0.5, 1.0, 2.0, 3.7, -2.5, 100.0], dtype=ember.float64)
+    np.testing.assert_allclose(ember.lgamma(x).numpy(), [math.lgamma(v) for v in x.tolist()], rtol=1e-13)
+    special = ember.tensor([0.0, -0.0, -1.0, math.inf, -math.inf, math.nan])
+    assert ember.lgamma(special).tolist()[:5] == [math.inf] * 5 and math.isnan(ember.lgamma(special)[5].item())
+    d = ember.digamma(special).tolist()
+    assert d[0] == -math.inf and d[1] == math.inf and math.isnan(d[2]) and d[3] == math.inf and math.isnan(d[4])
+    # psi(1) = -Euler's gamma, psi(1/2) = -gamma - 2 ln 2, psi(x + 1) = psi(x) + 1 / x
+    euler = 0.57721566490153286
+    assert ember.digamma(ember.tensor([1.0], dtype=ember.float64)).item() == pytest.approx(-euler, rel=1e-12)
+    assert ember.special.psi(ember.tensor(0.5, dtype=ember.float64)).item() == pytest.approx(
+        -euler - 2 * math.log(2), rel=1e-12)
+    y = ember.tensor([-2.3, 0.7, 4.1, 11.5], dtype=ember.float64)
+    np.testing.assert_allclose((ember.digamma(y + 1) - ember.digamma(y)).numpy(), 1 / y.numpy(), rtol=1e-10)
+    assert ember.lgamma(ember.tensor([1, 2, 3])).dtype == ember.float32  # ints give the default float
+    assert ember.tensor([1.5], dtype=ember.bfloat16).lgamma().dtype == ember.bfloat16
+    mv = ember.mvlgamma(ember.tensor([2.5, 3.0], dtype=ember.float64), 2)
+    np.testing.assert_allclose(mv.numpy(), [0.5 * math.log(math.pi) + math.lgamma(v) + math.lgamma(v - 0.5)
+                                            for v in (2.5, 3.0)], rtol=1e-12)
+    with pytest.raises(RuntimeError, match="p has to be greater than or equal to 1"):
+        ember.mvlgamma(ember.tensor([3.0]), 0)
+    assert ember.special.gammaln(ember.tensor(4.0)).item() == pytest.approx(math.log(6), rel=1e-6)
+
+
+def test_gamma_gradients():
+    x = ember.tensor([-2.5, 0.3, 4.0, 1e-3, 17.2], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(ember.lgamma, (x,))
+    assert ember.autograd.gradcheck(ember.digamma, (x,))
+    ember.lgamma(x).sum().backward()  # d lgamma = digamma
+    np.testing.assert_allclose(x.grad.numpy(), ember.digamma(x.detach()).numpy(), rtol=1e-10)
+
+
+def test_logaddexp2_by_hand():
+    import math
+    a = ember.tensor([1.0, -math.inf, math.inf, 3.0])
+    b = ember.tensor([1.0, -math.inf, math.inf, -2.0])
+    r = ember.logaddexp2(a, b).tolist()
+    assert r[0] == pytest.approx(2.0) and r[1] == -math.inf and r[2] == math.inf
+    assert r[3] == pytest.approx(math.log2(8 + 0.25), rel=1e-6)
+    assert ember.logaddexp2(ember.tensor([1], dtype=ember.int64), ember.tensor([1.0], dtype=ember.float16)).dtype \
+        == ember.float16
+    with pytest.raises(NotImplementedError, match="logaddexp2_cpu"):
+        ember.logaddexp2(ember.tensor([1]), ember.tensor([2]))
+    with pytest.raises(TypeError):
+        ember.logaddexp2(ember.tensor([1.0]), 2)
+
+
+def test_gamma_family_torch(torch):
+    vals = np.array([0., -0., -1., -2.5, 0.5, 1., 2., 1e-8, 100., 1e20, np.inf, -np.inf, np.nan, -1e-8, 3.7,
+                     -3.3, 0.25, 7.5, 12.3, -0.5, 1e-3, 30.0, -10.25])
+    for dt in ("float32", "float64", "bfloat16", "int64", "bool"):
+        x = T(vals if "float" in dt else np.arange(-3, 9) > (dt == "bool") * 2, dt)
+        for name, alias in (("lgamma", "gammaln"), ("digamma", "psi")):
+            assert_parity(torch, lambda L, a, n=name, s=alias: (getattr(L, n)(a), getattr(a, n)(),
+                                                                getattr(L.special, s)(a)), x, rtol=1e-5, atol=1e-6)
+        for p in (1, 3):
+            assert_parity(torch, lambda L, a, p=p: L.mvlgamma(a.abs() + 2, p), x)
+        for dt2 in ("float16", "bfloat16", "float32", "int64", "bool"):
+            assert_parity(torch, lambda L, a, b: L.logaddexp2(a, b), x, T(np.linspace(-3, 3, 12), dt2)) \
+                if len(x.values) == 12 else None
+            assert_parity(torch, lambda L, a, b: L.logaddexp2(a[:5], b), x, T(np.linspace(-3, 3, 5), dt2))
+    a = torch.tensor([-2.5, 0.3, 4.0, 1e-3, 17.2], dtype=torch.float64, requires_grad=True)
+    b = ember.tensor(a.detach().numpy(), requires_grad=True)
+    for name in ("lgamma", "digamma"):
+        a.grad = b.grad = None
+        getattr(torch, name)(a).sum().backward()
+        getattr(ember, name)(b).sum().backward()
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-9)
