@@ -178,3 +178,30 @@ def test_bce_value_unchanged_for_matching_dtype():
     want = -np.mean(Y * np.log(X) + (1 - Y) * np.log(1 - X))
     assert F.binary_cross_entropy(x, ember.tensor(Y, dtype=ember.float64)).item() == pytest.approx(want)
     assert math.isfinite(F.binary_cross_entropy_with_logits(x, ember.tensor(Y, dtype=ember.float64)).item())
+
+
+# -- float-only kernels: torch's error order ------------------------------------------
+
+def test_shrinks_reject_integer_inputs():
+    for fn, kernel in ((F.hardshrink, "hardshrink_cpu"), (F.softshrink, "softshrink_check")):
+        with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented for \'Long\''):
+            fn(ember.tensor([1, -2]))
+        assert fn(ember.tensor([1.0, -0.25])).tolist()[1] == 0.0
+
+
+def test_logcumsumexp_checks_dim_first():
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.logcumsumexp(ember.tensor([1, 2]), 2)
+    with pytest.raises(NotImplementedError):
+        ember.logcumsumexp(ember.tensor([1, 2]), 0)
+    with pytest.raises(TypeError):
+        ember.logcumsumexp(ember.tensor([1.0, 2.0]), (0, 1))
+
+
+def test_float_only_order_torch(torch):
+    for dt in ("int64", "bool", "uint8", "float32"):
+        x = T(np.array([[1, 0, 1], [0, 1, 1]]), dt)
+        assert_parity(torch, lambda L, a: L.nn.functional.hardshrink(a), x)
+        assert_parity(torch, lambda L, a: L.nn.functional.softshrink(a), x)
+        for dim in (0, 2, -3, (0, 1)):
+            assert_parity(torch, lambda L, a, d=dim: L.logcumsumexp(a, d), x)

@@ -48,6 +48,13 @@ def _tensors(fn, **args):
             raise TypeError(f"{fn}(): argument '{name}' (position {pos + 1}) must be Tensor, not {type(v).__name__}")
 
 
+def _float_only(kernel, input):
+    """torch's shrink kernels exist for floating dtypes only."""
+    if not input.is_floating_point():
+        from .functional import _dtype_name
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input.dtype)}'")
+
+
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), target in {1, -1}."""
     reduction = _reduction(reduction, size_average, reduce)
@@ -298,12 +305,14 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
     _tensors("hardshrink", input=input)
+    _float_only("hardshrink_cpu", input)
     return input.masked_fill((input >= -lambd) & (input <= lambd), 0.0)
 
 
 def softshrink(input, lambd=0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between (and on the bounds: no gradient there)."""
     _tensors("softshrink", input=input)
+    _float_only("softshrink_check", input)
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     zero = _C.zeros((), dtype=input.dtype, device=input.device)
