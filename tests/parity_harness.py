@@ -931,7 +931,8 @@ def sweep_misc(torch, rng):
         ("bernoulli_bad", lambda L: L.bernoulli(L.tensor([1.5]))),
         ("manual_seed_type", lambda L: type(L.manual_seed(0)).__name__),
         ("no_grad_fn", lambda L: L.no_grad()(lambda: L.ones(1, requires_grad=True) * 2)().requires_grad),
-        ("set_grad_enabled", lambda L: L.set_grad_enabled(False).__class__.__name__),
+        # (called as a function it switches grad mode off for good: switch it back on)
+        ("set_grad_enabled", lambda L: (L.set_grad_enabled(False).__class__.__name__, L.set_grad_enabled(True))[0]),
         ("is_grad_enabled", lambda L: L.is_grad_enabled()),
         ("inference_mode", lambda L: L.inference_mode()(lambda: L.ones(1, requires_grad=True) * 2)().requires_grad),
         ("chunk_uneven", lambda L: [t.shape[0] for t in L.ones(5).chunk(3)]),

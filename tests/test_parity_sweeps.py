@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+import ember
 import parity_harness
 
 # label regex -> why ember differs on purpose / what is missing (see also the report of
@@ -33,11 +34,22 @@ KNOWN = {
 SWEEPS = ["misc", "utils", "methods", "modules", "factory", "shape", "index", "nn", "loss_dtypes"]
 
 
+@pytest.fixture
+def global_state(torch):
+    """The sweeps seed both libraries' generators and toggle grad mode: put both back."""
+    saved = [(L, L.is_grad_enabled(), L.get_rng_state()) for L in (ember, torch)]
+    yield
+    for L, grad, rng in saved:
+        L.set_grad_enabled(grad)
+        L.set_rng_state(rng)
+
+
 @pytest.mark.parametrize("sweep", SWEEPS)
-def test_sweep_matches_torch(torch, sweep):
+def test_sweep_matches_torch(torch, global_state, sweep):
     rng = np.random.default_rng(0)
     unexpected = []
     for label, reason in parity_harness.SWEEPS[sweep](torch, rng):
         if reason and not any(re.search(k, label) for k in KNOWN):
             unexpected.append(f"{label}: {reason}")
+    assert ember.is_grad_enabled() and torch.is_grad_enabled(), "a sweep left grad mode off"
     assert not unexpected, f"{len(unexpected)} new mismatch(es) with torch:\n" + "\n".join(unexpected[:30])
