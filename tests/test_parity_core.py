@@ -277,3 +277,15 @@ def test_gamma_family_torch(torch):
         getattr(torch, name)(a).sum().backward()
         getattr(ember, name)(b).sum().backward()
         np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-9)
+
+
+def test_new_functions_reject_junk_quickly():
+    # a huge p must fail to allocate, not loop p times (found by tests/test_errors.py's fuzz)
+    with pytest.raises((MemoryError, RuntimeError)):
+        ember.mvlgamma(ember.tensor([3.0]), 2 ** 62)
+    with pytest.raises(TypeError):
+        ember.mvlgamma(ember.tensor([3.0]), 1.5)
+    for call in (lambda: ember.quantile([1.0, 2.0], 0.5), lambda: ember.nanquantile(None, 0.5),
+                 lambda: ember.zeros(2).is_same_size((2,)), lambda: ember.logaddexp2(2.0, ember.ones(1))):
+        with pytest.raises(TypeError):
+            call()

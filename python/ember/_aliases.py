@@ -34,6 +34,8 @@ def _methods():
 
 
 def is_same_size(self, other):
+    if not isinstance(other, _C.Tensor):
+        raise TypeError(f"is_same_size(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
     return tuple(self.shape) == tuple(other.shape)
 
 

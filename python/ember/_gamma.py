@@ -84,18 +84,22 @@ def digamma(input, *, out=None):
 
 def mvlgamma(input, p):
     """The multivariate log-gamma: sum_j lgamma(x - j / 2) + p (p - 1) / 4 log(pi)."""
+    if not isinstance(p, int) or isinstance(p, bool):
+        raise TypeError(f"mvlgamma(): argument 'p' (position 2) must be int, not {type(p).__name__}")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     x, dtype = _float_in("mvlgamma", input)
-    total = p * (p - 1) / 4 * math.log(math.pi)
-    for j in range(p):
-        total = total + lgamma(x - j / 2)
+    # one lgamma over a trailing dim of the p shifts (a huge p fails to allocate, never loops)
+    shifts = _C.arange(p, dtype=x.dtype, device=x.device) / 2
+    total = lgamma(x.unsqueeze(-1) - shifts).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
     return total.to(dtype)
 
 
 def logaddexp2(input, other, *, out=None):
     """log2(2^a + 2^b) through logaddexp on a * ln 2, b * ln 2."""
     import ember
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"logaddexp2(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if not isinstance(other, _C.Tensor):
         raise TypeError(f"logaddexp2(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
     dtype = ember.result_type(input, other)

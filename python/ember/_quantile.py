@@ -12,6 +12,8 @@ _MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _prepare(input, q, dim, interpolation, name):
     from . import float32, float64  # (this module loads while ember's namespace is being built)
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     if not isinstance(q, (_C.Tensor, int, float)) or isinstance(q, bool):  # torch's argument parser first
         raise TypeError(f"{name}(): argument 'q' must be a float or a Tensor, not {type(q).__name__}")
     if input.dtype not in (float32, float64):
