@@ -966,6 +966,7 @@ static inline const int64_t *em_meta_sizes(const EmMeta *m) { return m->big ? m-
 int em_saved_set(EmSaved *s, EmTensor *t, EmNode *owner, bool is_output);
 /* Unpack a saved tensor: new reference, reconnected to the graph. */
 EmTensor *em_saved_get(EmNode *n, EmSaved *s);
+int em_node_released_error(void); /* sets torch's "backward a second time" error, returns -1 */
 void em_saved_clear(EmSaved *s);
 void em_node_release(EmNode *n);
 

@@ -98,11 +98,15 @@ def _call(target, args, kwargs):
           suppress_health_check=list(HealthCheck))
 @given(st.lists(CALL, min_size=4, max_size=8))
 def test_fuzz_junk_arguments(calls):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for target, args, kwargs in calls:
-            _call(target, args, kwargs)
-    ember.set_default_dtype(ember.float32)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for target, args, kwargs in calls:
+                _call(target, args, kwargs)
+    finally:  # junk calls of the global setters must not leak into later tests
+        ember.set_default_dtype(ember.float32)
+        ember.use_deterministic_algorithms(False)
+        ember.set_grad_enabled(True)
 
 
 @pytest.mark.parametrize("name", FUNCS)

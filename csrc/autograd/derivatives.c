@@ -97,6 +97,7 @@ static int bw_fmod(EmNode *n, EmTensor **go, EmTensor **gi) {
 static int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *a = IN(0), *b = IN(1);
+    if (!a || !b) END; /* released graph: the error is set */
     if (need(n, 0)) {
         EmScalar e;
         bool zero_exp = !em_is_tensor(b) && em_scalar_from_py(b, &e) == 0 && em_scalar_to_double(e) == 0;

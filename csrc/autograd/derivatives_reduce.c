@@ -446,7 +446,9 @@ static int bw_cumprod(EmNode *n, EmTensor **go, EmTensor **gi) {
         SET(0, g);
         END;
     }
-    PyObject *x = IN(0), *zero = EQ(x, NUM(0.0));
+    PyObject *x = IN(0);
+    if (!x) END; /* released graph: the error is set */
+    PyObject *zero = EQ(x, NUM(0.0));
     if (!sc.failed && !any_true(S, zero))
         SET(0, DIV(reversed_cumsum(S, MUL(OUT(0), g), ARG(1)), x));
     else

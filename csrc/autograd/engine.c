@@ -523,7 +523,7 @@ static int run_copy_slices(EmNode *n, EmTensor **go, EmTensor **gi) {
     } else {
         EmNode *fn = (EmNode *)n->ctx;
         if (em_copy_(result, (PyObject *)go[0]) < 0 || !(slice = em_clone(region))) goto done;
-        if (fn->backward(fn, &slice, res) < 0) goto done;
+        if ((fn->released ? em_node_released_error() : fn->backward(fn, &slice, res)) < 0) goto done;
         if (res[0]) {
             if (em_copy_(region, (PyObject *)res[0]) < 0) goto done;
         } else {
@@ -693,7 +693,7 @@ static int execute(Task *t, bool keep_graph, bool create_graph, bool accumulate,
         break;
     case EM_NODE_PYTHON: rc = run_python(n, go, gi); break;
     case EM_NODE_COPY_SLICES: rc = run_copy_slices(n, go, gi); break;
-    default: rc = n->backward(n, go, gi); break;
+    default: rc = n->released ? em_node_released_error() : n->backward(n, go, gi); break; /* Note [released node] */
     }
     if (EM_UNLIKELY(em_profiler_on)) em_profiler_node(em_node_name(n), t0);
     if (rc < 0) return -1;

@@ -101,9 +101,11 @@ static inline PyObject *arg(EmNode *n, int i) { return PyTuple_GET_ITEM(n->args,
 /* Saved input k (new reference kept by the scratch) or, when the forward
  * got a number there, that number. */
 static inline PyObject *input(Scratch *s, EmNode *n, int k) {
-    /* a released node raises torch's "backward through the graph a second time" */
-    if (n->saved[k].data || n->released) return keep(s, (PyObject *)em_saved_get(n, &n->saved[k]));
     PyObject *a = arg(n, param_of(n, k));
+    /* a released node raises torch's "backward through the graph a second time";
+     * a number argument was never saved and outlives the release */
+    if (n->saved[k].data || (n->released && a == Py_None))
+        return keep(s, (PyObject *)em_saved_get(n, &n->saved[k]));
     if (a == Py_None) {
         PyErr_SetString(PyExc_SystemError, "ember: backward formula needs an input that was not saved");
         s->failed = true;

@@ -74,15 +74,20 @@ static const char *legacy_type_name(EmDType d) {
     return names[d];
 }
 
+int em_node_released_error(void) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "Trying to backward through the graph a second time (or directly access "
+                    "saved tensors after they have already been freed). Saved intermediate "
+                    "values of the graph are freed when you call .backward() or "
+                    "autograd.grad(). Specify retain_graph=True if you need to backward "
+                    "through the graph a second time or if you need to access saved tensors "
+                    "after calling backward.");
+    return -1;
+}
+
 EmTensor *em_saved_get(EmNode *n, EmSaved *s) {
     if (n->released) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "Trying to backward through the graph a second time (or directly access "
-                        "saved tensors after they have already been freed). Saved intermediate "
-                        "values of the graph are freed when you call .backward() or "
-                        "autograd.grad(). Specify retain_graph=True if you need to backward "
-                        "through the graph a second time or if you need to access saved tensors "
-                        "after calling backward.");
+        em_node_released_error();
         return NULL;
     }
     if (!s->data) {
@@ -235,9 +240,20 @@ void em_node_release(EmNode *n) {
         PyObject *r = PyObject_CallMethod(n->ctx, "_release_saved", NULL);
         if (r) Py_DECREF(r); else PyErr_Clear();
     }
-    for (int i = 0; i < n->num_next; i++) em_saved_clear(&n->saved[i]);
-    for (int i = 0; n->saved_out && i < n->num_outputs; i++) em_saved_clear(&n->saved_out[i]);
-    n->released = true;
+    /* Note [released node]: only a node that saved tensors counts as released
+     * (torch lets a graph of save-nothing nodes run backward again); the
+     * engine refuses to run a released node's formula at all, so formulas
+     * never see the NULL of a freed input. */
+    bool saved_any = n->kind == EM_NODE_PYTHON;
+    for (int i = 0; i < n->num_next; i++) {
+        saved_any |= n->saved[i].data != NULL;
+        em_saved_clear(&n->saved[i]);
+    }
+    for (int i = 0; n->saved_out && i < n->num_outputs; i++) {
+        saved_any |= n->saved_out[i].data != NULL;
+        em_saved_clear(&n->saved_out[i]);
+    }
+    if (saved_any) n->released = true;
 }
 
 static int node_clear(EmNode *n) {

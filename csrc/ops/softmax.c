@@ -68,12 +68,13 @@ static PyObject *softmax_common(EmCall *c, bool lg) {
     int given = em_arg_dtype(c, 2, &dtype);
     if (given < 0 || em_arg_int(c, 1, &dim64) < 0) return NULL;
     if (given == 1) dtype = (EmDType)in->dtype;
+    /* torch checks the dim first: a bad dim on an int tensor is an IndexError */
+    if (em_wrap_dim(dim64, in->ndim > 0 ? in->ndim : 1, &dim) < 0) return NULL;
     if (!em_is_float(dtype)) {
         PyErr_Format(PyExc_NotImplementedError, "\"%s_lastdim_kernel_impl\" not implemented for '%s'", name,
                      em_dtype_name(dtype));
         return NULL;
     }
-    if (em_wrap_dim(dim64, in->ndim > 0 ? in->ndim : 1, &dim) < 0) return NULL;
     if (!em_is_cpu(in)) return softmax_gpu(in, dim, dtype, lg);
     if (em_check_cpu(in, name) < 0) return NULL;
     EmDType cdt = em_compute_dtype(dtype);

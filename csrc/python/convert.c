@@ -28,8 +28,11 @@ static int leaf_dtype(PyObject *o, Inferred *inf) {
     else if (PyFloat_CheckExact(o)) merge_dtype(inf, em_default_float);
     else if (em_is_tensor(o)) {
         EmTensor *t = (EmTensor *)o;
-        if (t->numel != 1) {
-            PyErr_SetString(PyExc_TypeError, "only integer tensors of a single element can be converted to an index");
+        if (t->numel != 1) { /* torch reads a float element as a scalar, an int one as an index */
+            if (em_is_float((EmDType)t->dtype))
+                PyErr_SetString(PyExc_ValueError, "only one element tensors can be converted to Python scalars");
+            else
+                PyErr_SetString(PyExc_TypeError, "only integer tensors of a single element can be converted to an index");
             return -1;
         }
         merge_dtype(inf, (EmDType)t->dtype);

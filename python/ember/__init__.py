@@ -96,6 +96,15 @@ _C._add_attrs(_C.Tensor, _math_more.TENSOR_METHODS)
 from . import _linalg_decomp  # noqa: E402
 globals().update(_linalg_decomp.TORCH)
 _C._add_attrs(_C.Tensor, _linalg_decomp.TENSOR_METHODS)
+# -- quantile / nanquantile (parity part) --
+from ._quantile import quantile, nanquantile, TENSOR_METHODS as _QUANTILE_METHODS  # noqa: E402
+_C._add_attrs(_C.Tensor, _QUANTILE_METHODS)
+from . import _aliases  # noqa: E402  (arccos, multiply, greater_equal, ... as torch spells them)
+globals().update(_aliases._functions(), **_aliases.FUNCTIONS)
+_C._add_attrs(_C.Tensor, _aliases._methods())
+from . import _gamma  # noqa: E402  (lgamma, digamma, mvlgamma, logaddexp2)
+globals().update(_gamma.FUNCTIONS)
+_C._add_attrs(_C.Tensor, _gamma.TENSOR_METHODS)
 
 # -- torch.* twins of nn functionals composed in Python (nnmore part) --
 from .nn.functional_more import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuffle,  # noqa: E402,F401

@@ -517,10 +517,12 @@ def i0(input):
 def logcumsumexp(input, dim):
     """log(cumsum(exp(input), dim)), computed stably (a log-space prefix scan)."""
     _require_tensor("logcumsumexp", input)
+    if not isinstance(dim, int):
+        raise TypeError(f"logcumsumexp(): argument 'dim' must be int, not {type(dim).__name__}")
+    d = _wrap_dim(dim, input.dim())  # torch checks the dim before the dtype
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for '
                                   f"'{_type_name(input.dtype)}'")
-    d = _wrap_dim(dim, input.dim())
     if input.dim() == 0:
         return input.clone()
     n = input.shape[d]

@@ -175,7 +175,30 @@ def __reversed__(self):
     return iter(list(self)[::-1]) if self.dim() else iter([self])
 
 
+def unfold(self, dimension, size, step):
+    """A view of every `size`-long window along `dimension`, `step` apart, in a new last dim
+    (torch's Tensor.unfold: dim becomes (n - size) // step + 1 windows)."""
+    nd = self.dim()
+    top = max(nd, 1)
+    if not -top <= dimension < top:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-top}, {top - 1}], but got {dimension})")
+    d = dimension % top
+    n = self.shape[d] if nd else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if nd == 0:
+        return self.as_strided((size,), (1,), self.storage_offset())
+    shape, strides = list(self.shape), list(self.stride())
+    shape[d], strides[d] = (n - size) // step + 1, strides[d] * step
+    return self.as_strided(tuple(shape) + (size,), tuple(strides) + (self.stride(d),), self.storage_offset())
+
+
 _C._add_attrs(_C.Tensor, {
+    "unfold": unfold,
     "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__format__": __format__,
     "__array__": __array__, "__array_wrap__": __array_wrap__, "__array_interface__": __array_interface__, "where": where,
     "__reversed__": __reversed__, "__module__": "ember", "H": H, "mH": mH, "conj": _identity,

@@ -12,6 +12,10 @@ from ._extra_functions import (logit, xlogy, xlog1py, sinc, i0, _to_float, _requ
 __all__ = ["expit", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfinv", "log1p", "expm1",
            "exp2", "log_softmax", "softmax", "logsumexp", "sinc", "round", "entr", "ndtr", "i0"]
 
+# -- the gamma family (parity part): ember/_gamma.py's compositions under torch.special's names --
+from ._gamma import lgamma as gammaln, digamma, digamma as psi, mvlgamma as multigammaln  # noqa: E402
+__all__ += ["gammaln", "digamma", "psi", "multigammaln"]
+
 
 def expit(input):
     """The logistic sigmoid 1 / (1 + exp(-x))."""

@@ -86,28 +86,57 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input.copy_(out) if inplace else out
 
 
-def _channel_dropout(input, p, training, inplace, batched_ndim, name):
+def _feature_dropout(input, p, training, inplace):
+    """torch's feature dropout: one keep draw per (dim 0, dim 1) pair, broadcast over the rest."""
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:  # no draw, so no rank check either (torch's order)
+        out = input * 0
+    else:
+        if input.dim() < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        keep = input.new_empty(tuple(input.shape[:2]) + (1,) * (input.dim() - 2)).bernoulli_(1 - p)
+        out = input * (keep / (1 - p))
+    return input.copy_(out) if inplace else out
+
+
+def _check_dropout_p(p):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if input.dim() not in (batched_ndim - 1, batched_ndim):
-        raise RuntimeError(f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, but received a "
-                           f"{input.dim()}D input.")
-    if not training or p == 0.0:
-        return input
-    lead = 2 if input.dim() == batched_ndim else 1  # (N, C) or (C,): one draw per channel
-    keep = input.new_empty(tuple(input.shape[:lead]) + (1,) * (input.dim() - lead)).bernoulli_(1 - p)
-    out = input * (keep / (1 - p) if p < 1 else keep * 0)
-    return input.copy_(out) if inplace else out
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, L) / (C, L) inputs."""
-    return _channel_dropout(input, p, training, inplace, 3, "dropout1d")
+    _check_dropout_p(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, "
+                           "a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    if input.dim() == 3:
+        return _feature_dropout(input, p, training, inplace)
+    out = _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)
+    return input.copy_(out) if inplace and out is not input else out
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, H, W) / (C, H, W) inputs."""
-    return _channel_dropout(input, p, training, inplace, 4, "dropout2d")
+    """Zero whole channels of (N, C, H, W) inputs. As in torch, other ranks only warn and
+    keep the (N, C, ...) reading: a 3-d input is (N, C, L), not an unbatched (C, H, W)."""
+    import warnings
+    _check_dropout_p(p)
+    nd = input.dim()
+    if nd not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will result in "
+                      "an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with "
+                      "2 spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      "inputs).", stacklevel=2)
+    if nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel "
+                      "dim. This behavior will change in a future release to interpret the input as one without "
+                      "a batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                      "behavior, please switch to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
 
 
 def _shape(s):
@@ -269,9 +298,16 @@ def _warn_size(input, target, stacklevel=3):
                        "Please ensure they have the same size.", stacklevel=stacklevel)
 
 
+def _bool_target(input, target):
+    """torch's fused mse / smooth_l1 / huber kernels read a bool target as 0 / 1 in the input's
+    dtype; ember's subtract refuses bool, so convert first."""
+    return target.to(input.dtype) if target.dtype == _bool() else target
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     red = _reduction_enum(reduction, size_average, reduce)
     _warn_size(input, target)
+    target = _bool_target(input, target)
     if weight is not None:
         return _weighted(_C._pointwise_loss(input, target, None, None, 0, 0, 1.0), input, weight, red, True)
     return _C._pointwise_loss(input, target, None, None, 0, red, 1.0)
@@ -305,6 +341,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _warn_size(input, target)
+    target = _bool_target(input, target)
     if beta == 0.0:  # torch: plain l1_loss then
         return l1_loss(input, target, reduction=reduction)
     return _C._pointwise_loss(input, target, None, None, 1, red, float(beta))
@@ -315,9 +352,12 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     _warn_size(input, target)
+    target = _bool_target(input, target)
     if weight is not None:
         return _weighted(_C._pointwise_loss(input, target, None, None, 2, 0, float(delta)), input, weight, red, False)
-    return _C._pointwise_loss(input, target, None, None, 2, red, float(delta))
+    loss = _C._pointwise_loss(input, target, None, None, 2, red, float(delta))
+    # torch's huber keeps the input's dtype (mse / smooth_l1 promote with the target's)
+    return loss if loss.dtype == input.dtype or not input.is_floating_point() else loss.to(input.dtype)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -325,6 +365,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input size "
                          f"({input.size()}) is deprecated. Please ensure they have the same size.")
+    if target.dtype != input.dtype:  # torch's kernel takes no promotion: int / bool / other-width targets
+        raise RuntimeError(f"Found dtype {_dtype_name(target.dtype)} but expected {_dtype_name(input.dtype)}")
     if weight is not None:
         weight = weight.expand(target.shape)
     return _C._pointwise_loss(input, target, weight, None, 3, red, 1.0)
@@ -336,6 +378,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     red = _reduction_enum(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    if target.dtype == _bool():
+        raise NotImplementedError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                                  "Use the `^` or `logical_xor()` operator instead.")
+    if not target.is_floating_point() and input.is_floating_point():  # torch's 1 - target is written in place
+        raise RuntimeError(f"result type {_dtype_name(input.dtype)} can't be cast to the desired output type "
+                           f"{_dtype_name(target.dtype)}")
     return _C._pointwise_loss(input, target, weight, pos_weight, 4, red, 1.0)
 
 
@@ -350,6 +398,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                        "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                        "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                        stacklevel=2)
+    if not input.is_floating_point() or not target.is_floating_point():
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:

@@ -48,6 +48,13 @@ def _tensors(fn, **args):
             raise TypeError(f"{fn}(): argument '{name}' (position {pos + 1}) must be Tensor, not {type(v).__name__}")
 
 
+def _float_only(kernel, input):
+    """torch's shrink kernels exist for floating dtypes only."""
+    if not input.is_floating_point():
+        from .functional import _dtype_name
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input.dtype)}'")
+
+
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), target in {1, -1}."""
     reduction = _reduction(reduction, size_average, reduce)
@@ -212,7 +219,10 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     """log(1 + exp(-target * input)), target in {1, -1}."""
     reduction = _reduction(reduction, size_average, reduce)
     from .functional import softplus
-    return _reduce(softplus(-target * input), reduction)
+    # -(input * target): a uint8 target must not be negated on its own (it wraps), a bool one can't be
+    loss = softplus(-(input * target))
+    # torch keeps the input's dtype
+    return _reduce(loss if loss.dtype == input.dtype else loss.to(input.dtype), reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
@@ -295,12 +305,14 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 def hardshrink(input, lambd=0.5):
     """x where |x| > lambd, else 0."""
     _tensors("hardshrink", input=input)
+    _float_only("hardshrink_cpu", input)
     return input.masked_fill((input >= -lambd) & (input <= lambd), 0.0)
 
 
 def softshrink(input, lambd=0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between (and on the bounds: no gradient there)."""
     _tensors("softshrink", input=input)
+    _float_only("softshrink_check", input)
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     zero = _C.zeros((), dtype=input.dtype, device=input.device)
@@ -764,9 +776,11 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
                       "inputs).", stacklevel=2)
     if not training or p == 0.0 or input.numel() == 0:
         return input
+    if p == 1.0:  # torch zeroes any rank without drawing (a 0-d input included)
+        return input.mul_(0) if inplace else input * 0
     x = input if nd == 5 else input.unsqueeze(0)
     keep = _noise(x, p, True)
-    out = x * (keep / (1 - p) if p < 1 else keep * 0)
+    out = x * (keep / (1 - p))
     out = out if nd == 5 else out.squeeze(0)
     return input.copy_(out) if inplace else out
 
