@@ -44,6 +44,10 @@ def _check_lr(lr):
         raise ValueError(f"Invalid learning rate: {lr}")
 
 
+# the flags every optimizer's groups carry, with their defaults (for _restore_state)
+GROUP_FLAGS = (("foreach", None), ("maximize", False), ("differentiable", False), ("capturable", False))
+
+
 def _restore_state(optimizer, flags, step_keys=("step",)):
     """__setstate__ for optimizers saved by older versions: missing group
     flags get their defaults and Python-number 'step's become 0-d tensors."""

@@ -2,7 +2,7 @@
 RMS(past updates) / RMS(gradients), both running means with factor rho.
 State per parameter: 'step', 'square_avg', 'acc_delta'."""
 from .. import _C
-from ._common import _check_lr, _new_step, _restore_state, _step_body, _value
+from ._common import _check_lr, _new_step, _restore_state, GROUP_FLAGS, _step_body, _value
 from .optimizer import Optimizer, _check_hyper
 
 __all__ = ["Adadelta"]
@@ -21,8 +21,7 @@ class Adadelta(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _restore_state(self, (("foreach", None), ("maximize", False), ("differentiable", False),
-                              ("capturable", False)))
+        _restore_state(self, GROUP_FLAGS)
 
     @_step_body
     def step(self):

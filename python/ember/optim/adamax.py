@@ -2,7 +2,7 @@
 norm, exp_inf = max(beta2 * exp_inf, |g| + eps). State per parameter:
 'step', 'exp_avg', 'exp_inf'."""
 from .. import _C
-from ._common import _check_lr, _new_step, _restore_state, _step_body, _value
+from ._common import _check_lr, _new_step, _restore_state, GROUP_FLAGS, _step_body, _value
 from .optimizer import Optimizer, _check_hyper
 from .radam import _check_betas
 
@@ -22,8 +22,7 @@ class Adamax(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _restore_state(self, (("foreach", None), ("maximize", False), ("differentiable", False),
-                              ("capturable", False)))
+        _restore_state(self, GROUP_FLAGS)
 
     @_step_body
     def step(self):

@@ -3,7 +3,7 @@ eta_t = lr / (1 + lambd lr t)^alpha and a running average of the iterates
 ('ax') that starts averaging after t0 steps. State per parameter: 'step',
 'eta', 'mu' (0-d tensors) and 'ax'."""
 from .. import _C
-from ._common import _check_lr, _restore_state, _scalar_dtype, _step_body, _value
+from ._common import _check_lr, _restore_state, GROUP_FLAGS, _scalar_dtype, _step_body, _value
 from .optimizer import Optimizer, _check_hyper
 
 __all__ = ["ASGD"]
@@ -22,8 +22,7 @@ class ASGD(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _restore_state(self, (("foreach", None), ("maximize", False), ("differentiable", False),
-                              ("capturable", False)), step_keys=("step", "eta", "mu"))
+        _restore_state(self, GROUP_FLAGS, step_keys=("step", "eta", "mu"))
 
     @_step_body
     def step(self):

@@ -3,7 +3,7 @@ term is switched on only once the variance of its estimate is tractable
 (rho_t > 5), scaled by the rectification term; L2 or decoupled weight decay.
 State per parameter: 'step' (0-d float32 tensor), 'exp_avg', 'exp_avg_sq'."""
 from .. import _C
-from ._common import _check_lr, _new_step, _restore_state, _step_body, _value
+from ._common import _check_lr, _new_step, _restore_state, GROUP_FLAGS, _step_body, _value
 from .optimizer import Optimizer, _check_hyper
 
 __all__ = ["RAdam"]
@@ -28,8 +28,7 @@ class RAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _restore_state(self, (("foreach", None), ("maximize", False), ("differentiable", False),
-                              ("capturable", False), ("decoupled_weight_decay", False)))
+        _restore_state(self, GROUP_FLAGS + (("decoupled_weight_decay", False),))
 
     @_step_body
     def step(self):

@@ -4,7 +4,7 @@ when it flips (that element then skips its update), clamped to step_sizes;
 only the gradient's sign is used. State per parameter: 'step', 'prev',
 'step_size'."""
 from .. import _C
-from ._common import _check_lr, _new_step, _restore_state, _step_body, _value
+from ._common import _check_lr, _new_step, _restore_state, GROUP_FLAGS, _step_body, _value
 from .optimizer import Optimizer
 
 __all__ = ["Rprop"]
@@ -22,8 +22,7 @@ class Rprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _restore_state(self, (("foreach", None), ("maximize", False), ("differentiable", False),
-                              ("capturable", False)))
+        _restore_state(self, GROUP_FLAGS)
 
     @_step_body
     def step(self):
