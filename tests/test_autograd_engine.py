@@ -489,6 +489,25 @@ def test_no_grad_on_generator(L):
         it.close()
 
 
+def test_no_grad_on_generator_methods_and_partials(L):
+    """Decorated generator methods and partials of generators are generators
+    too (each step under the mode); plain functions stay plain."""
+    import functools
+
+    class Box:
+        @L.no_grad()
+        def gen(self):
+            yield L.is_grad_enabled()
+
+    def g(a):
+        yield a, L.is_grad_enabled()
+
+    assert list(Box().gen()) == [False]
+    assert list(L.no_grad()(functools.partial(g, 3))()) == [(3, False)]
+    assert L.no_grad()(lambda: L.is_grad_enabled())() is False
+    assert L.enable_grad()(Box().gen)  # a bound method is accepted
+
+
 def test_inference_mode(L):
     x = T(L, [1.0, 2.0])
     with L.inference_mode():
