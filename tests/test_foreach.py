@@ -155,3 +155,16 @@ def test_against_torch(torch):
     torch._foreach_mul_(t, torch.tensor(0.3))
     for a, b in zip(e, t):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("ember_threads", [1, 2], indirect=True)
+def test_mul_of_a_buffer_listed_twice_scales_it_twice(ember_threads):
+    x = ember.ones(50000)
+    ember._foreach_mul_([x, x, x[:10000]], 3.0)  # one storage three times: 9 everywhere, 27 at the front
+    got = x.numpy()
+    assert (got[:10000] == 27).all() and (got[10000:] == 9).all()
+    b = [ember.ones(3), ember.ones(2)]
+    ember._foreach_mul_(b, True)
+    assert b[0].tolist() == [1.0] * 3
+    ember._foreach_mul_(b, False)
+    assert b[1].tolist() == [0.0, 0.0]

@@ -198,7 +198,7 @@ static void scale_chunk(void *ctx, Py_ssize_t k, int64_t chunk, int64_t lo, int6
  * float/int or a one-element floating CPU tensor: 1 and *scale set; 0 when
  * the per-tensor path must take it. */
 static int single_scale(PyObject *other, double *scale) {
-    if (PyFloat_Check(other) || (PyLong_Check(other) && !PyBool_Check(other))) {
+    if (PyFloat_Check(other) || PyLong_Check(other)) { /* bools too, as 1 and 0 */
         *scale = PyFloat_AsDouble(other);
         return !PyErr_Occurred();
     }
@@ -240,6 +240,11 @@ PyObject *em_impl_foreach_mul_(EmCall *c) {
         /* what an in-place op checks first (inference tensors, leaves that
          * require grad, recorded writes) is the op's own business */
         if (single && fast_operand(t) && !em_requires_grad(t) && !t->is_inference) job.t[k] = t;
+        /* a storage twice in the list (the same tensor, or views of one
+         * buffer): the later ones after the region, one at a time, so that no
+         * two threads scale the same elements at once */
+        for (Py_ssize_t j = 0; j < k && job.t[k]; j++)
+            if (job.t[j] && job.t[j]->storage == t->storage) job.t[k] = NULL;
     }
     em_parallel_chunks(n, sizes, scale_chunk, &job);
     for (Py_ssize_t k = 0; k < n; k++) {
