@@ -4,7 +4,7 @@ warms up; L2 or decoupled weight decay. State per parameter: 'step',
 'mu_product' (the running product of the mu_t, a 0-d tensor), 'exp_avg',
 'exp_avg_sq'."""
 from .. import _C
-from ._common import _check_lr, _new_step, _restore_state, _scalar_dtype, _step_body, _value
+from ._common import _check_lr, _new_step, _restore_state, GROUP_FLAGS, _scalar_dtype, _step_body, _value
 from .optimizer import Optimizer, _check_hyper
 from .radam import _check_betas
 
@@ -27,9 +27,7 @@ class NAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _restore_state(self, (("maximize", False), ("foreach", None), ("capturable", False),
-                              ("differentiable", False), ("decoupled_weight_decay", False)),
-                       step_keys=("step", "mu_product"))
+        _restore_state(self, GROUP_FLAGS + (("decoupled_weight_decay", False),), step_keys=("step", "mu_product"))
 
     @_step_body
     def step(self):
