@@ -160,7 +160,12 @@ static inline uint16_t em_f32_to_bf16(float f) {
 
 /* ----------------------------------------------------------------- devices */
 
-typedef enum { EM_CPU = 0, EM_CUDA = 1 } EmDeviceKind;
+/* Note [meta device]: EM_META tensors have sizes, strides and a dtype but no
+ * data: their storage records nbytes and holds no memory. Ops whose row has
+ * EM_RUNS_META (or EM_RUNS_ANY) compute their results' shapes and dtypes and
+ * return meta tensors without running a kernel; every other op raises
+ * NotImplementedError naming the op (ops/dispatch_device.c). */
+typedef enum { EM_CPU = 0, EM_CUDA = 1, EM_META = 2 } EmDeviceKind;
 typedef struct {
     int8_t type;  /* EmDeviceKind */
     int8_t index; /* -1: unspecified (only in ember.device objects) */
@@ -170,8 +175,12 @@ typedef struct {
 
 static inline EmDevice em_cpu(void) { return (EmDevice){EM_CPU, -1}; }
 static inline bool em_device_eq(EmDevice a, EmDevice b) {
-    return a.type == b.type && (a.type == EM_CPU || a.index == b.index);
+    return a.type == b.type && (a.type != EM_CUDA || a.index == b.index);
 }
+static inline EmDevice em_meta(void) { return (EmDevice){EM_META, -1}; }
+/* set_default_device / `with ember.device(d):` (core/device.c): the device
+ * object factories without device= build on, or NULL for the CPU. Borrowed. */
+extern PyObject *em_default_device_obj;
 /* Writes "cpu" or "cuda:1" into buf; returns buf. */
 const char *em_device_str(EmDevice d, char *buf, size_t n);
 
@@ -273,6 +282,13 @@ static inline char *em_data(const EmTensor *t) {
 }
 static inline EmDevice em_device(const EmTensor *t) { return t->storage->device; }
 static inline bool em_is_cpu(const EmTensor *t) { return t->storage->device.type == EM_CPU; }
+static inline bool em_is_meta(const EmTensor *t) { return t->storage->device.type == EM_META; }
+/* Note [meta device]: a meta tensor was ever made, so op calls check their
+ * devices (core/storage.c). */
+extern bool em_meta_used;
+/* NotImplementedError when t is a meta tensor: reading its data ("what")
+ * is impossible. 0 / -1. */
+int em_check_has_data(const EmTensor *t, const char *what);
 
 /* Allocate a tensor object of `type` (EmTensorType uses a free list) viewing
  * `storage` (a new reference is taken). sizes/strides are copied; strides
@@ -643,7 +659,7 @@ typedef struct {
     PyObject *default_value; /* NULL: required */
 } EmParam;
 
-/* A signature string from ops.def, parsed once at import (python/args.c). */
+/* A signature string from ops.def, parsed once at import (ops/args.c). */
 typedef struct {
     char fname[40];
     int nparams, npositional;
@@ -655,17 +671,53 @@ typedef struct {
 typedef struct EmCall EmCall;
 typedef PyObject *(*EmImplFn)(EmCall *c);
 
+/* Note [op row]: what ops.def's columns say about an op beyond its
+ * signature and impl. The dispatcher (ops/dispatch.c), autocast
+ * (ops/autocast.c) and autograd read these and nothing else: no list of op
+ * names lives anywhere outside the table. */
+
+/* The device column: where the impl may run. */
+enum {
+    EM_RUNS_CPU = 0,                /* CPU kernels only: GPU tensors take Note [CUDA fallback] */
+    EM_RUNS_ANY = 1 << 0,           /* views and metadata, data only through em_copy_/em_fill_: any device as is */
+    EM_RUNS_CUDA = 1 << 1,          /* launches the backend's kernel; EmNoCudaKernel (raised before
+                                     * anything is written) sends the call to the fallback */
+    EM_RUNS_MIXED = 1 << 2,         /* its tensors may live on different devices (copy_) */
+    EM_RUNS_CPU_INDEX = 1 << 3,     /* CPU index tensors may index a GPU tensor */
+    EM_RUNS_DEVICE_ARG = 1 << 4,    /* device= says where results go; the input only gives a shape */
+    EM_RUNS_ANY_BASIC_KEY = 1 << 5, /* runs as is when its key only makes a view (x[1:, None]) */
+    EM_RUNS_META = 1 << 6,          /* the impl runs on meta tensors: shapes, dtypes and strides only */
+};
+/* The tags column. */
+enum {
+    EM_TAG_VIEW = 1 << 0,      /* every tensor it returns views its input's storage */
+    EM_TAG_INPLACE = 1 << 1,   /* writes into its first argument (a tensor or a list of them) */
+    EM_TAG_WRITES = 1 << 2,    /* writes into other arguments too (batch norm's running statistics) */
+    EM_TAG_GEOMETRY = 1 << 3,  /* its in-place variant changes only sizes and strides, no data (t_) */
+    EM_TAG_POINTWISE = 1 << 4, /* elementwise through the iterator, with the row's kernels */
+};
+/* The autocast column, AC(cpu policy, cuda policy): Note [autocast]. */
+typedef enum { EM_CAST_NONE, EM_CAST_LOWER, EM_CAST_FP32, EM_CAST_PROMOTE } EmCastPolicy;
+enum { EM_CAST_CPU = 0, EM_CAST_CUDA = 1 };
+
 typedef struct {
     const char *name;
     const char *signature;
     EmImplFn impl;
     const EmKernels *kernels;
     unsigned variants;
+    unsigned devices;       /* EM_RUNS_* */
+    unsigned tags;          /* EM_TAG_* */
+    uint8_t autocast[2];    /* EmCastPolicy by EM_CAST_CPU / EM_CAST_CUDA */
     EmSignature sig;
-    bool writes_self; /* name ends in '_': the method writes into self */
+    bool writes_self; /* tagged in place with a tensor first: the method writes into self */
 } EmOpDef;
 enum { EM_VARIANT_FN = 1, EM_VARIANT_METHOD = 2, EM_VARIANT_INPLACE = 4 };
 extern EmOpDef em_op_defs[EM_NUM_OPS];
+/* The op's row, or -1 for a function outside the table (the factories). */
+static inline int em_op_row(const EmOpDef *def) {
+    return def >= em_op_defs && def < em_op_defs + EM_NUM_OPS ? (int)(def - em_op_defs) : -1;
+}
 
 /* One call of an op: arguments by parameter index (borrowed, defaults filled
  * in), and where the result goes. */
@@ -710,14 +762,14 @@ PyObject *em_profiler_call(EmCall *c, PyObject *(*run)(EmCall *));
 void em_profiler_node(const char *name, int64_t t0);
 PyObject *em_profiler_start(PyObject *m, PyObject *record_shapes);
 PyObject *em_profiler_stop(PyObject *m, PyObject *unused);
-/* Run a bound call through the whole op pipeline (bindings.c). */
+/* Run a bound call through the whole op pipeline (ops/dispatch.c). */
 PyObject *em_call_run(EmCall *c);
-/* Note [CUDA fallback] (core/device_dispatch.c): run a call whose tensors may
+/* Note [CUDA fallback] (ops/dispatch_device.c): run a call whose tensors may
  * live on a GPU. */
 PyObject *em_device_dispatch(EmCall *c);
 int em_device_dispatch_init(void);
 PyObject *em_cuda_fallback_counts(PyObject *m, PyObject *reset);
-/* Note [autocast] (core/autocast.c) */
+/* Note [autocast] (ops/autocast.c) */
 extern bool em_autocast_on;
 extern int em_autocast_suspend;
 int em_autocast_args(EmCall *c, PyObject **owned);
@@ -740,8 +792,9 @@ int em_arg_dtype(EmCall *c, int i, EmDType *out); /* 0 given, 1 None, -1 error *
  * else *n is set to it. */
 PyObject *em_arg_tensor_list(EmCall *c, int i, Py_ssize_t *n);
 /* A Python value as an elementwise operand (tensor or weak scalar); 1 when
- * it is neither (the number protocol then returns NotImplemented). */
+ * it is neither (the number protocol then returns NotImplemented). core/copy.c */
 int em_to_operand(PyObject *o, EmOperand *out);
+bool em_is_number(PyObject *o);
 
 /* Elementwise front-ends used by the number protocol (ops/elementwise.c). */
 
@@ -772,7 +825,7 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out);
  * (torch's sum), float inputs keep their dtype. */
 EmTensor *em_linalg_sum(EmTensor *t, const bool *mask, bool keepdim);
 
-/* Python data <-> tensors (python/convert.c, python/numpy.c) */
+/* Python data <-> tensors (core/convert.c, core/numpy.c) */
 EmTensor *em_tensor_from_data(PyObject *data, int dtype /* EM_AUTO or EmDType */);
 PyObject *em_tensor_tolist(EmTensor *t);
 PyObject *em_tensor_item(EmTensor *t);
@@ -780,12 +833,14 @@ PyObject *em_tensor_item(EmTensor *t);
 int em_is_ndarray(PyObject *o);
 EmTensor *em_from_numpy(PyObject *arr, bool warn_readonly);
 PyObject *em_to_numpy(EmTensor *t);
-/* DLPack (python/dlpack.c) */
+/* DLPack (core/dlpack.c) */
 PyObject *em_to_dlpack(EmTensor *t, bool versioned);
 EmTensor *em_from_dlpack_capsule(PyObject *capsule);
 
 /* copy_: dst[...] = src (broadcast, dtype cast). Returns 0 / -1. */
 int em_copy_(EmTensor *dst, PyObject *src);
+/* copy_ where either side is a meta tensor (Note [meta device]). 0 / -1. */
+int em_meta_copy_(EmTensor *dst, EmTensor *src);
 /* fill_ with a scalar; 0 / -1 */
 int em_fill_(EmTensor *dst, EmScalar value);
 /* A tensor cast to dtype (a new tensor; t itself when copy is false and dtype matches). */
@@ -980,6 +1035,16 @@ typedef struct {
 int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre);
 PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutogradPre *pre);
 void em_autograd_pre_clear(EmAutogradPre *pre);
+/* Note [autograd hooks]: the dispatcher (ops/) runs autograd's checks and
+ * records nodes, but autograd sits above ops (its formulas call ops), so the
+ * dispatcher reaches it through these pointers, which em_init_autograd sets
+ * (ops/dispatch.c defines them). */
+typedef struct {
+    int (*precheck)(const EmOpDef *def, EmCall *c, EmAutogradPre *pre);
+    PyObject *(*record)(const EmOpDef *def, EmCall *c, PyObject *result, EmAutogradPre *pre);
+    void (*pre_clear)(EmAutogradPre *pre);
+} EmAutogradHooks;
+extern EmAutogradHooks em_autograd_hooks;
 /* Note [stale views]: a view whose storage was written in place since its
  * grad_fn was set gets a fresh grad_fn from its base. 0 / -1. */
 int em_view_refresh(EmTensor *t);

@@ -132,7 +132,7 @@ def test_index_select_out_of_range():
 
 
 def test_index_select_cpu_index_is_rejected_like_the_cpu_op_on_cpu():
-    # a CPU index tensor of a GPU tensor: only indexing/index_put allow it (device_dispatch.c)
+    # a CPU index tensor of a GPU tensor: only indexing/index_put allow it (ops/dispatch_device.c)
     g = ember.arange(6.0).cuda()
     with pytest.raises(RuntimeError, match="same device"):
         g.index_select(0, ember.tensor([1]))

@@ -1,6 +1,6 @@
 /* record.c — building the graph as ops run (Note [autograd graph]).
  *
- * em_call_run (bindings.c) calls em_autograd_precheck before an op writes
+ * em_call_run (ops/dispatch.c) calls em_autograd_precheck before an op writes
  * into a tensor (torch's errors for in-place writes to leaves, out= with
  * grad) and em_autograd_record after it ran: one node per differentiable op
  * call with an input that requires grad, edges to the producers of its
@@ -68,13 +68,7 @@ void em_autograd_pre_clear(EmAutogradPre *pre) {
 /* In-place view ops (x.squeeze_(), t_, transpose_, ...) change only the
  * tensor's geometry, writing no data: on a view they get their own node as
  * torch's, not CopySlices on the base (whose shape the node's is not). */
-static bool changes_only_geometry(EmOpId op) {
-    switch (op) {
-    case EM_OP_transpose: case EM_OP_swapaxes: case EM_OP_swapdims: case EM_OP_t: case EM_OP_squeeze:
-    case EM_OP_unsqueeze: case EM_OP_as_strided: return true;
-    default: return false;
-    }
-}
+static bool changes_only_geometry(EmOpId op) { return em_op_defs[op].tags & EM_TAG_GEOMETRY; }
 
 /* torch forbids writing in place into an autograd.Function output that is an
  * input returned as-is or a view made inside forward: the view+inplace

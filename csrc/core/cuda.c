@@ -262,6 +262,7 @@ EmTensor *em_to_device(EmTensor *t, EmDevice device, bool non_blocking) {
 
 int em_copy_device_(EmTensor *dst, EmTensor *src, bool non_blocking) {
     if (em_is_cpu(dst) && em_is_cpu(src)) return em_copy_(dst, (PyObject *)src);
+    if (em_is_meta(dst) || em_is_meta(src)) return em_meta_copy_(dst, src);
     return em_cuda_copy_(dst, src, non_blocking);
 }
 
@@ -537,6 +538,9 @@ static PyObject *py_generator(PyObject *m, PyObject *args) {
     return Py_BuildValue("(KK)", (unsigned long long)gen_seed[dev], (unsigned long long)gen_offset[dev]);
 }
 
+/* torch.backends.cuda.matmul.allow_tf32: float32 GPU products may use TF32 (Note [GPU gemm]) */
+bool em_allow_tf32;
+
 static PyObject *py_set_allow_tf32(PyObject *m, PyObject *on) {
     int v = PyObject_IsTrue(on);
     if (v < 0) return NULL;
@@ -572,7 +576,6 @@ static PyMethodDef cuda_methods[] = {
     {"_get_allow_tf32", py_get_allow_tf32, METH_NOARGS, NULL},
     {"_cuda_fake_kernel_calls", em_cuda_fake_kernel_calls, METH_NOARGS, NULL}, /* cudafused */
     {"_cuda_fake_counters", em_cuda_fake_counters, METH_NOARGS, NULL}, /* cudared */
-    {"_cuda_fallback_counts", em_cuda_fallback_counts, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

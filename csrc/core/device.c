@@ -3,7 +3,7 @@
 #include "../ember.h"
 
 const char *em_device_str(EmDevice d, char *buf, size_t n) {
-    const char *type = d.type == EM_CPU ? "cpu" : "cuda";
+    const char *type = d.type == EM_CPU ? "cpu" : d.type == EM_META ? "meta" : "cuda";
     if (d.index < 0)
         snprintf(buf, n, "%s", type);
     else
@@ -20,6 +20,8 @@ static int parse_device_string(PyObject *s, EmDevice *out) {
         out->type = EM_CPU;
     else if (tlen == 4 && strncmp(str, "cuda", 4) == 0)
         out->type = EM_CUDA;
+    else if (tlen == 4 && strncmp(str, "meta", 4) == 0)
+        out->type = EM_META;
     else
         goto bad;
     out->index = -1;
@@ -37,7 +39,7 @@ static int parse_device_string(PyObject *s, EmDevice *out) {
     return 0;
 bad:
     PyErr_Format(PyExc_RuntimeError,
-                 "Invalid device string: '%s' (expected 'cpu', 'cuda' or 'cuda:N')", str);
+                 "Invalid device string: '%s' (expected 'cpu', 'cuda', 'cuda:N' or 'meta')", str);
     return -1;
 }
 
@@ -99,7 +101,7 @@ static PyObject *device_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *device_repr(EmDeviceObject *self) {
-    const char *t = self->device.type == EM_CPU ? "cpu" : "cuda";
+    const char *t = self->device.type == EM_CPU ? "cpu" : self->device.type == EM_META ? "meta" : "cuda";
     if (self->device.index < 0) return PyUnicode_FromFormat("device(type='%s')", t);
     return PyUnicode_FromFormat("device(type='%s', index=%d)", t, self->device.index);
 }
@@ -122,7 +124,7 @@ static Py_hash_t device_hash(EmDeviceObject *self) {
 }
 
 static PyObject *device_type(EmDeviceObject *self, void *c) {
-    return PyUnicode_FromString(self->device.type == EM_CPU ? "cpu" : "cuda");
+    return PyUnicode_FromString(self->device.type == EM_CPU ? "cpu" : self->device.type == EM_META ? "meta" : "cuda");
 }
 static PyObject *device_index(EmDeviceObject *self, void *c) {
     if (self->device.index < 0) Py_RETURN_NONE;
@@ -133,12 +135,70 @@ static PyObject *device_reduce(EmDeviceObject *self, PyObject *unused) {
     if (!s) return NULL;
     return Py_BuildValue("(O(N))", (PyObject *)&EmDeviceType, s);
 }
-/* `with ember.device('cpu'):` is accepted; a default-device stack lands with CUDA. */
+/* ---------------------------------------------- the default device */
+
+PyObject *em_default_device_obj; /* NULL: the CPU */
+
+/* Make d (a device object, or NULL for the CPU) the default; 0 / -1. */
+static int set_default(PyObject *d) {
+    if (d && ((EmDeviceObject *)d)->device.type == EM_CPU) d = NULL;
+    if (d && em_device_unavailable(((EmDeviceObject *)d)->device) < 0) return -1;
+    Py_XSETREF(em_default_device_obj, Py_XNewRef(d));
+    return 0;
+}
+
+/* `with ember.device(d):` makes d the default device of factories inside the
+ * block (torch's device context), nested blocks restoring the outer one. */
+#define DEVICE_STACK_MAX 64
+static PyObject *device_stack[DEVICE_STACK_MAX]; /* the defaults the open blocks replaced */
+static int device_depth;
+
 static PyObject *device_enter(EmDeviceObject *self, PyObject *unused) {
-    if (self->device.type != EM_CPU) return em_device_unavailable(self->device), NULL;
+    if (device_depth == DEVICE_STACK_MAX) {
+        PyErr_SetString(PyExc_RuntimeError, "ember.device: too many nested device contexts");
+        return NULL;
+    }
+    PyObject *prev = Py_XNewRef(em_default_device_obj);
+    if (set_default((PyObject *)self) < 0) {
+        Py_XDECREF(prev);
+        return NULL;
+    }
+    device_stack[device_depth++] = prev;
     return Py_NewRef(self);
 }
-static PyObject *device_exit(EmDeviceObject *self, PyObject *args) { Py_RETURN_NONE; }
+
+static PyObject *device_exit(EmDeviceObject *self, PyObject *args) {
+    if (device_depth > 0) {
+        PyObject *prev = device_stack[--device_depth];
+        Py_XSETREF(em_default_device_obj, prev);
+    }
+    Py_RETURN_NONE;
+}
+
+/* _C._set_default_device(device or None) */
+static PyObject *py_set_default_device(PyObject *m, PyObject *arg) {
+    PyObject *d = NULL;
+    if (arg != Py_None) {
+        EmDevice dv;
+        if (em_device_from_py(arg, &dv) < 0 || em_cuda_resolve(&dv) < 0) return NULL;
+        if (!(d = em_device_object(dv))) return NULL;
+    }
+    int r = set_default(d);
+    Py_XDECREF(d);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _C._get_default_device() -> the device factories use when given none */
+static PyObject *py_get_default_device(PyObject *m, PyObject *u) {
+    return em_default_device_obj ? Py_NewRef(em_default_device_obj) : em_device_object(em_cpu());
+}
+
+static PyMethodDef default_device_methods[] = {
+    {"_set_default_device", py_set_default_device, METH_O, NULL},
+    {"_get_default_device", py_get_default_device, METH_NOARGS, NULL},
+    {NULL},
+};
 
 static PyGetSetDef device_getset[] = {
     {"type", (getter)device_type, NULL, NULL, NULL},
@@ -164,10 +224,10 @@ PyTypeObject EmDeviceType = {
     .tp_hash = (hashfunc)device_hash,
     .tp_getset = device_getset,
     .tp_methods = device_methods,
-    .tp_doc = "device(type, index=None): where a tensor's memory lives ('cpu' or 'cuda:N').",
+    .tp_doc = "device(type, index=None): where a tensor's memory lives ('cpu', 'cuda:N' or 'meta').",
 };
 
 int em_init_devices(PyObject *m) {
-    if (PyType_Ready(&EmDeviceType) < 0) return -1;
+    if (PyType_Ready(&EmDeviceType) < 0 || PyModule_AddFunctions(m, default_device_methods) < 0) return -1;
     return PyModule_AddObjectRef(m, "device", (PyObject *)&EmDeviceType);
 }

@@ -368,7 +368,8 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
         result = like ? em_empty_like(like, res_dtype) : em_empty(ndim, shape, res_dtype, device);
         if (!result) return NULL;
     }
-    if (result->numel == 0) return result;
+    /* Note [meta device]: the shape, dtype and layout are all a meta call computes */
+    if (result->numel == 0 || device.type == EM_META) return result;
 
     /* operands: output first, byte strides aligned to the broadcast shape */
     int64_t full[EM_ITER_MAX_OPS][EM_MAX_DIMS];

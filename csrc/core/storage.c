@@ -27,12 +27,22 @@ static EmStorage *storage_alloc(void) {
     return s;
 }
 
+bool em_meta_used;
+
 EmStorage *em_storage_new(int64_t nbytes, EmDevice device) {
     if (device.type != EM_CPU && em_cuda_resolve(&device) < 0) return NULL;
     if (nbytes < 0) {
         PyErr_Format(PyExc_RuntimeError, "Trying to create tensor with negative size (%lld bytes)",
                      (long long)nbytes);
         return NULL;
+    }
+    if (device.type == EM_META) { /* Note [meta device]: the size, never the memory */
+        EmStorage *s = storage_alloc();
+        if (!s) return NULL;
+        s->nbytes = nbytes;
+        s->device = em_meta();
+        em_meta_used = true;
+        return s;
     }
     if (device.type == EM_CUDA) {
         void *d = em_cuda_alloc(device.index, (size_t)nbytes);
@@ -129,4 +139,10 @@ PyTypeObject EmStorageType = {
 int em_init_storage(PyObject *m) {
     if (PyType_Ready(&EmStorageType) < 0) return -1;
     return PyModule_AddObjectRef(m, "UntypedStorage", (PyObject *)&EmStorageType);
+}
+
+int em_check_has_data(const EmTensor *t, const char *what) {
+    if (!em_is_meta(t)) return 0;
+    PyErr_Format(PyExc_NotImplementedError, "Cannot %s meta tensor; no data!", what);
+    return -1;
 }

@@ -2,6 +2,7 @@
  * don't pay malloc + GC setup per result), geometry, views, contiguity, and
  * the lifetime slots (dealloc / traverse / clear) the Python type uses. */
 #include "../ember.h"
+#include <stddef.h>
 
 #define TENSOR_FREELIST_MAX 256
 static EmTensor *tensor_freelist[TENSOR_FREELIST_MAX];
@@ -327,3 +328,44 @@ int em_check_cpu(const EmTensor *t, const char *opname) {
                  em_device_str(em_device(t), buf, sizeof buf));
     return -1;
 }
+
+/* ----------------------------------------------------- the type object */
+
+/* The tensor type's layout and lifetime. python/tensor_type.c gives it its
+ * Python face (constructor, operators, methods, repr) before readying it:
+ * the core allocates and frees tensors without knowing about either. */
+PyTypeObject EmTensorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember.Tensor",
+    .tp_basicsize = sizeof(EmTensor),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_dealloc = (destructor)em_tensor_dealloc,
+    .tp_traverse = (traverseproc)em_tensor_traverse,
+    .tp_clear = (inquiry)em_tensor_clear,
+    .tp_dictoffset = offsetof(EmTensor, dict),
+    .tp_weaklistoffset = offsetof(EmTensor, weakrefs),
+    .tp_doc = "A multi-dimensional array of one dtype, on one device.",
+};
+
+/* ------------------------------------------------------- Python helpers */
+
+/* Functions written in Python that C code calls (repr, linalg helpers),
+ * registered by ember/__init__.py through _C._set_helpers. */
+static PyObject *helpers; /* dict set by ember/__init__.py: repr, ... */
+
+PyObject *em_py_helper(const char *name) {
+    PyObject *f = helpers ? PyDict_GetItemString(helpers, name) : NULL;
+    if (!f) PyErr_Format(PyExc_RuntimeError, "ember: Python helper '%s' is not registered", name);
+    return f;
+}
+
+PyObject *em_set_helpers(PyObject *mod, PyObject *d) {
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "expected a dict");
+        return NULL;
+    }
+    if (!helpers && !(helpers = PyDict_New())) return NULL;
+    if (PyDict_Update(helpers, d) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+

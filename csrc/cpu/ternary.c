@@ -1,6 +1,6 @@
 /* ternary.c — kernels with three or more operands: where, clamp, lerp,
- * addcmul/addcdiv, add/sub with alpha, nan_to_num, round(decimals=), and the
- * byte-copy kernels behind copy_ / fill_ / dtype conversion. */
+ * addcmul/addcdiv, add/sub with alpha, nan_to_num, round(decimals=). (The
+ * byte-copy kernels behind copy_ / fill_ / dtype conversion are in core/copy.c.) */
 #include "loops.h"
 
 /* out = a + alpha * b; alpha arrives as a broadcast operand */
@@ -29,25 +29,4 @@ EM_TABLE(addcdiv, EM_TYPES_FLOAT(EM_ENTRY, addcdiv))
 EM_TYPES_FLOAT(EM_INST_QUATERNARY, nan_to_num, a != a ? b : a == INFINITY ? c : a == -INFINITY ? e : a)
 EM_TABLE(nan_to_num, EM_TYPES_FLOAT(EM_ENTRY, nan_to_num))
 
-/* copy: dtype-agnostic by element size (the iterator casts around it) */
-#define COPY_FN(W, T)                                                          \
-    static void copy_##W(char **d, const int64_t *s, int64_t n) {              \
-        if (s[0] == W && s[1] == W) {                                          \
-            memmove(d[0], d[1], (size_t)(n * W));                              \
-        } else if (s[0] == W && s[1] == 0) {                                   \
-            T v = *(const T *)d[1], *o = (T *)d[0];                            \
-            for (int64_t i = 0; i < n; i++) o[i] = v;                          \
-        } else {                                                               \
-            for (int64_t i = 0; i < n; i++)                                    \
-                *(T *)(d[0] + i * s[0]) = *(const T *)(d[1] + i * s[1]);       \
-        }                                                                      \
-    }
-COPY_FN(1, uint8_t)
-COPY_FN(2, uint16_t)
-COPY_FN(4, uint32_t)
-COPY_FN(8, uint64_t)
-const EmKernels em_kernels_copy = {{
-    [EM_BOOL] = copy_1, [EM_UINT8] = copy_1, [EM_INT8] = copy_1, [EM_INT16] = copy_2,
-    [EM_INT32] = copy_4, [EM_INT64] = copy_8, [EM_FLOAT16] = copy_2, [EM_BFLOAT16] = copy_2,
-    [EM_FLOAT32] = copy_4, [EM_FLOAT64] = copy_8,
-}, "copy"};
+

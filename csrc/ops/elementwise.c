@@ -458,48 +458,6 @@ PyObject *em_impl_addcdiv(EmCall *c) { return addc_impl(c, true); }
 
 /* ------------------------------------------------------ copy and fill */
 
-int em_copy_(EmTensor *dst, PyObject *src) {
-    if (!em_is_cpu(dst) || (em_is_tensor(src) && !em_is_cpu((EmTensor *)src))) {
-        if (em_is_tensor(src)) return em_cuda_copy_(dst, (EmTensor *)src, false);
-        EmScalar v;
-        if (em_scalar_from_py(src, &v) < 0) return -1;
-        return em_cuda_fill_(dst, v);
-    }
-    EmIterConfig cfg = em_iter_config("copy_", &em_kernels_copy, EM_PROMOTE_NONE);
-    if (em_to_operand(src, &cfg.inputs[0]) != 0) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "copy_(): argument 'src' must be Tensor, not %.100s",
-                         Py_TYPE(src)->tp_name);
-        return -1;
-    }
-    cfg.ninputs = 1;
-    cfg.out = dst;
-    cfg.inplace = true;
-    cfg.common_dtype = dst->dtype;
-    cfg.compute_dtype = dst->dtype; /* byte copies; the iterator casts the source */
-    EmTensor *r = em_iter_run(&cfg);
-    if (!r) return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
-int em_fill_(EmTensor *dst, EmScalar value) {
-    if (em_scalar_check_range(value, (EmDType)dst->dtype) < 0) return -1;
-    if (!em_is_cpu(dst)) return em_cuda_fill_(dst, value);
-    EmIterConfig cfg = em_iter_config("fill_", &em_kernels_copy, EM_PROMOTE_NONE);
-    cfg.allow_self_overlap = true;
-    cfg.inputs[0] = em_opnd_scalar(value);
-    cfg.ninputs = 1;
-    cfg.out = dst;
-    cfg.inplace = true;
-    cfg.common_dtype = dst->dtype;
-    cfg.compute_dtype = dst->dtype;
-    EmTensor *r = em_iter_run(&cfg);
-    if (!r) return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
 PyObject *em_impl_copy_(EmCall *c) {
     EmTensor *self = em_arg_tensor(c, 0), *src = em_arg_tensor(c, 1);
     if (src == self) return Py_NewRef(self);
@@ -528,17 +486,6 @@ PyObject *em_impl_zero_(EmCall *c) {
     EmScalar zero = {'i', {0}};
     if (em_fill_(self, zero) < 0) return NULL;
     return Py_NewRef(self);
-}
-
-EmTensor *em_to_dtype(EmTensor *t, EmDType dtype, bool copy) {
-    if (t->dtype == dtype && !copy) return (EmTensor *)Py_NewRef(t);
-    EmTensor *r = em_empty_like(t, dtype);
-    if (!r) return NULL;
-    if (em_copy_(r, (PyObject *)t) < 0) {
-        Py_DECREF(r);
-        return NULL;
-    }
-    return r;
 }
 
 PyObject *em_impl_to_copy(EmCall *c) {

@@ -41,7 +41,7 @@ EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtyp
         PyObject *dev = em_arg_named(c, "device");
         EmDevice d = em_cpu();
         if (dev && dev != Py_None && (em_device_from_py(dev, &d) < 0 || em_cuda_resolve(&d) < 0)) return NULL;
-        return em_empty(ndim, shape, dtype, d.type == EM_CUDA ? d : em_cpu());
+        return em_empty(ndim, shape, dtype, d.type == EM_CPU ? em_cpu() : d);
     }
     if (c->out->dtype != dtype) {
         PyErr_Format(PyExc_RuntimeError, "dtype %s does not match dtype of out parameter (%s)",
@@ -287,6 +287,7 @@ static PyObject *f_arange(EmCall *c) {
     }
     EmTensor *t = em_factory_out(c, 1, &n, d);
     if (!t) return NULL;
+    if (em_is_meta(t)) return em_factory_finish(t, &o); /* Note [meta device] */
     if (gpu) {
         if (em_cuda->arange_fill(em_device(t).index, d, em_data(t), n, t->strides[0], int_math, start.v.i,
                                  step.v.i, xs, xt) < 0) {
@@ -331,6 +332,7 @@ static PyObject *linspace_impl(EmCall *c, bool log, double base) {
         return em_cuda ? em_fused_no_kernel(log ? "logspace" : "linspace") : NULL;
     EmTensor *t = em_factory_out(c, 1, &steps, d);
     if (!t) return NULL;
+    if (em_is_meta(t)) return em_factory_finish(t, &o); /* Note [meta device] */
     if (gpu) {
         if (em_cuda->linspace_fill(em_device(t).index, d, em_data(t), steps, t->strides[0], xs, xe, log, base) < 0) {
             em_cuda_error(log ? "logspace" : "linspace");
@@ -473,6 +475,7 @@ static PyObject *f_scalar_tensor(EmCall *c) {
     EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : em_default_float;
     EmDevice dev;
     if (device_or(c, em_cpu(), &dev) < 0) return NULL;
+    if (dev.type == EM_META) return em_factory_finish(em_empty(0, NULL, d, dev), &o); /* Note [meta device] */
     return em_factory_finish(em_scalar_tensor(s, d, dev.type == EM_CUDA ? dev : em_cpu()), &o);
 }
 
@@ -575,6 +578,7 @@ static PyObject *tri_indices(EmCall *c, bool lower) {
     bool gpu = gpu_target(c);
     EmTensor *t = gpu ? em_empty(2, shape, d, em_cpu()) : em_factory_out(c, 2, shape, d);
     if (!t) return NULL;
+    if (em_is_meta(t)) return em_factory_finish(t, &o); /* Note [meta device] */
     char *p = em_data(t);
     int isz = em_itemsize(d);
     int64_t s0 = t->strides[0] * isz, s1 = t->strides[1] * isz, k = 0;
@@ -601,26 +605,26 @@ static PyObject *f_triu_indices(EmCall *c) { return tri_indices(c, false); }
 
 #define OPTS "dtype? dtype=None, object layout=None, device? device=None, bool pin_memory=False, bool requires_grad=False"
 static EmOpDef factories[] = {
-    {"zeros", "zeros(IntList size, *, Tensor out=None, " OPTS ")", f_zeros},
-    {"ones", "ones(IntList size, *, Tensor out=None, " OPTS ")", f_ones},
-    {"empty", "empty(IntList size, *, Tensor out=None, object memory_format=None, " OPTS ")", f_empty},
-    {"empty_strided", "empty_strided(IntList size, IntList stride, *, " OPTS ")", f_empty_strided},
-    {"full", "full(IntList size, Number fill_value, *, Tensor out=None, " OPTS ")", f_full},
-    {"zeros_like", "zeros_like(Tensor input, *, object memory_format=None, " OPTS ")", f_zeros_like},
-    {"ones_like", "ones_like(Tensor input, *, object memory_format=None, " OPTS ")", f_ones_like},
-    {"empty_like", "empty_like(Tensor input, *, object memory_format=None, " OPTS ")", f_empty_like},
-    {"full_like", "full_like(Tensor input, Number fill_value, *, object memory_format=None, " OPTS ")", f_full_like},
-    {"arange", "arange(Number start, Number? end=None, Number? step=None, *, Tensor out=None, " OPTS ")", f_arange},
-    {"linspace", "linspace(float start, float end, int steps, *, Tensor out=None, " OPTS ")", f_linspace},
-    {"logspace", "logspace(float start, float end, int steps, float base=10.0, *, Tensor out=None, " OPTS ")", f_logspace},
-    {"eye", "eye(int n, int? m=None, *, Tensor out=None, " OPTS ")", f_eye},
-    {"tensor", "tensor(object data, *, " OPTS ")", f_tensor},
-    {"as_tensor", "as_tensor(object data, dtype? dtype=None, device? device=None)", f_as_tensor},
-    {"scalar_tensor", "scalar_tensor(Number s, *, " OPTS ")", f_scalar_tensor},
-    {"from_numpy", "from_numpy(object ndarray)", f_from_numpy},
-    {"from_dlpack", "from_dlpack(object ext_tensor)", f_from_dlpack},
-    {"tril_indices", "tril_indices(int row, int col, int offset=0, *, " OPTS ")", f_tril_indices},
-    {"triu_indices", "triu_indices(int row, int col, int offset=0, *, " OPTS ")", f_triu_indices},
+    {"zeros", "zeros(IntList size, *, Tensor out=None, " OPTS ")", f_zeros, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"ones", "ones(IntList size, *, Tensor out=None, " OPTS ")", f_ones, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"empty", "empty(IntList size, *, Tensor out=None, object memory_format=None, " OPTS ")", f_empty, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"empty_strided", "empty_strided(IntList size, IntList stride, *, " OPTS ")", f_empty_strided, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"full", "full(IntList size, Number fill_value, *, Tensor out=None, " OPTS ")", f_full, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"zeros_like", "zeros_like(Tensor input, *, object memory_format=None, " OPTS ")", f_zeros_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"ones_like", "ones_like(Tensor input, *, object memory_format=None, " OPTS ")", f_ones_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"empty_like", "empty_like(Tensor input, *, object memory_format=None, " OPTS ")", f_empty_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"full_like", "full_like(Tensor input, Number fill_value, *, object memory_format=None, " OPTS ")", f_full_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"arange", "arange(Number start, Number? end=None, Number? step=None, *, Tensor out=None, " OPTS ")", f_arange, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"linspace", "linspace(float start, float end, int steps, *, Tensor out=None, " OPTS ")", f_linspace, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"logspace", "logspace(float start, float end, int steps, float base=10.0, *, Tensor out=None, " OPTS ")", f_logspace, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"eye", "eye(int n, int? m=None, *, Tensor out=None, " OPTS ")", f_eye, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"tensor", "tensor(object data, *, " OPTS ")", f_tensor, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"as_tensor", "as_tensor(object data, dtype? dtype=None, device? device=None)", f_as_tensor, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"scalar_tensor", "scalar_tensor(Number s, *, " OPTS ")", f_scalar_tensor, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"from_numpy", "from_numpy(object ndarray)", f_from_numpy, .devices = EM_RUNS_DEVICE_ARG},
+    {"from_dlpack", "from_dlpack(object ext_tensor)", f_from_dlpack, .devices = EM_RUNS_DEVICE_ARG},
+    {"tril_indices", "tril_indices(int row, int col, int offset=0, *, " OPTS ")", f_tril_indices, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"triu_indices", "triu_indices(int row, int col, int offset=0, *, " OPTS ")", f_triu_indices, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
 };
 
 int em_init_factories(PyObject *m) {

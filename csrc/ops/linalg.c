@@ -217,7 +217,7 @@ static bool shares_storage(const EmTensor *a, const EmTensor *b) { return a->sto
  * one strided-batched call, others one call per matrix. Integer and bool
  * products have no GPU kernel: EmNoCudaKernel sends the op to the CPU
  * fallback before anything is written. */
-bool em_allow_tf32;
+
 
 static bool one_batch_stride(const EmTensor *t, int nb, int64_t *stride) {
     int64_t s = -1, span = 1;

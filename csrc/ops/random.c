@@ -38,6 +38,7 @@ static int check_generator(const EmTensor *t, void *ctx) {
 }
 
 static int fill_logical(EmTensor *t, FillFn fn, void *ctx) {
+    if (em_is_meta(t)) return 0; /* Note [meta device]: nothing to draw into */
     if (check_generator(t, ctx) < 0) return -1;
     if (!em_is_cpu(t)) return gpu_fill(t, fn, ctx);
     if (em_is_contiguous(t)) return fn(t, ctx);
@@ -280,6 +281,7 @@ int em_bernoulli_(EmTensor *t, PyObject *p, EmGenerator *g) {
     Bern b = {g, 0, NULL};
     EmTensor *pt = NULL;
     int r = -1;
+    if (em_is_meta(t)) return 0; /* Note [meta device] */
     if (em_is_tensor(p) && !em_is_cpu(t)) return bernoulli_probs_gpu(t, (EmTensor *)p, g);
     if (em_is_tensor(p)) {
         pt = probs_like(t, (EmTensor *)p);
@@ -787,6 +789,7 @@ static PyObject *f_randperm(EmCall *c) {
     EmDevice dev;
     if (randperm_device(c, &dev) < 0) return NULL;
     if (dev.type == EM_CUDA) return randperm_gpu(c, n, d, dev, &o);
+    if (dev.type == EM_META) return em_factory_finish(em_factory_out(c, 1, &n, d), &o); /* Note [meta device] */
     EmTensor *pt = em_empty(1, &n, EM_INT64, em_cpu()); /* size-checked scratch */
     if (!pt) return NULL;
     int64_t *perm = (int64_t *)em_data(pt);
@@ -869,14 +872,14 @@ fail:
 
 #define OPTS "dtype? dtype=None, object layout=None, device? device=None, bool pin_memory=False, bool requires_grad=False"
 static EmOpDef random_factories[] = {
-    {"rand", "rand(IntList size, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_rand},
-    {"randn", "randn(IntList size, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randn},
-    {"rand_like", "rand_like(Tensor input, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_rand_like},
-    {"randn_like", "randn_like(Tensor input, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_randn_like},
-    {"randint", "randint(int low, object high=None, object size=None, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randint},
-    {"randint_like", "randint_like(Tensor input, int low, int? high=None, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_randint_like},
-    {"randperm", "randperm(int n, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randperm},
-    {"normal", "normal(TensorOrNumber mean, TensorOrNumber std=1.0, IntList? size=None, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_normal},
+    {"rand", "rand(IntList size, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_rand, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"randn", "randn(IntList size, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randn, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"rand_like", "rand_like(Tensor input, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_rand_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"randn_like", "randn_like(Tensor input, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_randn_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"randint", "randint(int low, object high=None, object size=None, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randint, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"randint_like", "randint_like(Tensor input, int low, int? high=None, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_randint_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"randperm", "randperm(int n, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randperm, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"normal", "normal(TensorOrNumber mean, TensorOrNumber std=1.0, IntList? size=None, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_normal, .devices = EM_RUNS_DEVICE_ARG},
 };
 
 int em_init_random(PyObject *m) {

@@ -5,102 +5,6 @@
  * written per op. */
 #include "../ember.h"
 
-/* impls and kernel tables named by the rows */
-#define OP(name, sig, impl, kernels, variants) PyObject *em_impl_##impl(EmCall *c);
-#include "../ops/ops.def"
-#undef OP
-extern const EmKernels em_kernels_none;
-#define OP(name, sig, impl, kernels, variants) extern const EmKernels em_kernels_##kernels;
-#include "../ops/ops.def"
-#undef OP
-
-#define F EM_VARIANT_FN
-#define M EM_VARIANT_METHOD
-#define I EM_VARIANT_INPLACE
-EmOpDef em_op_defs[EM_NUM_OPS] = {
-#define OP(name, sig, impl, kernels, variants) \
-    [EM_OP_##name] = {#name, sig, em_impl_##impl, &em_kernels_##kernels, variants},
-#include "../ops/ops.def"
-#undef OP
-};
-#undef F
-#undef M
-#undef I
-const EmKernels em_kernels_none = {{0}, "none"};
-
-/* Run a bound call: autograd's checks, the impl, the version bump of the
- * tensor it wrote (Note [when versions change]) and the graph node (Note
- * [autograd graph]). Every way of calling an op ends here. */
-static PyObject *call_run(EmCall *c);
-
-static PyObject *call_run_autocast(EmCall *c);
-
-PyObject *em_call_run(EmCall *c) {
-    if (EM_UNLIKELY(em_profiler_on)) return em_profiler_call(c, call_run_autocast); /* Note [profiler] */
-    return call_run_autocast(c);
-}
-
-static PyObject *call_run_autocast(EmCall *c) {
-    if (EM_LIKELY(!em_autocast_on) || em_autocast_suspend) return call_run(c);
-    /* Note [autocast]: cast the arguments, then run with autocast suspended */
-    EmCall cast = *c;
-    PyObject *owned;
-    if (em_autocast_args(&cast, &owned) < 0) {
-        Py_XDECREF(owned);
-        return NULL;
-    }
-    em_autocast_suspend++;
-    PyObject *r = call_run(&cast);
-    em_autocast_suspend--;
-    Py_XDECREF(owned);
-    return r;
-}
-
-static PyObject *call_run(EmCall *c) {
-    const EmOpDef *def = c->def;
-    EmTensor *written = c->out ? c->out : def->writes_self ? (EmTensor *)c->args[0] : NULL;
-    EmAutogradPre pre;
-    memset(&pre, 0, sizeof pre);
-    bool grad = em_grad_enabled();
-    if (grad && em_autograd_precheck(def, c, &pre) < 0) {
-        em_autograd_pre_clear(&pre);
-        return NULL;
-    }
-    PyObject *r = EM_UNLIKELY(em_cuda_used) ? em_device_dispatch(c) : def->impl(c);
-    if (r && r != Py_NotImplemented) {
-        if (written) em_bump_version(written);
-        if (grad) r = em_autograd_record(def, c, r, &pre);
-    }
-    em_autograd_pre_clear(&pre);
-    return r;
-}
-
-static PyObject *op_from_c(EmOpId id, bool inplace, int nargs, PyObject *const *args) {
-    EmCall c;
-    c.def = &em_op_defs[id];
-    if (em_bind_args(&c.def->sig, NULL, args, nargs, NULL, &c) < 0) return NULL;
-    c.inplace = inplace;
-    c.reflected = false;
-    c.out = inplace ? (EmTensor *)c.args[0] : NULL;
-    PyObject *r = em_call_run(&c);
-    Py_XDECREF(c.owned);
-    Py_XDECREF(c.owned_tensor);
-    return r;
-}
-
-PyObject *em_op(EmOpId id, int nargs, PyObject *const *args) { return op_from_c(id, false, nargs, args); }
-PyObject *em_op_inplace(EmOpId id, int nargs, PyObject *const *args) { return op_from_c(id, true, nargs, args); }
-
-EmTensor *em_op_t(EmOpId id, int nargs, PyObject *const *args) {
-    PyObject *r = em_op(id, nargs, args);
-    if (r && !em_is_tensor(r)) {
-        Py_DECREF(r);
-        PyErr_Format(PyExc_SystemError, "ember: %s did not return a tensor", em_op_defs[id].name);
-        return NULL;
-    }
-    return (EmTensor *)r;
-}
-
 enum { V_FN, V_METHOD, V_INPLACE };
 
 static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const *args,
@@ -130,7 +34,7 @@ static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const
     return r;
 }
 
-#define OP(name, sig, impl, kernels, variants)                                          \
+#define OP(name, ...)                                                                   \
     static PyObject *fn_##name(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *k) { \
         return op_call(EM_OP_##name, V_FN, NULL, a, n, k);                              \
     }                                                                                   \
@@ -148,7 +52,7 @@ static const struct {
     FastKw fn, method, inplace;
     const char *inplace_name;
 } wrappers[EM_NUM_OPS] = {
-#define OP(name, sig, impl, kernels, variants) \
+#define OP(name, ...) \
     [EM_OP_##name] = {fn_##name, me_##name, ip_##name, #name "_"},
 #include "../ops/ops.def"
 #undef OP
@@ -165,7 +69,7 @@ int em_init_ops(PyObject *m, PyMethodDef **tensor_methods) {
         EmOpDef *def = &em_op_defs[id];
         if (em_signature_parse(def->signature, &def->sig) < 0) return -1;
         /* (ops whose first argument is a list, such as _fused_adamw_, bump their own versions) */
-        def->writes_self = def->name[strlen(def->name) - 1] == '_' && def->sig.nparams > 0 &&
+        def->writes_self = (def->tags & EM_TAG_INPLACE) && def->sig.nparams > 0 &&
                            def->sig.params[0].type == EM_ARG_TENSOR;
         int flags = METH_FASTCALL | METH_KEYWORDS;
         if (def->variants & EM_VARIANT_FN)
@@ -196,4 +100,44 @@ PyObject *em_op_names(PyObject *self, PyObject *unused) {
         PyList_SET_ITEM(l, i, s);
     }
     return l;
+}
+
+static int list_append_str(PyObject *l, const char *s) {
+    PyObject *o = PyUnicode_FromString(s);
+    int r = o ? PyList_Append(l, o) : -1;
+    Py_XDECREF(o);
+    return r;
+}
+
+/* _C._op_info(name): the row's columns (Note [op row]) as Python values, for
+ * the test that checks each column against the op's behaviour. */
+PyObject *em_op_info(PyObject *self, PyObject *name) {
+    const char *s = PyUnicode_AsUTF8(name);
+    if (!s) return NULL;
+    int id = 0;
+    while (id < EM_NUM_OPS && strcmp(em_op_defs[id].name, s)) id++;
+    if (id == EM_NUM_OPS) return PyErr_Format(PyExc_KeyError, "no op named '%s' in the op table", s);
+    const EmOpDef *def = &em_op_defs[id];
+    static const struct { unsigned bit; const char *name; } runs[] = {
+        {EM_RUNS_ANY, "any"}, {EM_RUNS_CUDA, "cuda"}, {EM_RUNS_MIXED, "mixed"},
+        {EM_RUNS_CPU_INDEX, "cpu_index"}, {EM_RUNS_DEVICE_ARG, "device_arg"},
+        {EM_RUNS_ANY_BASIC_KEY, "any_basic_key"}, {EM_RUNS_META, "meta"}};
+    static const struct { unsigned bit; const char *name; } tags[] = {
+        {EM_TAG_VIEW, "view"}, {EM_TAG_INPLACE, "inplace"}, {EM_TAG_WRITES, "writes"},
+        {EM_TAG_GEOMETRY, "geometry"}, {EM_TAG_POINTWISE, "pointwise"}};
+    static const char *const casts[] = {"none", "lower", "fp32", "promote"};
+    PyObject *d = PyList_New(0), *t = PyList_New(0), *r = NULL;
+    if (!d || !t) goto done;
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
+        if ((def->devices & runs[i].bit) && list_append_str(d, runs[i].name) < 0) goto done;
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
+        if ((def->tags & tags[i].bit) && list_append_str(t, tags[i].name) < 0) goto done;
+    r = Py_BuildValue("{s:s,s:s,s:O,s:O,s:{s:s,s:s},s:i}", "impl_kernels", def->kernels->name,
+                      "signature", def->signature, "devices", d, "tags", t, "autocast",
+                      "cpu", casts[def->autocast[EM_CAST_CPU]], "cuda", casts[def->autocast[EM_CAST_CUDA]],
+                      "variants", (int)def->variants);
+done:
+    Py_XDECREF(d);
+    Py_XDECREF(t);
+    return r;
 }

@@ -9,12 +9,13 @@
 #endif
 
 PyObject *em_op_names(PyObject *self, PyObject *unused);
+PyObject *em_op_info(PyObject *self, PyObject *name);
 PyObject *em_set_helpers(PyObject *mod, PyObject *d);
 PyObject *em_add_attrs(PyObject *mod, PyObject *args);
 PyObject *em_from_bytes(PyObject *m, PyObject *args);
 int em_init_factories(PyObject *m);
 int em_init_random(PyObject *m);
-int em_init_lapack(PyObject *m); /* cpu/lapack.c */
+int em_init_lapack(PyObject *m); /* ops/lapack.c */
 int em_init_return_types(PyObject *m);
 
 static PyObject *get_default_dtype(PyObject *m, PyObject *u) {
@@ -110,6 +111,9 @@ static PyMethodDef module_methods[] = {
     {"_cpu_cache_info", cpu_cache_info, METH_NOARGS, "The CPU block cache's counters (Note [CPU block cache])."},
     {"_cpu_cache_clear", cpu_cache_clear, METH_NOARGS, "Return the CPU block cache's blocks to the system."},
     {"_op_names", em_op_names, METH_NOARGS, "Names of every op in the op table."},
+    {"_op_info", em_op_info, METH_O, "The op table's columns for one op (devices, tags, autocast)."},
+    {"_cuda_fallback_counts", em_cuda_fallback_counts, METH_O,
+     "{op: calls that took Note [CUDA fallback]} so far; cleared when the argument is true."},
     {"_profiler_start", em_profiler_start, METH_O, "Start recording op and autograd events (Note [profiler])."},
     {"_profiler_stop", em_profiler_stop, METH_NOARGS, "Stop recording; the events since the start."},
     {"_set_helpers", em_set_helpers, METH_O, "Register Python helpers (repr, ...)."},

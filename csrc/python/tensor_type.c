@@ -7,23 +7,12 @@
 #include "../ember.h"
 #include <stddef.h>
 
-void em_tensor_dealloc(EmTensor *t);
-int em_tensor_traverse(EmTensor *t, visitproc visit, void *arg);
-int em_tensor_clear(EmTensor *t);
 EmTensor *em_getitem(EmTensor *t, PyObject *key);
 int em_setitem(EmTensor *t, PyObject *key, PyObject *value);
 
 #define SELF ((EmTensor *)self)
 
 /* ------------------------------------------------------- Python helpers */
-
-static PyObject *helpers; /* dict set by ember/__init__.py: repr, ... */
-
-PyObject *em_py_helper(const char *name) {
-    PyObject *f = helpers ? PyDict_GetItemString(helpers, name) : NULL;
-    if (!f) PyErr_Format(PyExc_RuntimeError, "ember: Python helper '%s' is not registered", name);
-    return f;
-}
 
 /* _C._add_attrs(type, dict): methods and properties written in Python
  * (Tensor's repr and pickling, Node's hook registration) become attributes
@@ -37,16 +26,6 @@ PyObject *em_add_attrs(PyObject *mod, PyObject *args) {
     }
     if (PyDict_Update(((PyTypeObject *)type)->tp_dict, d) < 0) return NULL;
     PyType_Modified((PyTypeObject *)type);
-    Py_RETURN_NONE;
-}
-
-PyObject *em_set_helpers(PyObject *mod, PyObject *d) {
-    if (!PyDict_Check(d)) {
-        PyErr_SetString(PyExc_TypeError, "expected a dict");
-        return NULL;
-    }
-    if (!helpers && !(helpers = PyDict_New())) return NULL;
-    if (PyDict_Update(helpers, d) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -297,7 +276,8 @@ static PyObject *get_device(PyObject *self, void *c) {
 }
 static PyObject *get_ndim(PyObject *self, void *c) { return PyLong_FromLong(SELF->ndim); }
 static PyObject *get_is_cpu(PyObject *self, void *c) { return PyBool_FromLong(em_is_cpu(SELF)); }
-static PyObject *get_is_cuda(PyObject *self, void *c) { return PyBool_FromLong(!em_is_cpu(SELF)); }
+static PyObject *get_is_cuda(PyObject *self, void *c) { return PyBool_FromLong(em_device(SELF).type == EM_CUDA); }
+static PyObject *get_is_meta(PyObject *self, void *c) { return PyBool_FromLong(em_is_meta(SELF)); }
 static PyObject *get_false(PyObject *self, void *c) { Py_RETURN_FALSE; }
 static PyObject *get_itemsize(PyObject *self, void *c) { return PyLong_FromLong(em_itemsize(SELF->dtype)); }
 static PyObject *get_nbytes(PyObject *self, void *c) {
@@ -461,7 +441,7 @@ static PyGetSetDef tensor_getset[] = {
     {"is_cuda", get_is_cuda, NULL, NULL, NULL},
     {"is_sparse", get_false, NULL, NULL, NULL},
     {"is_quantized", get_false, NULL, NULL, NULL},
-    {"is_meta", get_false, NULL, NULL, NULL},
+    {"is_meta", get_is_meta, NULL, NULL, NULL},
     {"is_mps", get_false, NULL, NULL, NULL},
     {"is_nested", get_false, NULL, NULL, NULL},
     {"itemsize", get_itemsize, NULL, NULL, NULL},
@@ -511,7 +491,9 @@ static PyObject *m_dim(PyObject *self, PyObject *u) { return PyLong_FromLong(SEL
 static PyObject *m_numel(PyObject *self, PyObject *u) { return PyLong_FromLongLong(SELF->numel); }
 static PyObject *m_element_size(PyObject *self, PyObject *u) { return PyLong_FromLong(em_itemsize(SELF->dtype)); }
 static PyObject *m_storage_offset(PyObject *self, PyObject *u) { return PyLong_FromLongLong(SELF->offset); }
-static PyObject *m_data_ptr(PyObject *self, PyObject *u) { return PyLong_FromVoidPtr(em_data(SELF)); }
+static PyObject *m_data_ptr(PyObject *self, PyObject *u) {
+    return PyLong_FromVoidPtr(em_is_meta(SELF) ? NULL : em_data(SELF)); /* a meta tensor has no data: 0 */
+}
 static PyObject *m_is_contiguous(PyObject *self, PyObject *args, PyObject *kw) {
     return PyBool_FromLong(em_is_contiguous(SELF));
 }
@@ -828,27 +810,6 @@ static PyMethodDef hand_methods[] = {
     {NULL},
 };
 
-PyTypeObject EmTensorType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "ember.Tensor",
-    .tp_basicsize = sizeof(EmTensor),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_new = tensor_new,
-    .tp_dealloc = (destructor)em_tensor_dealloc,
-    .tp_traverse = (traverseproc)em_tensor_traverse,
-    .tp_clear = (inquiry)em_tensor_clear,
-    .tp_repr = m_repr,
-    .tp_as_number = &tensor_as_number,
-    .tp_as_sequence = &tensor_as_sequence,
-    .tp_as_mapping = &tensor_as_mapping,
-    .tp_richcompare = richcompare,
-    .tp_iter = tensor_iter,
-    .tp_getset = tensor_getset,
-    .tp_dictoffset = offsetof(EmTensor, dict),
-    .tp_weaklistoffset = offsetof(EmTensor, weakrefs),
-    .tp_doc = "A multi-dimensional array of one dtype, on one device.",
-};
-
 /* Joins the hand-written methods with the op table's and readies the type. */
 int em_init_tensor_type(PyObject *m) {
     PyMethodDef *op_methods;
@@ -862,6 +823,15 @@ int em_init_tensor_type(PyObject *m) {
     }
     memcpy(all, hand_methods, nh * sizeof(PyMethodDef));
     memcpy(all + nh, op_methods, no * sizeof(PyMethodDef));
+    /* the Python face of core/tensor.c's type object */
+    EmTensorType.tp_new = tensor_new;
+    EmTensorType.tp_repr = m_repr;
+    EmTensorType.tp_as_number = &tensor_as_number;
+    EmTensorType.tp_as_sequence = &tensor_as_sequence;
+    EmTensorType.tp_as_mapping = &tensor_as_mapping;
+    EmTensorType.tp_richcompare = richcompare;
+    EmTensorType.tp_iter = tensor_iter;
+    EmTensorType.tp_getset = tensor_getset;
     EmTensorType.tp_methods = all;
     EmTensorType.tp_hash = PyBaseObject_Type.tp_hash; /* identity, like torch */
     if (PyType_Ready(&EmTensorType) < 0) return -1;

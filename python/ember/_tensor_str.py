@@ -166,7 +166,12 @@ def _repr(t, prefix="tensor("):
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
     default = _C.get_default_dtype()
-    if t.numel() == 0:
+    if t.is_meta:  # no values to show: the size says what there is (torch's form)
+        suffixes.append(f"size={tuple(t.shape)}")
+        if t.dtype != default:
+            suffixes.append(f"dtype={t.dtype}")
+        body = "..."
+    elif t.numel() == 0:
         if t.dim() != 1:
             suffixes.append(f"size={tuple(t.shape)}")
         if t.dtype != default:

@@ -2,7 +2,7 @@
 
 Inside the block, ops cast their floating-point arguments on `device_type`
 by torch's policy (matmuls and convolutions in `dtype`, reductions, softmax
-and losses in float32): Note [autocast] in csrc/core/autocast.c does the
+and losses in float32): Note [autocast] in csrc/ops/autocast.c does the
 casting at the op boundary; this class only switches it on and off."""
 import functools
 import warnings

@@ -119,13 +119,7 @@ bad:
 
 /* ------------------------------------------------------------- checks */
 
-static bool is_number(PyObject *o) {
-    if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)) return true;
-    if (PyUnicode_Check(o) || PyComplex_Check(o) || em_is_tensor(o)) return false;
-    /* NumPy scalars and other numbers */
-    PyNumberMethods *nb = Py_TYPE(o)->tp_as_number;
-    return nb && (nb->nb_index || nb->nb_float) && !PySequence_Check(o);
-}
+
 
 static bool is_int(PyObject *o) {
     if (PyBool_Check(o)) return false;
@@ -142,12 +136,12 @@ static bool type_ok(const EmParam *p, PyObject *v) {
     if (v == Py_None) return p->optional || p->type == EM_ARG_OBJECT;
     switch (p->type) {
     case EM_ARG_TENSOR: return em_is_tensor(v);
-    case EM_ARG_TENSOR_OR_NUMBER: return em_is_tensor(v) || is_number(v);
+    case EM_ARG_TENSOR_OR_NUMBER: return em_is_tensor(v) || em_is_number(v);
     case EM_ARG_NUMBER:
-        return is_number(v) || (em_is_tensor(v) && ((EmTensor *)v)->numel == 1);
+        return em_is_number(v) || (em_is_tensor(v) && ((EmTensor *)v)->numel == 1);
     case EM_ARG_INT: return is_int(v);
     case EM_ARG_FLOAT:
-        return (is_number(v) && !PyBool_Check(v)) || (em_is_tensor(v) && ((EmTensor *)v)->numel == 1);
+        return (em_is_number(v) && !PyBool_Check(v)) || (em_is_tensor(v) && ((EmTensor *)v)->numel == 1);
     case EM_ARG_BOOL: return PyBool_Check(v);
     case EM_ARG_STR: return PyUnicode_Check(v);
     case EM_ARG_SHAPE_OR_DTYPE:
@@ -320,18 +314,6 @@ int em_arg_bool(EmCall *c, int i, bool *out) {
 
 int em_arg_scalar(EmCall *c, int i, EmScalar *out) { return em_scalar_from_py(c->args[i], out); }
 
-int em_to_operand(PyObject *o, EmOperand *out) {
-    if (em_is_tensor(o)) {
-        *out = em_opnd((EmTensor *)o);
-        return 0;
-    }
-    if (!is_number(o)) return 1;
-    EmScalar s;
-    if (em_scalar_from_py(o, &s) < 0) return -1;
-    *out = em_opnd_scalar(s);
-    return 0;
-}
-
 int em_arg_operand(EmCall *c, int i, EmOperand *out) {
     int r = em_to_operand(c->args[i], out);
     if (r > 0) {
@@ -363,8 +345,18 @@ static PyObject *function_trampoline(PyObject *capsule, PyObject *const *args, P
     int oi = def->sig.out_index;
     c.out = oi >= 0 && c.args[oi] != Py_None ? (EmTensor *)c.args[oi] : NULL;
     /* factories: nothing to record; device='cuda' builds on the host and moves */
-    PyObject *dev = em_arg_named(&c, "device");
-    PyObject *r = em_cuda_used || (dev && dev != Py_None) ? em_device_dispatch(&c) : def->impl(&c);
+    PyObject *dev = NULL;
+    for (int i = 0; i < def->sig.nparams; i++) {
+        if (def->sig.params[i].type != EM_ARG_DEVICE) continue;
+        /* set_default_device / `with ember.device(...)`: the device of factories that
+         * build from nothing (not the *_like ones, whose input says where) */
+        if (c.args[i] == Py_None && em_default_device_obj && def->sig.nparams > 0 &&
+            def->sig.params[0].type != EM_ARG_TENSOR && def->sig.params[0].type != EM_ARG_TENSOR_OR_NUMBER)
+            c.args[i] = em_default_device_obj; /* borrowed: the default holds it */
+        dev = c.args[i];
+    }
+    PyObject *r = em_cuda_used || em_meta_used || (dev && dev != Py_None) ? em_device_dispatch(&c)
+                                                                           : def->impl(&c);
     Py_XDECREF(c.owned);
     Py_XDECREF(c.owned_tensor);
     return r;

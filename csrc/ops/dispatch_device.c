@@ -1,6 +1,6 @@
-/* device_dispatch.c — running an op call whose tensors live on a GPU.
+/* dispatch_device.c — running an op call whose tensors live on a GPU.
  *
- * em_call_run (python/bindings.c) and the factory trampoline send a call
+ * em_call_run (ops/dispatch.c) and the factory trampoline send a call
  * here once any CUDA storage exists (`em_cuda_used`). The call's tensors are
  * checked to share one device (torch's "Expected all tensors to be on the
  * same device" error; 0-d CPU tensors are allowed as scalars, CPU index
@@ -30,148 +30,13 @@
  * by one, and GPU tests compare each op against the CPU either way. */
 #include "../ember.h"
 
-/* ---------------------------------------------------------------- tables */
-
-enum { RUN_FALLBACK = 0, RUN_AS_IS = 1, RUN_NATIVE_OR_FALLBACK = 2 };
-static uint8_t how_to_run[EM_NUM_OPS];
-static bool writes_args[EM_NUM_OPS];  /* copy every argument storage back after the fallback */
-static bool cpu_indices_ok[EM_NUM_OPS]; /* CPU index tensors may index a GPU tensor */
-static bool any_devices[EM_NUM_OPS];    /* copy_: its tensors may live anywhere */
-static bool builds_on_device[EM_NUM_OPS]; /* new_*: device= says where, the input may be on the CPU */
 /* {op name: calls that took the fallback}: _C._cuda_fallback_counts()
  * shows which ops of a program still lack a GPU kernel */
 static PyObject *fallback_calls;
 
 int em_device_dispatch_init(void) {
     EmNoCudaKernel = PyErr_NewException("ember._C._NoCudaKernel", PyExc_NotImplementedError, NULL);
-    if (!EmNoCudaKernel) return -1;
-    static const char *as_is[] = {
-        /* views and metadata: never read element data */
-        "view", "view_as", "as_strided", "transpose", "swapaxes", "swapdims", "t", "permute",
-        "expand", "expand_as", "squeeze", "unsqueeze", "select", "narrow", "split",
-        "split_with_sizes", "chunk", "tensor_split", "unbind", "unflatten", "movedim", "moveaxis",
-        "diagonal", "detach", "alias", "unfold", "real", "_unsafe_view",
-        /* data only through em_copy_ / em_fill_ / em_empty, which handle devices */
-        "copy_", "fill_", "zero_", "clone", "contiguous", "reshape", "flatten", "ravel",
-        "_to_copy", "_to_device", "type_as", NULL};
-    /* ops whose impls handle GPU tensors (Note [GPU gemm] in ops/linalg.c),
-     * falling back where a path has no GPU kernel */
-    static const char *native[] = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul",
-                                   /* Note [GPU random numbers] */
-                                   "uniform_", "normal_", "bernoulli_", "bernoulli", "random_", "exponential_", NULL};
-    /* reductions: the reduce iterator launches the backend's kernel or raises
-     * EmNoCudaKernel before writing (Note [CUDA reduce]) */
-    static const char *reductions[] = {
-        "sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "aminmax",
-        "argmax", "argmin", "var", "std", "var_mean", "std_mean", "norm", "_linalg_vector_norm",
-        "logsumexp", "all", "any", "count_nonzero", "sum_to_size", NULL};
-    /* sorting, selection, scans and searches (cudasort; Note [CUDA sort] in
-     * csrc/cuda/sort.h): EmNoCudaKernel when the backend lacks the entry */
-    static const char *sorting[] = {"sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian",
-                                    "mode", "cumsum", "cumprod", "cummax", "cummin", "searchsorted",
-                                    "bucketize", "unique", "unique_consecutive", NULL};
-    static const char *writers[] = {"_native_batch_norm", NULL};
-    static const char *index_ops[] = {"_index", "index_put", "index_put_", "_index_put_", NULL};
-    /* fused nn ops with a GPU branch that raises EmNoCudaKernel when the backend lacks the kernel */
-    static const char *fused[] = {"softmax", "log_softmax", "_softmax_backward_data", "_native_layer_norm",
-                                  "_native_layer_norm_backward", "_rms_norm", "_cross_entropy",
-                                  "_cross_entropy_backward", "_fused_adam_", "_fused_adamw_", "embedding",
-                                  /* cudaattn: ops/attention.c */
-                                  "_scaled_dot_product_flash_attention",
-                                  "_scaled_dot_product_flash_attention_backward",
-                                  /* cudaattn2: ops/attention.c */
-                                  "_scaled_dot_product_efficient_attention",
-                                  "_scaled_dot_product_efficient_attention_backward", NULL};
-    /* indexing (cudaindex): the loops run on the device through index_gpu.h, or the front-end
-     * raises EmNoCudaKernel before writing when the backend lacks the entries */
-    static const char *indexing[] = {"index_select", "gather", "scatter", "scatter_add", "scatter_reduce",
-                                     "index_add", "index_copy", "index_fill", "_index", "index_put", "_index_put_",
-                                     "masked_fill", "masked_select", "masked_scatter", "take", "take_along_dim",
-                                     "nonzero", "argwhere", "_one_hot", NULL};
-    /* shape, join and new_* ops (cudashape): copies into views of a result
-     * on the inputs' device, or Note [CUDA shape kernels], which raise
-     * EmNoCudaKernel before writing when the backend lacks them */
-    static const char *shape_ops[] = {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack",
-                                      "dstack", "column_stack", "repeat", "tile", "repeat_interleave", "flip",
-                                      "fliplr", "flipud", "roll", "rot90", "tril", "triu", "diff",
-                                      "broadcast_tensors", "meshgrid", "new_zeros", "new_ones", "new_full",
-                                      "new_empty", "new_tensor", NULL};
-    /* cudann: nn front-ends with GPU branches (Note [CUDA nn more] in
-     * csrc/cuda/nn_more.h); gelu runs through the elementwise iterator. Batch
-     * norm stays in `writers` for its fallback; natively it writes the running
-     * statistics on the device itself. */
-    static const char *nn_more[] = {"_gelu", "_gelu_backward", "_native_dropout", "_pointwise_loss", "_nll_loss",
-                                    "_nll_loss_backward", "_native_batch_norm", "_native_batch_norm_backward",
-                                    "_native_group_norm", "_native_group_norm_backward", "_max_pool2d_with_indices",
-                                    "_max_pool2d_backward", "_avg_pool2d", "_avg_pool2d_backward",
-                                    "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", NULL};
-    /* cudaconv: convolution through the backend's im2col / col2im and cuBLAS
-     * (Note [CUDA im2col] in csrc/cuda/conv.h), upsampling; EmNoCudaKernel for
-     * integer convolutions and when the backend lacks the entries */
-    static const char *conv_ops[] = {"_im2col", "_col2im", "_convolution", "_convolution_backward",
-                                     "_convolution_transpose", /* 1-d and 2-d (3-d: the fallback) */
-                                     /* Note [CUDA upsample] (csrc/cuda/upsample.h) */
-                                     "_upsample_nearest1d", "_upsample_nearest2d", "_upsample_nearest_exact1d",
-                                     "_upsample_nearest_exact2d", "_upsample_linear1d", "_upsample_bilinear2d",
-                                     "_upsample_bicubic2d", "_upsample_nearest1d_backward",
-                                     "_upsample_nearest2d_backward", "_upsample_nearest_exact1d_backward",
-                                     "_upsample_nearest_exact2d_backward", "_upsample_linear1d_backward",
-                                     "_upsample_bilinear2d_backward", "_upsample_bicubic2d_backward", NULL};
-    for (int id = 0; id < EM_NUM_OPS; id++) {
-        const char *name = em_op_defs[id].name;
-        for (int i = 0; shape_ops[i]; i++)
-            if (!strcmp(name, shape_ops[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
-        builds_on_device[id] = !strncmp(name, "new_", 4);
-        /* elementwise ops: the iterator launches the backend's kernel, or
-         * raises EmNoCudaKernel before touching anything (Note [CUDA elementwise]) */
-        if (em_op_defs[id].kernels && strcmp(em_op_defs[id].kernels->name, "none"))
-            how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
-        for (int i = 0; reductions[i]; i++)
-            if (!strcmp(name, reductions[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
-        for (int i = 0; as_is[i]; i++)
-            if (!strcmp(name, as_is[i])) how_to_run[id] = RUN_AS_IS;
-        for (int i = 0; native[i]; i++)
-            if (!strcmp(name, native[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
-        for (int i = 0; fused[i]; i++)
-            if (!strcmp(name, fused[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
-        for (int i = 0; indexing[i]; i++)
-            if (!strcmp(name, indexing[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
-        for (int i = 0; sorting[i]; i++)
-            if (!strcmp(name, sorting[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
-        for (int i = 0; nn_more[i]; i++)
-            if (!strcmp(name, nn_more[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
-        for (int i = 0; conv_ops[i]; i++)
-            if (!strcmp(name, conv_ops[i])) how_to_run[id] = RUN_NATIVE_OR_FALLBACK;
-        for (int i = 0; writers[i]; i++)
-            if (!strcmp(name, writers[i])) writes_args[id] = true;
-        for (int i = 0; index_ops[i]; i++)
-            if (!strcmp(name, index_ops[i])) cpu_indices_ok[id] = true;
-        any_devices[id] = !strcmp(name, "copy_");
-        size_t n = strlen(name);
-        if (n > 1 && name[n - 1] == '_' && name[n - 2] != '_') writes_args[id] = true;
-    }
-    return 0;
-}
-
-/* Factories that build on the GPU themselves (em_factory_out allocates on
- * device= or takes a GPU out=, then em_fill_ or a random fill), falling back
- * like the ops. */
-static bool native_factory(const EmOpDef *def) {
-    static const char *names[] = {"zeros", "ones", "full", "empty", "rand", "randn", "randint",
-                                  /* cudashape: Note [CUDA shape kernels]; _like on device= */
-                                  "arange", "linspace", "logspace", "eye", "zeros_like", "ones_like",
-                                  "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "empty_strided",
-                                  /* cudamisc: host data + one copy (ops/factory.c), Note [GPU randperm] */
-                                  "tensor", "as_tensor", "scalar_tensor", "tril_indices", "triu_indices", "randperm",
-                                  NULL};
-    for (int i = 0; names[i]; i++)
-        if (!strcmp(def->name, names[i])) return true;
-    return false;
-}
-
-/* The op's row in the table, or -1 for functions outside it (factories). */
-static int op_row(const EmOpDef *def) {
-    return def >= em_op_defs && def < em_op_defs + EM_NUM_OPS ? (int)(def - em_op_defs) : -1;
+    return EmNoCudaKernel ? 0 : -1;
 }
 
 /* --------------------------------------------------- the device check */
@@ -194,7 +59,7 @@ static void scan_tensor(Scan *s, PyObject *o) {
     } else if (!s->found) {
         s->found = true;
         s->device = em_device(t);
-    } else if (em_device(t).index != s->device.index && !s->other) {
+    } else if (!em_device_eq(em_device(t), s->device) && !s->other) {
         s->other = t;
     }
 }
@@ -241,7 +106,7 @@ static void scan_call(Scan *s, EmCall *c) {
         }
     }
     if (c->out) scan_tensor(s, (PyObject *)c->out);
-    if (s->device_arg && s->target.type == EM_CUDA && !s->found) {
+    if (s->device_arg && s->target.type != EM_CPU && !s->found) {
         s->found = true;
         s->device = s->target;
     }
@@ -424,7 +289,6 @@ static void carry_back_rebinds(EmCall *c, EmCall *hc, PyObject *const *given) {
 
 static PyObject *run_on_host(EmCall *c, EmDevice dev) {
     const EmOpDef *def = c->def;
-    int id = op_row(def);
     Fallback f = {NULL, 0, 0, PyList_New(0), PyDict_New()};
     PyObject *result = NULL, *r = NULL;
     if (!f.to_release || !f.memo) goto done;
@@ -449,7 +313,8 @@ static PyObject *run_on_host(EmCall *c, EmDevice dev) {
         goto done;
     }
     carry_back_rebinds(c, &hc, given);
-    bool every = id >= 0 && writes_args[id] && !c->out;
+    /* in-place ops and batch norm's running statistics: every argument storage goes back */
+    bool every = (def->tags & (EM_TAG_INPLACE | EM_TAG_WRITES)) && !c->out;
     if ((c->out || def->writes_self || every) && write_back(&f, c, &hc, every) < 0) goto done;
     result = result_to_device(&f, c, &hc, r, dev);
 done:
@@ -478,18 +343,26 @@ PyObject *em_device_dispatch(EmCall *c) {
     Scan s = {0};
     scan_call(&s, c);
     if (!s.found) return c->def->impl(c);
-    int id = op_row(c->def);
-    bool as_is = id >= 0 && (how_to_run[id] == RUN_AS_IS || (id == EM_OP__index && !s.key_has_tensors));
-    if (id >= 0 && any_devices[id]) return c->def->impl(c);
+    const unsigned runs = c->def->devices;
+    bool as_is = (runs & EM_RUNS_ANY) || ((runs & EM_RUNS_ANY_BASIC_KEY) && !s.key_has_tensors);
+    if (runs & EM_RUNS_MIXED) return c->def->impl(c);
     /* zeros_like(cpu_tensor, device='cuda'): the input gives only a shape */
-    if (s.device_arg && s.target.type == EM_CUDA && (id < 0 || builds_on_device[id])) s.cpu_arg = NULL;
-    if (s.other || (s.cpu_arg && !as_is && !(id >= 0 && cpu_indices_ok[id])))
+    if (s.device_arg && s.target.type != EM_CPU && (runs & EM_RUNS_DEVICE_ARG)) s.cpu_arg = NULL;
+    if (s.other || (s.cpu_arg && !as_is && !(runs & EM_RUNS_CPU_INDEX)))
         return device_error(&s), NULL;
+    if (s.device.type == EM_META) { /* Note [meta device] */
+        if (as_is || (runs & EM_RUNS_META) || (s.device_arg && s.target.type != EM_META))
+            return c->def->impl(c);
+        PyErr_Format(PyExc_NotImplementedError,
+                     "Could not run 'aten::%s' with arguments from the 'Meta' backend: ember has no "
+                     "shape rule for this op on meta tensors", c->def->name);
+        return NULL;
+    }
     if (em_cuda_resolve(&s.device) < 0) return NULL;
     if (as_is) return c->def->impl(c);
     if (s.device_arg && s.target.type == EM_CPU) /* zeros_like(gpu_tensor, device='cpu') */
         return run_on_host(c, s.target);
-    if ((id >= 0 && how_to_run[id] == RUN_NATIVE_OR_FALLBACK) || (id < 0 && native_factory(c->def))) {
+    if (runs & EM_RUNS_CUDA) {
         PyObject *r = c->def->impl(c);
         if (r || !PyErr_ExceptionMatches(EmNoCudaKernel)) return r;
         PyErr_Clear();

@@ -209,6 +209,10 @@ PyObject *em_tensor_item(EmTensor *t) {
                      (long long)t->numel);
         return NULL;
     }
+    if (em_is_meta(t)) {
+        PyErr_SetString(PyExc_RuntimeError, "Tensor.item() cannot be called on meta tensors");
+        return NULL;
+    }
     if (!em_is_cpu(t)) {
         EmTensor *h = em_to_device(t, em_cpu(), false);
         PyObject *r = h ? em_tensor_item(h) : NULL;

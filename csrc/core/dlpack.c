@@ -80,6 +80,7 @@ static DLDataType dl_dtype(EmDType d) {
 }
 
 PyObject *em_to_dlpack(EmTensor *t, bool versioned) {
+    if (em_check_has_data(t, "export to DLPack a") < 0) return NULL;
     Export *e = calloc(1, sizeof(Export) + 2 * (size_t)(t->ndim ? t->ndim : 1) * sizeof(int64_t));
     if (!e) return PyErr_NoMemory();
     e->owner = (EmTensor *)Py_NewRef(t);

@@ -12,56 +12,20 @@
  * them and gradients return in the parameters' dtypes. While an op's impl
  * runs (and during backward), autocast is suspended: only the outermost call
  * casts, as torch's dispatcher applies autocast once above the kernels.
- * The lists follow torch's CUDA and CPU autocast policies for the ops ember
+ * Each op's policy per device type is its row's autocast column, AC(cpu,
+ * cuda), following torch's CUDA and CPU autocast policies for the ops ember
  * has (torch.amp docs, "Autocast Op Reference").
  */
 #include "../ember.h"
 
-enum { POLICY_NONE = 0, POLICY_LOWER, POLICY_FP32, POLICY_PROMOTE };
-enum { AC_CPU = 0, AC_CUDA = 1 };
+enum { AC_CPU = EM_CAST_CPU, AC_CUDA = EM_CAST_CUDA };
 
-static uint8_t policy[2][EM_NUM_OPS];
 static struct {
     bool enabled;
     EmDType dtype;
 } state[2] = {{false, EM_BFLOAT16}, {false, EM_FLOAT16}};
 bool em_autocast_on;     /* some device type has autocast enabled */
 int em_autocast_suspend; /* > 0 inside an impl or a backward pass */
-
-static void set_policy(int dev, const char *const *names, uint8_t p) {
-    for (int i = 0; names[i]; i++)
-        for (int id = 0; id < EM_NUM_OPS; id++)
-            if (!strcmp(em_op_defs[id].name, names[i])) policy[dev][id] = p;
-}
-
-void em_autocast_init(void) {
-    static const char *const cuda_lower[] = {
-        "mm", "bmm", "matmul", "mv", "addmm", "addmv", "addr", "baddbmm", "addbmm", "einsum",
-        "_convolution", "_scaled_dot_product_flash_attention_for_cpu",
-        /* torch lowers scaled_dot_product_attention; F.sdpa takes this op for float32 (cudaattn2) */
-        "_scaled_dot_product_efficient_attention", NULL};
-    static const char *const cuda_fp32[] = {
-        "acos", "asin", "cosh", "sinh", "tan", "erfinv", "exp", "expm1", "log", "log10", "log2",
-        "log1p", "reciprocal", "rsqrt", "pow", "_softplus", "_native_layer_norm", "_native_group_norm",
-        "_nll_loss", "_cross_entropy", "_pointwise_loss", "logsumexp", "softmax", "log_softmax",
-        "sum", "prod", "cumsum", "cumprod", "norm", "_linalg_vector_norm", "_upsample_nearest1d",
-        "_upsample_nearest2d", "_upsample_linear1d", "_upsample_bilinear2d", "_upsample_bicubic2d", NULL};
-    static const char *const cuda_promote[] = {
-        "addcdiv", "addcmul", "atan2", "dot", "vdot", "index_put", "scatter_add", "cat", "concat",
-        "concatenate", "stack", "index_copy", NULL};
-    static const char *const cpu_lower[] = {
-        "mm", "bmm", "matmul", "addmm", "baddbmm", "addbmm", "_convolution",
-        "_scaled_dot_product_flash_attention_for_cpu", NULL};
-    static const char *const cpu_fp32[] = {
-        "prod", "trace", "_nll_loss", "_cross_entropy", "_pointwise_loss", NULL};
-    static const char *const cpu_promote[] = {"cat", "concat", "concatenate", "stack", "index_copy", NULL};
-    set_policy(AC_CUDA, cuda_lower, POLICY_LOWER);
-    set_policy(AC_CUDA, cuda_fp32, POLICY_FP32);
-    set_policy(AC_CUDA, cuda_promote, POLICY_PROMOTE);
-    set_policy(AC_CPU, cpu_lower, POLICY_LOWER);
-    set_policy(AC_CPU, cpu_fp32, POLICY_FP32);
-    set_policy(AC_CPU, cpu_promote, POLICY_PROMOTE);
-}
 
 static bool eligible(PyObject *o, int dev) {
     if (!em_is_tensor(o)) return false;
@@ -122,13 +86,13 @@ static EmDType widest(EmCall *c, int dev) {
  * are kept in *owned (a list) for the caller to release. 0 / -1. */
 int em_autocast_args(EmCall *c, PyObject **owned) {
     *owned = NULL;
-    int row = c->def >= em_op_defs && c->def < em_op_defs + EM_NUM_OPS ? (int)(c->def - em_op_defs) : -1;
+    int row = em_op_row(c->def);
     /* in-place and out= variants are other ops to torch's autocast: never cast */
     if (c->out || c->inplace || c->def->writes_self) return 0;
     int dev = row >= 0 ? call_device(c) : -1;
-    if (dev < 0 || !state[dev].enabled || !policy[dev][row]) return 0;
-    uint8_t p = policy[dev][row];
-    EmDType to = p == POLICY_LOWER ? state[dev].dtype : p == POLICY_FP32 ? EM_FLOAT32 : widest(c, dev);
+    if (dev < 0 || !state[dev].enabled || c->def->autocast[dev] == EM_CAST_NONE) return 0;
+    EmCastPolicy p = (EmCastPolicy)c->def->autocast[dev];
+    EmDType to = p == EM_CAST_LOWER ? state[dev].dtype : p == EM_CAST_FP32 ? EM_FLOAT32 : widest(c, dev);
     if (to == EM_NUM_DTYPES) return 0;
     if (!(*owned = PyList_New(0))) return -1;
     em_autocast_suspend++; /* the casts themselves are plain ops */
@@ -182,6 +146,5 @@ static PyMethodDef autocast_methods[] = {
 };
 
 int em_init_autocast(PyObject *m) {
-    em_autocast_init();
     return PyModule_AddFunctions(m, autocast_methods);
 }

@@ -1,0 +1,82 @@
+/* dispatch.c — the one dispatcher (DESIGN.md §3). Every op call, from
+ * Python (python/bindings.c binds the arguments) or from C (em_op), runs
+ * em_call_run: profiler -> autocast -> autograd's checks -> device choice ->
+ * the impl -> the version bump -> the graph node. What it does for an op
+ * comes from the op's row (Note [op row]). */
+#include "../ember.h"
+
+/* Run a bound call: autograd's checks, the impl, the version bump of the
+ * tensor it wrote (Note [when versions change]) and the graph node (Note
+ * [autograd graph]). Every way of calling an op ends here. */
+static PyObject *call_run(EmCall *c);
+
+EmAutogradHooks em_autograd_hooks; /* Note [autograd hooks] */
+
+static PyObject *call_run_autocast(EmCall *c);
+
+PyObject *em_call_run(EmCall *c) {
+    if (EM_UNLIKELY(em_profiler_on)) return em_profiler_call(c, call_run_autocast); /* Note [profiler] */
+    return call_run_autocast(c);
+}
+
+static PyObject *call_run_autocast(EmCall *c) {
+    if (EM_LIKELY(!em_autocast_on) || em_autocast_suspend) return call_run(c);
+    /* Note [autocast]: cast the arguments, then run with autocast suspended */
+    EmCall cast = *c;
+    PyObject *owned;
+    if (em_autocast_args(&cast, &owned) < 0) {
+        Py_XDECREF(owned);
+        return NULL;
+    }
+    em_autocast_suspend++;
+    PyObject *r = call_run(&cast);
+    em_autocast_suspend--;
+    Py_XDECREF(owned);
+    return r;
+}
+
+static PyObject *call_run(EmCall *c) {
+    const EmOpDef *def = c->def;
+    EmTensor *written = c->out ? c->out : def->writes_self ? (EmTensor *)c->args[0] : NULL;
+    EmAutogradPre pre;
+    memset(&pre, 0, sizeof pre);
+    bool grad = em_grad_enabled();
+    if (grad && em_autograd_hooks.precheck(def, c, &pre) < 0) {
+        em_autograd_hooks.pre_clear(&pre);
+        return NULL;
+    }
+    PyObject *r = EM_UNLIKELY(em_cuda_used | em_meta_used) ? em_device_dispatch(c) : def->impl(c);
+    if (r && r != Py_NotImplemented) {
+        if (written) em_bump_version(written);
+        if (grad) r = em_autograd_hooks.record(def, c, r, &pre);
+    }
+    em_autograd_hooks.pre_clear(&pre);
+    return r;
+}
+
+static PyObject *op_from_c(EmOpId id, bool inplace, int nargs, PyObject *const *args) {
+    EmCall c;
+    c.def = &em_op_defs[id];
+    if (em_bind_args(&c.def->sig, NULL, args, nargs, NULL, &c) < 0) return NULL;
+    c.inplace = inplace;
+    c.reflected = false;
+    c.out = inplace ? (EmTensor *)c.args[0] : NULL;
+    PyObject *r = em_call_run(&c);
+    Py_XDECREF(c.owned);
+    Py_XDECREF(c.owned_tensor);
+    return r;
+}
+
+PyObject *em_op(EmOpId id, int nargs, PyObject *const *args) { return op_from_c(id, false, nargs, args); }
+PyObject *em_op_inplace(EmOpId id, int nargs, PyObject *const *args) { return op_from_c(id, true, nargs, args); }
+
+EmTensor *em_op_t(EmOpId id, int nargs, PyObject *const *args) {
+    PyObject *r = em_op(id, nargs, args);
+    if (r && !em_is_tensor(r)) {
+        Py_DECREF(r);
+        PyErr_Format(PyExc_SystemError, "ember: %s did not return a tensor", em_op_defs[id].name);
+        return NULL;
+    }
+    return (EmTensor *)r;
+}
+
