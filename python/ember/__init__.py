@@ -105,6 +105,7 @@ from .nn.functional import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuff
 # every Tensor method written in Python, attached in one table (last: it takes functions from all of the above)
 from . import _tensor  # noqa: E402,F401
 
+
 def __getattr__(name):
     """Submodules loaded on first use, so that `import ember` stays fast:
     ember.func (and ember.vmap), ember.profiler."""

@@ -2,7 +2,7 @@
 
 Most are other names for ember ops; the rest are compositions of ember ops,
 so autograd works through every one of them. logit, xlogy, xlog1py, sinc and
-i0 are defined here and are also torch.* functions (ember/__init__.py).
+i0 are defined here; all but xlog1py are torch.* functions too (ember/__init__.py).
 """
 import math
 
@@ -17,7 +17,7 @@ from ._gamma import lgamma as gammaln, digamma, digamma as psi, mvlgamma as mult
 __all__ += ["gammaln", "digamma", "psi", "multigammaln"]
 
 
-# -- also torch.*: logit, xlogy, xlog1py, sinc, i0 ---------------------------------
+# -- composed here: logit, xlogy, xlog1py, sinc, i0 ---------------------------------
 
 def logit(input, eps=None):
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
