@@ -214,7 +214,7 @@ CASES += [
 ]
 
 
-# softmax and cross-entropy (nnloss part: ops/softmax.c, ops/loss.c, cpu/softmax.c)
+# softmax and cross-entropy (ops/softmax.c, ops/loss.c, cpu/softmax.c)
 def _rows(x, cols):
     """x (n elements) as rows of `cols` (fewer in --smoke runs)."""
     cols = min(cols, x.shape[0])
@@ -284,7 +284,7 @@ CASES += [
 
 
 
-# pooling and batch norm (poolnorm part: ops/poolnorm.c, cpu/poolnorm.c): an
+# pooling and batch norm (ops/poolnorm.c, cpu/poolnorm.c): an
 # image batch of (32, 64, 32, 32) float32 (smaller in --smoke runs)
 def _nchw(lib, n):
     c = 64 if n >= 64 * 1024 else 4
@@ -370,7 +370,7 @@ CASES += [
 ]
 
 
-# upsampling (interp part: ops/interp.c, cpu/interp.c): F.interpolate 2x of
+# upsampling (ops/interp.c, cpu/interp.c): F.interpolate 2x of
 # (8, 64, 64, 64) float32; NumPy has no interpolate, so ember next to torch.
 # "time" per call: lower is better, the target is torch's speed or better.
 def interp_libs(make):
@@ -393,7 +393,7 @@ CASES += [
 ]
 
 
-# convolution (conv part: ops/conv.c, cpu/conv.c): a small CNN layer, N images of
+# convolution (ops/conv.c, cpu/conv.c): a small CNN layer, N images of
 # C x 32 x 32 (N = n / (C * 32 * 32): fewer in --smoke runs); torch runs oneDNN
 def _conv_layer(lib, n, cin, cout, k, backward):
     m = module(lib)
@@ -428,7 +428,7 @@ CASES += [
          targets={"torch": ("<=", 1.25)}),
 ]
 
-# scaled-dot-product attention (attn part: ops/attention.c, cpu/attention.c): the
+# scaled-dot-product attention (ops/attention.c, cpu/attention.c): the
 # fused CPU kernel, causal, forward and forward + backward; NumPy has no autograd
 def _sdpa_case(B, H, L, D, backward):
     def build(lib, n):
@@ -659,7 +659,7 @@ def main(argv=None):
         print_import_costs(3 if args.smoke or args.quick else 7)
 
 
-# fused cross-entropy (xent part: ops/cross_entropy.c, cpu/cross_entropy.c): GPT-like
+# fused cross-entropy (ops/cross_entropy.c, cpu/cross_entropy.c): GPT-like
 # shapes — a character vocabulary (65 classes) and a larger batch of a big one
 def _cross_entropy_case(cols, **kw):
     def make(m, a, b, c):

@@ -1,8 +1,8 @@
-"""GPU benchmark (#7): ember next to PyTorch on the same GPU, as ratios.
+"""GPU benchmark: ember next to PyTorch on the same GPU, as ratios.
 
     python -m benchmarks.gpu [--quick]
 
-Cases (targets from issue #7):
+Cases (and their targets):
   bf16 matmul 8192^2           TFLOP/s, ember >= 0.95x torch
   a + b, 256M float32          GB/s vs a device-to-device copy of the same bytes, >= 0.9x
   per-op launch overhead       us per small op (a + b on 1,024 elements), ember <= 0.5x torch

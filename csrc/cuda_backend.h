@@ -143,7 +143,7 @@ typedef struct {
 typedef void *EmCudaStream;
 typedef void *EmCudaEvent;
 
-/* One fused Adam/AdamW step over n parameters (cudafused). Host arrays of n
+/* One fused Adam/AdamW step over n parameters (Note [CUDA fused nn]). Host arrays of n
  * entries each; the tensors (device pointers) are contiguous with numels[k]
  * elements of dtypes[k]; max_exp_avg_sqs is NULL unless amsgrad. steps[k]:
  * the parameter's step count, already incremented and rounded to float32. */
@@ -161,7 +161,7 @@ typedef struct EmCudaAdam {
     bool maximize, decoupled; /* decoupled: AdamW */
 } EmCudaAdam;
 
-/* One fused attention problem (cudaattn; Note [CUDA attention] in
+/* One fused attention problem (Note [CUDA attention] in
  * csrc/cuda/attention.h): q (B, H, L, D), k and v (B, Hkv, S, D) with H a
  * multiple of Hkv (query head h reads key/value head h / (H / Hkv)), each
  * read through element strides {batch, head, row} with unit stride along D;
@@ -183,7 +183,7 @@ typedef struct EmCudaAttention {
     float *lse;
     void *dq, *dk, *dv;
 } EmCudaAttention;
-/* Attention with the extras (cudaattn2; Note [CUDA attention]): the problem
+/* Attention with the extras (Note [CUDA attention]): the problem
  * `a` plus an optional mask, dropout inside the kernel, the layout of the
  * logsumexp rows and of the gradients.
  *   mask_kind 0: none; 1: bool (true takes part); 2: additive, of a.dtype.
@@ -208,13 +208,13 @@ typedef struct EmCudaAttentionEx {
     int64_t lse_ld;
     int64_t sdq[3], sdk[3], sdv[3];
 } EmCudaAttentionEx;
-/* A 2-d pool's geometry (cudann; the layout of EmPool2d, cpu/poolnorm.h). */
+/* A 2-d pool's geometry (the layout of EmPool2d, cpu/poolnorm.h). */
 typedef struct EmCudaPool2d {
     int64_t planes, H, W, OH, OW;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
 } EmCudaPool2d;
 
-/* Sliding kh x kw windows over N images of C planes H x W (cudaconv; the
+/* Sliding kh x kw windows over N images of C planes H x W (the
  * layout of EmConvGeom, cpu/conv.h): window (oy, ox) of oh x ow reads rows
  * oy*sh - ph + ki*dh and columns ox*sw - pw + kj*dw, zeros outside. */
 typedef struct EmCudaConvGeom {
@@ -222,7 +222,7 @@ typedef struct EmCudaConvGeom {
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
     int64_t oh, ow;
 } EmCudaConvGeom;
-/* One spatial axis of an upsampling (cudaconv; Note [interp layout] in
+/* One spatial axis of an upsampling (Note [interp layout] in
  * cpu/interp.h, with device arrays): output position o reads input
  * positions idx[o*taps + k] with weights w[o*taps + k] (float32, or float64
  * for float64 data; NULL for nearest copies). Its inverse, for the
@@ -309,7 +309,7 @@ typedef struct EmCudaBackend {
     int (*random_fill)(int dev, int kind, int dtype, void *out, int64_t numel, uint64_t seed,
                        uint64_t offset, double a, double b, int64_t from, uint64_t range);
 
-    /* ---- fused nn kernels (cudafused; Note [CUDA fused nn] in csrc/cuda/nn_fused.h).
+    /* ---- fused nn kernels (Note [CUDA fused nn] in csrc/cuda/nn_fused.h).
      * Every operand is contiguous. `dtype` is the data's dtype (float16,
      * bfloat16, float32, float64); halves compute in float32. "ct" below is
      * the statistics' dtype: float64 for float64 data, else float32. Entries
@@ -360,7 +360,7 @@ typedef struct EmCudaBackend {
                               int idx_dtype, int64_t n_idx, int64_t num_weights, int64_t dim,
                               int64_t padding_idx, bool scale_grad_by_freq);
 
-    /* ---- cudared: reductions (Note [CUDA reduce]). has_reduce says whether
+    /* ---- reductions (Note [CUDA reduce]). has_reduce says whether
      * `op` has a kernel for in_dtype (the core falls back to the CPU when
      * not, or when these pointers are NULL); the launch returns when queued. */
     bool (*has_reduce)(const char *op, int in_dtype);
@@ -371,7 +371,7 @@ typedef struct EmCudaBackend {
      * for the work queued there. */
     int (*record_stream)(int dev, void *ptr, EmCudaStream stream);
 
-    /* ---- indexing (cudaindex; Note [CUDA indexing] in csrc/cuda/index.h).
+    /* ---- indexing (Note [CUDA indexing] in csrc/cuda/index.h).
      * Each is the GPU twin of a CPU loop of cpu/index.c, on `dev`'s current
      * stream; host arrays (shapes, strides) are read during the call. op:
      * EmReduceOp (0 assign, 1 sum, 2 prod, 3 amax, 4 amin); dtype: EmDType.
@@ -404,7 +404,7 @@ typedef struct EmCudaBackend {
                         const int64_t *strides, const int64_t *scan, int64_t *coords, int64_t *offs,
                         const int64_t *ostrides);
 
-    /* ---- sort and scan (cudasort; Note [CUDA sort] in csrc/cuda/sort.h).
+    /* ---- sort and scan (Note [CUDA sort] in csrc/cuda/sort.h).
      * Operands contiguous; dtype an EmDType code; the launch returns when
      * queued. NULL entries make the front-ends take Note [CUDA fallback]. */
     /* Each of `rows` rows of n elements sorted stably (NaN largest, -0.0 ==
@@ -440,7 +440,7 @@ typedef struct EmCudaBackend {
     int (*unique)(int dev, int dtype, const void *sorted, const int64_t *perm, int64_t n, void *vals,
                   int64_t *inverse, int64_t *counts, int64_t *groups);
 
-    /* ---- shape kernels (cudashape; Note [CUDA shape kernels] in csrc/cuda/shape.h).
+    /* ---- shape kernels (Note [CUDA shape kernels] in csrc/cuda/shape.h).
      * Fills and masks for the ops a strided copy cannot express; each
      * writes its elements in `dtype` (an EmDType code) exactly as the CPU
      * (csrc/ops/factory.c, shape_ops.c, join.c) computes them, and returns
@@ -465,13 +465,13 @@ typedef struct EmCudaBackend {
     int (*repeat_interleave)(int dev, int dtype, void *out, const void *in, int64_t outer, int64_t n,
                              int64_t inner, const int64_t *cum, int64_t total);
 
-    /* ---- attention (cudaattn): flash attention (Note [CUDA attention]);
+    /* ---- attention: flash attention (Note [CUDA attention]);
      * the launch returns when queued. The backward allocates its float32
      * scratch (dq accumulator, rowsum(dout * out)) from the caching allocator. */
     int (*attention_forward)(int dev, const EmCudaAttention *a);
     int (*attention_backward)(int dev, const EmCudaAttention *a);
 
-    /* ---- more nn kernels (cudann; Note [CUDA nn more] in csrc/cuda/nn_more.h).
+    /* ---- dropout, NLL, norm-run and 2-d pool kernels (Note [CUDA nn kernels] in csrc/cuda/nn_kernels.h).
      * Contiguous operands; entries the core lacks (NULL) make the op take
      * Note [CUDA fallback]. */
     /* _native_dropout: numel elements of dtype (a float type); mask[i] is the
@@ -521,16 +521,16 @@ typedef struct EmCudaBackend {
     int (*avg_pool2d)(int dev, int dtype, int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW,
                       const int64_t *win, const double *div, const void *in, void *out, bool backward);
 
-    /* ---- attention, dropout and efficient path (cudaattn2): flash attention
+    /* ---- attention with a mask, dropout and the efficient path: flash attention
      * with a mask, dropout, float32 and the layouts of EmCudaAttentionEx
      * (Note [CUDA attention]); the backward's scratch as attention_backward's. */
     int (*attention_forward_ex)(int dev, const EmCudaAttentionEx *a);
     int (*attention_backward_ex)(int dev, const EmCudaAttentionEx *a);
-    /* ---- misc fallbacks and epilogues (cudamisc) */
-    /* csrc/cuda/misc.h, unique_dim.h, gemm_lt.cpp; NULL entries make the
+    /* ---- randperm, unique along a dim and the cuBLASLt bias epilogue:
+     * csrc/cuda/randperm.h, unique_dim.h, gemm_lt.cpp; NULL entries make the
      * front-ends take Note [CUDA fallback] (gemm_bias: the plain gemm). */
     /* randperm: out (n contiguous elements of dtype) = a permutation of
-     * 0..n-1, Note [GPU randperm] (csrc/cuda/misc.h): key i is the 64-bit
+     * 0..n-1, Note [GPU randperm] (csrc/cuda/randperm.h): key i is the 64-bit
      * integer draw i of the Philox stream (seed, offset) (random_fill's
      * EM_RANDOM_INTEGER with range 0); the indices sorted stably by key. */
     int (*randperm)(int dev, int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset);
@@ -553,7 +553,7 @@ typedef struct EmCudaBackend {
     int (*gemm_bias)(int dev, int dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      const void *a, int64_t lda, const void *b, int64_t ldb, const void *bias, void *c,
                      int64_t ldc, bool allow_tf32);
-    /* ---- convolution and upsampling (cudaconv; Note [CUDA im2col] in csrc/cuda/conv.h).
+    /* ---- convolution and upsampling (Note [CUDA im2col] in csrc/cuda/conv.h).
      * dtype: float16, bfloat16, float32 or float64 (halves sum in float32);
      * image operands contiguous (N, C, H, W); the launch returns when queued. */
     /* im2col: column element (n, row, l) = cols[n * col_n + row * col_row + l],

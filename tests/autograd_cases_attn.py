@@ -30,13 +30,13 @@ EXTRA = {
     + _calls(OP, lambda L, q, k, v: _sdpa(L, q, k, v, is_causal=True, enable_gqa=True), Q, K, V, desc="gqa")
     + _calls(OP, lambda L, q, k, v, m: _sdpa(L, q, k, v, attn_mask=m, scale=0.7), Q, K4, V4, ADD,
              desc="additive mask, scale"),
-    # torch's CUDA flash op (cudaattn): on CPU float64 tensors ember runs the CPU kernel (Note [CUDA
+    # torch's CUDA flash op: on CPU float64 tensors ember runs the CPU kernel (Note [CUDA
     # fallback]'s host twins), which gradchecks its formula; torch has no CPU kernel for it
     FLASH: _calls(FLASH, lambda L, q, k, v: L._C._scaled_dot_product_flash_attention(q, k, v, 0.0, True)[0], Q,
                   K4, V4, layouts=("contig", "expand"), torch_ref=False, desc="causal")
     + _calls(FLASH, lambda L, q, k, v: L._C._scaled_dot_product_flash_attention(q, k, v, scale=0.7)[0], Q, K, V,
              torch_ref=False, desc="gqa, scale"),
-    # torch's CUDA memory-efficient op (cudaattn2): likewise the CPU kernel on CPU tensors, with the bias
+    # torch's CUDA memory-efficient op: likewise the CPU kernel on CPU tensors, with the bias
     # (the bias a constant: the kernel gives it no gradient)
     EFF: _calls(EFF, lambda L, q, k, v: L._C._scaled_dot_product_efficient_attention(
         q, k, v, L.tensor(_BIAS, dtype=q.dtype), True)[0], Q, K4, V4, torch_ref=False, desc="additive bias")

@@ -2996,7 +2996,7 @@ OPS += [
 ]
 
 # ---------------------------------------------------------------------------
-# 2-d pools and batch / group norm (poolnorm part: ops/poolnorm.c). Reached
+# 2-d pools and batch / group norm (ops/poolnorm.c). Reached
 # through nn.functional; the fused backward ops through ember._C and
 # torch.ops.aten. References: loops over the windows in float64.
 # tests/test_nn_pool.py, test_nn_batchnorm.py and autograd_cases_poolnorm.py
@@ -3263,7 +3263,7 @@ OPS += [
     OpInfo("_native_group_norm_backward", _np_gn_bw, dtypes=FLOATS, unsupported=None, samples=_norm_bw_samples,
            call=_gn_bw_call, **_PN),
 ]
-# upsampling (interp part: csrc/ops/interp.c): the ops behind F.interpolate,
+# upsampling (csrc/ops/interp.c): the ops behind F.interpolate,
 # reached as ember._C._upsample_* and torch._C._nn.upsample_* /
 # torch.ops.aten.*_backward. The reference builds each axis's (out, in)
 # weight matrix from the documented rules; the 2-d result is Ah @ x @ Aw^T
@@ -3398,7 +3398,7 @@ for _n, (_t, _m, _sp, _ac) in _INTERP_OPS.items():
                fn=_interp_fn(_n, True), samples=_interp_samples(_n, True), layouts=("contig", "T", "slice", "expand"),
                tol=_INTERP_TOL),
     ]
-# fused CPU attention (attn part: csrc/ops/attention.c, csrc/cpu/attention.c):
+# fused CPU attention (csrc/ops/attention.c, csrc/cpu/attention.c):
 # torch's _scaled_dot_product_flash_attention_for_cpu and its _backward
 # (torch.ops.aten), against softmax attention in float64 NumPy
 def np_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, grad_out=None):
@@ -3479,7 +3479,7 @@ OPS += [OpInfo(n, None, kind="nn", dtypes=FLOATS, unsupported=None, variants="F"
                   "_scaled_dot_product_flash_attention_for_cpu_backward")]
 
 
-# torch's CUDA flash op and its backward (cudaattn: csrc/ops/attention.c): on
+# torch's CUDA flash op and its backward (csrc/ops/attention.c): on
 # CPU tensors ember runs the CPU kernel (what Note [CUDA fallback] does on host
 # twins), so the table checks that path; torch has no CPU kernel for these
 # ops, so its side runs its CPU flash op on the same operands. The GPU kernels:
@@ -3523,7 +3523,7 @@ OPS += [OpInfo(n, None, kind="nn", dtypes=("float32", "float16", "bfloat16"), un
         for n in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward")]
 
 
-# torch's CUDA memory-efficient op and its backward (cudaattn2: csrc/ops/attention.c): on CPU tensors
+# torch's CUDA memory-efficient op and its backward (csrc/ops/attention.c): on CPU tensors
 # ember runs the CPU kernel with the attn_bias (what Note [CUDA fallback] does on host twins); torch has
 # no CPU kernel for these ops, so its side runs its CPU flash op with the mask. The GPU kernels:
 # tests/test_cuda_attention_mem.py.
@@ -4067,7 +4067,7 @@ ERRORS += [
 
 
 # ---------------------------------------------------------------------------
-# convolution and im2col / col2im (conv part: csrc/ops/conv.c). References:
+# convolution and im2col / col2im (csrc/ops/conv.c). References:
 # direct loops over window positions in float64; 1-d convolutions are 2-d
 # ones of height 1. torch's own internals (aten im2col / col2im /
 # convolution / convolution_backward) are the torch side.

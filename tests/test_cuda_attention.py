@@ -37,7 +37,7 @@ class native:
             return
         fell = _C._cuda_fallback_counts(True)
         assert FLASH not in fell and FLASH_BW not in fell, fell
-        if self.mode == "fake":  # the extended entries (cudaattn2) count for the plain ones
+        if self.mode == "fake":  # the extended entries (EmCudaAttentionEx) count for the plain ones
             after, before = _C._cuda_fake_kernel_calls(), self.before
             for n in self.names:
                 assert after[n] + after.get(n + "_ex", 0) > before[n] + before.get(n + "_ex", 0), f"{n} did not run"

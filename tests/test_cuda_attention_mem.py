@@ -1,4 +1,4 @@
-"""Flash attention's missing pieces on the GPU (cudaattn2; Note [CUDA
+"""Flash attention's missing pieces on the GPU (Note [CUDA
 attention], EmCudaAttentionEx in csrc/cuda_backend.h): dropout inside the
 fused kernel, torch's memory-efficient op _scaled_dot_product_efficient_attention
 (float32, an attn_bias) and gradients in the inputs' layouts. On a real GPU

@@ -90,22 +90,22 @@ class Backend(C.Structure):
         "cross_entropy_backward", "adam", "embedding", "embedding_backward",
         "has_reduce", "reduce",  # the reductions: tests/test_cuda_reduce.py
         "record_stream")]
-    _fields_ += [(name, VP) for name in (  # indexing (cudaindex): tests/test_cuda_index.py
+    _fields_ += [(name, VP) for name in (  # indexing: tests/test_cuda_index.py
         "index_offsets", "index_gather", "index_put", "scatter_gather", "nonzero_scan", "nonzero_fill")]
-    _fields_ += [(name, VP) for name in (  # sort and scan (cudasort): tests/test_cuda_sort.py
+    _fields_ += [(name, VP) for name in (  # sort and scan: tests/test_cuda_sort.py
         "sort_rows", "select_rows", "scan", "search", "unique")]
-    _fields_ += [(name, VP) for name in (  # shape kernels (cudashape): tests/test_cuda_shape.py
+    _fields_ += [(name, VP) for name in (  # shape kernels: tests/test_cuda_shape.py
         "arange_fill", "linspace_fill", "tri_mask", "repeat_interleave")]
-    _fields_ += [(name, VP) for name in (  # attention (cudaattn): tests/test_cuda_attention.py
+    _fields_ += [(name, VP) for name in (  # attention: tests/test_cuda_attention.py
         "attention_forward", "attention_backward")]
-    _fields_ += [(name, VP) for name in (  # more nn kernels (cudann): tests/test_cuda_nn_more.py
+    _fields_ += [(name, VP) for name in (  # dropout, NLL, norm runs, pools: tests/test_cuda_nn_kernels.py
         "dropout", "nll_loss", "nll_loss_backward", "norm_runs_stats", "norm_runs_affine", "max_pool2d",
         "max_pool2d_backward", "avg_pool2d")]
-    _fields_ += [(name, VP) for name in (  # attention extras (cudaattn2): tests/test_cuda_attention_mem.py
+    _fields_ += [(name, VP) for name in (  # attention extras: tests/test_cuda_attention_mem.py
         "attention_forward_ex", "attention_backward_ex")]
-    _fields_ += [(name, VP) for name in (  # misc fallbacks and epilogues (cudamisc): tests/test_cuda_misc.py
+    _fields_ += [(name, VP) for name in (  # randperm, unique dim, bias: tests/test_cuda_factories_unique_bias.py
         "randperm", "unique_dim", "gemm_bias")]
-    _fields_ += [(name, VP) for name in (  # convolution and upsampling (cudaconv): tests/test_cuda_conv.py
+    _fields_ += [(name, VP) for name in (  # convolution and upsampling: tests/test_cuda_conv.py
         "im2col", "col2im", "interp_nearest", "interp")]
     _fields_ += [("mem_get_info", VP)]  # runtime (lead): ember.cuda.mem_get_info
 

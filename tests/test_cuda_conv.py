@@ -1,4 +1,4 @@
-"""Convolution, im2col / col2im and upsampling on 'cuda' (cudaconv: Note
+"""Convolution, im2col / col2im and upsampling on 'cuda' (Note
 [CUDA im2col] in csrc/cuda/conv.h, Note [CUDA upsample] in
 csrc/cuda/upsample.h). On a real GPU when present, else on Note [fake CUDA],
 whose im2col / col2im entries run the kernels' own index math

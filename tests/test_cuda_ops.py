@@ -1,5 +1,5 @@
 """Every op of the op table (tests/op_db.py) on 'cuda' against the same call
-on the CPU (issue #7: the CPU is the reference here; tests/test_ops.py
+on the CPU (the CPU is the reference here; tests/test_ops.py
 checks the CPU against NumPy). Runs on a real GPU when there is one, else on
 the fake backend (Note [GPU tests] in tests/cuda_common.py).
 
@@ -269,7 +269,7 @@ def test_error(fn, exc, match):
 def grad_cases(name):
     """The first two out-of-place cases and the first in-place one. Seeded
     random draws are left out: the device draws from its own generator
-    (Note [GPU random numbers]; native dropout: tests/test_cuda_nn_more.py)."""
+    (Note [GPU random numbers]; native dropout: tests/test_cuda_nn_kernels.py)."""
     cases = CASES[(name, "")] + CASES[(name, "inplace")] + CASES[(name, "inplace_view")]
     return [c for c in cases if c.desc != "seeded"]
 

@@ -5,7 +5,7 @@ broadcast_tensors / meshgrid, arange / linspace / logspace / eye, the _like
 and new_ factories. On a real GPU when present, else on Note [fake CUDA],
 whose shape entries run the same per-element rules as the kernels
 (csrc/cuda/shape_rules.h). Each test checks values against NumPy (or the
-CPU op where NumPy has no twin, as issue #7 allows) and that the op did not
+CPU op where NumPy has no twin) and that the op did not
 take Note [CUDA fallback] (`_C._cuda_fallback_counts`)."""
 
 import numpy as np

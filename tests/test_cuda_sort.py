@@ -456,7 +456,7 @@ def test_unique_matches_numpy(cuda):
     with native("unique_consecutive"):
         v, cnt = ember.unique_consecutive(ember.tensor([1, 1, 2, 2, 2, 1, 3]).cuda(), return_counts=True)
     assert host(v).tolist() == [1, 2, 1, 3] and host(cnt).tolist() == [2, 3, 1, 1]
-    # with dim: Note [CUDA unique dim] (its own tests: test_cuda_misc.py)
+    # with dim: Note [CUDA unique dim] (its own tests: test_cuda_factories_unique_bias.py)
     r = ember.unique(ember.tensor([[1, 2], [1, 2], [0, 5]]).cuda(), dim=0)
     assert r.device.type == "cuda" and host(r).tolist() == [[0, 5], [1, 2]]
 

@@ -1,5 +1,5 @@
 """ember.linalg's LAPACK decompositions and what is built on them
-(python/ember/_linalg_decomp.py, csrc/ops/lapack.c): values against NumPy's
+(python/ember/linalg/, csrc/ops/lapack.c): values against NumPy's
 np.linalg, reconstruction identities (Q R == A, U diag(S) Vh == A, L L^T ==
 A, P L U == A), batches, float32/float64, empty matrices, non-finite input;
 gradients (and second derivatives) against central finite differences

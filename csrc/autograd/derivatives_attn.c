@@ -69,7 +69,7 @@ static int bw_sdpa_flash_cpu(EmNode *n, EmTensor **go, EmTensor **gi) {
 static int bw_sdpa_flash(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0) || !(need(n, 0) || need(n, 1) || need(n, 2))) END;
-    /* the forward's philox seed and offset: its dropout mask again (cudaattn2) */
+    /* the forward's philox seed and offset: its dropout mask again */
     PyObject *args[15] = {G(0), IN(0), IN(1), IN(2), OUT(0), OUT(1), Py_None, Py_None,
                           INT(em_meta_sizes(&n->in_meta[0])[2]), INT(em_meta_sizes(&n->in_meta[1])[2]), ARG(3),
                           ARG(4), OUT(6), OUT(7), ARG(6)};
@@ -87,7 +87,7 @@ static int bw_sdpa_flash(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* _scaled_dot_product_efficient_attention(query, key, value, attn_bias,
- * compute_log_sumexp, dropout_p, is_causal, *, scale) (cudaattn2): its
+ * compute_log_sumexp, dropout_p, is_causal, *, scale): its
  * backward op with the forward's output, logsumexp, philox seed and offset.
  * attn_bias gets no gradient: asked for one, this raises. */
 static int bw_sdpa_efficient(EmNode *n, EmTensor **go, EmTensor **gi) {

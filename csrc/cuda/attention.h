@@ -1,4 +1,4 @@
-/* attention.h — the GPU flash attention behind the "attention (cudaattn)"
+/* attention.h — the GPU flash attention behind the "attention"
  * entries of EmCudaBackend (cuda_backend.h), and the fragment index math its
  * tensor-core kernels share with a host test.
  *
@@ -20,7 +20,7 @@
  *     128 with zeros in shared memory); everything else (float32, D up to
  *     256, odd strides) runs a plain kernel with one warp per row, the same
  *     formulas in float32.
- *   - extras (cudaattn2; EmCudaAttentionEx, the *_ex entries), in both
+ *   - extras (EmCudaAttentionEx, the *_ex entries), in both
  *     kernel families: a mask (bool, or additive in the data's dtype,
  *     broadcast through strides) added to the scaled scores in log2 units;
  *     dropout, where P's element (b·H + h, i, j) is multiplied by

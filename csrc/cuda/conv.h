@@ -1,5 +1,5 @@
-/* conv.h — the GPU kernels behind the "convolution and upsampling
- * (cudaconv)" entries of EmCudaBackend (cuda_backend.h). Each em_cuda_<name>
+/* conv.h — the GPU kernels behind the "convolution and upsampling"
+ * entries of EmCudaBackend (cuda_backend.h). Each em_cuda_<name>
  * has exactly the signature of its table entry.
  *
  * Note [CUDA im2col]: the GPU convolution (the front-end in ops/conv.c) is

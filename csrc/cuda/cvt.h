@@ -1,6 +1,6 @@
 /* cvt.h (CUDA C++ only) — storage type <-> compute type for the kernels that keep data in
  * its own dtype and compute in float32 (halves) or the type itself
- * (nn_fused.cu, nn_more.cu, index.cu). */
+ * (nn_fused.cu, nn_kernels.cu, index.cu). */
 #ifndef EMBER_CUDA_CVT_H
 #define EMBER_CUDA_CVT_H
 

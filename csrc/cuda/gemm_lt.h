@@ -1,5 +1,5 @@
 /* gemm_lt.h — the cuBLASLt epilogue entry of ember._cuda (gemm_lt.cpp),
- * behind EmCudaBackend's `gemm_bias` (cuda_backend.h, cudamisc). */
+ * behind EmCudaBackend's `gemm_bias` (cuda_backend.h). */
 #ifndef EMBER_CUDA_GEMM_LT_H
 #define EMBER_CUDA_GEMM_LT_H
 

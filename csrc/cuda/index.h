@@ -1,5 +1,5 @@
 /* index.h — the GPU indexing kernels of ember._cuda (index.cu): the
- * entries behind EmCudaBackend's "indexing (cudaindex)" block.
+ * entries behind EmCudaBackend's "indexing" block.
  *
  * Note [CUDA indexing]: the core's indexing front-ends (ops/index*.c,
  * ops/scatter_gather.c, one_hot) validate and lay out one loop description

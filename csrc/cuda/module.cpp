@@ -11,8 +11,8 @@
  * numbers]), reduce.cu (Note [CUDA reduce]), nn_fused.cu (softmax, layer/rms
  * norm, cross-entropy, Adam, embedding), index.cu (Note [CUDA indexing]),
  * sort.cu (Note [CUDA sort]), shape.cu (Note [CUDA shape kernels]), attention.cu
- * (Note [CUDA attention]), nn_more.cu (dropout, NLL, batch / group norm runs, pools),
- * misc.cu (randperm), unique_dim.cu (unique along a dim), gemm_lt.cpp (cuBLASLt epilogues). */
+ * (Note [CUDA attention]), nn_kernels.cu (dropout, NLL, batch / group norm runs, pools),
+ * randperm.cu, unique_dim.cu (unique along a dim), gemm_lt.cpp (cuBLASLt epilogues). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -21,12 +21,12 @@
 #include "elementwise.h"
 #include "index.h"
 #include "nn_fused.h"
-#include "nn_more.h"
+#include "nn_kernels.h"
 #include "reduce.h"
 #include "runtime.h"
 #include "shape.h"
 #include "sort.h"
-#include "misc.h"
+#include "randperm.h"
 #include "unique_dim.h"
 #include "gemm_lt.h"
 #include "upsample.h"
@@ -84,21 +84,21 @@ static const EmCudaBackend backend = {
     em_cuda_scatter_gather,
     em_cuda_nonzero_scan,
     em_cuda_nonzero_fill,
-    /* sort and scan (cudasort) */
+    /* sort and scan */
     em_cuda_sort_rows,
     em_cuda_select_rows,
     em_cuda_scan,
     em_cuda_search,
     em_cuda_unique,
-    /* shape kernels (cudashape) */
+    /* shape kernels */
     em_cuda_arange_fill,
     em_cuda_linspace_fill,
     em_cuda_tri_mask,
     em_cuda_repeat_interleave,
-    /* attention (cudaattn) */
+    /* attention */
     em_cuda_attention_forward,
     em_cuda_attention_backward,
-    /* more nn kernels (cudann) */
+    /* dropout, NLL, norm runs, 2-d pools */
     em_cuda_dropout,
     em_cuda_nll_loss,
     em_cuda_nll_loss_backward,
@@ -107,14 +107,14 @@ static const EmCudaBackend backend = {
     em_cuda_max_pool2d,
     em_cuda_max_pool2d_backward,
     em_cuda_avg_pool2d,
-    /* attention, dropout and efficient path (cudaattn2) */
+    /* attention with a mask, dropout and the efficient path */
     em_cuda_attention_forward_ex,
     em_cuda_attention_backward_ex,
-    /* misc fallbacks and epilogues (cudamisc) */
+    /* randperm, unique along a dim, the cuBLASLt bias epilogue */
     em_cuda_randperm,
     em_cuda_unique_dim,
     emc_gemm_bias,
-    /* convolution and upsampling (cudaconv) */
+    /* convolution and upsampling */
     em_cuda_im2col,
     em_cuda_col2im,
     em_cuda_interp_nearest,

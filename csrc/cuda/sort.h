@@ -1,5 +1,5 @@
 /* sort.h — the GPU sorting, selection, scan, search and unique kernels of
- * ember._cuda (sort.cu): the entries behind the "sort and scan (cudasort)"
+ * ember._cuda (sort.cu): the entries behind the "sort and scan"
  * part of EmCudaBackend (cuda_backend.h). Each em_cuda_<name> has exactly
  * the signature of its table entry.
  *

@@ -1,6 +1,6 @@
 /* upsample.h — the GPU upsampling kernels (F.interpolate) behind the
  * interp_nearest / interp entries of EmCudaBackend ("convolution and
- * upsampling (cudaconv)" in cuda_backend.h).
+ * upsampling" in cuda_backend.h).
  *
  * Note [CUDA upsample]: the front-end (ops/interp.c) builds each axis's
  * index and weight table with the CPU's own code (em_interp_axis,

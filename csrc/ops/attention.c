@@ -10,7 +10,7 @@
  * Also torch's CUDA op _scaled_dot_product_flash_attention and its backward
  * (the GPU kernels: cuda/attention.cu), with dropout inside the kernel, and
  * torch's memory-efficient op _scaled_dot_product_efficient_attention (any
- * float dtype, an attn_bias) on the same kernels (cudaattn2). */
+ * float dtype, an attn_bias) on the same kernels (their EmCudaAttentionEx entries). */
 #include "../ember.h"
 #include "../cpu/attention.h"
 #include "fused_gpu.h"
@@ -414,7 +414,7 @@ static PyObject *flash_results(EmTensor *out, EmTensor *lse, int64_t L, int64_t 
     return res;
 }
 
-/* ---- cudaattn2: the extended entries (EmCudaAttentionEx in cuda_backend.h):
+/* ---- the extended entries (EmCudaAttentionEx in cuda_backend.h):
  * dropout drawn once per call from the device generator (Note [GPU random
  * numbers]) and returned as torch's philox_seed / philox_offset, a mask, and
  * gradients in the inputs' layouts. */
@@ -733,7 +733,7 @@ fail:
     return NULL;
 }
 
-/* ---- torch's memory-efficient op (cudaattn2): what torch runs for float32
+/* ---- torch's memory-efficient op: what torch runs for float32
  * attention on a GPU and wherever a mask is given. The same kernels as the
  * flash op (Note [CUDA attention]) through attention_forward_ex, any float
  * dtype but float64, an attn_bias (bool: true takes part; float: added to

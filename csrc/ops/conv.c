@@ -20,7 +20,7 @@
  * with the GIL released for big work, and cast back. A 1-d or 2-d
  * convolution is a 3-d one over a depth (and height) of one. Formulas: autograd/derivatives_conv.c.
  *
- * On a GPU (cudaconv, Note [CUDA im2col] in csrc/cuda/conv.h) the same plan
+ * On a GPU (Note [CUDA im2col] in csrc/cuda/conv.h) the same plan
  * runs on the device: the backend's im2col / col2im kernels and cuBLAS
  * GEMMs (Note [GPU gemm]) on operands kept in their dtype (halves accumulate
  * in float32 inside cuBLAS), the batch in chunks whose column buffer stays
@@ -286,7 +286,7 @@ static int spatial_list(EmCall *c, int i, const char *name, int spatial, int64_t
     return 0;
 }
 
-/* cudaconv: the backend has what the GPU convolution needs */
+/* the backend has what the GPU convolution needs */
 static bool conv_gpu_ready(void) { return em_cuda && em_cuda->gemm && em_cuda->im2col && em_cuda->col2im; }
 
 /* A parsed convolution call: shapes, the compute dtype, the output size. */

@@ -5,7 +5,7 @@
  * per-axis index/weight tables (cpu/interp.c, Note [interp layout]) and run
  * the kernel on a contiguous copy; half types compute in float32. Nearest
  * forward copies elements as they are (any float dtype and uint8). On a GPU
- * (cudaconv) the same tables go to the device with their inverse maps and
+ * the same tables go to the device with their inverse maps and
  * the backend's kernels run (Note [CUDA upsample] in csrc/cuda/upsample.h),
  * on data kept in its dtype. */
 #include "../cpu/interp.h"
@@ -27,7 +27,7 @@ static EmTensor *contig_as(EmTensor *t, EmDType dt) {
     return r;
 }
 
-/* cudaconv: one axis's tables on the device. `ints` receives idx [out*taps],
+/* One axis's tables on the device. `ints` receives idx [out*taps],
  * inv_off [in+1] and inv [out*taps] (the taps reading each input position,
  * ascending: Note [CUDA upsample]) at element *at; `wts` the weights (skipped
  * when NULL) at *wat; both advance. 0 / -1 with an exception. */
@@ -65,7 +65,7 @@ static int axis_to_device(const EmInterpAxis *a, EmTensor *ints, int64_t *at, Em
     return 0;
 }
 
-/* The upsampling of x into y on their GPU (cudaconv) through the host
+/* The upsampling of x into y on their GPU through the host
  * tables ah, aw (weights of dtype wdt). 0 / -1 with an exception. */
 static int upsample_gpu(bool copies, bool backward, EmTensor *x, EmTensor *y, EmDType wdt, int64_t planes,
                         const EmInterpAxis *ah, const EmInterpAxis *aw) {

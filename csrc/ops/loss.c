@@ -101,7 +101,7 @@ fail:
     return -1;
 }
 
-/* ---- cudann: NLL on GPU tensors (Note [CUDA nn more]); the targets are
+/* ---- NLL on GPU tensors (Note [CUDA nn kernels]); the targets are
  * checked on the device, with the CPU's IndexError. */
 
 static EmTensor *gpu_work(EmDevice dev) {
@@ -180,7 +180,7 @@ PyObject *em_impl_nll_loss_backward(EmCall *c) {
     EM_CHECK(go->numel == want, PyExc_RuntimeError,
              "nll_loss_backward: expected a gradient of %lld elements, got %lld", (long long)want, (long long)go->numel);
     EM_TRY(g = contig_as(go, a.p.dt));
-    if (!em_is_cpu(in)) { /* cudann: the scatter on the device */
+    if (!em_is_cpu(in)) { /* the scatter on the device */
         EmDevice dev = em_device(in);
         EmTensor *work = NULL;
         int64_t bad = 0;
@@ -270,7 +270,7 @@ static int gpu_all_in_unit_interval(EmTensor *in) {
 
 /* binary_cross_entropy's inputs are probabilities (NaN is not) */
 static int check_unit_interval(EmTensor *in) {
-    if (!em_is_cpu(in)) { /* cudann: checked on the device, one bool read back */
+    if (!em_is_cpu(in)) { /* checked on the device, one bool read back */
         int ok = gpu_all_in_unit_interval(in);
         if (ok < 0) return -1;
         if (!ok) PyErr_SetString(PyExc_RuntimeError, "all elements of input should be between 0 and 1");

@@ -111,7 +111,7 @@ done:
     return res;
 }
 
-/* Dropout on a GPU tensor (cudann, Note [CUDA nn more]): one kernel draws
+/* Dropout on a GPU tensor (Note [CUDA nn kernels]): one kernel draws
  * the mask from the device generator's Philox stream, as bernoulli_(1 - p)
  * would on a tensor of the input's dtype, and writes (input * mask) * scale. */
 static PyObject *dropout_gpu(EmTensor *in, double p) {

@@ -47,7 +47,7 @@ static EmTensor *cast_back(EmTensor *result, EmDType dt) {
 /* A 3-d (C, H, W) or 4-d (N, C, H, W) pool input with non-empty H and W:
  * sets the plane count. */
 static int pool_input(EmTensor *in, int64_t *planes, bool gpu_kernel) {
-    if (!em_is_cpu(in) && !gpu_kernel) return em_fused_no_kernel("pooling"), -1; /* cudann: Note [CUDA nn more] */
+    if (!em_is_cpu(in) && !gpu_kernel) return em_fused_no_kernel("pooling"), -1; /* Note [CUDA nn kernels] */
     bool ok = in->ndim == 3 || in->ndim == 4;
     for (int d = 1; ok && d < in->ndim; d++) ok = in->sizes[d] > 0; /* only dim 0 may be empty */
     if (!ok) {
@@ -153,7 +153,7 @@ PyObject *em_impl__max_pool2d_with_indices(EmCall *c) {
         goto done;
     EmPool2d p = {planes, g.in[0], g.in[1], g.out[0], g.out[1], g.k[0], g.k[1], g.s[0], g.s[1],
                   g.p[0], g.p[1], g.d[0], g.d[1]};
-    if (!em_is_cpu(in)) { /* cudann: the same loops on the device */
+    if (!em_is_cpu(in)) { /* the same loops on the device */
         EmCudaPool2d gp = {p.planes, p.H, p.W, p.OH, p.OW, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw};
         if (em_cuda->max_pool2d(em_device(in).index, ct, &gp, em_data(x), em_data(y), (int64_t *)em_data(idx)) < 0) {
             em_cuda_error("max_pool2d");
@@ -173,7 +173,7 @@ done:
     return res;
 }
 
-/* The backward on the device (cudann): indices checked there, with the CPU's error. */
+/* The backward on the device: indices checked there, with the CPU's error. */
 static PyObject *max_pool_backward_gpu(EmTensor *go, EmTensor *ind, int n, const int64_t *isz, int64_t planes) {
     if (!em_cuda->max_pool2d_backward) return em_fused_no_kernel("max_pool2d_with_indices_backward");
     EmDType ct = em_compute_dtype((EmDType)go->dtype);
@@ -335,7 +335,7 @@ static PyObject *avg_run(EmTensor *src, EmDType ct, EmDType out_dt, int ndim, co
         return em_fused_no_kernel("avg_pool2d");
     }
     if (!(x = contiguous_as(src, ct))) goto done;
-    if (!em_is_cpu(src)) { /* cudann: the windows go up, the device sums them */
+    if (!em_is_cpu(src)) { /* the windows go up, the device sums them */
         int dev = em_device(src).index;
         int64_t nw = 2 * OH + 2 * OW + 1, nd = OH * OW + 1;
         EmDevice d = em_device(src);
@@ -544,7 +544,7 @@ static EmTensor *tensor_of(const double *v, int ndim, const int64_t *sizes, EmDT
 }
 
 /* ---- Note [norm runs] on the input's device. The CPU kernels run with the
- * GIL released for big inputs; on a GPU (cudann, Note [CUDA nn more]) the
+ * GIL released for big inputs; on a GPU (Note [CUDA nn kernels]) the
  * host coefficient arrays go up, the backend's run kernels run, and the
  * per-run sums come back, so the front-ends below combine runs on the host
  * for either device. x, g, y: contiguous tensors of the compute dtype. */

@@ -717,7 +717,7 @@ static int randperm_device(EmCall *c, EmDevice *dev) {
     return em_device_from_py(d, dev) < 0 || em_cuda_resolve(dev) < 0 ? -1 : 0;
 }
 
-/* Note [GPU randperm] (csrc/cuda/misc.h): keys drawn from the Philox stream
+/* Note [GPU randperm] (csrc/cuda/randperm.h): keys drawn from the Philox stream
  * of the device's generator (or the CUDA generator given), sorted with
  * their indices on the device. A backend without the kernel raises
  * EmNoCudaKernel before anything is allocated (the CPU fallback then runs

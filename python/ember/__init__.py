@@ -65,7 +65,6 @@ _foreach_norm, _foreach_mul_ = _C._foreach_norm, _C._foreach_mul_
 from ._dtype_info import finfo, iinfo  # noqa: E402
 from .random import (manual_seed, seed, initial_seed, get_rng_state,  # noqa: E402
                      set_rng_state)
-from . import _tensor  # noqa: E402,F401  (Python-side Tensor methods: repr, pickling, ...)
 from . import autograd, cuda, return_types, testing  # noqa: E402,F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: E402
                                  is_grad_enabled, is_inference_mode_enabled)
@@ -76,39 +75,35 @@ from . import optim  # noqa: E402,F401
 from .functional import broadcast_shapes, broadcast_tensors, meshgrid  # noqa: E402
 from . import functional, linalg  # noqa: E402,F401
 from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)
-from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402
+from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel, typename  # noqa: E402
 from ._tensor_str import set_printoptions  # noqa: E402
 from . import amp, backends  # noqa: E402,F401
 from .amp import (autocast, is_autocast_enabled, is_autocast_cpu_enabled, get_autocast_dtype,  # noqa: E402,F401
                   get_autocast_gpu_dtype, get_autocast_cpu_dtype)
 from ._compile import compile, set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402,F401,A004
 from .serialization import save, load  # noqa: E402
-# -- torch functions composed from ember ops in Python (issue #5 compat part) --
-from . import _extra_functions  # noqa: E402
-from ._extra_functions import *  # noqa: E402,F401,F403
+# -- torch functions composed from ember ops in Python, one module per concern --
+from ._comparison import *  # noqa: E402,F401,F403  (equal, isclose, allclose, isin)
+from ._shape_functions import *  # noqa: E402,F401,F403  (ravel, diag*, block_diag, atleast_*d, ...)
+from ._products import *  # noqa: E402,F401,F403  (tensordot, cross, chain_matmul)
+from ._distances import *  # noqa: E402,F401,F403  (cdist, dist, renorm)
+from ._calculus import *  # noqa: E402,F401,F403  (trapezoid, gradient, logcumsumexp, ...)
+from ._statistics import *  # noqa: E402,F401,F403  (cov, corrcoef, histogram*, histc, bincount)
+from ._elementwise import *  # noqa: E402,F401,F403  (heaviside, gcd, lcm, frexp, ldexp, ...)
+from ._gamma import *  # noqa: E402,F401,F403  (lgamma, digamma, mvlgamma, logaddexp2)
+from ._quantile import quantile, nanquantile  # noqa: E402
+from ._creation import asarray, frombuffer  # noqa: E402
+from ._settings import *  # noqa: E402,F401,F403  (deterministic algorithms, default device)
 from . import special, distributions  # noqa: E402,F401
-_C._add_attrs(_C.Tensor, _extra_functions.TENSOR_METHODS)
-# -- cross, cov, histogram, gradient, atleast_*d, ... (python/ember/_math_more.py) --
-from . import _math_more  # noqa: E402
-from ._math_more import *  # noqa: E402,F401,F403
-_C._add_attrs(_C.Tensor, _math_more.TENSOR_METHODS)
-# -- LAPACK decompositions as torch.* and Tensor methods (linalg part) --
-from . import _linalg_decomp  # noqa: E402
-globals().update(_linalg_decomp.TORCH)
-_C._add_attrs(_C.Tensor, _linalg_decomp.TENSOR_METHODS)
-# -- quantile / nanquantile (parity part) --
-from ._quantile import quantile, nanquantile, TENSOR_METHODS as _QUANTILE_METHODS  # noqa: E402
-_C._add_attrs(_C.Tensor, _QUANTILE_METHODS)
+from .special import logit, xlogy, sinc, i0  # noqa: E402  (torch.* too; xlog1py is torch.special only)
+globals().update(linalg._TORCH_FUNCTIONS)  # inverse, det, svd, lu, norm (with p='nuc'), ...
 from . import _aliases  # noqa: E402  (arccos, multiply, greater_equal, ... as torch spells them)
-globals().update(_aliases._functions(), **_aliases.FUNCTIONS)
-_C._add_attrs(_C.Tensor, _aliases._methods())
-from . import _gamma  # noqa: E402  (lgamma, digamma, mvlgamma, logaddexp2)
-globals().update(_gamma.FUNCTIONS)
-_C._add_attrs(_C.Tensor, _gamma.TENSOR_METHODS)
-
-# -- torch.* twins of nn functionals composed in Python (nnmore part) --
-from .nn.functional_more import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuffle,  # noqa: E402,F401
-                                 native_channel_shuffle, prelu, rrelu, rrelu_, hardshrink)
+globals().update(_aliases.functions(globals()))
+# torch.* twins of nn functionals
+from .nn.functional import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuffle,  # noqa: E402,F401
+                            native_channel_shuffle, prelu, rrelu, rrelu_, hardshrink)
+# every Tensor method written in Python, attached in one table (last: it takes functions from all of the above)
+from . import _tensor  # noqa: E402,F401
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""Small module-level functions torch has that need no C: type queries."""
+"""Small module-level functions torch has that need no C: type queries (is_tensor, numel, typename, ...)."""
 from . import _C
 
 
@@ -32,3 +32,21 @@ def is_nonzero(input):
 
 def numel(input):
     return _tensor_arg("numel", input).numel()
+
+
+def typename(obj):
+    """'ember.FloatTensor' for tensors, else the object's module-qualified type name."""
+    if isinstance(obj, _C.Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    qualname = ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    if module in ("", "builtins"):
+        return qualname
+    return f"{module}.{qualname}"

@@ -112,13 +112,4 @@ def logaddexp2(input, other, *, out=None):
     return out.copy_(r) if out is not None else r
 
 
-def _in_place(fn):
-    def method(self, *args):
-        return self.copy_(fn(self, *args))
-    method.__name__ = fn.__name__ + "_"
-    return method
-
-
-FUNCTIONS = {"lgamma": lgamma, "digamma": digamma, "mvlgamma": mvlgamma, "logaddexp2": logaddexp2}
-TENSOR_METHODS = dict(FUNCTIONS, lgamma_=_in_place(lgamma), digamma_=_in_place(digamma),
-                      mvlgamma_=_in_place(mvlgamma), logaddexp2_=_in_place(logaddexp2))
+__all__ = ["lgamma", "digamma", "mvlgamma", "logaddexp2"]

@@ -102,5 +102,4 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
     return out.resize_(result.shape).copy_(result) if out is not None else result
 
 
-TENSOR_METHODS = {"quantile": quantile, "nanquantile": nanquantile}
 __all__ = ["quantile", "nanquantile"]

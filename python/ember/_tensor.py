@@ -1,7 +1,14 @@
-"""Tensor methods written in Python: printing, formatting, pickling, copying
-and the NumPy array protocols. They are attached to the C type at import."""
-from . import _C
+"""Every Tensor method and property written in Python, attached to the C type
+in one table at the end of this file (ember/__init__.py imports this module
+last). Printing, formatting, pickling, copying, the NumPy array protocols,
+hooks and a few views are defined here; the rest are the torch functions of
+the other modules (comparison, shape functions, statistics, linalg, ...) as
+methods, and their in-place `_` twins made here."""
+from . import _C, _aliases, _calculus, _comparison, _distances, _elementwise, _gamma, _products, _quantile
+from . import _shape_functions, _statistics, special
+from ._checks import _type_name
 from ._tensor_str import _repr
+from .linalg import _cholesky, _least_squares, _matrix_functions, _norms, _qr, _solve, _spectral
 
 
 def _rebuild_tensor(data, dtype_name, shape, requires_grad):
@@ -197,7 +204,69 @@ def unfold(self, dimension, size, step):
     return self.as_strided(tuple(shape) + (size,), tuple(strides) + (self.stride(d),), self.storage_offset())
 
 
-_C._add_attrs(_C.Tensor, {
+def is_same_size(self, other):
+    if not isinstance(other, _C.Tensor):
+        raise TypeError(f"is_same_size(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+    return tuple(self.shape) == tuple(other.shape)
+
+
+def split_with_sizes(self, split_sizes, dim=0):
+    """split() with a list of sizes that must add up to the dim's size."""
+    return self.split(list(split_sizes), dim)
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Write fill_value on the main diagonal (all dims equal, or a tall 2-d matrix whose
+    diagonal restarts every ncols + 1 rows when wrap=True), in place."""
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    n = self.shape[0]
+    if self.dim() > 2 and any(s != n for s in self.shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if self.numel() == 0:
+        return self
+    strides = self.stride()
+    step = sum(strides)  # one element down every dim at once
+    count = min(self.shape)
+    if self.dim() == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+        # torch: the diagonal continues after a skipped row, i.e. every (ncols + 1) rows
+        rows, cols = self.shape
+        count = len(range(0, rows * cols, (cols + 1))) if strides == (cols, 1) else count
+    diag = self.as_strided((count,), (step,), self.storage_offset())
+    diag.fill_(fill_value)
+    return self
+
+
+def renorm_(self, p, dim, maxnorm):
+    return self.copy_(_distances.renorm(self.clone() if self.requires_grad else self, p, dim, maxnorm))
+
+
+def _in_place(fn):
+    """x.fn_(...): fn's result written back into x (torch's cast rule for in-place ops)."""
+    def method(self, *args, **kwargs):
+        # under autograd fn reads a copy: a formula that saved self itself would
+        # find it overwritten by the write below (x.clone().logit_() failed in backward)
+        src = self.clone() if self.requires_grad and _C.is_grad_enabled() else self
+        result = fn(src, *args, **kwargs)
+        if result.dtype != self.dtype and not _C.can_cast(result.dtype, self.dtype):
+            raise RuntimeError(f"result type {_type_name(result.dtype)} can't be cast to the "
+                               f"desired output type {_type_name(self.dtype)}")
+        return self.copy_(result)
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+def _in_place_unchecked(fn):
+    """x.fn_(...) for lgamma, digamma, mvlgamma and logaddexp2: fn's result copied into x as it
+    is (no cast check, no copy of x under autograd), as before they were gathered here."""
+    def method(self, *args):
+        return self.copy_(fn(self, *args))
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+_METHODS = {
+    # -- defined above
     "unfold": unfold,
     "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__format__": __format__,
     "__array__": __array__, "__array_wrap__": __array_wrap__, "__array_interface__": __array_interface__, "where": where,
@@ -207,5 +276,39 @@ _C._add_attrs(_C.Tensor, {
     "backward": backward, "register_hook": register_hook,
     "register_post_accumulate_grad_hook": register_post_accumulate_grad_hook,
     "retain_grad": retain_grad, "retains_grad": retains_grad, "is_inference": is_inference,
-})
+    "is_same_size": is_same_size, "split_with_sizes": split_with_sizes, "fill_diagonal_": fill_diagonal_,
+    "renorm_": renorm_,
+    # -- the torch functions of the other modules, as methods
+    "equal": _comparison.equal, "allclose": _comparison.allclose, "isclose": _comparison.isclose,
+    "ravel": _shape_functions.ravel, "diag": _shape_functions.diag, "diag_embed": _shape_functions.diag_embed,
+    "diagflat": _shape_functions.diagflat,
+    "logit": special.logit, "xlogy": special.xlogy, "sinc": special.sinc, "i0": special.i0,
+    "rad2deg": _elementwise.rad2deg, "deg2rad": _elementwise.deg2rad, "heaviside": _elementwise.heaviside,
+    "gcd": _elementwise.gcd, "lcm": _elementwise.lcm, "frexp": _elementwise.frexp, "ldexp": _elementwise.ldexp,
+    "logcumsumexp": _calculus.logcumsumexp,
+    "bincount": _statistics.bincount, "histc": _statistics.histc, "histogram": _statistics.histogram,
+    "cov": _statistics.cov, "corrcoef": _statistics.corrcoef,
+    "dist": _distances.dist, "renorm": _distances.renorm, "cross": _products.cross,
+    "quantile": _quantile.quantile, "nanquantile": _quantile.nanquantile,
+    "lgamma": _gamma.lgamma, "digamma": _gamma.digamma, "mvlgamma": _gamma.mvlgamma,
+    "logaddexp2": _gamma.logaddexp2,
+    # linalg: torch's Tensor spellings (norm takes p='nuc' to the SVD)
+    "inverse": _solve.inv, "det": _solve.det, "logdet": _solve.logdet, "slogdet": _solve._torch_slogdet,
+    "triangular_solve": _solve.triangular_solve, "lu_solve": _solve._torch_lu_solve, "lu": _solve._torch_lu,
+    "cholesky": _cholesky._torch_cholesky, "cholesky_solve": _cholesky.cholesky_solve,
+    "cholesky_inverse": _cholesky.cholesky_inverse, "qr": _qr._torch_qr, "geqrf": _qr.geqrf,
+    "orgqr": _qr.householder_product, "ormqr": _qr.ormqr, "svd": _spectral._torch_svd,
+    "pinverse": _least_squares.pinverse, "matrix_power": _matrix_functions.matrix_power,
+    "matrix_exp": _matrix_functions.matrix_exp, "norm": _norms._torch_norm,
+}
+for _fn in (special.logit, special.xlogy, special.sinc, _elementwise.heaviside, _elementwise.gcd, _elementwise.lcm,
+            _elementwise.rad2deg, _elementwise.deg2rad, _elementwise.ldexp, special.i0):
+    _METHODS[_fn.__name__ + "_"] = _in_place(_fn)
+for _fn in (_gamma.lgamma, _gamma.digamma, _gamma.mvlgamma, _gamma.logaddexp2):
+    _METHODS[_fn.__name__ + "_"] = _in_place_unchecked(_fn)
+del _fn
+# torch's other spellings (arccos, divide, greater_equal, ...): the C methods themselves
+_METHODS.update(_aliases.methods(_C.Tensor))
+
+_C._add_attrs(_C.Tensor, _METHODS)
 _C._set_helpers({"repr": _repr})

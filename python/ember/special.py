@@ -1,20 +1,96 @@
 """ember.special: the torch.special functions training scripts use.
 
 Most are other names for ember ops; the rest are compositions of ember ops,
-so autograd works through every one of them.
+so autograd works through every one of them. logit, xlogy, xlog1py, sinc and
+i0 are defined here; all but xlog1py are torch.* functions too (ember/__init__.py).
 """
 import math
 
 from . import _C
-from ._extra_functions import (logit, xlogy, xlog1py, sinc, i0, _to_float, _require_tensor,
-                               _computed_in_float32)
+from ._checks import _computed_in_float32, _require_tensor, _to_float
 
 __all__ = ["expit", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfinv", "log1p", "expm1",
            "exp2", "log_softmax", "softmax", "logsumexp", "sinc", "round", "entr", "ndtr", "i0"]
 
-# -- the gamma family (parity part): ember/_gamma.py's compositions under torch.special's names --
+# -- the gamma family: ember/_gamma.py's compositions under torch.special's names --
 from ._gamma import lgamma as gammaln, digamma, digamma as psi, mvlgamma as multigammaln  # noqa: E402
 __all__ += ["gammaln", "digamma", "psi", "multigammaln"]
+
+
+# -- composed here: logit, xlogy, xlog1py, sinc, i0 ---------------------------------
+
+def logit(input, eps=None):
+    """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
+    _require_tensor("logit", input)
+    x = _to_float(input)
+    if eps is not None:
+        x = x.clamp(eps, 1 - eps)
+    return _C.log(x / (1 - x))
+
+
+def _float_result(fname, x, y):
+    """Both operands as tensors of their promoted dtype, integers promoted to float."""
+    if not isinstance(x, _C.Tensor) and not isinstance(y, _C.Tensor):
+        raise TypeError(f"{fname}() received an invalid combination of arguments - "
+                        "got (scalar, scalar), but expected at least one Tensor")
+    dtype = _C.result_type(x, y)
+    if not dtype.is_floating_point:
+        dtype = _C.get_default_dtype()
+    x = x.to(dtype) if isinstance(x, _C.Tensor) else _C.tensor(x, dtype=dtype)
+    y = y.to(dtype) if isinstance(y, _C.Tensor) else _C.tensor(y, dtype=dtype)
+    return x, y
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input == 0 (unless other is NaN)."""
+    x, y = _float_result("xlogy", input, other)
+    zero_x = _C.eq(x, 0) & ~_C.isnan(y)
+    return _C.where(zero_x, _C.zeros((), dtype=x.dtype), x * _C.log(y))
+
+
+def xlog1py(input, other):
+    """input * log1p(other), 0 where input == 0 (unless other is NaN)."""
+    x, y = _float_result("xlog1py", input, other)
+    zero_x = _C.eq(x, 0) & ~_C.isnan(y)
+    return _C.where(zero_x, _C.zeros((), dtype=x.dtype), x * _C.log1p(y))
+
+
+@_computed_in_float32
+def sinc(input):
+    """sin(pi x) / (pi x), 1 at x == 0 (gradient 0 there, like torch)."""
+    x = _to_float(_require_tensor("sinc", input))
+    at_zero = _C.eq(x, 0)
+    safe = _C.where(at_zero, _C.ones((), dtype=x.dtype), x)  # keeps 0/0 out of the gradient
+    scaled = safe * math.pi
+    return _C.where(at_zero, _C.ones((), dtype=x.dtype), _C.sin(scaled) / scaled)
+
+
+_I0_SERIES_TERMS = 60      # power series of I0 converges to double precision for |x| <= 15
+_I0_ASYMPTOTIC_TERMS = 25  # and its asymptotic series from there on
+
+
+@_computed_in_float32
+def i0(input):
+    """The modified Bessel function of the first kind, order 0 (differentiable)."""
+    x = _to_float(_require_tensor("i0", input))
+    ax = _C.abs(x)
+    small = ax <= 15
+    # Each branch sees only inputs it is accurate for, so the other's gradient stays finite.
+    xs = _C.where(small, x, _C.zeros((), dtype=x.dtype))
+    q = xs * xs / 4
+    series = _C.ones((), dtype=x.dtype)
+    for k in range(_I0_SERIES_TERMS, 0, -1):  # sum_k q^k / (k!)^2, by Horner's rule
+        series = 1 + series * q / (k * k)
+    xl = _C.where(small, _C.full((), 16.0, dtype=x.dtype), ax)
+    inv = 1 / (8 * xl)
+    tail = _C.ones((), dtype=x.dtype)
+    for k in range(_I0_ASYMPTOTIC_TERMS, 0, -1):  # e^x / sqrt(2 pi x) * sum_k ((2k-1)!!)^2 / k! (8x)^-k
+        tail = 1 + tail * inv * ((2 * k - 1) ** 2 / k)
+    asymptotic = _C.exp(xl) / _C.sqrt(2 * math.pi * xl) * tail
+    return _C.where(small, series, asymptotic)
+
+
+# -- torch.special only ----------------------------------------------------------------
 
 
 def expit(input):
@@ -78,4 +154,3 @@ def ndtr(input):
     """The standard normal CDF."""
     x = _to_float(_require_tensor("special_ndtr", input))
     return 0.5 * _C.erfc(x * (-1.0 / math.sqrt(2.0)))
-

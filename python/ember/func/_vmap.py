@@ -13,7 +13,7 @@ values of 'different' are not those of torch's batched draws.
 import functools
 
 from .. import _C
-from .._extra_functions import equal as _equal
+from .._comparison import equal as _equal
 from ..random import get_rng_state, set_rng_state
 from ._pytree import broadcast_prefix, tree_flatten, tree_unflatten
 

@@ -1,6 +1,7 @@
-"""The 3-d pools (F.max_pool3d, avg_pool3d, adaptive_avg_pool3d,
-adaptive_max_pool3d) and the 1-d / 2-d adaptive max pools (as 3-d ones of
-depth one), composed from ember ops axis by axis.
+"""The pools composed from ember ops in Python: the 3-d pools (F.max_pool3d,
+avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool3d) and the 1-d / 2-d
+adaptive max pools (as 3-d ones of depth one), axis by axis; max_unpool1d/2d
+(a scatter to the pooled positions) and lp_pool1d/2d (an average pool of x^p).
 
 A box window is the product of one window per axis, so both pools separate:
 - average: the window sums are three matrix products with 0/1 window
@@ -20,6 +21,7 @@ The window tables are small NumPy arrays built per call."""
 from .._lazy import numpy as np  # NumPy on first use: import ember stays fast
 
 from .. import _C
+from .functional import avg_pool1d, avg_pool2d
 
 _NAMES = {"kernel_size": "kernel_size must either be a single int, or a tuple of three ints",
           "stride": "stride must either be omitted, a single int, or a tuple of three ints",
@@ -300,3 +302,82 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
                            f"'self' (while checking arguments for adaptive_max_pool1d)")
     r = adaptive_max_pool2d(input.unsqueeze(-2), (1, size[0]), return_indices)
     return (r[0].squeeze(-2), r[1].squeeze(-2)) if return_indices else r.squeeze(-2)
+
+
+# -- unpooling and power-average pooling --------------------------------------
+
+def _tuple(v, n):
+    return tuple(int(x) for x in v) if isinstance(v, (tuple, list)) else (int(v),) * n
+
+
+def _unpool_output_size(input, kernel_size, stride, padding, output_size):
+    n = len(kernel_size)
+    default = [(input.shape[input.dim() - n + d] - 1) * stride[d] + kernel_size[d] - 2 * padding[d]
+               for d in range(n)]
+    if output_size is None:
+        return default
+    output_size = list(output_size)
+    if len(output_size) == n + 2:
+        output_size = output_size[2:]
+    if len(output_size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a "
+                         f"length of '{len(output_size)}'")
+    for d in range(n):
+        lo, hi = default[d] - stride[d], default[d] + stride[d]
+        if not lo < output_size[d] < hi:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {lo} and {hi})')
+    return output_size
+
+
+def _max_unpool2d(input, indices, size):
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with "
+                           f"{input.dim()} dimensions.")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    if str(indices.dtype) != "ember.int64":
+        raise RuntimeError(f"elements in indices should be type int64 but got: {indices.dtype}")
+    oh, ow = size
+    lead = tuple(input.shape[:-2])
+    flat_idx = indices.reshape(*lead, -1)
+    if flat_idx.numel() and bool(((flat_idx < 0) | (flat_idx >= oh * ow)).any()):
+        bad = int(flat_idx[(flat_idx < 0) | (flat_idx >= oh * ow)][0])
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size {oh}x{ow})")
+    out = _C.zeros(lead + (oh * ow,), dtype=input.dtype, device=input.device)
+    return out.scatter(input.dim() - 2, flat_idx, input.reshape(*lead, -1)).reshape(*lead, oh, ow)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """max_pool2d's partial inverse: each value goes to the flat H * W position its index names, zeros elsewhere."""
+    k = _tuple(kernel_size, 2)
+    s = _tuple(stride, 2) if stride is not None else k
+    p = _tuple(padding, 2)
+    return _max_unpool2d(input, indices, _unpool_output_size(input, k, s, p, output_size))
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    k = _tuple(kernel_size, 1)
+    s = _tuple(stride, 1) if stride is not None else k
+    p = _tuple(padding, 1)
+    size = _unpool_output_size(input, k, s, p, output_size)
+    return _max_unpool2d(input.unsqueeze(-1), indices.unsqueeze(-1), list(size) + [1]).squeeze(-1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over each window of x^p)^(1/p): the average pool of x^p times the window size."""
+    kw, kh = _tuple(kernel_size, 2)
+    if stride is not None:
+        out = avg_pool2d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool2d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(kw * kh).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    k = _tuple(kernel_size, 1)[0]
+    if stride is not None:
+        out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool1d(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (out.sign() * out.abs().relu()).mul(k).pow(1.0 / norm_type)

@@ -10,6 +10,13 @@ __all__ = ["one_hot", "linear", "bilinear", "relu", "relu_", "sigmoid", "tanh", 
            "hardswish", "hardsigmoid", "logsigmoid", "threshold", "threshold_", "glu"]
 
 
+def _tensors(fn, **args):
+    """TypeError, as torch's argument parser raises, for an argument that is not a Tensor."""
+    for pos, (name, v) in enumerate(args.items()):
+        if not isinstance(v, _C.Tensor):
+            raise TypeError(f"{fn}(): argument '{name}' (position {pos + 1}) must be Tensor, not {type(v).__name__}")
+
+
 def linear(input, weight, bias=None):
     """input @ weight^T + bias. Inputs of more than two dims are folded into
     rows so that the product and the bias are one BLAS call (addmm)."""
@@ -160,7 +167,7 @@ def tanh(input):
 
 
 # ---------------------------------------------------------------------------
-# softmax family and losses (nnloss part). softmax / log_softmax, nll_loss and
+# softmax family and losses. softmax / log_softmax, nll_loss and
 # the pointwise losses (mse, smooth_l1, huber, binary cross-entropy) are C ops
 # with their own autograd nodes (csrc/ops/softmax.c, csrc/ops/loss.c); the
 # others compose ember ops the way torch composes them, so the graphs (and
@@ -170,7 +177,7 @@ import warnings as _warnings
 
 __all__ += ["softmax", "log_softmax", "softmin", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
             "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-            "kl_div", "cosine_similarity", "pairwise_distance", "normalize"]
+            "kl_div", "cosine_similarity", "pairwise_distance", "pdist", "normalize"]
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
@@ -433,6 +440,21 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     if out_dim == 0:
         return norm(x1 - x2 + eps, p, None, keepdim)
     return norm(x1 - x2 + eps, p, out_dim - 1, keepdim)
+
+
+def pdist(input, p=2):
+    """p-norm distances between the rows of an (N, M) input, for i < j in row-major order: N (N - 1) / 2 values."""
+    _tensors("pdist", input=input)
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.is_floating_point():
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    from ..linalg import vector_norm
+    n = input.shape[0]
+    ij = _C.triu_indices(n, n, 1, device=input.device)
+    return vector_norm(input.index_select(0, ij[0]) - input.index_select(0, ij[1]), p, dim=1)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -965,8 +987,9 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 # ---------------------------------------------------------------------------
-# batch, instance and group normalization: C ops (csrc/ops/poolnorm.c)
-__all__ += ["batch_norm", "instance_norm", "group_norm"]
+# batch, instance and group normalization: C ops (csrc/ops/poolnorm.c); local
+# response normalization composed of them
+__all__ += ["batch_norm", "instance_norm", "group_norm", "local_response_norm"]
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
@@ -1028,8 +1051,26 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return _C._native_group_norm(input, weight, bias, num_groups, eps)[0]
 
 
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha * mean of input^2 over `size` neighbouring channels)^beta
+    (the window is zero-padded by size // 2 before and (size - 1) // 2 after)."""
+    nd = input.dim()
+    if nd < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {nd} dimensions)")
+    if input.numel() == 0:
+        return input
+    sq = (input * input).reshape(input.shape[0], input.shape[1], -1)  # (N, C, L)
+    sq = pad(sq, (0, 0, size // 2, (size - 1) // 2))
+    C = input.shape[1]
+    win = sq.narrow(1, 0, C)
+    for i in range(1, size):
+        win = win + sq.narrow(1, i, C)
+    div = (win / size).reshape(tuple(input.shape))
+    return input / (div * alpha + k).pow(beta)
+
+
 # ---------------------------------------------------------------------------
-# interpolation (interp part): F.interpolate and its deprecated aliases, on
+# interpolation: F.interpolate and its deprecated aliases, on
 # the C upsampling ops (csrc/ops/interp.c, torch's aten upsample_* ops). The
 # size / scale-factor rules, the checks and their order are torch's.
 __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
@@ -1170,25 +1211,30 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 
 # ---------------------------------------------------------------------------
-# the less common functionals (nnmore part): margin / ranking / NLL losses,
-# prelu, rrelu, shrinks, shuffles, pdist, unpooling, lp_pool, embedding_bag,
-# composed of ember ops in functional_more.py
-from . import functional_more as _more  # noqa: E402
-from .functional_more import *  # noqa: E402,F401,F403
-__all__ += _more.__all__
+# the functionals composed of ember ops in Python, one module per concern
+from ._losses import (margin_ranking_loss, hinge_embedding_loss, cosine_embedding_loss,  # noqa: E402
+                      triplet_margin_loss, triplet_margin_with_distance_loss, multi_margin_loss,
+                      multilabel_margin_loss, multilabel_soft_margin_loss, soft_margin_loss, poisson_nll_loss,
+                      gaussian_nll_loss, ctc_loss)
+from ._activations import prelu, rrelu, rrelu_, hardshrink, softshrink, tanhshrink, gumbel_softmax  # noqa: E402
+from ._dropout import dropout3d, alpha_dropout, feature_alpha_dropout  # noqa: E402
+from ._shuffle import pixel_shuffle, pixel_unshuffle, channel_shuffle, native_channel_shuffle  # noqa: E402
+from ._embedding_bag import embedding_bag  # noqa: E402
+from . import _activations, _dropout, _embedding_bag, _losses, _shuffle  # noqa: E402
 
+__all__ += _losses.__all__ + _activations.__all__ + _dropout.__all__ + _shuffle.__all__ + _embedding_bag.__all__
 
 # 3-d convolution and the transposed convolutions (nn/_conv_nd.py)
 from ._conv_nd import conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: E402
 
 __all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
-# 3-d pools and the adaptive max pools, composed axis by axis (nn/_pool_nd.py)
+# 3-d pools, the adaptive max pools, unpooling and power-average pools, composed (nn/_pool_nd.py)
 from ._pool_nd import (max_pool3d, avg_pool3d, adaptive_avg_pool3d, adaptive_max_pool1d,  # noqa: E402
-                       adaptive_max_pool2d, adaptive_max_pool3d)
+                       adaptive_max_pool2d, adaptive_max_pool3d, max_unpool1d, max_unpool2d, lp_pool1d, lp_pool2d)
 
 __all__ += ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-            "adaptive_max_pool3d"]
+            "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d", "lp_pool1d", "lp_pool2d"]
 
 # affine grids and grid sampling, composed (nn/_grid_sample.py)
 from ._grid_sample import affine_grid, grid_sample  # noqa: E402

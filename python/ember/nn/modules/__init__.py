@@ -19,7 +19,7 @@ from .instancenorm import InstanceNorm1d, InstanceNorm2d  # noqa: F401
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d  # noqa: F401
 from .fold import Fold, Unfold  # noqa: F401
 from .rnn import RNNCellBase, RNNCell, LSTMCell, GRUCell, RNNBase, RNN, LSTM, GRU  # noqa: F401
-# nnmore part: the less common layers (losses, activations, padding, shuffles, unpooling, decoder, lazy, bags)
+# the less common layers (losses, activations, padding, shuffles, unpooling, decoder, lazy, bags)
 from .activation import PReLU, RReLU, Hardshrink, Softshrink, Tanhshrink, Softmax2d  # noqa: F401,E402
 from .padding import *  # noqa: F401,F403,E402
 from .pixelshuffle import PixelShuffle, PixelUnshuffle, ChannelShuffle  # noqa: F401,E402

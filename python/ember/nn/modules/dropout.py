@@ -32,7 +32,7 @@ class Dropout2d(_DropoutNd):
         return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
-# nnmore part: volumes, and the alpha dropouts for SELU networks
+# volumes, and the alpha dropouts for SELU networks
 __all__ += ["Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 

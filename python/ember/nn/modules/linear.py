@@ -90,7 +90,7 @@ class NonDynamicallyQuantizableLinear(Linear):
 
 
 # ---------------------------------------------------------------------------
-# LazyLinear (nnmore part): in_features taken from the first input
+# LazyLinear: in_features taken from the first input
 from .lazy import LazyModuleMixin, _infer_parameters as _lazy_infer  # noqa: E402
 
 __all__ += ["LazyLinear"]

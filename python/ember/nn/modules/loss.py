@@ -119,7 +119,7 @@ class PairwiseDistance(Module):
 
 
 # ---------------------------------------------------------------------------
-# margin, ranking, embedding and the Poisson / Gaussian NLL losses (nnmore part)
+# margin, ranking, embedding and the Poisson / Gaussian NLL losses (nn/_losses.py)
 __all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
             "TripletMarginWithDistanceLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
             "SoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss"]

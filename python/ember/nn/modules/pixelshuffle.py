@@ -1,5 +1,5 @@
 """PixelShuffle, PixelUnshuffle and ChannelShuffle (torch.nn's): wrappers of
-the functional rearrangements (functional_more.py)."""
+the functional rearrangements (nn/_shuffle.py)."""
 from .. import functional as F
 from .module import Module
 

@@ -102,7 +102,7 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
 
 
 # ---------------------------------------------------------------------------
-# MaxUnpool1d/2d and LPPool1d/2d (nnmore part): over functional_more's composites
+# MaxUnpool1d/2d and LPPool1d/2d: over F.max_unpool*d / F.lp_pool*d (nn/_pool_nd.py)
 __all__ += ["MaxUnpool1d", "MaxUnpool2d", "LPPool1d", "LPPool2d"]
 
 

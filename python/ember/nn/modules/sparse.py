@@ -73,7 +73,7 @@ class Embedding(Module):
 
 
 # ---------------------------------------------------------------------------
-# EmbeddingBag (nnmore part): sums, means or maxima of bags of rows
+# EmbeddingBag: sums, means or maxima of bags of rows
 __all__ += ["EmbeddingBag"]
 
 

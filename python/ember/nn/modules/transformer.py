@@ -218,7 +218,7 @@ class TransformerEncoder(Module):
 
 
 # ---------------------------------------------------------------------------
-# the decoder side and the whole Transformer (nnmore part)
+# the decoder side and the whole Transformer
 __all__ += ["TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
 
 

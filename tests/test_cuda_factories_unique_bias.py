@@ -1,7 +1,7 @@
-"""The last CPU fallbacks given native GPU paths by cudamisc, and cuBLASLt's
+"""The last CPU fallbacks given native GPU paths, and cuBLASLt's
 bias epilogue: construction from data with device='cuda' (host build, one
 copy), factories writing into a GPU out=, tril_indices / triu_indices on the
-device, randperm on the device (Note [GPU randperm], csrc/cuda/misc.h),
+device, randperm on the device (Note [GPU randperm], csrc/cuda/randperm.h),
 unique / unique_consecutive with dim= (Note [CUDA unique dim],
 csrc/cuda/unique_dim.h) and addmm / F.linear with a bias through gemm_bias
 (csrc/cuda/gemm_lt.cpp). On a real GPU when present, else on Note [fake

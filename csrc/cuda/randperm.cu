@@ -1,4 +1,4 @@
-// misc.cu — Note [GPU randperm] (misc.h): randperm(n, device='cuda').
+// randperm.cu — Note [GPU randperm] (randperm.h): randperm(n, device='cuda').
 // Keys from the Philox stream, one CUB radix sort of (key, index) pairs over
 // all 64 key bits (stable: ties keep index order), then the sorted indices
 // converted to the result's dtype. Scratch from the caching allocator on the
@@ -9,7 +9,7 @@
 
 #include <cub/cub.cuh>
 
-#include "misc.h"
+#include "randperm.h"
 #include "runtime.h"
 
 namespace {

@@ -1,6 +1,7 @@
-"""torch-level functions composed in Python (ember/_extra_functions.py, ember/special.py):
-hand-computed references (always run), torch parity for values, dtypes, shapes, errors
-and gradients (skipped without torch), and float64 gradchecks."""
+"""torch-level functions composed in Python (ember/_comparison.py, _shape_functions.py,
+_elementwise.py, _statistics.py, _creation.py, ..., ember/special.py): hand-computed references
+(always run), torch parity for values, dtypes, shapes, errors and gradients (skipped without
+torch), and float64 gradchecks."""
 import math
 import warnings
 

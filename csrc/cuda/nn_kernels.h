@@ -1,10 +1,11 @@
-/* nn_more.h — the GPU kernels behind the "more nn kernels (cudann)" entries
- * of EmCudaBackend (cuda_backend.h): dropout's mask-and-scale, the negative
- * log-likelihood forward and backward, batch / group norm's run kernels, and
- * the max / average / adaptive average 2-d pools with their backward.
+/* nn_kernels.h — the GPU kernels behind the dropout, NLL, norm-run and 2-d
+ * pool entries of EmCudaBackend (cuda_backend.h): dropout's mask-and-scale,
+ * the negative log-likelihood forward and backward, batch / group norm's run
+ * kernels, and the max / average / adaptive average 2-d pools with their
+ * backward (the row-wise fused kernels are nn_fused.h's).
  * Each em_cuda_<name> has exactly the signature of its table entry.
  *
- * Note [CUDA nn more]: operands are contiguous (the front-ends in csrc/ops
+ * Note [CUDA nn kernels]: operands are contiguous (the front-ends in csrc/ops
  * make them so). Dropout reads and writes its data's own dtype (halves
  * computed in float32) and draws its mask from the Philox stream exactly as
  * random_fill's Bernoulli does (Note [GPU random numbers]), so a mask equals
@@ -15,8 +16,8 @@
  * (cpu/poolnorm.h) is kept: the kernels compute per-run sums and per-run
  * affine maps, and the front-end (ops/poolnorm.c) combines runs into
  * channel or group statistics on the host, as it does for the CPU. */
-#ifndef EMBER_CUDA_NN_MORE_H
-#define EMBER_CUDA_NN_MORE_H
+#ifndef EMBER_CUDA_NN_KERNELS_H
+#define EMBER_CUDA_NN_KERNELS_H
 
 #include "../cuda_backend.h"
 

@@ -1,6 +1,7 @@
 """cross, cov, corrcoef, histogram, gradient, atleast_*d, renorm, diagflat, chain_matmul
-(ember/_math_more.py): NumPy references and hand values (always run), torch parity for
-values, errors and gradients (skipped without torch), float64 gradchecks."""
+(ember/_products.py, _statistics.py, _calculus.py, _shape_functions.py, _distances.py): NumPy
+references and hand values (always run), torch parity for values, errors and gradients (skipped
+without torch), float64 gradchecks."""
 import warnings
 
 import numpy as np

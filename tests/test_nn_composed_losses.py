@@ -1,5 +1,5 @@
 """The margin / ranking / embedding losses and the Poisson and Gaussian NLL
-losses (nn.functional and their modules, functional_more.py): values and
+losses (nn.functional and their modules, nn/_losses.py): values and
 gradients against torch (float64, every reduction), NumPy / hand-computed
 references when torch is missing, module reprs and torch's errors."""
 import math

@@ -1,14 +1,11 @@
-"""ember.linalg: torch.linalg's functions. Each is a C op of the table or a
-short composition of them; other areas add their functions here
-(additively: one block per area). The decompositions and solvers (LAPACK
-through csrc/cpu/lapack.c) live in _linalg_decomp.py, exported at the end.
-"""
+"""ember.linalg's norms: vector_norm (the C reduction op, csrc/ops/reduce.c),
+matrix_norm and norm over it (the nuclear and spectral norms from the
+singular values), and torch.norm / Tensor.norm's p='nuc' case."""
 import math as _math
 
-from . import _C
-from ._C import matmul  # noqa: F401
-
-# -- norms (the reduction ops, csrc/ops/reduce.c) --------------------------
+from .. import _C
+from ._lapack import _finish, _tname
+from ._spectral import svdvals
 
 vector_norm = _C._linalg_vector_norm
 
@@ -38,17 +35,17 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
     if ord == "fro":
         return vector_norm(A, 2, dims, keepdim, dtype=dtype, out=out)
-    if ord in ("nuc", 2, -2):  # from the singular values (_linalg_decomp.svdvals)
+    if ord in ("nuc", 2, -2):  # from the singular values (_spectral.svdvals)
         if not A.is_floating_point():
             raise NotImplementedError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
-                                      f"input. Got {_decomp._tname(A.dtype)}")
+                                      f"input. Got {_tname(A.dtype)}")
         x = A if dtype is None else A.to(dtype)
-        S = _decomp.svdvals(_C.movedim(x, dims, (-2, -1)))
+        S = svdvals(_C.movedim(x, dims, (-2, -1)))
         r = S.sum(-1) if ord == "nuc" else (S.amax(-1) if ord == 2 else S.amin(-1))
         if keepdim:
             for d in sorted(dims):
                 r = r.unsqueeze(d)
-        return _decomp._finish(r, out)
+        return _finish(r, out)
     if isinstance(ord, str) or ord not in (1, -1, _math.inf, -_math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if not A.is_floating_point():
@@ -91,9 +88,18 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
 
 
-# -- cross product (python/ember/_math_more.py) ---------------------------------
-from ._math_more import linalg_cross as cross  # noqa: E402
-# -- decompositions and solvers on LAPACK (_linalg_decomp.py, csrc/cpu/lapack.c) ----------
-from . import _linalg_decomp as _decomp  # noqa: E402
-
-globals().update(_decomp.LINALG)
+def _torch_norm(input, *args, **kwargs):
+    """torch.norm / Tensor.norm: the C op, except p='nuc' (the sum of singular
+    values), which goes to linalg.matrix_norm and its SVD."""
+    p = args[0] if args else kwargs.get("p")
+    if not (isinstance(p, str) and p == "nuc"):
+        return _C.norm(input, *args, **kwargs)
+    names = ("p", "dim", "keepdim")
+    kw = dict(zip(names, args), **kwargs)
+    dim = kw.get("dim")
+    if dim is None:
+        if input.dim() != 2:
+            raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               + " ".join(str(d) for d in range(input.dim())))
+        dim = (-2, -1)
+    return matrix_norm(input, "nuc", dim, kw.get("keepdim", False), dtype=kw.get("dtype"), out=kw.get("out"))

@@ -1,4 +1,4 @@
-// nn_more.cu — Note [CUDA nn more] (nn_more.h): dropout's fused mask and
+// nn_kernels.cu — Note [CUDA nn kernels] (nn_kernels.h): dropout's fused mask and
 // scale, the negative log-likelihood and its backward, and the per-run sums
 // and affine maps of batch / group norm (Note [norm runs]). The formulas are
 // the CPU's (ops/nn.c, cpu/softmax.c's NLL, cpu/poolnorm.c), in the same
@@ -8,7 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "cvt.h"
-#include "nn_more.h"
+#include "nn_kernels.h"
 #include "philox.h"
 #include "runtime.h"
 

@@ -1,9 +1,9 @@
-"""The less common nn layers and functionals (functional_more.py and their
-modules): PReLU / RReLU / shrinks / Softmax2d / gumbel_softmax / local
-response norm, the padding layers, pixel and channel shuffles, pdist and
-cdist, max_unpool, lp_pool, embedding_bag, BatchNorm3d / InstanceNorm3d.
-Values and gradients against torch with the same weights, reprs against
-torch's, torch's exception types; NumPy / hand references without torch."""
+"""The less common nn layers and functionals (nn/_activations.py, _shuffle.py, _pool_nd.py,
+_embedding_bag.py, _dropout.py and their modules): PReLU / RReLU / shrinks / Softmax2d /
+gumbel_softmax / local response norm, the padding layers, pixel and channel shuffles, pdist and
+cdist, max_unpool, lp_pool, embedding_bag, BatchNorm3d / InstanceNorm3d. Values and gradients
+against torch with the same weights, reprs against torch's, torch's exception types; NumPy /
+hand references without torch."""
 import numpy as np
 import pytest
 

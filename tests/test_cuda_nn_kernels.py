@@ -1,5 +1,5 @@
-"""The nn ops given native GPU paths by cudann (Note [CUDA nn more] in
-csrc/cuda/nn_more.h): gelu and its backward (the elementwise iterator),
+"""The nn ops given native GPU paths (Note [CUDA nn kernels] in
+csrc/cuda/nn_kernels.h): gelu and its backward (the elementwise iterator),
 dropout (one Philox kernel), the pointwise losses (device ops), NLL forward
 and backward, batch norm and group norm forward and backward (the run
 kernels). On a real GPU when present, else on Note [fake CUDA]. Every test

@@ -1,0 +1,200 @@
+"""torch's shape and layout functions composed from ember ops: ravel, the
+diagonal builders (diag, diag_embed, diagflat), cartesian_prod, combinations,
+block_diag, vander, atleast_1d/2d/3d and unravel_index. Views where torch
+returns views; the rest are differentiable compositions."""
+import builtins
+import itertools
+
+from . import _C
+from ._checks import _dt, _require_tensor, _wrap_dim
+
+_py_abs, _py_int, _py_any = builtins.abs, builtins.int, builtins.any
+
+
+def ravel(input):
+    """The elements as a 1-D tensor (a view when the layout allows)."""
+    return _require_tensor("ravel", input).reshape(-1)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Matrices (in dims dim1, dim2) whose `offset` diagonal holds the last dim of input."""
+    _require_tensor("diag_embed", input)
+    out_ndim = input.dim() + 1
+    d1, d2 = _wrap_dim(dim1, out_ndim), _wrap_dim(dim2, out_ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    vec = input if input.dim() else input.reshape(1)
+    n = vec.shape[-1]
+    m = n + _py_abs(offset)
+    if offset:  # pad the vector so the diagonal can be read off by row (or column)
+        pad = _C.zeros(tuple(vec.shape[:-1]) + (_py_abs(offset),), dtype=vec.dtype, device=vec.device)
+        vec = _C.cat([vec, pad], -1)
+    idx = _C.arange(m, device=vec.device)
+    mask = _C.eq(idx.unsqueeze(0) - idx.unsqueeze(1), offset)  # col - row == offset
+    spread = vec.unsqueeze(-1) if offset >= 0 else vec.unsqueeze(-2)
+    spread = spread.expand(tuple(vec.shape[:-1]) + (m, m))
+    zero = _C.zeros((), dtype=vec.dtype, device=vec.device)
+    out = _C.where(mask, spread, zero)
+    return out.movedim((-2, -1), (d1, d2)) if (d1, d2) != (out_ndim - 2, out_ndim - 1) else out
+
+
+def diag(input, diagonal=0):
+    """1-D input: a square matrix with it on the `diagonal`; 2-D: that diagonal (a copy)."""
+    _require_tensor("diag", input)
+    if input.dim() == 1:
+        return diag_embed(input, diagonal)
+    if input.dim() == 2:
+        return _C.diagonal(input, diagonal).clone()
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+
+
+def cartesian_prod(*tensors):
+    """All tuples of one element from each 1-D tensor, as rows."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    for i, t in enumerate(tensors):
+        if _require_tensor("cartesian_prod", t).dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    if _py_any(t.dtype != tensors[0].dtype for t in tensors):
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    grids = _C.meshgrid(list(tensors), indexing="ij")
+    return _C.stack([g.reshape(-1) for g in grids], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The length-r combinations of a 1-D tensor's elements, as rows (itertools order)."""
+    _require_tensor("combinations", input)
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return _C.empty((0,), dtype=input.dtype)
+    make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(make(range(input.shape[0]), r))
+    if not rows:
+        return _C.empty((0, r), dtype=input.dtype)
+    index = _C.tensor(rows, dtype=_dt("int64"))
+    return input[index]
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix from 0-, 1- and 2-D tensors (promoted to one dtype)."""
+    mats = []
+    for i, t in enumerate(tensors):
+        _require_tensor("block_diag", t)
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                               f"Input {i} has {t.dim()} dimensions")
+        mats.append(t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t)
+    if not mats:
+        return _C.empty((1, 0), dtype=_C.get_default_dtype())
+    dtype = mats[0].dtype
+    for t in mats[1:]:
+        dtype = _C.promote_types(dtype, t.dtype)
+    total_cols = _py_int(sum(t.shape[1] for t in mats))
+    rows, col = [], 0
+    for t in mats:
+        h, w = t.shape
+        parts = []
+        if col:
+            parts.append(_C.zeros((h, col), dtype=dtype, device=t.device))
+        parts.append(t.to(dtype))
+        if total_cols - col - w:
+            parts.append(_C.zeros((h, total_cols - col - w), dtype=dtype, device=t.device))
+        rows.append(_C.cat(parts, 1) if len(parts) > 1 else parts[0])
+        col += w
+    return _C.cat(rows, 0)
+
+
+def vander(x, N=None, increasing=False):
+    """Columns x**(N-1), ..., x**0 (increasing=True reverses); ints become int64."""
+    _require_tensor("vander", x, "x")
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    base = x if x.dtype.is_floating_point else x.to(_dt("int64"))
+    ones = _C.ones((x.shape[0], 1), dtype=base.dtype, device=x.device)
+    if n == 0:
+        return _C.empty((x.shape[0], 0), dtype=base.dtype, device=x.device)
+    if n == 1:
+        result = ones
+    else:  # a running product, like torch, so gradients match its cumprod backward
+        result = _C.cat([ones, base.unsqueeze(1).expand(x.shape[0], n - 1)], 1).cumprod(1)
+    return result if increasing else result.flip(1)
+
+
+def _atleast(fname, nd, tensors):
+    single = len(tensors) == 1 and isinstance(tensors[0], _C.Tensor)
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    results = []
+    for t in tensors:
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f"{fname}() received an invalid combination of arguments - got "
+                            f"({type(t).__name__}), but expected one of: (Tensor input) or "
+                            f"(tuple of Tensors tensors)")
+        if t.dim() == 0:
+            t = t.reshape([1] * nd)
+        elif t.dim() < nd:
+            # atleast_2d: (n,) -> (1, n); atleast_3d: (n,) -> (1, n, 1), (m, n) -> (m, n, 1)
+            t = t.unsqueeze(0) if t.dim() == 1 else t
+            if nd == 3 and t.dim() == 2:
+                t = t.unsqueeze(-1)
+        results.append(t)
+    return results[0] if single else tuple(results)
+
+
+def atleast_1d(*tensors):
+    """Each input viewed with at least one dimension (0-d -> (1,))."""
+    return _atleast("atleast_1d", 1, tensors)
+
+
+def atleast_2d(*tensors):
+    """Each input viewed with at least two dimensions ((n,) -> (1, n))."""
+    return _atleast("atleast_2d", 2, tensors)
+
+
+def atleast_3d(*tensors):
+    """Each input viewed with at least three dimensions ((n,) -> (1, n, 1), (m, n) -> (m, n, 1))."""
+    return _atleast("atleast_3d", 3, tensors)
+
+
+def diagflat(input, offset=0):
+    """A 2-D tensor with input's flattened elements on diagonal `offset`."""
+    _require_tensor("diagflat", input)
+    return diag(input.reshape(-1), offset)
+
+
+def unravel_index(indices, shape):
+    """Flat indices -> a tuple of coordinate tensors for `shape` (C order), as torch."""
+    import ember
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(shape)
+    if not isinstance(indices, _C.Tensor):
+        indices = ember.tensor(indices)
+    if indices.is_floating_point() or indices.dtype == ember.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(shape))
+    total = 1
+    for s in shape:
+        total *= s
+    if total == 0 and indices.numel():
+        raise ValueError(f"'shape' cannot have zero dimensions when 'indices' is non-empty, but got {shape}")
+    # torch wraps out-of-range (and negative) indices modulo the shape's size
+    flat = indices.long() % total if total else indices.long()
+    coords = []
+    for s in reversed(shape):
+        coords.append(flat % s if s else flat)
+        flat = flat // s if s else flat
+    return tuple(reversed(coords))
+
+
+__all__ = ["ravel", "diag", "diag_embed", "diagflat", "cartesian_prod", "combinations", "block_diag", "vander",
+           "atleast_1d", "atleast_2d", "atleast_3d", "unravel_index"]

@@ -1,0 +1,202 @@
+"""ember.linalg's spectral decompositions: the SVD (LAPACK gesdd: svd,
+svdvals, torch.svd) and the symmetric eigendecomposition (syevd: eigh,
+eigvalsh), with their gradients as autograd Functions (conventions:
+_lapack.py)."""
+from .. import _C
+from .._shape_functions import diag_embed as _diag_embed
+from ._lapack import (_Eigh, _LinalgSVD, _SVD, _back, _check, _diag, _eye_like, _finish, _finish_tuple,
+                      _function, _lapack_in, _lazy, _on, _raise_info)
+
+
+# -- SVD: gesdd ------------------------------------------------------------------------------
+
+def _svd_message(v):
+    if v < 0:  # lapack.c: Note [non-finite input]
+        return ("linalg.svd", "The algorithm failed to converge because the input matrix contained "
+                              "non-finite values.")
+    return ("linalg.svd", "The algorithm failed to converge because the input matrix is ill-conditioned "
+                          f"or has too many repeated singular values (error code: {v}).")
+
+
+def _svd_raw(A, compute_uv, full):
+    """(U, S, Vh) of A (U, Vh None without compute_uv), no autograd."""
+    m, n = A.shape[-2], A.shape[-1]
+    a = _lapack_in(A)
+    u, s, vt, info = _C._lapack_gesdd(a, compute_uv, full)
+    _raise_info(info, A.dim() > 2, _svd_message)
+    S = _on(s, A)
+    if not compute_uv:
+        return None, S, None
+    U, Vh = _back(u, A), _back(vt, A)
+    if min(m, n) == 0 and full:  # LAPACK is not called: the full factors are identities
+        U = _eye_like(A, m).expand(U.shape).clone()
+        Vh = _eye_like(A, n).expand(Vh.shape).clone()
+    return U, S, Vh
+
+
+def _svd_backward(U, S, Vh, gU, gS, gVh):
+    """gA of A = U diag(S) Vh (reduced factors, real, distinct singular values)."""
+    m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
+    if gU is None and gVh is None:
+        return (U * gS.unsqueeze(-2)) @ Vh
+    V = Vh.mT
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)          # E[i, j] = s_j^2 - s_i^2
+    E = E + _C.eye(k, dtype=S.dtype, device=S.device)  # the diagonal is replaced below
+    J = _C.zeros_like(E)
+    if gU is not None:
+        X = U.mT @ gU
+        J = J + (X - X.mT) * S.unsqueeze(-2)
+    if gVh is not None:
+        Y = V.mT @ gVh.mT
+        J = J + S.unsqueeze(-1) * (Y - Y.mT)
+    J = J / E
+    J = J - _diag_embed(_diag(J))
+    if gS is not None:
+        J = J + _diag_embed(gS)
+    if m > k and gU is not None:
+        gUS = gU / S.unsqueeze(-2)
+        return (U @ J + gUS - U @ (U.mT @ gUS)) @ Vh
+    if n > k and gVh is not None:
+        gVS = gVh.mT / S.unsqueeze(-2)
+        return U @ (J @ Vh + gVS.mT - (gVS.mT @ V) @ Vh)
+    return U @ J @ Vh
+
+
+def _build_svd():
+    def forward(ctx, A, full):
+        U, S, Vh = _svd_raw(A, True, full)
+        ctx.save_for_backward(U, S, Vh)
+        return U, S, Vh
+
+    def backward(ctx, gU, gS, gVh):
+        U, S, Vh = ctx.saved_tensors
+        k = S.shape[-1]
+        U, Vh = U[..., :k], Vh[..., :k, :]  # full_matrices: the extra columns carry no gradient
+        gU = gU[..., :k] if gU is not None else None
+        gVh = gVh[..., :k, :] if gVh is not None else None
+        return _svd_backward(U, S, Vh, gU, gS, gVh), None
+    fn = _function("LinalgSvd", forward, backward)
+    return fn
+
+
+_SVDFn = _lazy(_build_svd)
+
+
+def _build_svdvals():
+    def forward(ctx, A):
+        if A.requires_grad:
+            U, S, Vh = _svd_raw(A, True, False)
+            ctx.save_for_backward(U, Vh, A)
+            return S
+        return _svd_raw(A, False, False)[1]
+
+    def backward(ctx, gS):
+        U, Vh, A = ctx.saved_tensors
+        if _C.is_grad_enabled():  # create_graph: U and Vh as functions of A
+            U, _, Vh = _SVDFn().apply(A, False)
+        return (U * gS.unsqueeze(-2)) @ Vh
+    return _function("LinalgSvdvals", forward, backward)
+
+
+_SVDValsFn = _lazy(_build_svdvals)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """(U, S, Vh) with A = U diag(S) Vh, S descending (gesdd)."""
+    _check("linalg.svd", A, square=False)
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs "
+                           "with cuSOLVER backend.")
+    return _finish_tuple(_LinalgSVD(*_SVDFn().apply(A, bool(full_matrices))), out)
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of A, descending."""
+    _check("linalg.svd", A, square=False)
+    return _finish(_SVDValsFn().apply(A), out)
+
+
+def _torch_svd(input, some=True, compute_uv=True, *, out=None):
+    """torch.svd: (U, S, V) with V = Vh^T; U and V zero-filled without compute_uv."""
+    _check("linalg.svd", input, square=False)
+    if not compute_uv:
+        m, n = input.shape[-2], input.shape[-1]
+        S = svdvals(input)
+        b = tuple(input.shape[:-2])
+        return _finish_tuple(_SVD(_C.zeros(*b, m, m, dtype=input.dtype, device=input.device), S,
+                                  _C.zeros(*b, n, n, dtype=input.dtype, device=input.device)), out)
+    U, S, Vh = _SVDFn().apply(input, not some)
+    return _finish_tuple(_SVD(U, S, Vh.mT), out)
+
+
+# -- symmetric eigen: syevd ------------------------------------------------------------------
+
+def _uplo(UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO == "U"
+
+
+def _eigh_raw(A, upper, vectors, fname):
+    a = _lapack_in(A)
+    w, info = _C._lapack_syevd(a, upper, vectors)
+    _raise_info(info, A.dim() > 2, lambda v: (
+        fname, "The algorithm failed to converge because the input matrix is ill-conditioned or has "
+               f"too many repeated eigenvalues (error code: {v})."))
+    return _on(w, A), (_back(a, A) if vectors else None)
+
+
+def _build_eigh():
+    def forward(ctx, A, upper):
+        L, V = _eigh_raw(A, upper, True, "linalg.eigh")
+        ctx.save_for_backward(L, V)
+        return L, V
+
+    def backward(ctx, gL, gV):
+        # gA = V (diag(gL) + (V^T gV) / E) V^T, E[i, j] = l_j - l_i off the diagonal
+        L, V = ctx.saved_tensors
+        n = L.shape[-1]
+        inner = _C.zeros(*L.shape, n, dtype=L.dtype, device=L.device)
+        if gV is not None:
+            E = L.unsqueeze(-2) - L.unsqueeze(-1)
+            E = E + _C.eye(n, dtype=L.dtype, device=L.device)
+            inner = (V.mT @ gV) / E
+            inner = inner - _diag_embed(_diag(inner))
+        if gL is not None:
+            inner = inner + _diag_embed(gL)
+        return V @ inner @ V.mT, None
+    return _function("LinalgEigh", forward, backward)
+
+
+_EighFn = _lazy(_build_eigh)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """(eigenvalues ascending, eigenvectors as columns) of symmetric A, from its UPLO triangle."""
+    _check("linalg.eigh", A)
+    return _finish_tuple(_Eigh(*_EighFn().apply(A, _uplo(UPLO))), out)
+
+
+def _build_eigvalsh():
+    def forward(ctx, A, upper):
+        L, V = _eigh_raw(A, upper, A.requires_grad, "linalg.eigvalsh")
+        ctx.save_for_backward(V, A)
+        ctx.upper = upper
+        return L
+
+    def backward(ctx, gL):
+        V, A = ctx.saved_tensors
+        if _C.is_grad_enabled():  # create_graph: V as a function of A
+            V = _EighFn().apply(A, ctx.upper)[1]
+        return (V * gL.unsqueeze(-2)) @ V.mT, None
+    return _function("LinalgEigvalsh", forward, backward)
+
+
+_EigvalshFn = _lazy(_build_eigvalsh)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """The eigenvalues of symmetric A, ascending."""
+    _check("linalg.eigh", A)
+    return _finish(_EigvalshFn().apply(A, _uplo(UPLO)), out)
