@@ -25,7 +25,9 @@ except ImportError:  # OpenBLAS not found through the rpath (e.g. an in-place bu
     import scipy_openblas32  # noqa: F401  (loads libscipy_openblas by soname)
     from . import _C
 
-__version__ = "0.1.0"
+# the torch release whose API ember follows, labelled with ember's own ("2.15.0+ember0.1.0"):
+# a TorchVersion, which compares with "2.6" or (2, 6) as a version (ember.torch_version)
+from .torch_version import __version__  # noqa: E402
 
 # -- core types and dtypes -------------------------------------------------
 Tensor = _C.Tensor
