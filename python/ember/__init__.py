@@ -113,12 +113,25 @@ from .nn.functional_more import (pdist, pixel_shuffle, pixel_unshuffle, channel_
                                  native_channel_shuffle, prelu, rrelu, rrelu_, hardshrink)
 
 
+# -- torch's legacy typed tensors (ember.LongTensor, ...; isinstance by dtype) and layouts --
+from ._tensor_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
+globals().update(_CPU_TYPES)
+from ._layout import layout, strided  # noqa: E402
+_C._add_attrs(_C.Tensor, {"layout": property(lambda self: strided, doc="ember.strided: every tensor is dense")})
+
+# submodules loaded on first attribute access (`torch.compiler.is_compiling()` with no import)
+_LAZY_SUBMODULES = frozenset({"func", "profiler", "compiler", "jit", "_dynamo", "accelerator", "library", "version",
+                              "torch_version"})
+
+
 def __getattr__(name):
     """Submodules loaded on first use, so that `import ember` stays fast:
-    ember.func (and ember.vmap), ember.profiler."""
+    ember.func (and ember.vmap), ember.profiler, ember.compiler, ember.jit, ..."""
     import importlib
-    if name in ("func", "profiler"):
+    if name in _LAZY_SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name == "ops":  # torch.ops: the operators defined with ember.library.custom_op
+        return importlib.import_module(".library", __name__).ops
     if name == "vmap":
         return importlib.import_module(".func", __name__).vmap
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
