@@ -224,3 +224,49 @@ def test_environment_marks_as_torch_for_launchers(tmp_path):
     r = run_script(tmp_path, "import os\nprint(os.environ.get('EMBER_AS_TORCH'))\n")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "1"
+
+
+def test_torch_submodules_transformers_imports(tmp_path):
+    """The torch modules transformers, accelerate and peft import at import time resolve, each to
+    ember's own module object; torch.distributed answers is_available() for what this build has."""
+    r = run_script(tmp_path, """
+        import importlib, sys
+        import torch, ember
+        names = ["torch.nn.functional", "torch.utils.data", "torch.utils._pytree", "torch.compiler", "torch.jit",
+                 "torch._dynamo", "torch._dynamo.eval_frame", "torch._dynamo._trace_wrapped_higher_order_op",
+                 "torch.version", "torch.accelerator", "torch.library", "torch.nn.attention",
+                 "torch.nn.attention.flex_attention", "torch.autograd.graph", "torch.serialization",
+                 "torch.nn.modules.module", "torch.cuda.graphs", "torch.distributed"]
+        for name in names:
+            m = importlib.import_module(name)
+            assert m is sys.modules["ember" + name[5:]], name
+        import torch.distributed as dist
+        assert torch.distributed is dist and isinstance(dist.is_available(), bool)
+        if not dist.is_available():  # this build has no ember.distributed package: nothing else answers
+            assert dist.is_initialized() is False
+            try:
+                dist.init_process_group
+            except AttributeError as e:
+                assert "is_available() is False" in str(e)
+            else:
+                raise AssertionError("an unavailable torch.distributed offered init_process_group")
+        from torch.nn.modules.module import _EXTRA_STATE_KEY_SUFFIX
+        from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
+        print("ok", dist.is_available())
+        """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ok")
+
+
+def test_torch_on_ember_distribution_declares_the_same_version():
+    tomllib = pytest.importorskip("tomllib")
+    root = os.path.dirname(PYTHON_DIR)
+    with open(os.path.join(root, "packaging", "torch-on-ember", "pyproject.toml"), "rb") as f:
+        meta = tomllib.load(f)["project"]
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        ember_meta = tomllib.load(f)["project"]
+    import ember
+    assert meta["name"] == "torch"
+    assert meta["version"] == str(ember.__version__)
+    assert meta["dependencies"] == [f"ember=={ember_meta['version']}"]
+    assert str(ember.__version__).endswith("+ember" + ember_meta["version"])

@@ -48,6 +48,10 @@ float16 = _C._dtypes["float16"]
 bfloat16 = _C._dtypes["bfloat16"]
 float32 = _C._dtypes["float32"]
 float64 = _C._dtypes["float64"]
+# torch dtypes ember has no tensors of: named, with their traits and finfo/iinfo, but making a
+# tensor of one raises (Note [dtypes without tensors] in csrc/core/dtype.c)
+globals().update(_C._dtypes_without_tensors)
+cfloat, cdouble, chalf = complex64, complex128, complex32  # noqa: F821
 half = float16
 float = float32  # noqa: A001
 double = float64
@@ -132,6 +136,8 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     if name == "ops":  # torch.ops: the operators defined with ember.library.custom_op
         return importlib.import_module(".library", __name__).ops
+    if name == "distributed":  # the package, or (in a build without it) an is_available() False answer
+        return importlib.import_module("._distributed_absent", __name__).load()
     if name == "vmap":
         return importlib.import_module(".func", __name__).vmap
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

@@ -81,14 +81,18 @@ class TorchFinder(importlib.abc.MetaPathFinder):
             return None
         ember_name = _ember_name(fullname)
         try:
-            module = importlib.import_module(ember_name)
+            if ember_name == "ember.distributed":  # the package, or its is_available() False stand-in
+                from .. import _distributed_absent
+                module = _distributed_absent.load()
+            else:
+                module = importlib.import_module(ember_name)
         except ModuleNotFoundError as e:
             if e.name is not None and (ember_name == e.name or ember_name.startswith(e.name + ".")):
                 raise ModuleNotFoundError(
                     f"No module named '{fullname}': ember (imported as torch by ember.as_torch) has no "
                     f"'{ember_name}'", name=fullname) from None
             raise
-        is_pkg = hasattr(module, "__path__")
+        is_pkg = hasattr(module, "__path__") and module.__path__ is not None
         spec = importlib.machinery.ModuleSpec(fullname, _AliasLoader(module), is_package=is_pkg)
         if is_pkg:
             spec.submodule_search_locations = list(module.__path__)

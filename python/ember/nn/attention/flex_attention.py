@@ -5,11 +5,12 @@ BlockMask. The mask helpers (and_masks, or_masks, noop_mask, create_mask) are
 real: create_mask evaluates a mask_mod on the full (B, H, Q, KV) grid."""
 from ... import _C
 
-__all__ = ["BlockMask", "flex_attention", "create_block_mask", "create_mask", "and_masks", "or_masks", "noop_mask",
+__all__ = ["BlockMask", "AuxRequest", "flex_attention", "create_block_mask", "create_mask", "and_masks", "or_masks", "noop_mask",
            "_mask_mod_signature", "_score_mod_signature"]
 
 _NO_FLEX = ("ember has no flex attention kernel; use attn_implementation='sdpa' or 'eager' "
             "(F.scaled_dot_product_attention takes a dense attention mask)")
+_DEFAULT_SPARSE_BLOCK_SIZE = 128  # torch's block size for block masks
 _mask_mod_signature = object
 _score_mod_signature = object
 
@@ -23,6 +24,13 @@ class BlockMask:
     @classmethod
     def from_kv_blocks(cls, *args, **kwargs):
         raise NotImplementedError(_NO_FLEX)
+
+
+class AuxRequest:
+    """Which auxiliary outputs (lse, max_scores) flex_attention should return."""
+
+    def __init__(self, lse=False, max_scores=False):
+        self.lse, self.max_scores = lse, max_scores
 
 
 def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None, enable_gqa=False,
