@@ -270,3 +270,27 @@ def test_torch_on_ember_distribution_declares_the_same_version():
     assert meta["version"] == str(ember.__version__)
     assert meta["dependencies"] == [f"ember=={ember_meta['version']}"]
     assert str(ember.__version__).endswith("+ember" + ember_meta["version"])
+
+
+def test_a_real_torch_on_sys_path_is_never_imported(tmp_path):
+    """A torch package earlier on sys.path (a real PyTorch install) is shadowed: the finder
+    answers first and never lets the search fall through to it, submodules included."""
+    fake = tmp_path / "site" / "torch"
+    (fake / "nn").mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('the real torch was imported')\n")
+    (fake / "onnx.py").write_text("raise ImportError('the real torch.onnx was imported')\n")
+    (tmp_path / "main.py").write_text(textwrap.dedent("""
+        import torch, ember
+        assert torch is ember
+        try:
+            import torch.onnx
+        except ModuleNotFoundError as e:
+            assert e.name == "torch.onnx", e
+        print("ok")
+        """))
+    env = _env()
+    env["PYTHONPATH"] = str(tmp_path / "site") + os.pathsep + env["PYTHONPATH"]
+    r = subprocess.run([sys.executable, "-m", "ember.as_torch", str(tmp_path / "main.py")], capture_output=True,
+                       text=True, timeout=120, env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"

@@ -350,3 +350,41 @@ def test_add_safe_globals_persists_and_validates(tmp_path):
     finally:
         ember.serialization.clear_safe_globals()
         del globals()["Point"]
+
+
+# -- torch._check family, is_complex, device module, deterministic debug mode ---------------------
+def test_checks_raise_the_given_error_with_lazy_message():
+    ember._check(True, lambda: 1 / 0)  # the message is only built on failure
+    for fn, exc in ((ember._check, RuntimeError), (ember._check_index, IndexError),
+                    (ember._check_value, ValueError), (ember._check_type, TypeError)):
+        with pytest.raises(exc, match="size 3 is wrong"):
+            fn(False, lambda: "size 3 is wrong")
+    with pytest.raises(KeyError):
+        ember._check_with(KeyError, False, lambda: "k")
+    with pytest.raises(TypeError, match="bool"):
+        ember._check(ember.tensor(True))
+    ember._check_tensor_all(ember.tensor([True, True]))
+    with pytest.raises(RuntimeError, match="not all"):
+        ember._check_tensor_all(ember.tensor([True, False]), lambda: "not all")
+    with pytest.raises(ValueError):
+        ember._check_tensor_all_with(ValueError, ember.tensor([[False]]))
+
+
+def test_is_complex_device_module_and_debug_mode():
+    assert ember.is_complex(ember.zeros(2)) is False
+    with pytest.raises(TypeError):
+        ember.is_complex([1.0])
+    assert ember.get_device_module("cuda") is ember.cuda
+    with pytest.raises(RuntimeError):
+        ember.get_device_module("xpu")
+    assert ember.get_deterministic_debug_mode() == 0
+    try:
+        ember.set_deterministic_debug_mode("warn")
+        assert ember.get_deterministic_debug_mode() == 1 and ember.is_deterministic_algorithms_warn_only_enabled()
+        ember.set_deterministic_debug_mode(2)
+        assert ember.get_deterministic_debug_mode() == 2 and ember.are_deterministic_algorithms_enabled()
+        with pytest.raises(RuntimeError):
+            ember.set_deterministic_debug_mode(3)
+    finally:
+        ember.set_deterministic_debug_mode(0)
+    assert not ember.are_deterministic_algorithms_enabled()

@@ -82,7 +82,9 @@ from . import optim  # noqa: E402,F401
 from .functional import broadcast_shapes, broadcast_tensors, meshgrid  # noqa: E402
 from . import functional, linalg  # noqa: E402,F401
 from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)
-from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel  # noqa: E402
+from ._functions import is_tensor, is_storage, is_floating_point, is_complex, is_nonzero, numel  # noqa: E402
+from ._checks import (_check, _check_with, _check_index, _check_value, _check_type,  # noqa: E402,F401
+                      _check_not_implemented, _check_tensor_all, _check_tensor_all_with)
 from ._tensor_str import set_printoptions  # noqa: E402
 from . import amp, backends  # noqa: E402,F401
 from .amp import (autocast, is_autocast_enabled, is_autocast_cpu_enabled, get_autocast_dtype,  # noqa: E402,F401
@@ -134,6 +136,8 @@ def __getattr__(name):
     import importlib
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name in ("get_device_module", "get_deterministic_debug_mode", "set_deterministic_debug_mode"):
+        return getattr(importlib.import_module("._device_module", __name__), name)
     if name == "ops":  # torch.ops: the operators defined with ember.library.custom_op
         return importlib.import_module(".library", __name__).ops
     if name == "distributed":  # the package, or (in a build without it) an is_available() False answer
