@@ -325,6 +325,20 @@ bool em_layout_non_overlapping(int ndim, const int64_t *sizes, const int64_t *st
 /* A contiguous tensor with t's data: t itself (new reference) when already
  * contiguous, else a copy. */
 EmTensor *em_contiguous(EmTensor *t);
+
+/* memory_format= (core/memory_format.c): the ember.memory_format objects. */
+typedef enum {
+    EM_PRESERVE_FORMAT, EM_CONTIGUOUS_FORMAT, EM_CHANNELS_LAST, EM_CHANNELS_LAST_3D, EM_NUM_MEMORY_FORMATS
+} EmMemoryFormat;
+extern PyTypeObject EmMemoryFormatType;
+/* o (None or NULL: dflt) as a format; -1 with TypeError for anything else. */
+int em_memory_format_from_py(PyObject *o, EmMemoryFormat dflt, EmMemoryFormat *out);
+/* Dense strides of `sizes` in format f (not preserve); -1 with RuntimeError for a wrong rank. */
+int em_memory_format_strides(EmMemoryFormat f, int ndim, const int64_t *sizes, int64_t *strides);
+bool em_is_contiguous_as(const EmTensor *t, EmMemoryFormat f);
+/* Uninitialised, shaped like src, laid out as f on device (preserve: src's dim order). */
+EmTensor *em_empty_format(const EmTensor *src, EmDType dtype, EmDevice device, EmMemoryFormat f);
+int em_init_memory_formats(PyObject *m);
 /* Bump the version counter after an in-place write. */
 static inline void em_bump_version(EmTensor *t) { t->storage->version++; }
 /* Note [when versions change]: the op layer bumps the version of the tensor
@@ -955,6 +969,8 @@ typedef struct {
     int output_nr;
     int64_t version;
     bool is_output;    /* an output of the saving node: grad_fn is the node itself */
+    PyObject *packed;  /* pack_hook's result when saved under saved_tensors_hooks (data is NULL then) */
+    PyObject *unpack;  /* the matching unpack_hook */
 } EmSaved;
 
 /* Shape and dtype of a tensor an edge leads to / a node produced: gradients
@@ -1019,6 +1035,12 @@ int em_meta_set(EmMeta *m, const EmTensor *t);
 void em_meta_clear(EmMeta *m);
 static inline const int64_t *em_meta_sizes(const EmMeta *m) { return m->big ? m->big : m->sizes; }
 int em_saved_set(EmSaved *s, EmTensor *t, EmNode *owner, bool is_output);
+/* The innermost (pack, unpack) of saved_tensors_hooks, borrowed; NULL when none
+ * (or NULL with RuntimeError set while they are disabled). autograd/saved_hooks.c */
+PyObject *em_saved_hooks_current(void);
+int em_init_saved_hooks(PyObject *m);
+/* True when a saved slot holds something (a tensor or a packed one). */
+static inline bool em_saved_holds(const EmSaved *s) { return s->data != NULL || s->packed != NULL; }
 /* Unpack a saved tensor: new reference, reconnected to the graph. */
 EmTensor *em_saved_get(EmNode *n, EmSaved *s);
 int em_node_released_error(void); /* sets torch's "backward a second time" error, returns -1 */

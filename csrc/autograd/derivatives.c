@@ -192,7 +192,7 @@ static int bw_fmin(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n
 /* a clamp bound: the saved tensor, the number given, or NULL when absent */
 static PyObject *bound(Scratch *s, EmNode *n, int k) {
     if (k < 0) return NULL;
-    if (n->saved[k].data) return input(s, n, k);
+    if (em_saved_holds(&n->saved[k])) return input(s, n, k);
     PyObject *a = arg(n, param_of(n, k));
     return a == Py_None ? NULL : a;
 }

@@ -104,7 +104,7 @@ static inline PyObject *input(Scratch *s, EmNode *n, int k) {
     PyObject *a = arg(n, param_of(n, k));
     /* a released node raises torch's "backward through the graph a second time";
      * a number argument was never saved and outlives the release */
-    if (n->saved[k].data || (n->released && a == Py_None))
+    if (em_saved_holds(&n->saved[k]) || (n->released && a == Py_None))
         return keep(s, (PyObject *)em_saved_get(n, &n->saved[k]));
     if (a == Py_None) {
         PyErr_SetString(PyExc_SystemError, "ember: backward formula needs an input that was not saved");
@@ -116,7 +116,7 @@ static inline PyObject *input(Scratch *s, EmNode *n, int k) {
 #define IN(k) input(S, n, (k))
 /* An optional saved input: Py_None when the forward got None. */
 static inline PyObject *optional_in(Scratch *s, EmNode *n, int k) {
-    return n->saved[k].data || n->released ? input(s, n, k) : Py_None;
+    return em_saved_holds(&n->saved[k]) || n->released ? input(s, n, k) : Py_None;
 }
 #define OUT(j) keep(S, (PyObject *)em_saved_get(n, n->saved_out ? &n->saved_out[j] : &n->saved[0]))
 #define ARG(i) arg(n, (i))

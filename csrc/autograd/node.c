@@ -46,8 +46,21 @@ int em_saved_set(EmSaved *s, EmTensor *t, EmNode *owner, bool is_output) {
         return -1;
     }
     if (!is_output && em_view_refresh(t) < 0) return -1;
-    s->data = em_detach(t);
-    if (!s->data) return -1;
+    PyObject *hooks = em_saved_hooks_current();
+    if (hooks) { /* saved_tensors_hooks: keep what pack_hook makes of the tensor instead */
+        PyObject *unpack = PyTuple_GET_ITEM(hooks, 1);
+        Py_INCREF(unpack); /* the hooks may pop themselves */
+        s->packed = PyObject_CallOneArg(PyTuple_GET_ITEM(hooks, 0), (PyObject *)t);
+        if (!s->packed) {
+            Py_DECREF(unpack);
+            return -1;
+        }
+        s->unpack = unpack;
+    } else {
+        if (PyErr_Occurred()) return -1; /* hooks disabled while some are set */
+        s->data = em_detach(t);
+        if (!s->data) return -1;
+    }
     s->version = t->storage->version;
     s->output_nr = t->output_nr;
     if (is_output) {
@@ -62,6 +75,8 @@ int em_saved_set(EmSaved *s, EmTensor *t, EmNode *owner, bool is_output) {
 
 void em_saved_clear(EmSaved *s) {
     Py_CLEAR(s->data);
+    Py_CLEAR(s->packed);
+    Py_CLEAR(s->unpack);
     Py_CLEAR(s->leaf);
     Py_CLEAR(s->grad_fn);
     s->is_output = false;
@@ -85,11 +100,41 @@ int em_node_released_error(void) {
     return -1;
 }
 
+/* A slot saved under saved_tensors_hooks: unpack_hook(packed), reconnected to
+ * the graph as the saved tensor was. No version check: what the hooks keep is
+ * theirs (torch checks none either). */
+static EmTensor *saved_unpack(EmNode *n, EmSaved *s) {
+    if (PyErr_Occurred()) return NULL; /* a formula reading several slots: an earlier one failed */
+    PyObject *r = PyObject_CallOneArg(s->unpack, s->packed);
+    if (!r) return NULL;
+    if (!em_is_tensor(r)) {
+        PyErr_Format(PyExc_TypeError,
+                     "Output of saved tensor unpack_hook expected to be a Tensor but got result of type %.100s",
+                     Py_TYPE(r)->tp_name);
+        Py_DECREF(r);
+        return NULL;
+    }
+    if (s->leaf && ((EmTensor *)r)->storage == s->leaf->storage) { /* the leaf itself came back */
+        Py_DECREF(r);
+        return (EmTensor *)Py_NewRef(s->leaf);
+    }
+    EmTensor *t = em_detach((EmTensor *)r);
+    Py_DECREF(r);
+    if (!t) return NULL;
+    EmNode *fn = s->is_output ? n : s->grad_fn;
+    if (fn) {
+        t->grad_fn = Py_NewRef((PyObject *)fn);
+        t->output_nr = s->output_nr;
+    }
+    return t;
+}
+
 EmTensor *em_saved_get(EmNode *n, EmSaved *s) {
     if (n->released) {
         em_node_released_error();
         return NULL;
     }
+    if (s->packed) return saved_unpack(n, s);
     if (!s->data) {
         PyErr_SetString(PyExc_SystemError, "ember: backward formula read a tensor it did not save");
         return NULL;
@@ -246,11 +291,11 @@ void em_node_release(EmNode *n) {
      * never see the NULL of a freed input. */
     bool saved_any = n->kind == EM_NODE_PYTHON;
     for (int i = 0; i < n->num_next; i++) {
-        saved_any |= n->saved[i].data != NULL;
+        saved_any |= em_saved_holds(&n->saved[i]);
         em_saved_clear(&n->saved[i]);
     }
     for (int i = 0; n->saved_out && i < n->num_outputs; i++) {
-        saved_any |= n->saved_out[i].data != NULL;
+        saved_any |= em_saved_holds(&n->saved_out[i]);
         em_saved_clear(&n->saved_out[i]);
     }
     if (saved_any) n->released = true;
@@ -291,6 +336,8 @@ static void node_dealloc(EmNode *n) {
 
 static int visit_saved(EmSaved *s, visitproc visit, void *arg) {
     Py_VISIT(s->data);
+    Py_VISIT(s->packed);
+    Py_VISIT(s->unpack);
     Py_VISIT(s->leaf);
     Py_VISIT((PyObject *)s->grad_fn);
     return 0;

@@ -283,12 +283,45 @@ PyObject *em_scalar_to_py(EmScalar s) {
 
 /* -------------------------------------------------------- Python dtypes */
 
-static EmDTypeObject dtype_objects[EM_NUM_DTYPES];
+/* Note [dtypes without tensors]: torch dtypes ember has no storage or kernels
+ * for. Their objects exist, with torch's traits, so that code naming them
+ * loads (safetensors' and transformers' dtype tables, finfo(float8_e4m3fn));
+ * every path that turns a dtype object into an EmDType (em_dtype_from_py)
+ * refuses them, so making or casting to a tensor of one raises RuntimeError.
+ * Their objects carry dtype EM_NUM_DTYPES + index into this table. */
+typedef struct {
+    const char *name;
+    int itemsize;
+    bool is_float, is_signed, is_complex;
+} EmNoTensorDType;
+
+static const EmNoTensorDType no_tensor_dtypes[] = {
+    {"uint16", 2, false, false, false},      {"uint32", 4, false, false, false},
+    {"uint64", 8, false, false, false},      {"float8_e4m3fn", 1, true, true, false},
+    {"float8_e5m2", 1, true, true, false},   {"float8_e4m3fnuz", 1, true, true, false},
+    {"float8_e5m2fnuz", 1, true, true, false}, {"complex32", 4, false, true, true},
+    {"complex64", 8, false, true, true},     {"complex128", 16, false, true, true},
+};
+#define EM_NUM_NO_TENSOR_DTYPES ((int)(sizeof no_tensor_dtypes / sizeof no_tensor_dtypes[0]))
+
+static EmDTypeObject dtype_objects[EM_NUM_DTYPES + EM_NUM_NO_TENSOR_DTYPES];
 
 PyObject *em_dtype_object(EmDType d) { return (PyObject *)&dtype_objects[d]; }
 
+static const EmNoTensorDType *no_tensor_info(const EmDTypeObject *o) {
+    return (int)o->dtype >= EM_NUM_DTYPES ? &no_tensor_dtypes[o->dtype - EM_NUM_DTYPES] : NULL;
+}
+
 int em_dtype_from_py(PyObject *o, EmDType *out) {
     if (Py_TYPE(o) == &EmDTypeType) {
+        const EmNoTensorDType *x = no_tensor_info((EmDTypeObject *)o);
+        if (x) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "ember has no tensors of dtype ember.%s: it knows the dtype's traits (finfo/iinfo, "
+                         "itemsize) but has no storage or kernels for it; convert the data to a dtype ember "
+                         "has (float32, bfloat16, int64, ...) first", x->name);
+            return -1;
+        }
         *out = ((EmDTypeObject *)o)->dtype;
         return 0;
     }
@@ -300,23 +333,34 @@ int em_dtype_from_py(PyObject *o, EmDType *out) {
     return -1;
 }
 
+static const char *dtype_name(EmDTypeObject *self) {
+    const EmNoTensorDType *x = no_tensor_info(self);
+    return x ? x->name : em_dtype_info[self->dtype].name;
+}
+
 static PyObject *dtype_repr(EmDTypeObject *self) {
-    return PyUnicode_FromFormat("ember.%s", em_dtype_info[self->dtype].name);
+    return PyUnicode_FromFormat("ember.%s", dtype_name(self));
 }
 
 static PyObject *dtype_is_floating_point(EmDTypeObject *self, void *c) {
-    return PyBool_FromLong(em_is_float(self->dtype));
+    const EmNoTensorDType *x = no_tensor_info(self);
+    return PyBool_FromLong(x ? x->is_float : em_is_float(self->dtype));
 }
 static PyObject *dtype_is_signed(EmDTypeObject *self, void *c) {
-    return PyBool_FromLong(em_dtype_info[self->dtype].is_signed);
+    const EmNoTensorDType *x = no_tensor_info(self);
+    return PyBool_FromLong(x ? x->is_signed : em_dtype_info[self->dtype].is_signed);
 }
-static PyObject *dtype_false(EmDTypeObject *self, void *c) { Py_RETURN_FALSE; }
+static PyObject *dtype_is_complex(EmDTypeObject *self, void *c) {
+    const EmNoTensorDType *x = no_tensor_info(self);
+    return PyBool_FromLong(x && x->is_complex);
+}
 static PyObject *dtype_itemsize(EmDTypeObject *self, void *c) {
-    return PyLong_FromLong(em_itemsize(self->dtype));
+    const EmNoTensorDType *x = no_tensor_info(self);
+    return PyLong_FromLong(x ? x->itemsize : em_itemsize(self->dtype));
 }
 static PyObject *dtype_reduce(EmDTypeObject *self, PyObject *unused) {
     /* pickled as the global ember.<name> */
-    return PyUnicode_FromString(em_dtype_info[self->dtype].name);
+    return PyUnicode_FromString(dtype_name(self));
 }
 static PyObject *dtype_to_real(EmDTypeObject *self, PyObject *unused) {
     return Py_NewRef(self);
@@ -325,7 +369,7 @@ static PyObject *dtype_to_real(EmDTypeObject *self, PyObject *unused) {
 static PyGetSetDef dtype_getset[] = {
     {"is_floating_point", (getter)dtype_is_floating_point, NULL, NULL, NULL},
     {"is_signed", (getter)dtype_is_signed, NULL, NULL, NULL},
-    {"is_complex", (getter)dtype_false, NULL, NULL, NULL},
+    {"is_complex", (getter)dtype_is_complex, NULL, NULL, NULL},
     {"itemsize", (getter)dtype_itemsize, NULL, NULL, NULL},
     {NULL},
 };
@@ -356,6 +400,21 @@ int em_init_dtypes(PyObject *m) {
         dtype_objects[d].dtype = (EmDType)d;
         if (PyDict_SetItemString(all, em_dtype_info[d].name, (PyObject *)&dtype_objects[d]) < 0)
             goto fail;
+    }
+    PyObject *others = PyDict_New(); /* Note [dtypes without tensors] */
+    if (!others) goto fail;
+    for (int k = 0; k < EM_NUM_NO_TENSOR_DTYPES; k++) {
+        EmDTypeObject *o = &dtype_objects[EM_NUM_DTYPES + k];
+        PyObject_Init((PyObject *)o, &EmDTypeType);
+        o->dtype = (EmDType)(EM_NUM_DTYPES + k);
+        if (PyDict_SetItemString(others, no_tensor_dtypes[k].name, (PyObject *)o) < 0) {
+            Py_DECREF(others);
+            goto fail;
+        }
+    }
+    if (PyModule_AddObject(m, "_dtypes_without_tensors", others) < 0) {
+        Py_DECREF(others);
+        goto fail;
     }
     if (PyModule_AddObjectRef(m, "_dtypes", all) < 0) goto fail;
     Py_DECREF(all);

@@ -75,9 +75,11 @@ static int device_or(EmCall *c, EmDevice dflt, EmDevice *out) {
 
 EmTensor *em_factory_like(EmCall *c, EmTensor *src, EmDType dtype) {
     EmDevice d;
-    if (device_or(c, em_device(src), &d) < 0) return NULL;
-    if (em_device_eq(d, em_device(src))) return em_empty_like(src, dtype);
-    return em_empty(src->ndim, src->sizes, dtype, d);
+    EmMemoryFormat f;
+    if (device_or(c, em_device(src), &d) < 0 ||
+        em_memory_format_from_py(em_arg_named(c, "memory_format"), EM_PRESERVE_FORMAT, &f) < 0)
+        return NULL;
+    return em_empty_format(src, dtype, d, f);
 }
 
 /* The factory builds on a GPU (device='cuda', or a GPU out=): a backend
@@ -163,6 +165,18 @@ static PyObject *f_empty(EmCall *c) {
     EmFactoryOpts o;
     if (size_arg(c, 0, &n, shape) < 0 || em_factory_opts(c, &o) < 0) return NULL;
     EmDType d = o.dtype == EM_AUTO ? em_default_float : (EmDType)o.dtype;
+    EmMemoryFormat f;
+    if (em_memory_format_from_py(em_arg_named(c, "memory_format"), EM_CONTIGUOUS_FORMAT, &f) < 0) return NULL;
+    if (f == EM_PRESERVE_FORMAT) {
+        PyErr_SetString(PyExc_RuntimeError, "preserve memory format is unsupported by empty");
+        return NULL;
+    }
+    if (f != EM_CONTIGUOUS_FORMAT && !c->out) { /* channels-last strides */
+        int64_t strides[EM_MAX_DIMS];
+        EmDevice dev;
+        if (em_memory_format_strides(f, n, shape, strides) < 0 || device_or(c, em_cpu(), &dev) < 0) return NULL;
+        return em_factory_finish(em_empty_strided(n, shape, strides, d, dev), &o);
+    }
     return em_factory_finish(em_factory_out(c, n, shape, d), &o);
 }
 

@@ -117,7 +117,11 @@ fail:
 
 PyObject *em_impl_view(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0);
-    if (Py_TYPE(c->args[1]) == &EmDTypeType) return (PyObject *)view_dtype(t, ((EmDTypeObject *)c->args[1])->dtype);
+    if (Py_TYPE(c->args[1]) == &EmDTypeType) {
+        EmDType d;
+        if (em_dtype_from_py(c->args[1], &d) < 0) return NULL;
+        return (PyObject *)view_dtype(t, d);
+    }
     int n;
     int64_t shape[EM_MAX_DIMS];
     if (em_parse_shape(c->args[1], "view", &n, shape, true) < 0) return NULL;
@@ -216,7 +220,21 @@ PyObject *em_impl_permute(EmCall *c) {
     return (PyObject *)em_permute(em_arg_tensor(c, 0), n, dims);
 }
 
-PyObject *em_impl_contiguous(EmCall *c) { return (PyObject *)em_contiguous(em_arg_tensor(c, 0)); }
+/* contiguous(memory_format=contiguous_format): self when already laid out so, else a copy */
+PyObject *em_impl_contiguous(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    EmMemoryFormat f;
+    if (em_memory_format_from_py(c->args[1], EM_CONTIGUOUS_FORMAT, &f) < 0) return NULL;
+    if (f == EM_CONTIGUOUS_FORMAT) return (PyObject *)em_contiguous(t);
+    if (f == EM_PRESERVE_FORMAT) {
+        PyErr_SetString(PyExc_RuntimeError, "preserve memory format is unsupported by the contiguous operator");
+        return NULL;
+    }
+    if (em_is_contiguous_as(t, f)) return Py_NewRef(t);
+    EmTensor *r = em_empty_format(t, (EmDType)t->dtype, em_device(t), f);
+    if (r && em_copy_(r, (PyObject *)t) < 0) Py_CLEAR(r);
+    return (PyObject *)r;
+}
 
 PyObject *em_impl_squeeze(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0);
@@ -636,7 +654,16 @@ EmTensor *em_clone(EmTensor *t) {
     return r;
 }
 
-PyObject *em_impl_clone(EmCall *c) { return (PyObject *)em_clone(em_arg_tensor(c, 0)); }
+/* clone(memory_format=preserve_format) */
+PyObject *em_impl_clone(EmCall *c) {
+    EmTensor *t = em_arg_tensor(c, 0);
+    EmMemoryFormat f;
+    if (em_memory_format_from_py(c->args[1], EM_PRESERVE_FORMAT, &f) < 0) return NULL;
+    if (f == EM_PRESERVE_FORMAT) return (PyObject *)em_clone(t);
+    EmTensor *r = em_empty_format(t, (EmDType)t->dtype, em_device(t), f);
+    if (r && em_copy_(r, (PyObject *)t) < 0) Py_CLEAR(r);
+    return (PyObject *)r;
+}
 
 EmTensor *em_detach(EmTensor *t) {
     EmTensor *r = em_tensor_alloc(&EmTensorType, t->storage, t->offset, t->ndim, t->sizes,

@@ -494,8 +494,19 @@ static PyObject *m_storage_offset(PyObject *self, PyObject *u) { return PyLong_F
 static PyObject *m_data_ptr(PyObject *self, PyObject *u) {
     return PyLong_FromVoidPtr(em_is_meta(SELF) ? NULL : em_data(SELF)); /* a meta tensor has no data: 0 */
 }
+/* is_contiguous(memory_format=contiguous_format) */
 static PyObject *m_is_contiguous(PyObject *self, PyObject *args, PyObject *kw) {
-    return PyBool_FromLong(em_is_contiguous(SELF));
+    static char *kwlist[] = {"memory_format", NULL};
+    PyObject *mf = Py_None;
+    EmMemoryFormat f;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:is_contiguous", kwlist, &mf) ||
+        em_memory_format_from_py(mf, EM_CONTIGUOUS_FORMAT, &f) < 0)
+        return NULL;
+    if (f == EM_PRESERVE_FORMAT) {
+        PyErr_SetString(PyExc_RuntimeError, "is_contiguous: preserve_format is not a layout a tensor can have");
+        return NULL;
+    }
+    return PyBool_FromLong(em_is_contiguous_as(SELF, f));
 }
 static PyObject *m_is_floating_point(PyObject *self, PyObject *u) { return PyBool_FromLong(em_is_float(SELF->dtype)); }
 static PyObject *m_is_signed(PyObject *self, PyObject *u) {
@@ -713,6 +724,19 @@ static PyObject *m_type(PyObject *self, PyObject *args, PyObject *kw) {
             if (!strcmp(dot + 1, names[i])) return convert_to(self, (EmDType)i);
         PyErr_Format(PyExc_ValueError, "invalid type: '%U'", d);
         return NULL;
+    }
+    if (PyType_Check(d)) { /* a legacy typed-tensor class: ember.LongTensor, ember.cuda.FloatTensor, ... */
+        PyObject *cls_dtype = PyObject_GetAttrString(d, "dtype");
+        if (!cls_dtype) return NULL;
+        int r = Py_TYPE(cls_dtype) == &EmDTypeType ? em_dtype_from_py(cls_dtype, &dt) : -2;
+        Py_DECREF(cls_dtype);
+        if (r == -2) {
+            PyErr_Format(PyExc_TypeError, "type(): expected a dtype, a tensor type or its name, got %.100s",
+                         ((PyTypeObject *)d)->tp_name);
+            return NULL;
+        }
+        if (r < 0) return NULL;
+        return convert_to(self, dt);
     }
     if (em_dtype_from_py(d, &dt) < 0) return NULL;
     return convert_to(self, dt);

@@ -25,7 +25,9 @@ except ImportError:  # OpenBLAS not found through the rpath (e.g. an in-place bu
     import scipy_openblas32  # noqa: F401  (loads libscipy_openblas by soname)
     from . import _C
 
-__version__ = "0.1.0"
+# the torch release whose API ember follows, labelled with ember's own ("2.15.0+ember0.1.0"):
+# a TorchVersion, which compares with "2.6" or (2, 6) as a version (ember.torch_version)
+from .torch_version import __version__  # noqa: E402
 
 # -- core types and dtypes -------------------------------------------------
 Tensor = _C.Tensor
@@ -46,6 +48,10 @@ float16 = _C._dtypes["float16"]
 bfloat16 = _C._dtypes["bfloat16"]
 float32 = _C._dtypes["float32"]
 float64 = _C._dtypes["float64"]
+# torch dtypes ember has no tensors of: named, with their traits and finfo/iinfo, but making a
+# tensor of one raises (Note [dtypes without tensors] in csrc/core/dtype.c)
+globals().update(_C._dtypes_without_tensors)
+cfloat, cdouble, chalf = complex64, complex128, complex32  # noqa: F821
 half = float16
 float = float32  # noqa: A001
 double = float64
@@ -75,7 +81,9 @@ from . import optim  # noqa: E402,F401
 from .functional import broadcast_shapes, broadcast_tensors, meshgrid  # noqa: E402
 from . import functional, linalg  # noqa: E402,F401
 from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)
-from ._functions import is_tensor, is_storage, is_floating_point, is_nonzero, numel, typename  # noqa: E402
+from ._functions import is_tensor, is_storage, is_floating_point, is_complex, is_nonzero, numel, typename  # noqa: E402
+from ._assertions import (_check, _check_with, _check_index, _check_value, _check_type,  # noqa: E402,F401
+                          _check_not_implemented, _check_tensor_all, _check_tensor_all_with)
 from ._tensor_str import set_printoptions  # noqa: E402
 from . import amp, backends  # noqa: E402,F401
 from .amp import (autocast, is_autocast_enabled, is_autocast_cpu_enabled, get_autocast_dtype,  # noqa: E402,F401
@@ -106,12 +114,29 @@ from .nn.functional import (pdist, pixel_shuffle, pixel_unshuffle, channel_shuff
 from . import _tensor  # noqa: E402,F401
 
 
+# -- torch's legacy typed tensors (ember.LongTensor, ...; isinstance by dtype) and layouts --
+from ._tensor_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
+globals().update(_CPU_TYPES)
+from ._layout import layout, strided  # noqa: E402
+_C._add_attrs(_C.Tensor, {"layout": property(lambda self: strided, doc="ember.strided: every tensor is dense")})
+
+# submodules loaded on first attribute access (`torch.compiler.is_compiling()` with no import)
+_LAZY_SUBMODULES = frozenset({"func", "profiler", "compiler", "jit", "_dynamo", "accelerator", "library", "version",
+                              "torch_version"})
+
+
 def __getattr__(name):
     """Submodules loaded on first use, so that `import ember` stays fast:
-    ember.func (and ember.vmap), ember.profiler."""
+    ember.func (and ember.vmap), ember.profiler, ember.compiler, ember.jit, ..."""
     import importlib
-    if name in ("func", "profiler"):
+    if name in _LAZY_SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name in ("get_device_module", "get_deterministic_debug_mode", "set_deterministic_debug_mode"):
+        return getattr(importlib.import_module("._device_module", __name__), name)
+    if name == "ops":  # torch.ops: the operators defined with ember.library.custom_op
+        return importlib.import_module(".library", __name__).ops
+    if name == "distributed":  # the package, or (in a build without it) an is_available() False answer
+        return importlib.import_module("._distributed_absent", __name__).load()
     if name == "vmap":
         return importlib.import_module(".func", __name__).vmap
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

@@ -8,13 +8,23 @@ _float_params = {
     "bfloat16": (16, 2.0 ** -7, 3.3895313892515355e38, 2.0 ** -126, 0.01),
     "float32": (32, 2.0 ** -23, 3.4028234663852886e38, 2.0 ** -126, 1e-06),
     "float64": (64, 2.0 ** -52, 1.7976931348623157e308, 2.0 ** -1022, 1e-15),
+    # dtypes ember names but has no tensors of (Note [dtypes without tensors] in csrc/core/dtype.c)
+    "float8_e4m3fn": (8, 2.0 ** -3, 448.0, 2.0 ** -6, 1.0),
+    "float8_e5m2": (8, 2.0 ** -2, 57344.0, 2.0 ** -14, 1.0),
+    "float8_e4m3fnuz": (8, 2.0 ** -3, 240.0, 2.0 ** -7, 1.0),
+    "float8_e5m2fnuz": (8, 2.0 ** -2, 57344.0, 2.0 ** -15, 1.0),
 }
+# a complex dtype's limits are those of its real and imaginary parts
+_complex_parts = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}
 _int_params = {
     "uint8": (8, 0, 255),
     "int8": (8, -128, 127),
     "int16": (16, -(2 ** 15), 2 ** 15 - 1),
     "int32": (32, -(2 ** 31), 2 ** 31 - 1),
     "int64": (64, -(2 ** 63), 2 ** 63 - 1),
+    "uint16": (16, 0, 2 ** 16 - 1),
+    "uint32": (32, 0, 2 ** 32 - 1),
+    "uint64": (64, 0, 2 ** 64 - 1),
 }
 
 
@@ -31,6 +41,7 @@ class finfo:
 
     def __init__(self, type=None):
         name = _name_of(type)
+        name = _complex_parts.get(name, name)
         if name not in _float_params:
             raise TypeError(f"finfo is not defined for integer type ember.{name}; use ember.iinfo")
         self.dtype = name
@@ -39,7 +50,7 @@ class finfo:
         self.tiny = self.smallest_normal
 
     def __repr__(self):
-        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
                 f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
                 f"tiny={self.tiny:g}, dtype={self.dtype})")
 

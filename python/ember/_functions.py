@@ -22,6 +22,11 @@ def is_floating_point(input):
     return _tensor_arg("is_floating_point", input).is_floating_point()
 
 
+def is_complex(input):
+    """False for every ember tensor: ember has no complex dtypes (Note [dtypes without tensors])."""
+    return _tensor_arg("is_complex", input).dtype.is_complex
+
+
 def is_nonzero(input):
     _tensor_arg("is_nonzero", input)
     if input.numel() != 1:

@@ -4,7 +4,6 @@ default device (only 'cpu' exists)."""
 import builtins
 
 from . import _C
-from ._checks import _check_cpu
 
 _py_bool = builtins.bool
 

@@ -32,7 +32,7 @@ from ._lazy import numpy as np
 
 from . import _C
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
 # -- dtype tables ---------------------------------------------------------------
 # torch's legacy typed-storage class name for each ember dtype.
@@ -451,6 +451,66 @@ _SAFE_GLOBALS = {
 }
 
 
+# Globals the user allowed for weights_only loading (add_safe_globals / safe_globals): objects,
+# or (object, "module.qualname") pairs for objects pickled under another name.
+_user_safe_globals = []
+
+
+def _global_name(obj):
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def add_safe_globals(safe_globals):
+    """Allow these classes and functions in weights_only=True loads: the
+    unpickler may then look them up, call them and set state on instances of
+    the allowed classes (their __setstate__ or __dict__)."""
+    if not isinstance(safe_globals, (list, tuple)):
+        raise TypeError(f"add_safe_globals: expected a list of globals, got {type(safe_globals).__name__}")
+    for g in safe_globals:
+        if isinstance(g, tuple):
+            if len(g) != 2 or not isinstance(g[1], str):
+                raise TypeError(f"add_safe_globals: expected (object, 'module.name') pairs, got {g!r}")
+        elif not (hasattr(g, "__module__") and hasattr(g, "__qualname__")):
+            raise TypeError(f"add_safe_globals: {g!r} is not a class or function (it has no __module__/__qualname__)")
+    _user_safe_globals.extend(safe_globals)
+
+
+def get_safe_globals():
+    return list(_user_safe_globals)
+
+
+def clear_safe_globals():
+    _user_safe_globals.clear()
+
+
+class safe_globals:
+    """Context manager: add_safe_globals(globals) inside the block only."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = safe_globals
+        self._saved = None
+
+    def __enter__(self):
+        self._saved = list(_user_safe_globals)
+        add_safe_globals(self.safe_globals)
+        return self
+
+    def __exit__(self, *exc):
+        _user_safe_globals[:] = self._saved
+        return False
+
+
+def _user_allowlist():
+    """{'module.qualname': object} of the user's safe globals."""
+    out = {}
+    for g in _user_safe_globals:
+        if isinstance(g, tuple):
+            out[g[1]] = g[0]
+        else:
+            out[_global_name(g)] = g
+    return out
+
+
 class _Unpickler(pickle._Unpickler):
     """Unpickles data.pkl. weights_only=True: find_class hands out only the
     allowlisted globals, and BUILD (setting state on an object) only works on
@@ -476,11 +536,15 @@ class _Unpickler(pickle._Unpickler):
             return obj
         if (module, name) in _SAFE_GLOBALS:
             return _SAFE_GLOBALS[(module, name)]
+        allowed = _user_allowlist().get(f"{module}.{name}")
+        if allowed is not None:
+            return allowed
         if self.weights_only:
             raise pickle.UnpicklingError(
                 f"Weights only load failed: ember.load(weights_only=True) refused the global "
                 f"'{module}.{name}'. Only tensors, storages, dtypes, devices and plain containers can be "
-                "loaded this way. If (and only if) you trust the source of this file, pass "
+                "loaded this way, and what ember.serialization.add_safe_globals allows. If (and only if) you "
+                "trust the source of this file, pass "
                 "weights_only=False, which lets the file run arbitrary code.")
         if module.split(".")[0] == "torch":
             raise pickle.UnpicklingError(f"ember.load: the checkpoint needs torch's '{module}.{name}', "
@@ -515,10 +579,13 @@ class _Unpickler(pickle._Unpickler):
             _set_state(inst, state)
         elif type(inst) is collections.OrderedDict and isinstance(state, dict):
             inst.__dict__.update(state)  # its attributes: a state_dict's _metadata (the items came by SETITEMS)
+        elif any(type(inst) is g for g in _user_allowlist().values()):
+            self.stack.append(state)  # an allowlisted class: its own __setstate__ (or __dict__), as pickle does
+            super().load_build()
         else:
             raise pickle.UnpicklingError(
-                f"Weights only load failed: ember.load(weights_only=True) can only set state on tensors "
-                f"and OrderedDicts, not on {type(inst).__name__}")
+                f"Weights only load failed: ember.load(weights_only=True) can only set state on tensors, "
+                f"OrderedDicts and classes allowed by add_safe_globals, not on {type(inst).__name__}")
 
     dispatch[pickle.BUILD[0]] = load_build
 

@@ -13,6 +13,21 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "calling backward.")
 
 
+class _Packed:
+    """A tensor saved under saved_tensors_hooks: pack_hook's result and its unpack_hook."""
+    __slots__ = ("packed", "unpack")
+
+    def __init__(self, packed, unpack):
+        self.packed, self.unpack = packed, unpack
+
+    def unpacked(self):
+        t = self.unpack(self.packed)
+        if not isinstance(t, _C.Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                            f"{type(t).__name__}")
+        return t
+
+
 class FunctionCtx:
     """The `ctx` passed to forward/backward."""
 
@@ -30,6 +45,12 @@ class FunctionCtx:
             if t is not None and not isinstance(t, _C.Tensor):
                 raise TypeError(f"save_for_backward can only save variables, but argument {tensors.index(t)} "
                                 f"is of type {type(t).__name__}")
+        hooks = _C._saved_tensors_hooks_current()
+        if hooks is not None:  # saved_tensors_hooks: keep what pack makes of each tensor
+            pack, unpack = hooks
+            self._saved = tuple(None if t is None else _Packed(pack(t), unpack) for t in tensors)
+            self._saved_versions = tuple(None for _ in tensors)
+            return
         self._saved = tensors
         self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
 
@@ -37,6 +58,8 @@ class FunctionCtx:
     def saved_tensors(self):
         if self._released:
             raise RuntimeError(_FREED)
+        if any(type(t) is _Packed for t in self._saved):
+            return tuple(t.unpacked() if type(t) is _Packed else t for t in self._saved)
         for i, (t, v) in enumerate(zip(self._saved, self._saved_versions)):
             if t is not None and t._version != v:
                 raise RuntimeError(

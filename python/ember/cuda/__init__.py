@@ -401,3 +401,10 @@ class _Amp:
 
 
 amp = _Amp()
+
+
+# CUDA graphs (none are made: ember does not capture streams) and the legacy typed tensors
+from .graphs import (CUDAGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: E402,F401
+                     make_graphed_callables)
+from .._tensor_types import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
+globals().update(_CUDA_TYPES)

@@ -12,6 +12,9 @@ from ...utils.hooks import RemovableHandle
 from . import _backward_hooks as _bw
 from ..parameter import Buffer, Parameter
 
+# the state_dict key (after the module's prefix) under which get_extra_state() is saved
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
 Tensor = _C.Tensor
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -562,7 +565,7 @@ class Module:
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
         if type(self).get_extra_state is not Module.get_extra_state:
-            destination[prefix + "_extra_state"] = self.get_extra_state()
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         if args:  # the deprecated positional form state_dict(destination, prefix, keep_vars)
@@ -625,7 +628,7 @@ class Module:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model '
                                   f"are {param.shape} and whose dimensions in the checkpoint are {value.shape}, "
                                   f"an exception occurred : {ex.args}.")
-        extra_key = prefix + "_extra_state"
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
         if type(self).set_extra_state is not Module.set_extra_state:
             if extra_key in state_dict:
                 self.set_extra_state(state_dict[extra_key])

@@ -1,0 +1,123 @@
+/* memory_format.c — the `ember.memory_format` objects (contiguous_format,
+ * preserve_format, channels_last, channels_last_3d) and the strides each one
+ * asks for, so that clone / contiguous / is_contiguous / *_like / empty honour
+ * memory_format= as torch does. channels_last orders a rank-4 (N, C, H, W)
+ * tensor's dims N, H, W, C in memory: strides (H*W*C, 1, W*C, C); the 3-d
+ * variant does the same for rank 5 (N, C, D, H, W). */
+#include "../ember.h"
+
+typedef struct {
+    PyObject_HEAD
+    EmMemoryFormat format;
+} EmMemoryFormatObject;
+
+static const char *format_names[EM_NUM_MEMORY_FORMATS] = {
+    [EM_PRESERVE_FORMAT] = "preserve_format",
+    [EM_CONTIGUOUS_FORMAT] = "contiguous_format",
+    [EM_CHANNELS_LAST] = "channels_last",
+    [EM_CHANNELS_LAST_3D] = "channels_last_3d",
+};
+
+static EmMemoryFormatObject format_objects[EM_NUM_MEMORY_FORMATS];
+
+static PyObject *format_repr(EmMemoryFormatObject *self) {
+    return PyUnicode_FromFormat("ember.%s", format_names[self->format]);
+}
+
+static PyObject *format_reduce(EmMemoryFormatObject *self, PyObject *unused) {
+    return PyUnicode_FromString(format_names[self->format]); /* pickled as the global ember.<name> */
+}
+
+static PyMethodDef format_methods[] = {
+    {"__reduce__", (PyCFunction)format_reduce, METH_NOARGS, NULL},
+    {NULL},
+};
+
+PyTypeObject EmMemoryFormatType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ember.memory_format",
+    .tp_basicsize = sizeof(EmMemoryFormatObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_repr = (reprfunc)format_repr,
+    .tp_methods = format_methods,
+    .tp_doc = "How a tensor's dims are ordered in memory (ember.contiguous_format, ember.channels_last, ...).",
+};
+
+int em_memory_format_from_py(PyObject *o, EmMemoryFormat dflt, EmMemoryFormat *out) {
+    if (o == NULL || o == Py_None) {
+        *out = dflt;
+        return 0;
+    }
+    if (Py_TYPE(o) != &EmMemoryFormatType) {
+        PyErr_Format(PyExc_TypeError, "memory_format must be an ember.memory_format, not %.100s",
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = ((EmMemoryFormatObject *)o)->format;
+    return 0;
+}
+
+/* The strides of a dense tensor of `sizes` laid out as f (contiguous or a
+ * channels-last order). 0, or -1 with torch's RuntimeError for a wrong rank. */
+int em_memory_format_strides(EmMemoryFormat f, int ndim, const int64_t *sizes, int64_t *strides) {
+    if (f == EM_CHANNELS_LAST || f == EM_CHANNELS_LAST_3D) {
+        int want = f == EM_CHANNELS_LAST ? 4 : 5;
+        if (ndim != want) {
+            PyErr_Format(PyExc_RuntimeError, "required rank %d tensor to use %s format", want,
+                         f == EM_CHANNELS_LAST ? "channels_last" : "channels_last_3d");
+            return -1;
+        }
+        /* memory order: N, spatial dims..., C */
+        int64_t s = 1;
+        strides[1] = s;
+        s *= sizes[1] > 1 ? sizes[1] : 1;
+        for (int d = ndim - 1; d >= 2; d--) {
+            strides[d] = s;
+            s *= sizes[d] > 1 ? sizes[d] : 1;
+        }
+        strides[0] = s;
+        return 0;
+    }
+    int64_t s = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= sizes[d] > 1 ? sizes[d] : 1;
+    }
+    return 0;
+}
+
+bool em_is_contiguous_as(const EmTensor *t, EmMemoryFormat f) {
+    if (f != EM_CHANNELS_LAST && f != EM_CHANNELS_LAST_3D) return em_is_contiguous(t);
+    if (t->ndim != (f == EM_CHANNELS_LAST ? 4 : 5)) return false;
+    if (t->numel == 0) return true;
+    int64_t strides[EM_MAX_DIMS];
+    em_memory_format_strides(f, t->ndim, t->sizes, strides);
+    for (int d = 0; d < t->ndim; d++) /* a dim of size 1 may have any stride */
+        if (t->sizes[d] != 1 && t->strides[d] != strides[d]) return false;
+    return true;
+}
+
+/* A new uninitialised tensor shaped like src, laid out as f: preserve keeps
+ * src's dim order when src is dense (em_empty_like), the others give their
+ * own strides. New reference, or NULL with an exception set. */
+EmTensor *em_empty_format(const EmTensor *src, EmDType dtype, EmDevice device, EmMemoryFormat f) {
+    if (f == EM_PRESERVE_FORMAT) {
+        if (em_device_eq(device, em_device(src))) return em_empty_like(src, dtype);
+        f = EM_CONTIGUOUS_FORMAT;
+    }
+    if (f == EM_CONTIGUOUS_FORMAT) return em_empty(src->ndim, src->sizes, dtype, device);
+    int64_t strides[EM_MAX_DIMS];
+    if (em_memory_format_strides(f, src->ndim, src->sizes, strides) < 0) return NULL;
+    return em_empty_strided(src->ndim, src->sizes, strides, dtype, device);
+}
+
+int em_init_memory_formats(PyObject *m) {
+    if (PyType_Ready(&EmMemoryFormatType) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "memory_format", (PyObject *)&EmMemoryFormatType) < 0) return -1;
+    for (int f = 0; f < EM_NUM_MEMORY_FORMATS; f++) {
+        PyObject_Init((PyObject *)&format_objects[f], &EmMemoryFormatType);
+        format_objects[f].format = (EmMemoryFormat)f;
+        if (PyModule_AddObjectRef(m, format_names[f], (PyObject *)&format_objects[f]) < 0) return -1;
+    }
+    return 0;
+}
