@@ -463,12 +463,12 @@ static PyObject *comm_reduce(CommObject *self, PyObject *args) {
 
 static int check_sizes(Buf *out, Buf *in, size_t factor, const char *what) {
     if (out->dtype != in->dtype) {
-        PyErr_Format(PyExc_TypeError, "%s: output and input dtypes differ (%s and %s)", what,
+        PyErr_Format(PyExc_RuntimeError, "%s: output and input dtypes differ (%s and %s)", what,
                      em_dtype_name((EmDType)out->dtype), em_dtype_name((EmDType)in->dtype));
         return -1;
     }
     if (out->n != in->n * factor) {
-        PyErr_Format(PyExc_ValueError, "%s: output has %zu elements, expected %zu (%zu per rank)",
+        PyErr_Format(PyExc_RuntimeError, "%s: output has %zu elements, expected %zu (%zu per rank)",
                      what, out->n, in->n * factor, in->n);
         return -1;
     }
@@ -664,12 +664,12 @@ static PyObject *comm_all_to_all(CommObject *self, PyObject *args) {
     int64_t ts = 0, tr = 0;
     for (int j = 0; j < n; j++) ts += counts[j], tr += counts[n + j];
     if (out.dtype != in.dtype) {
-        PyErr_Format(PyExc_TypeError, "all_to_all: output and input dtypes differ (%s and %s)",
+        PyErr_Format(PyExc_RuntimeError, "all_to_all: output and input dtypes differ (%s and %s)",
                      em_dtype_name((EmDType)out.dtype), em_dtype_name((EmDType)in.dtype));
         goto fail;
     }
     if ((size_t)ts != in.n || (size_t)tr != out.n) {
-        PyErr_Format(PyExc_ValueError,
+        PyErr_Format(PyExc_RuntimeError,
                      "all_to_all: the split sizes add up to %lld sent and %lld received elements, "
                      "but the tensors have %zu and %zu", (long long)ts, (long long)tr, in.n, out.n);
         goto fail;

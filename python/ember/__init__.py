@@ -113,9 +113,9 @@ from .nn.functional_more import (pdist, pixel_shuffle, pixel_unshuffle, channel_
 
 def __getattr__(name):
     """Submodules loaded on first use, so that `import ember` stays fast:
-    ember.func (and ember.vmap), ember.profiler."""
+    ember.func (and ember.vmap), ember.profiler, ember.distributed, ember.futures."""
     import importlib
-    if name in ("func", "profiler"):
+    if name in ("func", "profiler", "distributed", "futures"):
         return importlib.import_module(f".{name}", __name__)
     if name == "vmap":
         return importlib.import_module(".func", __name__).vmap

@@ -249,6 +249,8 @@ class _StoreServer:
     def __init__(self, host, port):
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._lsock = socket.socket(family, socket.SOCK_STREAM)
+        # a restarted job reuses its port while the old connections sit in TIME_WAIT
+        self._lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self._lsock.bind((host, port))
         except OSError as e:
