@@ -413,6 +413,89 @@ def stores():
     print("ok")
 
 
+# ------------------------------------------------------------------- DDP
+
+def _mlp_grads(W1, b1, W2, b2, x, t):
+    """NumPy forward/backward of Linear-ReLU-Linear with mean squared error."""
+    h = x @ W1.T + b1
+    r = np.maximum(h, 0)
+    y = r @ W2.T + b2
+    dy = 2 * (y - t) / y.size
+    dr = dy @ W2
+    dh = dr * (h > 0)
+    return [dh.T @ x, dh.sum(0), dy.T @ r, dy.sum(0)]
+
+
+class _Net(ember.nn.Module):
+    def __init__(self, with_unused=False):
+        super().__init__()
+        self.fc1 = ember.nn.Linear(5, 8)
+        self.fc2 = ember.nn.Linear(8, 3)
+        if with_unused:
+            self.unused = ember.nn.Linear(2, 2)  # never called: no rank produces its gradient
+
+    def forward(self, x):
+        return self.fc2(ember.relu(self.fc1(x)))
+
+
+def ddp():
+    """20 SGD steps of DDP on 2 ranks (each its half of the global batch) give
+    NumPy's single-process training on the global batch; also with tiny
+    buckets, no_sync accumulation and find_unused_parameters."""
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    rank, world = init()
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 2 * world, 5))
+    T = rng.standard_normal((20, 2 * world, 3))
+    for variant in ("plain", "tiny_buckets", "no_sync", "unused"):
+        ember.manual_seed(100 + rank)  # different initial weights: DDP must broadcast rank 0's
+        net = _Net(with_unused=variant == "unused").double()
+        model = DDP(net, bucket_cap_mb=1e-5 if variant == "tiny_buckets" else None,
+                    find_unused_parameters=variant == "unused",
+                    gradient_as_bucket_view=variant == "tiny_buckets")
+        if variant == "tiny_buckets":
+            assert len(model._buckets) == 4, len(model._buckets)
+        params = [p.detach().numpy().copy() for p in (net.fc1.weight, net.fc1.bias, net.fc2.weight, net.fc2.bias)]
+        unused_before = net.unused.weight.detach().numpy().copy() if variant == "unused" else None
+        opt = ember.optim.SGD(model.parameters(), lr=0.1)
+        lo, hi = rank * 2, rank * 2 + 2
+        for step in range(20):
+            opt.zero_grad()
+            if variant == "no_sync":  # two micro-batches of one row each, the first unsynchronized
+                with model.no_sync():
+                    ember.nn.functional.mse_loss(model(ember.from_numpy(X[step, lo:lo + 1])),
+                                                 ember.from_numpy(T[step, lo:lo + 1])).backward()
+                ember.nn.functional.mse_loss(model(ember.from_numpy(X[step, lo + 1:hi])),
+                                             ember.from_numpy(T[step, lo + 1:hi])).backward()
+                g1 = _mlp_grads(*params, X[step, 0::2], T[step, 0::2])
+                g2 = _mlp_grads(*params, X[step, 1::2], T[step, 1::2])
+                grads = [a + b for a, b in zip(g1, g2)]
+            else:
+                out = model(ember.from_numpy(X[step, lo:hi]))
+                ember.nn.functional.mse_loss(out, ember.from_numpy(T[step, lo:hi])).backward()
+                grads = _mlp_grads(*params, X[step], T[step])
+            opt.step()
+            params = [p - 0.1 * g for p, g in zip(params, grads)]
+        got = [p.detach().numpy() for p in (net.fc1.weight, net.fc1.bias, net.fc2.weight, net.fc2.bias)]
+        for g, w in zip(got, params):
+            same(g, w, f"DDP {variant} parameters after 20 steps", 1e-9)
+        if variant == "unused":
+            assert net.unused.weight.grad is None
+            same(net.unused.weight.detach().numpy(), unused_before, "an unused parameter is untouched")
+        sd = model.state_dict()
+        assert "module.fc1.weight" in sd, list(sd)
+    # without find_unused_parameters an unused parameter is an error at the next forward
+    model = DDP(_Net(with_unused=True).double())
+    lossf = ember.nn.functional.mse_loss
+    lossf(model(ember.from_numpy(X[0, :2])), ember.from_numpy(T[0, :2])).backward()
+    try:
+        model(ember.from_numpy(X[0, :2]))
+        raise AssertionError("DDP did not report the unfinished reduction")
+    except RuntimeError as e:
+        assert "find_unused_parameters=True" in str(e), e
+    print("ok")
+
+
 def main():
     globals()[sys.argv[1]]()
 

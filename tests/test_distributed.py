@@ -17,6 +17,10 @@ def test_collectives_against_numpy(world):
     check_ok(run_workers("collectives", world, timeout=90))
 
 
+def test_ddp_matches_single_process_numpy_training():
+    check_ok(run_workers("ddp", 2))
+
+
 def test_disagreeing_arguments_raise_on_every_rank():
     check_ok(run_workers("mismatch", 2))
 
