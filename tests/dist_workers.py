@@ -232,6 +232,11 @@ def collectives():
     reqs = dist.batch_isend_irecv([dist.P2POp(dist.irecv, big_r, prv), dist.P2POp(dist.isend, big_s, nxt)])
     [q.wait() for q in reqs]
     same(big_r.numpy()[::1000], np.full(3000, float(prv), np.float32), "batch_isend_irecv 12 MB")
+    # separate isend + irecv of 12 MB each way: they progress together, no deadlock
+    big_r2 = ember.empty(3_000_000)
+    ws = [dist.isend(big_s, nxt), dist.irecv(big_r2, prv)]
+    [q.wait() for q in ws]
+    same(big_r2.numpy()[::1000], np.full(3000, float(prv), np.float32), "isend + irecv 12 MB")
     x = ember.empty(2, 2)
     if rank == 0:
         srcs = set()

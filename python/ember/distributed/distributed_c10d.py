@@ -20,6 +20,7 @@ import enum
 import io
 import pickle
 import threading
+import time
 
 import ember
 from ember import _C
@@ -29,6 +30,7 @@ from .rendezvous import rendezvous
 from .store import DistStoreError, PrefixStore, Store
 
 default_pg_timeout = datetime.timedelta(minutes=30)
+_P2P_WINDOW = 0.002  # seconds an isend/irecv waits for companions (see ProcessGroup._progress)
 
 
 class RedOpType(enum.IntEnum):
@@ -196,11 +198,12 @@ class Work:
 class _Item:
     """One queued operation: `run` (a collective) or `p2p` (messages for
     _GlooComm.p2p), then `finish` (copies results out), then its Works."""
-    __slots__ = ("work", "works", "run", "p2p", "finish")
+    __slots__ = ("work", "works", "run", "p2p", "finish", "coalesce")
 
-    def __init__(self, work, run=None, p2p=None, finish=None, works=None):
+    def __init__(self, work, run=None, p2p=None, finish=None, works=None, coalesce=False):
         self.work, self.run, self.p2p, self.finish = work, run, p2p, finish
         self.works = works if works is not None else [work]
+        self.coalesce = coalesce  # an isend/irecv: may wait for more messages to join
 
 
 class ProcessGroup:
@@ -278,9 +281,19 @@ class ProcessGroup:
                     return
                 batch = [self._items.popleft()]
                 # point-to-point messages issued back to back go in one step:
-                # a send and the matching receive must progress together
-                while batch[0].p2p is not None and self._items and self._items[0].p2p is not None:
-                    batch.append(self._items.popleft())
+                # a send and the matching receive must progress together (two
+                # ranks that each isend a large message and then irecv would
+                # otherwise both sit in their sends). An isend/irecv waits up to
+                # _P2P_WINDOW s for more messages to join it.
+                if batch[0].p2p is not None:
+                    deadline = time.monotonic() + (_P2P_WINDOW if batch[0].coalesce else 0.0)
+                    while True:
+                        while self._items and self._items[0].p2p is not None:
+                            batch.append(self._items.popleft())
+                        left = deadline - time.monotonic()
+                        if self._items or left <= 0 or not batch[-1].coalesce:
+                            break
+                        self._cond.wait(left)
             exc = None
             try:
                 if batch[0].p2p is not None:
@@ -821,12 +834,12 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
 
 # ----------------------------------------------------------- point to point
 
-def _p2p_item(pg, is_send, tensor, peer, tag):
+def _p2p_item(pg, is_send, tensor, peer, tag, coalesce=True):
     buf = _dense(tensor)
     w = Work([tensor])
     w._source = pg._ranks[peer]
     return _Item(w, p2p=[(is_send, buf, peer, int(tag))],
-                 finish=None if is_send else (lambda: _write_back(tensor, buf)))
+                 finish=None if is_send else (lambda: _write_back(tensor, buf)), coalesce=coalesce)
 
 
 def _peer(pg, rank, group_rank, what):
@@ -838,20 +851,28 @@ def _peer(pg, rank, group_rank, what):
 
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    return _post_send(tensor, dst, group, tag, group_dst, True)
+
+
+def _post_send(tensor, dst, group, tag, group_dst, coalesce):
     _check_tensor(tensor, "tensor")
     pg = _group(group)
     if pg is None:
         return None
-    return pg._submit(_p2p_item(pg, True, tensor, _peer(pg, dst, group_dst, "dst"), tag), True)
+    return pg._submit(_p2p_item(pg, True, tensor, _peer(pg, dst, group_dst, "dst"), tag, coalesce), True)
 
 
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):
-    w = isend(tensor, dst, group, tag, group_dst)
+    w = _post_send(tensor, dst, group, tag, group_dst, False)
     if w is not None:
         w.wait()
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    return _post_recv(tensor, src, group, tag, group_src, True)
+
+
+def _post_recv(tensor, src, group, tag, group_src, coalesce):
     _check_tensor(tensor, "tensor")
     pg = _group(group)
     if pg is None:
@@ -863,12 +884,12 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
         def run():
             w._source = pg._ranks[pg._comm.recv_any(buf, int(tag))]
         return pg._submit(_Item(w, run, finish=lambda: _write_back(tensor, buf)), True)
-    return pg._submit(_p2p_item(pg, False, tensor, _peer(pg, src, group_src, "src"), tag), True)
+    return pg._submit(_p2p_item(pg, False, tensor, _peer(pg, src, group_src, "src"), tag, coalesce), True)
 
 
 def recv(tensor, src=None, group=None, tag=0, group_src=None):
     """Receives into tensor; returns the sender's global rank (-1 when not a member)."""
-    w = irecv(tensor, src, group, tag, group_src)
+    w = _post_recv(tensor, src, group, tag, group_src, False)
     if w is None:
         return -1
     w.wait()
