@@ -2,6 +2,7 @@
 collectives against NumPy, and failure behaviour. Multi-process tests run
 workers (tests/dist_workers.py) on 127.0.0.1, each bounded by a timeout."""
 import datetime
+import gc
 import socket
 import time
 
@@ -139,3 +140,16 @@ def test_single_process_group_and_bad_arguments():
     finally:
         dist.destroy_process_group()
     assert not dist.is_initialized()
+
+
+def test_file_store_removes_its_file_when_the_last_user_goes(tmp_path):
+    path = tmp_path / "f"
+    a, b = dist.FileStore(str(path)), dist.FileStore(str(path))
+    a.set("k", "v")
+    del a
+    value = b.get("k")
+    assert path.exists()
+    assert value == b"v"
+    del b
+    gc.collect()
+    assert not path.exists()

@@ -329,6 +329,11 @@ class _World:
 
 
 _world = _World()
+# Note [store generations]: the n-th init_process_group of a process keys its
+# rendezvous under "default_pg/n" (its subgroups under it), so a store used
+# again after destroy_process_group never hands out the old groups'
+# addresses. Ranks agree on n because each runs the same sequence of inits.
+_generation = [0]
 
 _NOT_INIT = ("Default process group has not been initialized, please make sure to call "
              "init_process_group.")
@@ -458,13 +463,14 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     else:
         store, rank, world_size = rendezvous(init_method or "env://", rank, world_size, timeout)
     store.set_timeout(timeout)
-    pg = ProcessGroup(PrefixStore("default_pg", store), rank, world_size, timeout,
-                      name=group_name or "0")
+    _generation[0] += 1
+    store = PrefixStore(f"default_pg/{_generation[0]}", store)
+    pg = ProcessGroup(store, rank, world_size, timeout, name=group_name or "0")
     _world.default, _world.store, _world.backend = pg, store, backend
     _world.groups = [pg]
     GroupMember.WORLD = group.WORLD = pg
     try:
-        pg._comm.barrier()  # every rank is connected before anyone goes on
+        barrier()  # every rank is connected before anyone goes on
     except BaseException:
         destroy_process_group()
         raise
@@ -565,7 +571,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     pg = ProcessGroup(PrefixStore(f"group{idx}", _world.store), ranks.index(me), len(ranks),
                       timeout, ranks=ranks, name=str(idx))
     _world.groups.append(pg)
-    pg._comm.barrier()
+    barrier(group=pg)
     return pg
 
 

@@ -252,7 +252,9 @@ class _StoreServer:
         # a restarted job reuses its port while the old connections sit in TIME_WAIT
         self._lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            self._lsock.bind((host, port))
+            # every interface, as torch's store does: MASTER_ADDR may name this
+            # host by an address other than the one its peers reach it at
+            self._lsock.bind(("::" if family == socket.AF_INET6 else "", port))
         except OSError as e:
             self._lsock.close()
             name = errno.errorcode.get(e.errno, "?")
@@ -538,13 +540,32 @@ class TCPStore(Store):
 class FileStore(Store):
     """FileStore(file_name, world_size=-1): keys in one file that every
     process opens (a shared filesystem across nodes). Each change appends a
-    record under an exclusive lock (fcntl.flock); readers replay the file."""
+    record under an exclusive lock (fcntl.flock); readers replay the file.
+    The file counts the FileStores open on it; the last one to go removes
+    it, so the next job starts from an empty store (torch's behaviour)."""
+
+    _REFS = "__ember_filestore_refs"
 
     def __init__(self, file_name, world_size=-1):
         super().__init__()
         self.path = file_name
         self.world_size = world_size
         open(file_name, "ab").close()
+        self._open = False
+        self.add(self._REFS, 1)
+        self._open = True
+
+    def __del__(self):
+        try:
+            if self._open:
+                self._open = False
+                with self._locked(True) as f:
+                    left = int(self._replay(f).get(self._REFS, b"1")) - 1
+                    self._record(f, b"S", self._REFS, str(left).encode())
+                    if left <= 0:
+                        os.remove(self.path)
+        except Exception:  # interpreter shutdown, file already gone
+            pass
 
     def _locked(self, exclusive):
         import fcntl
