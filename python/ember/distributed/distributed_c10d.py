@@ -45,6 +45,9 @@ class RedOpType(enum.IntEnum):
     PREMUL_SUM = 8
     UNUSED = 9
 
+    def __str__(self):
+        return f"RedOpType.{self.name}"
+
 
 class ReduceOp:
     RedOpType = RedOpType
@@ -829,6 +832,13 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
             raise RuntimeError(f"[Rank 0]: Ranks {', '.join(map(str, missing))} failed to pass "
                                f"monitoredBarrier in {int(t * 1000)} ms")
         store.set(f"{key}/done", b"1")
+        # rank 0 may host the store: it leaves only once every rank has seen "done"
+        try:
+            store.wait([f"{key}/ack/{r}" for r in range(1, pg._size)], datetime.timedelta(seconds=t))
+        except DistStoreError:
+            late = [pg._ranks[r] for r in range(1, pg._size) if not store.check([f"{key}/ack/{r}"])]
+            raise RuntimeError(f"[Rank 0]: Ranks {', '.join(map(str, late))} did not leave "
+                               f"monitoredBarrier within {int(t * 1000)} ms") from None
     else:
         try:
             store.wait([f"{key}/done"], datetime.timedelta(seconds=t))
@@ -836,6 +846,7 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
             raise RuntimeError(f"[Rank {pg._ranks[pg._rank]}]: monitoredBarrier: rank 0 did not "
                                f"release the barrier within {int(t * 1000)} ms (rank 0 failed, "
                                "or another rank is missing)") from None
+        store.set(f"{key}/ack/{pg._rank}", b"1")
 
 
 # ----------------------------------------------------------- point to point
