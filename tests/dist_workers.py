@@ -345,8 +345,9 @@ def dead_peer():
 
 def hung_peer():
     rank, world = init(timeout=2)
-    if rank == 1:
-        time.sleep(4.5)  # alive but never joins the collectives
+    store = dist.distributed_c10d._world.store
+    if rank == 1:  # alive but never joins the collectives, until rank 0 is done
+        store.wait(["hung_peer/done"], datetime.timedelta(seconds=40))
         return
     try:
         dist.monitored_barrier(timeout=datetime.timedelta(seconds=1))
@@ -360,6 +361,8 @@ def hung_peer():
     except RuntimeError as e:
         assert "timed out" in str(e) and "rank 1" in str(e), e
     assert time.monotonic() - t0 < 5
+    store.set("hung_peer/done", b"1")
+    time.sleep(0.5)  # this rank hosts the store: let rank 1 read the key
     print("ok")
 
 

@@ -357,22 +357,23 @@ class _StoreServer:
         keys = [x.decode() for x in (f if cmd in (_WAIT, _CHECK) else f[:1])]
         if cmd == _SET:
             d[keys[0]] = f[1]
+            self._wake_waiters()  # first: once set() returns, the waiters have their answer
             self._reply(s)
-            self._wake_waiters()
         elif cmd == _GET:
             self._reply(s, d.get(keys[0], b""), b"1" if keys[0] in d else b"0")
         elif cmd == _ADD:
             v = int(d.get(keys[0], b"0")) + int(f[1])
             d[keys[0]] = str(v).encode()
+            self._wake_waiters()
             self._reply(s, d[keys[0]])
-            self._wake_waiters()
         elif cmd == _CAS:
-            self._reply(s, _compare_set(d, keys[0], f[1], f[2]))
+            r = _compare_set(d, keys[0], f[1], f[2])
             self._wake_waiters()
+            self._reply(s, r)
         elif cmd == _APPEND:
             d[keys[0]] = d.get(keys[0], b"") + f[1]
-            self._reply(s)
             self._wake_waiters()
+            self._reply(s)
         elif cmd == _WAIT:
             if all(k in d for k in keys):
                 self._reply(s)
