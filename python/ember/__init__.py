@@ -122,12 +122,12 @@ _C._add_attrs(_C.Tensor, {"layout": property(lambda self: strided, doc="ember.st
 
 # submodules loaded on first attribute access (`torch.compiler.is_compiling()` with no import)
 _LAZY_SUBMODULES = frozenset({"func", "profiler", "compiler", "jit", "_dynamo", "accelerator", "library", "version",
-                              "torch_version"})
+                              "torch_version", "distributed", "futures"})
 
 
 def __getattr__(name):
     """Submodules loaded on first use, so that `import ember` stays fast:
-    ember.func (and ember.vmap), ember.profiler, ember.compiler, ember.jit, ..."""
+    ember.func (and ember.vmap), ember.profiler, ember.compiler, ember.jit, ember.distributed, ember.futures, ..."""
     import importlib
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
@@ -135,8 +135,6 @@ def __getattr__(name):
         return getattr(importlib.import_module("._device_module", __name__), name)
     if name == "ops":  # torch.ops: the operators defined with ember.library.custom_op
         return importlib.import_module(".library", __name__).ops
-    if name == "distributed":  # the package, or (in a build without it) an is_available() False answer
-        return importlib.import_module("._distributed_absent", __name__).load()
     if name == "vmap":
         return importlib.import_module(".func", __name__).vmap
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

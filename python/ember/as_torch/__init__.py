@@ -81,11 +81,7 @@ class TorchFinder(importlib.abc.MetaPathFinder):
             return None
         ember_name = _ember_name(fullname)
         try:
-            if ember_name == "ember.distributed":  # the package, or its is_available() False stand-in
-                from .. import _distributed_absent
-                module = _distributed_absent.load()
-            else:
-                module = importlib.import_module(ember_name)
+            module = importlib.import_module(ember_name)
         except ModuleNotFoundError as e:
             if e.name is not None and (ember_name == e.name or ember_name.startswith(e.name + ".")):
                 raise ModuleNotFoundError(

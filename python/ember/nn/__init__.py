@@ -7,3 +7,4 @@ from .modules import *  # noqa: F401,F403
 from .modules import Module, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 from .modules.module import register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
 from . import utils  # noqa: F401,E402
+from . import parallel  # noqa: F401,E402  (DistributedDataParallel; imports ember.distributed on use)

@@ -1,0 +1,4 @@
+"""torch.nn.parallel: DistributedDataParallel over ember.distributed."""
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]
