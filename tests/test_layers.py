@@ -1,6 +1,6 @@
 """The C core's layers have no cycles (docs/architecture.md, "Layers"):
 
-    core  <-  cpu  <-  ops  <-  autograd  <-  python
+    core  <-  cpu  <-  ops  <-  autograd  <-  distributed  <-  python
 
 A file may call only into its own layer and the layers below it. The check
 reads the sources (so it runs on a clean checkout, where the build's object
@@ -15,7 +15,7 @@ import pathlib
 import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "csrc"
-LAYERS = ["core", "cpu", "ops", "autograd", "python"]
+LAYERS = ["core", "cpu", "ops", "autograd", "distributed", "python"]
 
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')

@@ -268,6 +268,15 @@ def test_load_state_dict_assign_onto_a_meta_module():
     np.testing.assert_array_equal(m(ids).detach().numpy(), want)
 
 
+def test_load_state_dict_into_meta_without_assign_warns_and_keeps_meta():
+    ref = ember.nn.Linear(3, 2)
+    with ember.device("meta"):
+        m = ember.nn.Linear(3, 2)
+    with pytest.warns(UserWarning, match="copying from a non-meta parameter in the checkpoint to a meta"):
+        m.load_state_dict(ref.state_dict())
+    assert m.weight.is_meta
+
+
 def test_meta_parameters_train_shapes_through_autograd():
     with ember.device("meta"):
         w = ember.nn.Parameter(ember.empty(4, 3))

@@ -118,7 +118,6 @@ from . import _tensor  # noqa: E402,F401
 from ._tensor_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
 globals().update(_CPU_TYPES)
 from ._layout import layout, strided  # noqa: E402
-_C._add_attrs(_C.Tensor, {"layout": property(lambda self: strided, doc="ember.strided: every tensor is dense")})
 
 # submodules loaded on first attribute access (`torch.compiler.is_compiling()` with no import)
 _LAZY_SUBMODULES = frozenset({"func", "profiler", "compiler", "jit", "_dynamo", "accelerator", "library", "version",

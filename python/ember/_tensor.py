@@ -309,6 +309,8 @@ for _fn in (_gamma.lgamma, _gamma.digamma, _gamma.mvlgamma, _gamma.logaddexp2):
 del _fn
 # torch's other spellings (arccos, divide, greater_equal, ...): the C methods themselves
 _METHODS.update(_aliases.methods(_C.Tensor))
+from ._layout import strided as _strided  # noqa: E402
+_METHODS["layout"] = property(lambda self: _strided, doc="ember.strided: every tensor is dense")
 
 _C._add_attrs(_C.Tensor, _METHODS)
 _C._set_helpers({"repr": _repr})

@@ -622,6 +622,12 @@ class Module:
                     else:
                         setattr(self, name, value)
                 else:
+                    if param.is_meta and not value.is_meta:  # Note [meta device]: nothing to copy into
+                        import warnings
+                        warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint to a meta "
+                                      "parameter in the current model, which is a no-op. (Did you mean to pass "
+                                      "`assign=True` to assign items in the state dictionary to their "
+                                      "corresponding key in the module instead of copying them in place?)")
                     with no_grad():
                         param.copy_(value)
             except Exception as ex:
