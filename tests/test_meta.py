@@ -277,6 +277,19 @@ def test_load_state_dict_into_meta_without_assign_warns_and_keeps_meta():
     assert m.weight.is_meta
 
 
+def test_linear_layers_and_matrix_products_have_shape_rules():
+    lin = ember.nn.Linear(4, 3, device="meta")
+    y = lin(ember.empty(5, 2, 4, device="meta"))
+    assert y.is_meta and tuple(y.shape) == (5, 2, 3)
+    a, b = ember.empty(6, 2, 3, device="meta"), ember.empty(6, 3, 7, device="meta")
+    assert tuple((a @ b).shape) == (6, 2, 7) and tuple(ember.bmm(a, b).shape) == (6, 2, 7)
+    with pytest.raises(RuntimeError):
+        ember.mm(ember.empty(2, 3, device="meta"), ember.empty(4, 5, device="meta"))
+    mask = ember.tril(ember.ones(8, 8, dtype=ember.bool, device="meta"))  # GPT-2's causal mask buffer
+    assert mask.is_meta and mask.dtype == ember.bool
+    assert tuple(ember.cat([a, a], dim=1).shape) == (6, 4, 3)
+
+
 def test_meta_parameters_train_shapes_through_autograd():
     with ember.device("meta"):
         w = ember.nn.Parameter(ember.empty(4, 3))

@@ -293,7 +293,7 @@ static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, E
     EmDType d = (EmDType)c->dtype, cd = em_is_float(d) ? em_compute_dtype(d) : EM_INT64;
     const int nd = a->ndim, nb = nd - 2;
     const int64_t m = a->sizes[nd - 2], k = a->sizes[nd - 1], n = b->sizes[nd - 1];
-    if (c->numel == 0) return 0;
+    if (c->numel == 0 || em_is_meta(c)) return 0; /* Note [meta device]: the result's shape was the work */
     if (k == 0 || prod(nb, a->sizes) == 0) return scale_or_zero(c, beta);
     alpha = coef_for(alpha, d);
     beta = coef_for(beta, d);
@@ -729,7 +729,7 @@ static PyObject *addmm_impl(EmCall *c) {
     EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, (EmDType)m2->dtype) == 0);
     EmDType d = (EmDType)m1->dtype;
     if (d == EM_BOOL) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
-    if (!c->inplace && !c->out && !em_is_cpu(m1)) {
+    if (!c->inplace && !c->out && em_device(m1).type == EM_CUDA) {
         PyObject *r = addmm_bias_gpu(self, m1, m2, beta, alpha);
         if (r || PyErr_Occurred()) return r;
     }

@@ -697,7 +697,7 @@ static PyObject *triangle(EmCall *c, bool lower) {
                      lower ? "tril" : "triu");
         return NULL;
     }
-    bool gpu = !em_is_cpu(t) || (c->out && !em_is_cpu(c->out));
+    bool gpu = em_device(t).type == EM_CUDA || (c->out && em_device(c->out).type == EM_CUDA);
     if (gpu && !em_cuda->tri_mask) { /* before anything is written: the fallback runs it */
         PyErr_Format(EmNoCudaKernel, "\"%s\" has no CUDA kernel in this backend", lower ? "tril" : "triu");
         return NULL;
@@ -712,7 +712,7 @@ static PyObject *triangle(EmCall *c, bool lower) {
     } else {
         r = em_clone(t);
     }
-    if (!r || r->numel == 0) return (PyObject *)r;
+    if (!r || r->numel == 0 || em_is_meta(r)) return (PyObject *)r; /* Note [meta device] */
     if (gpu) {
         if (em_cuda->tri_mask(em_device(r).index, r->dtype, em_data(r), r->ndim, r->sizes, r->strides, k, lower) < 0) {
             em_cuda_error(lower ? "tril" : "triu");
