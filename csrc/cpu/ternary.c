@@ -51,3 +51,4 @@ const EmKernels em_kernels_copy = {{
     [EM_INT32] = copy_4, [EM_INT64] = copy_8, [EM_FLOAT16] = copy_2, [EM_BFLOAT16] = copy_2,
     [EM_FLOAT32] = copy_4, [EM_FLOAT64] = copy_8,
 }, "copy"};
+EM_REGISTER_KERNELS(em_kernels_copy)

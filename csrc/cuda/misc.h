@@ -1,7 +1,7 @@
 /* misc.h — randperm on the GPU (misc.cu): the entry behind EmCudaBackend's
  * `randperm` (the "misc fallbacks and epilogues (cudamisc)" part of
  * cuda_backend.h), and the per-element key both it and the fake backend
- * (csrc/core/cuda_fake.c) compute, so the two give the same permutation.
+ * (csrc/testing/cuda_fake.c) compute, so the two give the same permutation.
  *
  * Note [GPU randperm]: a permutation from random keys, as torch builds its
  * GPU randperm: element i gets the 64-bit key em_randperm_key(seed, offset,
