@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-
 import threading
 
 from setuptools import Extension, setup
@@ -97,7 +96,7 @@ class BuildExt(build_ext):
                 ext.library_dirs += libdirs
                 ext.libraries += libs + ["m"]
                 ext.extra_compile_args += C_FLAGS + omp
-                # PyInit__C is the one exported symbol (the linker's own too are hidden)
+                # PyInit__C is the one exported symbol (also hides the linker's __start_/__stop_ ones)
                 ext.extra_link_args += links + omp + [
                     "-Wl,--version-script=" + os.path.abspath("csrc/python/exports.map")]
             elif ext.name == "ember._cuda_fake":  # the CPU kernels it runs are _C's (Note [host API])

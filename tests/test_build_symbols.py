@@ -65,3 +65,31 @@ def test_cuda_extension_exports_only_its_init():
     except ImportError as e:  # built, but its CUDA libraries do not load here
         pytest.skip(f"ember._cuda does not import: {e}")
     assert dynamic_symbols(path, "--defined-only") == {"PyInit__cuda"}
+
+
+def test_fake_backend_is_installed_through_its_capsule():
+    """ember._C takes the fake's table from the capsule ember._cuda_fake._backend,
+    as it takes ember._cuda's; a name that is no backend module is refused."""
+    import gc
+
+    import ember
+    from cuda_common import use_fake_backend
+    gc.collect()
+    assert ember._C._cuda_live_storages() == 0
+    use_fake_backend(True)
+    try:
+        assert ember._C._cuda_backend_name() == "fake"
+        assert ember.cuda.device_count() == 2
+        x = ember.arange(4.0).cuda(1)
+        assert (x * 2).cpu().tolist() == [0.0, 2.0, 4.0, 6.0]
+        del x
+    finally:
+        gc.collect()
+        use_fake_backend(False)
+    with pytest.raises(TypeError, match="module name or None"):
+        ember._C._cuda_use_backend(3)
+    with pytest.raises(ModuleNotFoundError):
+        ember._C._cuda_use_backend("ember._no_such_backend")
+    with pytest.raises(AttributeError):  # a module without a _backend capsule
+        ember._C._cuda_use_backend("ember.cuda")
+    ember._C._cuda_use_backend(None)
