@@ -7,13 +7,22 @@ build goes on with ember's own loops and says so.
 ember._cuda, the CUDA backend (csrc/cuda), is a second extension built when
 nvcc is found (see "CUDA" below); ember._C never links CUDA, so a machine
 without nvcc builds and imports ember exactly as before.
+
+ember._cuda_fake, the CUDA test double the tests run the GPU code paths on
+without a GPU (csrc/testing, Note [fake CUDA]), is a third, plain C one,
+always built; ember._C holds nothing of it.
+
+Every extension is compiled with -fvisibility=hidden: each exports only its
+PyInit_ function, and they reach each other through capsules only.
 """
+import concurrent.futures
 import glob
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -64,6 +73,10 @@ def find_blas():
     return [], [], [], [], []
 
 
+C_FLAGS = ["-std=c11", "-O3", "-fwrapv", "-fno-math-errno", "-fvisibility=hidden",
+           "-Wall", "-Wno-unused-function", "-Wno-missing-field-initializers"]
+
+
 class BuildExt(build_ext):
     def finalize_options(self):
         super().finalize_options()
@@ -77,40 +90,51 @@ class BuildExt(build_ext):
         if not omp:
             warn("the C compiler has no OpenMP; ember runs single-threaded")
         for ext in self.extensions:
-            if ext.name == "ember._cuda":
-                continue  # its flags are set in cuda_extension()
-            ext.define_macros += macros
-            ext.include_dirs += [numpy.get_include(), "csrc", *incs]
-            ext.library_dirs += libdirs
-            ext.libraries += libs + ["m"]
-            ext.extra_compile_args += ["-std=c11", "-O3", "-fwrapv", "-fno-math-errno",
-                                       "-Wall", "-Wno-unused-function",
-                                       "-Wno-missing-field-initializers", *omp]
-            ext.extra_link_args += links + omp
+            if ext.name == "ember._C":
+                ext.define_macros += macros
+                ext.include_dirs += [numpy.get_include(), "csrc", *incs]
+                ext.library_dirs += libdirs
+                ext.libraries += libs + ["m"]
+                ext.extra_compile_args += C_FLAGS + omp
+                # PyInit__C is the one exported symbol (also hides the linker's __start_/__stop_ ones)
+                ext.extra_link_args += links + omp + [
+                    "-Wl,--version-script=" + os.path.abspath("csrc/python/exports.map")]
+            elif ext.name == "ember._cuda_fake":  # the CPU kernels it runs are _C's (Note [host API])
+                ext.include_dirs += ["csrc"]
+                ext.libraries += ["m"]
+                ext.extra_compile_args += C_FLAGS
+            # ember._cuda: its flags are set in cuda_extension()
+        # One pool of compile jobs for all extensions (setuptools builds the
+        # extensions in parallel threads, but compiles each one's sources one
+        # after another: ember._C's ~90 files would take one core). Each job
+        # is one compiler process; .cu files go through it too.
+        self.jobs = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, int(self.parallel or 1)))
         # Rebuild only the objects whose source or headers changed (gcc -MMD
         # writes each object's header list next to it): a one-file change in
         # a development checkout then recompiles one file, not all of them.
-        # (Patched once here: the extensions build in parallel threads.)
         compile_all = self.compiler.compile
 
         def compile_stale(sources, output_dir=None, extra_postargs=None, **kw):
             objects = self.compiler.object_filenames(sources, output_dir=output_dir)
             stale = [s for s, o in zip(sources, objects) if self.force or out_of_date(o)]
-            if stale:
-                compile_all(stale, output_dir=output_dir,
-                            extra_postargs=list(extra_postargs or []) + ["-MMD"], **kw)
+            post = list(extra_postargs or []) + ["-MMD"]
+            jobs = [self.jobs.submit(compile_all, [s], output_dir=output_dir, extra_postargs=post, **kw)
+                    for s in stale]
+            for j in jobs:
+                j.result()  # the first failure raises
             return objects
         self.compiler.compile = compile_stale
         try:
             super().build_extensions()
         finally:
             self.compiler.compile = compile_all
+            self.jobs.shutdown()
 
     def build_extension(self, ext):
         if ext.name != "ember._cuda":
             return super().build_extension(ext)
         try:
-            ext.extra_objects = compile_cuda_sources(self.build_temp, self.force)
+            ext.extra_objects = compile_cuda_sources(self.build_temp, self.force, self.jobs)
             ext.depends = ext.depends + ext.extra_objects  # a fresh kernel object relinks
             super().build_extension(ext)
         except (subprocess.CalledProcessError, CCompilerError) as e:
@@ -208,10 +232,11 @@ def cuda_extension(root):
     )
 
 
-def compile_cuda_sources(build_temp, force):
-    """nvcc-compile csrc/cuda/*.cu into build_temp when stale; their objects."""
+def compile_cuda_sources(build_temp, force, jobs):
+    """nvcc-compile csrc/cuda/*.cu into build_temp when stale, as jobs of the
+    shared compile pool (one nvcc process each); their objects."""
     nvcc = os.path.join(CUDA_ROOT, "bin", "nvcc")
-    objects = []
+    objects, running = [], []
     for src in sorted(glob.glob("csrc/cuda/*.cu")):
         # objects per architecture list, so changing EMBER_CUDA_ARCH recompiles
         obj = os.path.join(build_temp, "sm_" + "_".join(cuda_archs()),
@@ -223,22 +248,37 @@ def compile_cuda_sources(build_temp, force):
         cmd = [nvcc, "-O3", "-std=c++17", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC",
                "-Xcompiler", "-fvisibility=hidden", "-Icsrc", *cuda_arch_flags(), "--threads", "0",
                "-MD", "-MF", os.path.splitext(obj)[0] + ".d", "-c", src, "-o", obj]
-        print(" ".join(cmd))
-        subprocess.run(cmd, check=True)
+        running.append(jobs.submit(run_logged, cmd))
+    for r in running:
+        r.result()  # the first failure raises CalledProcessError
     return objects
 
 
+_print_lock = threading.Lock()
+
+
+def run_logged(cmd):
+    with _print_lock:
+        print(" ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
 def core_files(pattern):
-    """csrc files of ember._C: everything but the CUDA backend's."""
+    """csrc files of ember._C: everything but the CUDA backend's and the test double's."""
     return sorted(f for f in glob.glob(pattern, recursive=True)
-                  if not f.startswith(os.path.join("csrc", "cuda", "")))
+                  if not f.startswith((os.path.join("csrc", "cuda", ""), os.path.join("csrc", "testing", ""))))
 
 
 CUDA_ROOT = find_cuda()
 extensions = [Extension("ember._C", sources=core_files("csrc/**/*.c"),
-                        depends=core_files("csrc/**/*.h") + core_files("csrc/**/*.def"))]
-if CUDA_ROOT:
-    extensions.append(cuda_extension(CUDA_ROOT))
+                        depends=core_files("csrc/**/*.h") + core_files("csrc/**/*.def")
+                        + ["csrc/python/exports.map"]),
+              # Note [fake CUDA]: plain C, so it builds (and the GPU tests run on it) without nvcc
+              Extension("ember._cuda_fake", sources=sorted(glob.glob("csrc/testing/*.c")),
+                        depends=glob.glob("csrc/testing/*.h") + core_files("csrc/**/*.h")
+                        + glob.glob("csrc/cuda/*.h"))]
+if CUDA_ROOT:  # first: its nvcc jobs, the longest, then start before the C ones
+    extensions.insert(0, cuda_extension(CUDA_ROOT))
 setup(
     ext_modules=extensions,
     cmdclass={"build_ext": BuildExt},

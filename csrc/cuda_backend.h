@@ -28,7 +28,7 @@ extern "C" {
 
 /* Bumped whenever the table's layout changes: the core refuses a backend
  * built for another layout instead of calling through stale pointers. */
-#define EM_CUDA_ABI 4
+#define EM_CUDA_ABI 5
 #define EM_CUDA_MAX_DIMS 64
 
 #define EM_CUDA_MAX_OPS 6 /* operands of one elementwise kernel, output first */
@@ -56,7 +56,6 @@ typedef struct {
     int dtype[EM_CUDA_MAX_OPS];
     int kernel_dtype[EM_CUDA_MAX_OPS];
     unsigned char scalar[EM_CUDA_MAX_OPS][8];
-    const void *cpu_kernels; /* the CPU table: only the fake backend (Note [fake CUDA]) runs it */
 } EmCudaElementwise;
 
 /* Note [CUDA reduce]: one reduction launch, prepared by the core's reduce
@@ -95,7 +94,6 @@ typedef struct {
     double p;       /* the norm order (normp) */
     double divisor; /* sums divide float results by it (mean: the count; 1 else); sqdev's N - correction */
     bool root;      /* sqdev: finish takes the square root (std) */
-    const void *cpu_kernel; /* the CPU kernel: only the fake backend (Note [fake CUDA]) runs it */
 } EmCudaReduce;
 
 /* Note [CUDA indexing] (csrc/cuda/index.h): the loop descriptions of the

@@ -379,12 +379,6 @@ EmTensor *em_to_device(EmTensor *t, EmDevice device, bool non_blocking);
 /* Note [GPU random numbers]: the device generator's seed and the offset for
  * the next launch (which this advances). */
 void em_cuda_generator_next(int dev, uint64_t *seed, uint64_t *offset);
-/* Note [fake CUDA] (core/cuda_fake.c): the test double. */
-const EmCudaBackend *em_cuda_fake_backend(void);
-/* _C._cuda_fake_kernel_calls(): {entry: calls} of the fake's fused nn kernels */
-PyObject *em_cuda_fake_kernel_calls(PyObject *m, PyObject *unused);
-/* _C._cuda_fake_counters(): the fake's launch counts (Note [CUDA reduce]). */
-PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused);
 int em_init_cuda(PyObject *m);
 
 /* ------------------------------------------------------------------- shape */
@@ -432,6 +426,20 @@ typedef struct {
     EmLoopFn fn[EM_NUM_DTYPES];
     const char *name; /* names the kernel to the CUDA backend (Note [CUDA elementwise]) */
 } EmKernels;
+
+/* Note [kernel registry]: every elementwise table (EM_TABLE, cpu/loops.h)
+ * and reduction table (RED_KERNELS, cpu/reduce.c) also puts its address in
+ * a linker section, so the table a GPU launch names (Note [CUDA
+ * elementwise], [CUDA reduce]) can be found by that name without a list
+ * kept by hand: a backend that runs launches on host memory (the test double
+ * of Note [fake CUDA]) finds its CPU kernels this way. */
+#define EM_REGISTER_KERNELS(table)                                                   \
+    static const EmKernels *const table##_entry __attribute__((used, section("em_kernels"))) = &table;
+#define EM_REGISTER_REDUCE(table)                                                    \
+    static const struct EmReduceKernels *const table##_entry                         \
+        __attribute__((used, section("em_reduce_kernels"))) = &table;
+/* The table named `name` (EmKernels.name), or NULL (cpu/registry.c). */
+const EmKernels *em_kernels_find(const char *name);
 
 #define EM_ITER_MAX_OPS 6
 
@@ -484,9 +492,10 @@ static inline EmIterConfig em_iter_config(const char *name, const EmKernels *k, 
 /* Run an elementwise op: promote, broadcast, allocate or check the output,
  * then loop. Returns the output (new reference) or NULL. */
 EmTensor *em_iter_run(const EmIterConfig *cfg);
-/* Note [CUDA elementwise]: run a prepared launch with the CPU loops of
- * `cpu_kernels` (the fake backend's elementwise, on host memory). */
-int em_iter_run_prepared(const EmCudaElementwise *e);
+/* Note [CUDA elementwise]: run a prepared launch with the CPU loops of the
+ * table k (a backend on host memory: Note [fake CUDA]); -1 when k has no
+ * loop for the launch's compute dtype. */
+int em_iter_run_prepared(const EmKernels *k, const EmCudaElementwise *e);
 /* Raised (a NotImplementedError subclass) when the GPU backend has no
  * kernel for an op: the dispatcher catches it and takes the CPU fallback. */
 extern PyObject *EmNoCudaKernel;
@@ -561,9 +570,12 @@ typedef struct {
 #define EM_REDUCE_ACC_MAX 32
 
 /* One kernel per input dtype. */
-typedef struct {
+typedef struct EmReduceKernels {
     EmReduceKernel k[EM_NUM_DTYPES];
 } EmReduceKernels;
+/* The reduction table whose kernels are named `name` (EmReduceKernel.name:
+ * "sum", "argmax", ...), or NULL (Note [kernel registry]). */
+const EmReduceKernels *em_reduce_find(const char *name);
 
 typedef struct {
     const EmReduceKernel *kernel;
@@ -578,9 +590,9 @@ typedef struct {
  * over the outputs when there are many, else over the reduced elements with
  * per-thread partials that are then combined. 0 / -1. */
 int em_reduce_run(const EmReduceConfig *cfg);
-/* Note [CUDA reduce]: run a prepared launch with the CPU kernel it names in
- * `cpu_kernel`, on host memory (the fake backend's reduce). 0 / -1. */
-int em_reduce_run_prepared(const EmCudaReduce *r);
+/* Note [CUDA reduce]: run a prepared launch with the CPU kernel k, on host
+ * memory (a backend on host memory: Note [fake CUDA]). 0 / -1. */
+int em_reduce_run_prepared(const EmReduceKernel *k, const EmCudaReduce *r);
 /* `dim` as torch takes it (None, an int, or a sequence of ints; None and ()
  * mean every dim) to a mask over ndim dims: IndexError out of range,
  * RuntimeError for repeats. *all is set when every dim is reduced because

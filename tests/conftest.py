@@ -41,11 +41,12 @@ def cuda():
     if ember.cuda.is_available() and _C._cuda_backend_name() == "cuda":
         yield "real"
         return
+    from cuda_common import use_fake_backend
     try:
-        _C._cuda_use_fake_backend(True)
+        use_fake_backend(True)
     except RuntimeError:  # CUDA storages of an earlier test wait in garbage cycles
         gc.collect()
-        _C._cuda_use_fake_backend(True)
+        use_fake_backend(True)
     try:
         yield "fake"
     finally:
@@ -54,7 +55,7 @@ def cuda():
         # spend most of its time in gc; storages still alive after this are
         # freed by the retired fake later (Note [fake CUDA])
         gc.collect(1)
-        _C._cuda_use_fake_backend(False)
+        use_fake_backend(False)
 
 
 def pytest_runtest_setup(item):

@@ -3,8 +3,9 @@ and a stand-in for the `ember` module that makes its tensors on the device.
 
 Note [GPU tests]: with a real GPU (ember._cuda loaded, a device found) the
 tests run on it. Without one they switch on the fake backend (Note [fake
-CUDA] in csrc/core/cuda_fake.c: two "devices" in host memory, filled with
-garbage on alloc/free) for the test module and off again after, so every
+CUDA] in csrc/testing/cuda_fake.c, the extension ember._cuda_fake: two
+"devices" in host memory, filled with garbage on alloc/free) for the test
+module and off again after (use_fake_backend), so every
 layer above the kernels — device checks, copies, the CPU fallback,
 autograd, modules, optimizers — is exercised on any machine. Tests marked
 @pytest.mark.gpu need the real thing and skip on the fake.
@@ -28,6 +29,25 @@ def real_gpu():
     return _real
 
 
+def use_fake_backend(on):
+    """The fake backend on (from its start: devices, counters and streams
+    reset) or off: ember._C takes its table from the capsule
+    ember._cuda_fake._backend, as it takes ember._cuda's. Switching on while
+    CUDA storages are alive raises RuntimeError."""
+    if on:
+        from ember import _cuda_fake
+        ember._C._cuda_use_backend("ember._cuda_fake")
+        _cuda_fake.reset()
+    else:
+        ember._C._cuda_use_backend(None)
+
+
+def fake_counters():
+    """The fake's launch counts by entry (ember._cuda_fake.counters())."""
+    from ember import _cuda_fake
+    return _cuda_fake.counters()
+
+
 def collect():
     """Free every CUDA storage the tests let go of (also the ones a failed
     test's traceback, kept by pytest in sys.last_*, still holds)."""
@@ -44,20 +64,20 @@ def cuda_backend():
         yield "cuda"
         return
     collect()
-    ember._C._cuda_use_fake_backend(True)
+    use_fake_backend(True)
     try:
         yield "cuda"
     finally:
         collect()
         ember.cuda.set_device(0)
-        ember._C._cuda_use_fake_backend(False)  # RuntimeError: a test leaked CUDA tensors
+        use_fake_backend(False)  # RuntimeError: a test leaked CUDA tensors
 
 
 @contextlib.contextmanager
 def no_cuda_backend():
     """Neither backend: what a machine without a GPU sees."""
     collect()
-    ember._C._cuda_use_fake_backend(False)
+    use_fake_backend(False)
     yield
 
 
@@ -100,7 +120,7 @@ class OnDevice:
 class native:
     """Asserts that none of the named ops took Note [CUDA fallback] inside the
     block and, on the fake backend, that the backend entries named in
-    `entries` ran (_C._cuda_fake_counters)."""
+    `entries` ran (ember._cuda_fake.counters())."""
 
     def __init__(self, *ops, entries=()):
         self.ops, self.entries = ops, entries
@@ -108,7 +128,7 @@ class native:
     def __enter__(self):
         ember._C._cuda_fallback_counts(True)
         self.fake = ember._C._cuda_backend_name() == "fake"
-        self.before = ember._C._cuda_fake_counters() if self.fake else None
+        self.before = fake_counters() if self.fake else None
 
     def __exit__(self, *exc):
         counts = ember._C._cuda_fallback_counts(True)
@@ -116,6 +136,6 @@ class native:
             fell = {op: counts[op] for op in self.ops if op in counts}
             assert not fell, f"took the fallback: {fell}"
             if self.fake:
-                after = ember._C._cuda_fake_counters()
+                after = fake_counters()
                 for e in self.entries:
                     assert after[e] > self.before[e], f"the backend entry {e} did not run"

@@ -14,7 +14,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember import _C
+from ember import _C, _cuda_fake
 
 FLASH = "_scaled_dot_product_flash_attention"
 FLASH_BW = "_scaled_dot_product_flash_attention_backward"
@@ -30,7 +30,7 @@ class native:
     def __enter__(self):
         _C._cuda_fallback_counts(True)
         if self.mode == "fake":
-            self.before = _C._cuda_fake_kernel_calls()
+            self.before = _cuda_fake.kernel_calls()
 
     def __exit__(self, *exc):
         if exc[0] is not None:
@@ -38,13 +38,13 @@ class native:
         fell = _C._cuda_fallback_counts(True)
         assert FLASH not in fell and FLASH_BW not in fell, fell
         if self.mode == "fake":  # the extended entries (EmCudaAttentionEx) count for the plain ones
-            after, before = _C._cuda_fake_kernel_calls(), self.before
+            after, before = _cuda_fake.kernel_calls(), self.before
             for n in self.names:
                 assert after[n] + after.get(n + "_ex", 0) > before[n] + before.get(n + "_ex", 0), f"{n} did not run"
 
 
 def _calls(mode):
-    c = _C._cuda_fake_kernel_calls() if mode == "fake" else {}
+    c = _cuda_fake.kernel_calls() if mode == "fake" else {}
     return c.get("attention_forward", 0), c.get("attention_backward", 0)
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember import _C
+from ember import _C, _cuda_fake
 
 FLASH = "_scaled_dot_product_flash_attention"
 FLASH_BW = "_scaled_dot_product_flash_attention_backward"
@@ -37,7 +37,7 @@ class native:
     def __enter__(self):
         _C._cuda_fallback_counts(True)
         if self.mode == "fake":
-            self.before = _C._cuda_fake_kernel_calls()
+            self.before = _cuda_fake.kernel_calls()
 
     def __exit__(self, *exc):
         if exc[0] is not None:
@@ -45,7 +45,7 @@ class native:
         fell = _C._cuda_fallback_counts(True)
         assert not any(op in fell for op in OPS), fell
         if self.mode == "fake":
-            after = _C._cuda_fake_kernel_calls()
+            after = _cuda_fake.kernel_calls()
             for n in self.names:
                 assert after[n] > self.before[n], f"{n} did not run"
 
@@ -358,11 +358,11 @@ def test_sdpa_stays_composed_outside_the_conditions(cuda, case):
         q, k, v = (t[0] for t in (q, k, v))
     elif case == "gqa_off":
         k, v = k[:, :1], v[:, :1]
-    before = _C._cuda_fake_kernel_calls() if cuda == "fake" else None
+    before = _cuda_fake.kernel_calls() if cuda == "fake" else None
     gkw = {n: a.detach().cuda().requires_grad_(a.requires_grad) for n, a in kw.items()}
     out = F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), **gkw)
     if cuda == "fake":
-        after = _C._cuda_fake_kernel_calls()
+        after = _cuda_fake.kernel_calls()
         assert after["attention_forward_ex"] == before["attention_forward_ex"]
         assert after["attention_forward"] == before["attention_forward"]
     want = F.scaled_dot_product_attention(q, k, v, **kw)

@@ -15,7 +15,7 @@ import pytest
 import ember
 from cuda_common import native
 import ember.nn.functional as F
-from ember import _C
+from ember import _C, _cuda_fake
 from ember.autograd import gradcheck
 
 FLOATS = [ember.float32, ember.float64, ember.float16, ember.bfloat16]
@@ -213,12 +213,12 @@ def test_conv1x1_is_a_plain_gemm(cuda):
     transposed layout is a device copy, not im2col either."""
     xc, xg = _pair(_arr(10, 3, 6, 5, 4), ember.float64, True)
     wc, wg = _pair(_arr(11, 4, 3, 1, 1), ember.float64, True)
-    before = _C._cuda_fake_counters() if _C._cuda_backend_name() == "fake" else None
+    before = _cuda_fake.counters() if _C._cuda_backend_name() == "fake" else None
     with native("_convolution", "_convolution_backward"):
         yg = F.conv2d(xg, wg, groups=2)
         yg.backward(ember.ones_like(yg))
     if before is not None:
-        after = _C._cuda_fake_counters()
+        after = _cuda_fake.counters()
         assert after["im2col"] == before["im2col"] and after["col2im"] == before["col2im"]
     yc = F.conv2d(xc, wc, groups=2)
     yc.backward(ember.ones_like(yc))

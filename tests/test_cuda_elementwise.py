@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import ember
+from cuda_common import use_fake_backend
 from ember import _C
 from op_db import FLOATS, OPS, OPS_BY_NAME
 from test_ops import materialize, prepare, to_np
@@ -73,12 +74,12 @@ def test_cuda_kernel_names_on_the_fake():
         assert ember.where(x > 0, x, -x).cpu().tolist() == [1.0, 2.0, 3.0]
 
     gc.collect()
-    _C._cuda_use_fake_backend(True)
+    use_fake_backend(True)
     try:
         run()
     finally:
         gc.collect()
-        _C._cuda_use_fake_backend(False)
+        use_fake_backend(False)
 
 
 # ---------------------------------------------------------------------------
@@ -111,12 +112,12 @@ def backend(request):
         _build_host_lib()
     gc.collect()
     os.environ["EMBER_FAKE_CUDA_KERNELS"] = str(HOST_LIB)
-    _C._cuda_use_fake_backend(True)
+    use_fake_backend(True)
     try:
         yield "emu"
     finally:
         gc.collect()
-        _C._cuda_use_fake_backend(False)
+        use_fake_backend(False)
         del os.environ["EMBER_FAKE_CUDA_KERNELS"]
 
 

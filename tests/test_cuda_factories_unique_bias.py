@@ -6,7 +6,7 @@ unique / unique_consecutive with dim= (Note [CUDA unique dim],
 csrc/cuda/unique_dim.h) and addmm / F.linear with a bias through gemm_bias
 (csrc/cuda/gemm_lt.cpp). On a real GPU when present, else on Note [fake
 CUDA]. `_C._cuda_fallback_counts` proves no call took Note [CUDA fallback];
-on the fake, `_C._cuda_fake_counters` shows the backend entry ran. Results
+on the fake, `ember._cuda_fake.counters()` shows the backend entry ran. Results
 are compared with NumPy (np.unique(axis=), np.tril_indices, a NumPy Philox)
 or, as the issue allows, with the same op on the CPU."""
 
@@ -18,7 +18,7 @@ import pytest
 import ember
 from cuda_common import native
 import ember.nn.functional as F
-from ember import _C
+from ember import _C, _cuda_fake
 
 
 
@@ -362,9 +362,9 @@ def test_addmm_epilogue_cases(cuda):
     def epilogue_runs(fn, runs):
         if _C._cuda_backend_name() != "fake":
             return fn()
-        before = _C._cuda_fake_counters()["gemm_bias"]
+        before = _cuda_fake.counters()["gemm_bias"]
         r = fn()
-        assert (_C._cuda_fake_counters()["gemm_bias"] > before) == runs
+        assert (_cuda_fake.counters()["gemm_bias"] > before) == runs
         return r
 
     with native("addmm"):

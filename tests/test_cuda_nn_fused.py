@@ -9,7 +9,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember import _C
+from ember import _C, _cuda_fake
 
 
 
@@ -22,11 +22,11 @@ class native:
 
     def __enter__(self):
         if self.mode == "fake":
-            self.before = _C._cuda_fake_kernel_calls()
+            self.before = _cuda_fake.kernel_calls()
 
     def __exit__(self, *exc):
         if self.mode == "fake" and exc[0] is None:
-            after = _C._cuda_fake_kernel_calls()
+            after = _cuda_fake.kernel_calls()
             for n in self.names:
                 assert after[n] > self.before[n], f"{n} took the fallback"
 

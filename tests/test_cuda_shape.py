@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember import _C
+from ember import _C, _cuda_fake
 
 DTYPES = [ember.float32, ember.float16, ember.bfloat16, ember.int64, ember.bool]
 
@@ -46,11 +46,11 @@ class shape_kernels:
 
     def __enter__(self):
         if self.mode == "fake":
-            self.before = _C._cuda_fake_counters()["shape"]
+            self.before = _cuda_fake.counters()["shape"]
 
     def __exit__(self, *exc):
         if self.mode == "fake" and exc[0] is None:
-            assert _C._cuda_fake_counters()["shape"] - self.before >= self.n
+            assert _cuda_fake.counters()["shape"] - self.before >= self.n
 
 
 def arr(seed, shape, dtype):

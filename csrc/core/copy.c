@@ -29,6 +29,7 @@ const EmKernels em_kernels_copy = {{
     [EM_INT32] = copy_4, [EM_INT64] = copy_8, [EM_FLOAT16] = copy_2, [EM_BFLOAT16] = copy_2,
     [EM_FLOAT32] = copy_4, [EM_FLOAT64] = copy_8,
 }, "copy"};
+EM_REGISTER_KERNELS(em_kernels_copy)
 
 /* A Python number (bool, int, float, NumPy scalar, anything with __index__
  * or __float__ that is not a sequence), not a str, complex or tensor. */

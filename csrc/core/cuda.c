@@ -17,11 +17,12 @@ int em_cuda_error(const char *what) {
     return -1;
 }
 
-static int install(const EmCudaBackend *b) {
+/* Take the backend table of module `from` (its capsule `<from>._backend`). */
+static int install(const EmCudaBackend *b, const char *from) {
     if (!b || b->abi != EM_CUDA_ABI) {
         PyErr_Format(PyExc_RuntimeError,
-                     "ember._cuda was built for another version of ember (backend ABI %d, core %d); "
-                     "rebuild ember", b ? b->abi : -1, EM_CUDA_ABI);
+                     "%s was built for another version of ember (backend ABI %d, core %d); "
+                     "rebuild ember", from, b ? b->abi : -1, EM_CUDA_ABI);
         return -1;
     }
     em_cuda = b;
@@ -56,7 +57,7 @@ static int cuda_load(void) {
     const EmCudaBackend *b = PyCapsule_Import(EM_CUDA_CAPSULE, 0);
     Py_DECREF(mod);
     if (!b) return -1;
-    return install(b);
+    return install(b, "ember._cuda");
 }
 
 int em_cuda_device_count(void) {
@@ -123,7 +124,7 @@ void *em_cuda_alloc(int dev, size_t nbytes) {
     return p;
 }
 
-static const EmCudaBackend *retired; /* the fake, switched off while its storages lived */
+static const EmCudaBackend *retired; /* an installed backend, switched off while its storages lived */
 
 void em_cuda_free(int dev, void *p, size_t nbytes) {
     const EmCudaBackend *b = em_cuda ? em_cuda : retired;
@@ -452,26 +453,48 @@ static PyObject *py_event_op(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* _C._cuda_use_fake_backend(on): the test double of Note [fake CUDA]. */
-static PyObject *py_use_fake(PyObject *m, PyObject *on) {
-    int want = PyObject_IsTrue(on);
-    if (want < 0) return NULL;
-    if (live_cuda_storages > 0 && (want || !em_cuda || strcmp(em_cuda->name, "fake"))) {
+/* _C._cuda_use_backend(module): the EmCudaBackend of another extension's
+ * capsule `<module>._backend` replaces ember._cuda (the tests install the
+ * test double of Note [fake CUDA], ember._cuda_fake, this way); None goes
+ * back to ember._cuda, loaded at the next CUDA request. While CUDA storages
+ * are alive the backend may only be switched back from an installed one,
+ * which stays on to free them ("retired"). */
+static const EmCudaBackend *installed; /* em_cuda came from _cuda_use_backend */
+static PyObject *py_use_backend(PyObject *m, PyObject *module) {
+    if (module != Py_None && !PyUnicode_Check(module)) {
+        PyErr_Format(PyExc_TypeError, "_cuda_use_backend(): expected a module name or None, got %s",
+                     Py_TYPE(module)->tp_name);
+        return NULL;
+    }
+    bool want = module != Py_None;
+    if (live_cuda_storages > 0 && (want || !installed || em_cuda != installed)) {
         PyErr_Format(PyExc_RuntimeError,
                      "cannot switch the CUDA backend while %lld CUDA storages are alive",
                      (long long)live_cuda_storages);
         return NULL;
     }
-    if (!want && live_cuda_storages > 0) retired = em_cuda; /* it still frees what it made */
-    if (want) {
-        if (install(em_cuda_fake_backend()) < 0) return NULL;
-        em_cuda_used = true;
-    } else {
-        em_cuda = NULL;
+    if (!want) {
+        if (live_cuda_storages > 0) retired = em_cuda; /* it still frees what it made */
+        em_cuda = installed = NULL;
         em_cuda_used = false;
         cuda_load_tried = false;
         Py_CLEAR(load_failure);
+        Py_RETURN_NONE;
     }
+    const char *name = PyUnicode_AsUTF8(module);
+    if (!name) return NULL;
+    char capsule[256];
+    if (snprintf(capsule, sizeof capsule, "%s._backend", name) >= (int)sizeof capsule) {
+        PyErr_SetString(PyExc_ValueError, "_cuda_use_backend(): module name too long");
+        return NULL;
+    }
+    PyObject *mod = PyImport_ImportModule(name);
+    if (!mod) return NULL;
+    Py_DECREF(mod);
+    const EmCudaBackend *b = PyCapsule_Import(capsule, 0);
+    if (!b || install(b, name) < 0) return NULL;
+    installed = b;
+    em_cuda_used = true;
     Py_RETURN_NONE;
 }
 
@@ -568,14 +591,12 @@ static PyMethodDef cuda_methods[] = {
     {"_cuda_stream", py_stream_op, METH_VARARGS, NULL},
     {"_cuda_event_new", py_event_new, METH_VARARGS, NULL},
     {"_cuda_event", py_event_op, METH_VARARGS, NULL},
-    {"_cuda_use_fake_backend", py_use_fake, METH_O, NULL},
+    {"_cuda_use_backend", py_use_backend, METH_O, NULL},
     {"_cuda_live_storages", py_live_storages, METH_NOARGS, NULL},
     {"_set_allow_tf32", py_set_allow_tf32, METH_O, NULL},
     {"_cuda_generator", py_generator, METH_VARARGS, NULL},
     {"_cuda_seed_all_lazily", py_seed_all_lazily, METH_O, NULL},
     {"_get_allow_tf32", py_get_allow_tf32, METH_NOARGS, NULL},
-    {"_cuda_fake_kernel_calls", em_cuda_fake_kernel_calls, METH_NOARGS, NULL}, /* cudafused */
-    {"_cuda_fake_counters", em_cuda_fake_counters, METH_NOARGS, NULL}, /* cudared */
     {NULL, NULL, 0, NULL},
 };
 

@@ -225,7 +225,6 @@ static EmTensor *launch_on_gpu(const Iter *it, const EmIterConfig *cfg, EmDevice
     EmCudaElementwise e;
     memset(&e, 0, sizeof e);
     e.kernel = cfg->kernels->name;
-    e.cpu_kernels = cfg->kernels;
     e.compute_dtype = it->compute;
     e.nops = it->nops;
     e.ndim = it->ndim;
@@ -249,8 +248,7 @@ static EmTensor *launch_on_gpu(const Iter *it, const EmIterConfig *cfg, EmDevice
     return result;
 }
 
-int em_iter_run_prepared(const EmCudaElementwise *e) {
-    const EmKernels *k = e->cpu_kernels;
+int em_iter_run_prepared(const EmKernels *k, const EmCudaElementwise *e) {
     if (!k || !k->fn[e->compute_dtype]) return -1;
     Iter it;
     memset(&it, 0, sizeof it);

@@ -12,8 +12,9 @@
  * order, so "first index wins" rules hold).
  *
  * On a GPU input the same plan is described to the backend instead
- * (Note [CUDA reduce] in cuda_backend.h); the fake backend hands it back to
- * em_reduce_run_prepared, which runs these CPU kernels on it.
+ * (Note [CUDA reduce] in cuda_backend.h); the fake backend finds the CPU
+ * kernel by the launch's name (Note [kernel registry]) and hands both to
+ * em_reduce_run_prepared, which runs it on host memory.
  *
  * em_lines_run is the walker for scans and selections along one dim (CPU
  * only: scans on GPU tensors take Note [CUDA fallback]).
@@ -414,7 +415,6 @@ static int run_on_gpu(const EmReduceConfig *cfg) {
     r->p = pl->p.p;
     r->divisor = pl->p.divisor;
     r->root = pl->p.root;
-    r->cpu_kernel = k;
     if (em_cuda->reduce(dev.index, r) < 0) rc = em_cuda_error(k->name);
 done:
     PyMem_Free(pl);
@@ -422,8 +422,7 @@ done:
     return rc;
 }
 
-int em_reduce_run_prepared(const EmCudaReduce *r) {
-    const EmReduceKernel *k = r->cpu_kernel;
+int em_reduce_run_prepared(const EmReduceKernel *k, const EmCudaReduce *r) {
     if (!k || !k->step || r->nkept < 1 || r->nred < 1) return -1;
     Plan *pl = PyMem_Malloc(sizeof(Plan));
     if (!pl) return -1;

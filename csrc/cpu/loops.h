@@ -121,7 +121,9 @@
 /* A table entry and the table itself:
  *   EM_TABLE(exp, EM_TYPES_FLOAT(EM_ENTRY, exp)) */
 #define EM_ENTRY(name, DT, T) [EM_##DT] = EM_KNAME(name, DT),
-#define EM_TABLE(name, ...) const EmKernels em_kernels_##name = {{__VA_ARGS__}, #name};
+#define EM_TABLE(name, ...)                                                    \
+    const EmKernels em_kernels_##name = {{__VA_ARGS__}, #name};                \
+    EM_REGISTER_KERNELS(em_kernels_##name)
 
 /* One expression for the integer types INTS (EM_TYPES_INT or, with bool,
  * EM_TYPES_INTB) and another for the float types. */

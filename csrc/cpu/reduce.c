@@ -111,7 +111,8 @@
 
 #define RED_KERNELS(op, TYPES)                                                            \
     TYPES(RED_DEFINE, op)                                                                 \
-    const EmReduceKernels em_reduce_##op = {{TYPES(RED_ENTRY, op)}};
+    const EmReduceKernels em_reduce_##op = {{TYPES(RED_ENTRY, op)}};                      \
+    EM_REGISTER_REDUCE(em_reduce_##op)
 
 /* ------------------------------------------------------------------ sums */
 

@@ -1,6 +1,6 @@
 /* conv_math.h — the per-element index math of the GPU im2col / col2im
  * kernels (csrc/cuda/conv.cu, Note [CUDA im2col] in conv.h), written once
- * for the device and the host. The fake backend (csrc/core/cuda_fake.c,
+ * for the device and the host. The fake backend (csrc/testing/cuda_fake.c,
  * Note [fake CUDA]) runs these same functions on host memory, so the tests
  * on a machine without a GPU check them against the CPU's loops
  * (cpu/conv.c). Plain C that nvcc compiles __host__ __device__. */

@@ -1,6 +1,6 @@
 /* randperm.h — randperm on the GPU (randperm.cu): the entry behind
  * EmCudaBackend's `randperm` (cuda_backend.h), and the per-element key both
- * it and the fake backend (csrc/core/cuda_fake.c) compute, so the two give
+ * it and the fake backend (csrc/testing/cuda_fake.c) compute, so the two give
  * the same permutation.
  *
  * Note [GPU randperm]: a permutation from random keys, as torch builds its

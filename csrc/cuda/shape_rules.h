@@ -1,7 +1,7 @@
 /* shape_rules.h — the per-element rules of the shape kernels (shape.cu):
  * arange's and linspace's value at index i, the triangle test of tril/triu,
  * and repeat_interleave's source index. Plain C that nvcc also compiles as
- * __host__ __device__ code, so the fake backend (csrc/core/cuda_fake.c)
+ * __host__ __device__ code, so the fake backend (csrc/testing/cuda_fake.c)
  * runs these very functions on the host and tests/test_cuda_shape.py
  * checks them against NumPy and the CPU ops without a GPU.
  *

@@ -1,6 +1,6 @@
 /* sort_logic.h — the per-element and per-row logic of the GPU sort,
  * selection, scan and search kernels (csrc/cuda/sort.cu), written once for
- * the device and the host. The fake backend (csrc/core/cuda_fake.c, Note
+ * the device and the host. The fake backend (csrc/testing/cuda_fake.c, Note
  * [fake CUDA]) runs these same functions on host memory, so the tests on a
  * machine without a GPU check them against the CPU kernels (cpu/sort.c,
  * cpu/scan.c, ops/sort.c). Plain C that nvcc compiles __host__ __device__.

@@ -1,6 +1,6 @@
 /* unique_dim.h — unique / unique_consecutive along a dim on the GPU
  * (unique_dim.cu): the entry behind EmCudaBackend's `unique_dim`, and the
- * per-row logic the kernels and the fake backend (csrc/core/cuda_fake.c)
+ * per-row logic the kernels and the fake backend (csrc/testing/cuda_fake.c)
  * share, so the tests on a machine without a GPU run it against the CPU's
  * unique (ops/sort.c). Plain C that nvcc compiles __host__ __device__.
  *

@@ -3,15 +3,15 @@
  * bias epilogue, im2col / col2im and upsampling. Included once, by
  * cuda_fake.c, where its helpers (untag, fake_fail, FakePair, ...) are in
  * scope; a header only to keep cuda_fake.c under 1,500 lines. */
-#ifndef EMBER_CORE_CUDA_FAKE_MORE_H
-#define EMBER_CORE_CUDA_FAKE_MORE_H
+#ifndef EMBER_TESTING_CUDA_FAKE_MORE_H
+#define EMBER_TESTING_CUDA_FAKE_MORE_H
 
 /* ---- misc fallbacks and epilogues (cudamisc) on the fake: randperm from
- * the keys of Note [GPU randperm] (csrc/cuda/misc.h) sorted stably on the
+ * the keys of Note [GPU randperm] (csrc/cuda/randperm.h) sorted stably on the
  * host, so a seed gives the GPU's permutation; unique along a dim with the
  * row logic of unique_dim.h; gemm_bias as the fake gemm plus the bias.
- * Calls are counted by entry name in _C._cuda_fake_counters(). */
-#include "../cuda/misc.h"
+ * Calls are counted by entry name in ember._cuda_fake.counters(). */
+#include "../cuda/randperm.h"
 
 static const char *misc_names[] = {"randperm", "unique_dim", "gemm_bias"};
 enum { MISC_N = sizeof misc_names / sizeof misc_names[0] };
@@ -31,7 +31,7 @@ static int fake_misc_counts(PyObject *d) {
  * in csrc/cuda/conv.h): the GPU kernels' per-element index math
  * (csrc/cuda/conv_math.h) run over every element on untagged pointers, with
  * the kernels' accumulator types. Calls are counted by entry name in
- * _C._cuda_fake_counters(). */
+ * ember._cuda_fake.counters(). */
 #include "../cuda/conv_math.h"
 
 static const char *conv_names[] = {"im2col", "col2im", "interp_nearest", "interp"};
@@ -58,7 +58,7 @@ static int fake_randperm(int dev, int dtype, void *out, int64_t n, uint64_t seed
     qsort(p, (size_t)n, sizeof(FakePair), fake_pair_cmp);
     char *o = untag(out);
     int isz = em_itemsize((EmDType)dtype);
-    for (int64_t i = 0; i < n; i++) em_scalar_store((EmScalar){'i', {.i = p[i].idx}}, (EmDType)dtype, o + i * isz);
+    for (int64_t i = 0; i < n; i++) host->scalar_store((EmScalar){'i', {.i = p[i].idx}}, (EmDType)dtype, o + i * isz);
     free(p);
     return 0;
 }

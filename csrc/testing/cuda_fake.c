@@ -1,12 +1,22 @@
 /* cuda_fake.c — Note [fake CUDA]: a test double of the CUDA backend whose
- * two "devices" are ordinary host memory. Tests switch it on with
- * `_C._cuda_use_fake_backend(True)` to exercise everything above the
- * kernels on a machine without a GPU: device bookkeeping, copies between
- * devices, the CPU fallback of Note [CUDA fallback], autograd across
- * devices, modules and optimizers on 'cuda', memory statistics, streams and
- * events. It never runs unless a test asks for it, and its kernels are the
- * CPU ones, so it says nothing about ember._cuda's own kernels: those are
- * checked on a real GPU.
+ * two "devices" are ordinary host memory, built as its own extension,
+ * ember._cuda_fake (never part of ember._C). Tests switch it on with
+ * `_C._cuda_use_backend("ember._cuda_fake")` (tests/cuda_common.py) to
+ * exercise everything above the kernels on a machine without a GPU: device
+ * bookkeeping, copies between devices, the CPU fallback of Note [CUDA
+ * fallback], autograd across devices, modules and optimizers on 'cuda',
+ * memory statistics, streams and events. Its kernels are the CPU ones, so
+ * it says nothing about ember._cuda's own kernels: those are checked on a
+ * real GPU.
+ *
+ * It reaches the core the two ways any backend does: it hands ember._C its
+ * EmCudaBackend through the capsule `ember._cuda_fake._backend`, exactly as
+ * ember._cuda does, and it borrows the core's CPU kernels, casts and host
+ * tensors through Note [host API] (csrc/host_api.h): ember._C exports no C
+ * symbol to link against, and a second copy of the CPU kernels compiled in
+ * here would double half of the C build for a test double. The kernel table
+ * a launch names is found by that name (Note [kernel registry]), so the
+ * backend ABI carries nothing for the double.
  *
  * Memory of a fake device is filled with a garbage pattern on allocation
  * and on free, so a path that reads device memory before writing it, or
@@ -15,17 +25,22 @@
  * host code that dereferences "device" memory directly (which would crash
  * on a real GPU) crashes here too, instead of silently working. The fake's
  * own entry points remove the tag before touching the bytes. */
-#include "../ember.h"
-#include "../cpu/blas.h"
+
+/* ember.h's inline helpers (em_itemsize, em_data) read the core's dtype
+ * table, which is not linkable from here: they read the one the host API
+ * points to instead (set at import, before any entry runs). */
+#define em_dtype_info (*em_fake_dtype_info)
+#include "../host_api.h"
+#undef em_dtype_info
 #include "../cuda/philox.h"
 #include "../cuda/sort_logic.h"
-#include "../cpu/cross_entropy.h"
-#include "../cpu/attention.h"
-#include "../ops/fused_gpu.h"
 #include <math.h>
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <time.h>
+
+const EmDTypeInfo (*em_fake_dtype_info)[EM_NUM_DTYPES];
+static const EmHostApi *host; /* Note [host API] */
 
 #define FAKE_DEVICES 2
 #define FAKE_TAG ((uintptr_t)1 << 62)
@@ -99,7 +114,7 @@ static void fake_reset_peak(int dev) {
 static int fake_empty_cache(void) { return 0; }
 static void *fake_host_alloc(size_t n) { return malloc(n ? n : 1); }
 /* Note [record_stream]: the fake runs everything at once, so nothing waits;
- * the calls are counted for the tests (_C._cuda_fake_counters). */
+ * the calls are counted for the tests (ember._cuda_fake.counters). */
 static int64_t record_stream_calls;
 static int fake_record_stream(int dev, void *ptr, EmCudaStream s) {
     if (dev < 0 || dev >= FAKE_DEVICES) return fake_fail("invalid device ordinal");
@@ -176,7 +191,7 @@ static int fake_span(int ndim, const int64_t *sizes, const int64_t *strides, int
         pos[d] = strides[d] < 0 ? -strides[d] : strides[d];
         if (strides[d] < 0) *lo += (sizes[d] - 1) * strides[d];
     }
-    return em_extent_checked(ndim, sizes, pos, extent);
+    return host->extent_checked(ndim, sizes, pos, extent);
 }
 
 static int fake_copy_strided(int dev, int ndim, const int64_t *sizes, void *dst, int dst_dtype,
@@ -187,15 +202,12 @@ static int fake_copy_strided(int dev, int ndim, const int64_t *sizes, void *dst,
         PyErr_Clear();
         return fake_fail("bad strides");
     }
-    EmStorage *ds = em_storage_wrap((char *)untag(dst) + dlo * em_itemsize(dst_dtype), dext * em_itemsize(dst_dtype),
-                                    em_cpu(), NULL);
-    EmStorage *ss = em_storage_wrap((char *)untag(src) + slo * em_itemsize(src_dtype), sext * em_itemsize(src_dtype),
-                                    em_cpu(), NULL);
-    EmTensor *d = ds ? em_tensor_alloc(&EmTensorType, ds, -dlo, ndim, sizes, dst_strides, (EmDType)dst_dtype) : NULL;
-    EmTensor *s = ss ? em_tensor_alloc(&EmTensorType, ss, -slo, ndim, sizes, src_strides, (EmDType)src_dtype) : NULL;
-    Py_XDECREF(ds);
-    Py_XDECREF(ss);
-    int r = d && s ? em_copy_(d, (PyObject *)s) : -1;
+    EmTensor *d = host->host_view((char *)untag(dst) + dlo * em_itemsize(dst_dtype), dext * em_itemsize(dst_dtype),
+                                  -dlo, ndim, sizes, dst_strides, (EmDType)dst_dtype);
+    EmTensor *s = d ? host->host_view((char *)untag(src) + slo * em_itemsize(src_dtype), sext * em_itemsize(src_dtype),
+                                      -slo, ndim, sizes, src_strides, (EmDType)src_dtype)
+                    : NULL;
+    int r = d && s ? host->copy_(d, (PyObject *)s) : -1;
     Py_XDECREF(d);
     Py_XDECREF(s);
     if (r < 0) {
@@ -237,7 +249,9 @@ static int fake_elementwise(int dev, const EmCudaElementwise *launch) {
         if (e.data[op]) e.data[op] = untag(e.data[op]);
     if (host_elementwise)
         return host_elementwise(dev, &e) < 0 ? fake_fail(host_last_error()) : 0;
-    return em_iter_run_prepared(&e) < 0 ? fake_fail("no CPU kernel") : 0;
+    const EmKernels *k = host->kernels_find(e.kernel);
+    if (!k || host->iter_run_prepared(k, &e) < 0) return fake_fail("no CPU kernel");
+    return 0;
 }
 
 /* gemm (column-major, as cuBLAS): C = op(X) op(Y) is, read row-major,
@@ -256,7 +270,7 @@ static int fake_gemm(int dev, int dtype, bool ta, bool tb, int64_t m, int64_t n,
         char *C = (char *)untag(c) + i * sc * isz;
         if (dtype == EM_FLOAT32 || dtype == EM_FLOAT64) {
             EmScalar al = {'f', {.f = alpha}}, be = {'f', {.f = beta}};
-            em_gemm_ex((EmDType)dtype, tb, ta, n, m, k, B, ldb, A, lda, C, ldc, al, be, false);
+            host->gemm_ex((EmDType)dtype, tb, ta, n, m, k, B, ldb, A, lda, C, ldc, al, be, false);
             continue;
         }
         if (dtype != EM_FLOAT16 && dtype != EM_BFLOAT16) return fake_fail("gemm: unsupported dtype");
@@ -287,7 +301,7 @@ static int fake_random_fill(int dev, int kind, int dtype, void *out, int64_t num
             double v = em_philox_value(w, i, kind, dtype, a, b, range, from, &iv);
             EmScalar s = em_is_float(dtype) ? (EmScalar){'f', {.f = v}}
                          : (EmScalar){'i', {.i = kind == EM_RANDOM_INTEGER ? iv : (int64_t)v}};
-            em_scalar_store(s, (EmDType)dtype, p + (j * per + i) * isz);
+            host->scalar_store(s, (EmDType)dtype, p + (j * per + i) * isz);
         }
     }
     return 0;
@@ -297,7 +311,7 @@ static int fake_random_fill(int dev, int kind, int dtype, void *out, int64_t num
  * double loops where the CPU ones are private to their front-end, on host
  * views of the untagged memory. Each call is counted by name, so tests can
  * tell the native path ran and not Note [CUDA fallback]
- * (_C._cuda_fake_kernel_calls()). */
+ * (ember._cuda_fake.kernel_calls()). */
 static const char *fused_names[] = {"softmax", "softmax_backward", "layer_norm", "layer_norm_backward",
                                     "cross_entropy", "cross_entropy_backward", "adam", "embedding",
                                     "embedding_backward", "attention_forward", "attention_backward",
@@ -305,7 +319,7 @@ static const char *fused_names[] = {"softmax", "softmax_backward", "layer_norm",
 enum { NFUSED = sizeof fused_names / sizeof fused_names[0] };
 static int64_t fused_calls[NFUSED];
 
-PyObject *em_cuda_fake_kernel_calls(PyObject *m, PyObject *unused) {
+static PyObject *fake_kernel_calls(PyObject *m, PyObject *unused) {
     PyObject *d = PyDict_New();
     for (int i = 0; d && i < NFUSED; i++) {
         PyObject *v = PyLong_FromLongLong(fused_calls[i]);
@@ -318,29 +332,23 @@ PyObject *em_cuda_fake_kernel_calls(PyObject *m, PyObject *unused) {
 /* n elements of dtype at device pointer p, as a 1-d host tensor converted to
  * float64 (new reference; NULL with an exception). */
 static EmTensor *fake_load(const void *p, int64_t n, int dtype) {
-    EmStorage *st = em_storage_wrap(untag(p), n * em_itemsize((EmDType)dtype), em_cpu(), NULL);
-    EmTensor *v = st ? em_tensor_alloc(&EmTensorType, st, 0, 1, &n, NULL, (EmDType)dtype) : NULL;
-    Py_XDECREF(st);
-    EmTensor *d = v ? em_to_dtype(v, EM_FLOAT64, true) : NULL;
+    EmTensor *v = host->host_view(untag(p), n * em_itemsize((EmDType)dtype), 0, 1, &n, NULL, (EmDType)dtype);
+    EmTensor *d = v ? host->to_dtype(v, EM_FLOAT64, true) : NULL;
     Py_XDECREF(v);
     return d;
 }
 
 /* n float64 values at src into device pointer p as dtype. 0 / -1. */
 static int fake_store(void *p, int64_t n, int dtype, const double *src) {
-    EmStorage *st = em_storage_wrap(untag(p), n * em_itemsize((EmDType)dtype), em_cpu(), NULL);
-    EmStorage *ss = st ? em_storage_wrap((void *)src, n * 8, em_cpu(), NULL) : NULL;
-    EmTensor *v = ss ? em_tensor_alloc(&EmTensorType, st, 0, 1, &n, NULL, (EmDType)dtype) : NULL;
-    EmTensor *s = v ? em_tensor_alloc(&EmTensorType, ss, 0, 1, &n, NULL, EM_FLOAT64) : NULL;
-    int r = s ? em_copy_(v, (PyObject *)s) : -1;
-    Py_XDECREF(st);
-    Py_XDECREF(ss);
+    EmTensor *v = host->host_view(untag(p), n * em_itemsize((EmDType)dtype), 0, 1, &n, NULL, (EmDType)dtype);
+    EmTensor *s = v ? host->host_view((void *)src, n * 8, 0, 1, &n, NULL, EM_FLOAT64) : NULL;
+    int r = s ? host->copy_(v, (PyObject *)s) : -1;
     Py_XDECREF(v);
     Py_XDECREF(s);
     return r;
 }
 
-static EmTensor *fake_f64(int64_t n) { return em_empty(1, &n, EM_FLOAT64, em_cpu()); }
+static EmTensor *fake_f64(int64_t n) { return host->empty(1, &n, EM_FLOAT64, em_cpu()); }
 #define F64(t) ((double *)em_data(t))
 
 /* Python errors inside an entry become the backend's error message. */
@@ -357,7 +365,7 @@ static int fake_softmax(int dev, int dtype, void *out, const void *in, int64_t o
     EmTensor *x = fake_load(in, total, dtype), *y = fake_f64(total);
     int r = -1;
     if (x && y) {
-        em_cpu_softmax(em_data(x), em_data(y), EM_FLOAT64, outer, n, inner, lg);
+        host->softmax(em_data(x), em_data(y), EM_FLOAT64, outer, n, inner, lg);
         r = fake_store(out, total, dtype, F64(y));
     }
     Py_XDECREF(x);
@@ -372,7 +380,7 @@ static int fake_softmax_backward(int dev, int dtype, void *gi, const void *g, co
     EmTensor *gd = fake_load(g, total, dtype), *yd = fake_load(y, total, dtype), *o = fake_f64(total);
     int r = -1;
     if (gd && yd && o) {
-        em_cpu_softmax_backward(em_data(gd), em_data(yd), em_data(o), EM_FLOAT64, outer, n, inner, lg);
+        host->softmax_backward(em_data(gd), em_data(yd), em_data(o), EM_FLOAT64, outer, n, inner, lg);
         r = fake_store(gi, total, dtype, F64(o));
     }
     Py_XDECREF(gd);
@@ -466,7 +474,7 @@ static int fake_xent_setup(EmXent *p, EmTensor **xd, EmTensor **wd, int dtype, c
     *wd = w ? fake_load(w, C, stat_dtype(dtype)) : NULL;
     if (!*xd || (w && !*wd)) return -1;
     *p = (EmXent){{em_data(*xd), untag(t), *wd ? em_data(*wd) : NULL, EM_FLOAT64, N, C, inner, ignore}, e};
-    int64_t k = em_cpu_nll_check(&p->nll);
+    int64_t k = host->nll_check(&p->nll);
     if (k >= 0) *bad = ((const int64_t *)untag(t))[k];
     return k >= 0 ? 1 : 0;
 }
@@ -482,7 +490,7 @@ static int fake_cross_entropy(int dev, int dtype, void *loss, void *lse, const v
     int r = ld && terms ? fake_xent_setup(&p, &xd, &wd, dtype, x, target, weight, N, C, inner, ignore, smoothing, bad)
                         : -1;
     if (r != 0) goto done;
-    r = em_cpu_xent_forward(&p, em_data(ld), F64(terms), F64(terms) + m) < 0 ? -1 : 0;
+    r = host->xent_forward(&p, em_data(ld), F64(terms), F64(terms) + m) < 0 ? -1 : 0;
     if (r == 0) r = fake_store(lse, m, ct, F64(ld));
     if (r == 0 && reduction == 0) {
         r = fake_store(loss, m, ct, F64(terms)); /* the first m of them */
@@ -520,7 +528,7 @@ static int fake_cross_entropy_backward(int dev, int dtype, void *gi, const void 
         if (t[k] != ignore) tw += wd ? F64(wd)[t[k]] : 1.0;
     for (int64_t k = 0; k < m; k++)
         F64(s)[k] = F64(gd)[reduction == 0 ? k : 0] * (reduction == 1 ? 1.0 / tw : 1.0);
-    r = em_cpu_xent_backward(&p, em_data(ld), F64(s), em_data(o)) < 0 ? -1 : 0;
+    r = host->xent_backward(&p, em_data(ld), F64(s), em_data(o)) < 0 ? -1 : 0;
     if (r == 0) r = fake_store(gi, N * C * inner, dtype, F64(o));
 done:
     Py_XDECREF(xd);
@@ -535,7 +543,7 @@ done:
 static int fake_adam(int dev, const EmCudaAdam *a) {
     fused_calls[6]++;
     for (int k = 0; k < a->n; k++)
-        em_cpu_adam_step(a->dtypes[k], untag(a->params[k]), untag(a->grads[k]), untag(a->exp_avgs[k]),
+        host->adam_step(a->dtypes[k], untag(a->params[k]), untag(a->grads[k]), untag(a->exp_avgs[k]),
                          untag(a->exp_avg_sqs[k]), a->max_exp_avg_sqs ? untag(a->max_exp_avg_sqs[k]) : NULL,
                          a->numels[k], a->lr, a->beta1, a->beta2, a->weight_decay, a->eps, a->steps[k], a->maximize,
                          a->decoupled);
@@ -598,13 +606,16 @@ static int fake_reduce(int dev, const EmCudaReduce *launch) {
         if (r.out[i]) r.out[i] = untag(r.out[i]);
     if (r.aux) r.aux = untag(r.aux);
     reduce_launches++;
-    return em_reduce_run_prepared(&r) < 0 ? fake_fail("no CPU reduce kernel") : 0;
+    const EmReduceKernels *t = host->reduce_find(r.op);
+    if (!t || r.in_dtype < 0 || r.in_dtype >= EM_NUM_DTYPES || host->reduce_run_prepared(&t->k[r.in_dtype], &r) < 0)
+        return fake_fail("no CPU reduce kernel");
+    return 0;
 }
 
 /* cudaindex: Note [CUDA indexing] on the fake: the descriptions run by
  * cpu/index.c's loops on untagged pointers (index values read through a
  * host view with the broadcast strides), nonzero by a plain row-major walk.
- * Launches are counted (_C._cuda_fake_counters()["index"]). */
+ * Launches are counted (ember._cuda_fake.counters()["index"]). */
 static int64_t index_launches;
 
 static int fake_index_offsets(int dev, int64_t *off, bool accumulate, const void *idx, int idx_dtype, int nb,
@@ -617,14 +628,12 @@ static int fake_index_offsets(int dev, int64_t *off, bool accumulate, const void
         st[d] = idx_strides[d] / isz;
         if (bshape[d] > 0) extent += (bshape[d] - 1) * idx_strides[d];
     }
-    EmStorage *hs = em_storage_wrap(untag(idx), extent, em_cpu(), NULL);
-    EmTensor *v = hs ? em_tensor_alloc(&EmTensorType, hs, 0, nb, bshape, st, (EmDType)idx_dtype) : NULL;
-    Py_XDECREF(hs);
+    EmTensor *v = host->host_view(untag(idx), extent, 0, nb, bshape, st, (EmDType)idx_dtype);
     if (!v) {
         PyErr_Clear();
         return fake_fail("index offsets: no host view");
     }
-    int64_t at = em_cpu_index_offsets(off ? untag(off) : NULL, accumulate, v, nb, bshape, size, stride, wrap, bad_val);
+    int64_t at = host->index_offsets(off ? untag(off) : NULL, accumulate, v, nb, bshape, size, stride, wrap, bad_val);
     Py_DECREF(v);
     if (at < 0) return 0;
     *bad_pos = at;
@@ -642,13 +651,13 @@ static EmCudaIndirect fake_indirect(const EmCudaIndirect *g) {
 static int fake_index_gather(int dev, const EmCudaIndirect *g, int itemsize) {
     index_launches++;
     EmCudaIndirect h = fake_indirect(g);
-    em_cpu_index_gather(&h, itemsize);
+    host->index_gather(&h, itemsize);
     return 0;
 }
 static int fake_index_put(int dev, const EmCudaIndirect *g, int op, int dtype) {
     index_launches++;
     EmCudaIndirect h = fake_indirect(g);
-    em_cpu_index_put(&h, (EmReduceOp)op, (EmDType)dtype, false);
+    host->index_put(&h, (EmReduceOp)op, (EmDType)dtype, false);
     return 0;
 }
 static int fake_scatter_gather(int dev, const EmCudaScatter *g, int op, int dtype, bool gather) {
@@ -657,8 +666,8 @@ static int fake_scatter_gather(int dev, const EmCudaScatter *g, int op, int dtyp
     h.x = untag(g->x);
     h.y = untag(g->y);
     h.idx = untag(g->idx);
-    if (gather) return em_cpu_gather(&h, em_itemsize((EmDType)dtype)) ? 0 : 1;
-    em_cpu_scatter(&h, (EmReduceOp)op, (EmDType)dtype);
+    if (gather) return host->gather(&h, em_itemsize((EmDType)dtype)) ? 0 : 1;
+    host->scatter(&h, (EmReduceOp)op, (EmDType)dtype);
     return 0;
 }
 
@@ -716,12 +725,12 @@ static int fake_nonzero_fill(int dev, const void *in, int dtype, int ndim, const
 
 static int64_t shape_launches; /* cudashape: the shape kernels' launches (below) */
 
-/* _C._cuda_fake_counters(): {"reduce", "index", "shape": launches,
+/* ember._cuda_fake.counters(): {"reduce", "index", "shape": launches,
  * "record_stream": calls} since the fake was switched on. */
 static int fake_nn_more_counts(PyObject *d);
 static int fake_misc_counts(PyObject *d);
 static int fake_conv_counts(PyObject *d); /* cudaconv */
-PyObject *em_cuda_fake_counters(PyObject *m, PyObject *unused) {
+static PyObject *fake_counters(PyObject *m, PyObject *unused) {
     PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index",
                                 (long long)index_launches, "shape", (long long)shape_launches, "record_stream",
                                 (long long)record_stream_calls);
@@ -863,7 +872,7 @@ static int fake_unique(int dev, int dtype, const void *tsorted, const int64_t *t
 /* ---- shape kernels (cudashape): Note [CUDA shape kernels] on the fake.
  * The per-element rules of csrc/cuda/shape_rules.h, which shape.cu's
  * kernels run too, as host loops on untagged pointers; values are stored
- * with the CPU's casts. Launches are counted (_C._cuda_fake_counters()
+ * with the CPU's casts. Launches are counted (ember._cuda_fake.counters()
  * ["shape"]) so tests can tell the native path ran. */
 #include "../cuda/shape_rules.h"
 
@@ -881,7 +890,7 @@ static int fake_arange_fill(int dev, int dtype, void *out, int64_t n, int64_t st
             v.kind = 'f';
             v.v.f = em_shape_arange_float(i, xs, xt);
         }
-        em_scalar_store(v, (EmDType)dtype, p + i * stride * isz);
+        host->scalar_store(v, (EmDType)dtype, p + i * stride * isz);
     }
     return 0;
 }
@@ -896,7 +905,7 @@ static int fake_linspace_fill(int dev, int dtype, void *out, int64_t steps, int6
         EmScalar v = {'f', {0}};
         v.v.f = em_shape_linspace(i, steps, xs, xe, single);
         if (log) v.v.f = pow(base, v.v.f);
-        em_scalar_store(v, (EmDType)dtype, p + i * stride * isz);
+        host->scalar_store(v, (EmDType)dtype, p + i * stride * isz);
     }
     return 0;
 }
@@ -943,19 +952,16 @@ static EmTensor *attn_fake_view(const void *p, int dtype, int64_t B, int64_t hea
                                 const int64_t *s) {
     const int64_t sizes[4] = {B, heads, rows, D}, strides[4] = {s[0], s[1], s[2], 1};
     int64_t ext;
-    if (em_extent_checked(4, sizes, strides, &ext) < 0) return NULL;
-    EmStorage *st = em_storage_wrap(untag(p), ext * em_itemsize((EmDType)dtype), em_cpu(), NULL);
-    EmTensor *t = st ? em_tensor_alloc(&EmTensorType, st, 0, 4, sizes, strides, (EmDType)dtype) : NULL;
-    Py_XDECREF(st);
-    return t;
+    if (host->extent_checked(4, sizes, strides, &ext) < 0) return NULL;
+    return host->host_view(untag(p), ext * em_itemsize((EmDType)dtype), 0, 4, sizes, strides, (EmDType)dtype);
 }
 
 /* the float32, contiguous copy of a view, as a kernel operand (new reference) */
 static EmTensor *attn_fake_f32(const void *p, int dtype, int64_t B, int64_t heads, int64_t rows, int64_t D,
                                const int64_t *s, EmAttnOperand *op) {
     EmTensor *v = attn_fake_view(p, dtype, B, heads, rows, D, s);
-    EmTensor *f = v ? em_to_dtype(v, EM_FLOAT32, true) : NULL;
-    EmTensor *c = f ? em_contiguous(f) : NULL;
+    EmTensor *f = v ? host->to_dtype(v, EM_FLOAT32, true) : NULL;
+    EmTensor *c = f ? host->contiguous(f) : NULL;
     Py_XDECREF(v);
     Py_XDECREF(f);
     if (c && op) *op = (EmAttnOperand){em_data(c), c->strides[0], c->strides[1], c->strides[2]};
@@ -965,7 +971,7 @@ static EmTensor *attn_fake_f32(const void *p, int dtype, int64_t B, int64_t head
 /* dst (device view) = src (host float32 tensor) cast to dtype. 0 / -1 */
 static int attn_fake_store(void *p, int dtype, const int64_t *s, EmTensor *src) {
     EmTensor *v = attn_fake_view(p, dtype, src->sizes[0], src->sizes[1], src->sizes[2], src->sizes[3], s);
-    int r = v ? em_copy_(v, (PyObject *)src) : -1;
+    int r = v ? host->copy_(v, (PyObject *)src) : -1;
     Py_XDECREF(v);
     return r;
 }
@@ -984,9 +990,9 @@ static int fake_attention_forward(int dev, const EmCudaAttention *a) {
     EmTensor *k = q ? attn_fake_f32(a->k, a->dtype, a->B, a->Hkv, a->S, a->D, a->sk, &p.k) : NULL;
     EmTensor *v = k ? attn_fake_f32(a->v, a->dtype, a->B, a->Hkv, a->S, a->D, a->sv, &p.v) : NULL;
     const int64_t os[4] = {a->B, a->H, a->L, a->D};
-    EmTensor *out = v ? em_empty(4, os, EM_FLOAT32, em_cpu()) : NULL;
+    EmTensor *out = v ? host->empty(4, os, EM_FLOAT32, em_cpu()) : NULL;
     int r = -1;
-    if (out && em_cpu_attention_forward(&p, em_data(out), untag(a->lse)) == 0) {
+    if (out && host->attention_forward(&p, em_data(out), untag(a->lse)) == 0) {
         if (a->S == 0) /* the kernels' contract: a row that sees no key has lse -inf */
             for (int64_t i = 0; i < a->B * a->H * a->L; i++) ((float *)untag(a->lse))[i] = -INFINITY;
         r = attn_fake_store(a->out, a->dtype, a->so, out);
@@ -1013,10 +1019,10 @@ static int fake_attention_backward(int dev, const EmCudaAttention *a) {
         !(t[2] = attn_fake_f32(a->v, a->dtype, a->B, a->Hkv, a->S, a->D, a->sv, &p.v)) ||
         !(t[3] = attn_fake_f32(a->out, a->dtype, a->B, a->H, a->L, a->D, a->so, &oo)) ||
         !(t[4] = attn_fake_f32(a->dout, a->dtype, a->B, a->H, a->L, a->D, a->sdo, &go)) ||
-        !(t[5] = em_zeros(4, qs, EM_FLOAT32, em_cpu())) || !(t[6] = em_zeros(4, ks, EM_FLOAT32, em_cpu())) ||
-        !(t[7] = em_zeros(4, ks, EM_FLOAT32, em_cpu())))
+        !(t[5] = host->zeros(4, qs, EM_FLOAT32, em_cpu())) || !(t[6] = host->zeros(4, ks, EM_FLOAT32, em_cpu())) ||
+        !(t[7] = host->zeros(4, ks, EM_FLOAT32, em_cpu())))
         goto done;
-    if (em_cpu_attention_backward(&p, &go, &oo, untag(a->lse), em_data(t[5]), em_data(t[6]), em_data(t[7])) < 0)
+    if (host->attention_backward(&p, &go, &oo, untag(a->lse), em_data(t[5]), em_data(t[6]), em_data(t[7])) < 0)
         goto done;
     if (attn_fake_store(a->dq, a->dtype, cq, t[5]) < 0 || attn_fake_store(a->dk, a->dtype, ck, t[6]) < 0 ||
         attn_fake_store(a->dv, a->dtype, ck, t[7]) < 0)
@@ -1030,7 +1036,7 @@ done:
 /* ---- more nn kernels on the fake (cudann; Note [CUDA nn more]): the same
  * Philox draws and the CPU kernels (cpu/softmax.c's NLL, cpu/poolnorm.c's
  * runs) on untagged pointers. Calls are counted by entry name in
- * _C._cuda_fake_counters(), so tests can tell the native path ran. */
+ * ember._cuda_fake.counters(), so tests can tell the native path ran. */
 #include "../cpu/poolnorm.h"
 #include "../cpu/softmax.h"
 
@@ -1083,7 +1089,7 @@ static int fake_nll_setup(EmNll *p, int dtype, const void *x, const int64_t *tar
     if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("nll_loss: float32 or float64 expected");
     *p = (EmNll){x ? untag(x) : NULL, untag(target), weight ? untag(weight) : NULL, (EmDType)dtype, N, C, inner,
                  ignore};
-    int64_t k = em_cpu_nll_check(p);
+    int64_t k = host->nll_check(p);
     if (k >= 0) *bad = p->t[k];
     return k >= 0 ? 1 : 0;
 }
@@ -1096,7 +1102,7 @@ static int fake_nll_loss(int dev, int dtype, void *loss, const void *x, const in
     int r = fake_nll_setup(&p, dtype, x, target, weight, N, C, inner, ignore, bad);
     if (r != 0) return r;
     double total, total_w;
-    em_cpu_nll_forward(&p, reduction == 0 ? untag(loss) : NULL, &total, &total_w);
+    host->nll_forward(&p, reduction == 0 ? untag(loss) : NULL, &total, &total_w);
     if (reduction != 0) {
         double v = reduction == 1 ? total / total_w : total;
         if (dtype == EM_FLOAT64) *(double *)untag(loss) = v;
@@ -1121,7 +1127,7 @@ static int fake_nll_loss_backward(int dev, int dtype, void *gi, const void *grad
                 tw += !p.w ? 1.0 : dtype == EM_FLOAT64 ? ((const double *)p.w)[p.t[k]] : ((const float *)p.w)[p.t[k]];
         scale = 1.0 / tw;
     }
-    em_cpu_nll_backward(&p, untag(grad), reduction != 0, scale, untag(gi));
+    host->nll_backward(&p, untag(grad), reduction != 0, scale, untag(gi));
     return 0;
 }
 
@@ -1130,11 +1136,11 @@ static int fake_norm_runs_stats(int dev, int dtype, const void *g, const void *x
     nn_more_calls[3]++;
     if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("norm runs: float32 or float64 expected");
     if (g)
-        em_cpu_runs_dot((EmDType)dtype, untag(g), untag(x), R, S, untag(center), untag(out1), untag(out2));
+        host->runs_dot((EmDType)dtype, untag(g), untag(x), R, S, untag(center), untag(out1), untag(out2));
     else if (center)
-        em_cpu_runs_centered_ss((EmDType)dtype, untag(x), R, S, untag(center), untag(out1));
+        host->runs_centered_ss((EmDType)dtype, untag(x), R, S, untag(center), untag(out1));
     else
-        em_cpu_runs_sum((EmDType)dtype, untag(x), R, S, untag(out1));
+        host->runs_sum((EmDType)dtype, untag(x), R, S, untag(out1));
     return 0;
 }
 
@@ -1143,9 +1149,9 @@ static int fake_norm_runs_affine(int dev, int dtype, void *y, const void *g, con
     nn_more_calls[4]++;
     if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("norm runs: float32 or float64 expected");
     if (g)
-        em_cpu_runs_affine2((EmDType)dtype, untag(g), untag(x), untag(y), R, S, untag(a), untag(b), untag(c));
+        host->runs_affine2((EmDType)dtype, untag(g), untag(x), untag(y), R, S, untag(a), untag(b), untag(c));
     else
-        em_cpu_runs_affine((EmDType)dtype, untag(x), untag(y), R, S, untag(b), untag(c));
+        host->runs_affine((EmDType)dtype, untag(x), untag(y), R, S, untag(b), untag(c));
     return 0;
 }
 
@@ -1153,7 +1159,7 @@ static int fake_max_pool2d(int dev, int dtype, const EmCudaPool2d *g, const void
     nn_more_calls[5]++;
     if (dtype != EM_FLOAT32 && dtype != EM_FLOAT64) return fake_fail("max_pool2d: float32 or float64 expected");
     EmPool2d p = {g->planes, g->H, g->W, g->OH, g->OW, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->dh, g->dw};
-    if (p.planes * p.OH * p.OW > 0) em_cpu_max_pool2d(&p, (EmDType)dtype, untag(in), untag(out), untag(idx));
+    if (p.planes * p.OH * p.OW > 0) host->max_pool2d(&p, (EmDType)dtype, untag(in), untag(out), untag(idx));
     return 0;
 }
 
@@ -1169,7 +1175,7 @@ static int fake_max_pool2d_backward(int dev, int dtype, const EmCudaPool2d *g, c
             return 1;
         }
     memset(untag(gi), 0, (size_t)(p.planes * p.H * p.W) * (size_t)em_itemsize((EmDType)dtype));
-    em_cpu_max_pool2d_backward(&p, (EmDType)dtype, untag(grad), iv, untag(gi));
+    host->max_pool2d_backward(&p, (EmDType)dtype, untag(grad), iv, untag(gi));
     return 0;
 }
 
@@ -1181,8 +1187,8 @@ static int fake_avg_pool2d(int dev, int dtype, int64_t planes, int64_t H, int64_
     EmAvgPool p = {planes, H, W, OH, OW, w, w + OH, w + 2 * OH, w + 2 * OH + OW, untag(div)};
     if (backward) memset(untag(out), 0, (size_t)(planes * H * W) * (size_t)em_itemsize((EmDType)dtype));
     if (planes * OH * OW == 0) return 0;
-    if (backward) em_cpu_avg_pool2d_backward(&p, (EmDType)dtype, untag(in), untag(out));
-    else em_cpu_avg_pool2d(&p, (EmDType)dtype, untag(in), untag(out));
+    if (backward) host->avg_pool2d_backward(&p, (EmDType)dtype, untag(in), untag(out));
+    else host->avg_pool2d(&p, (EmDType)dtype, untag(in), untag(out));
     return 0;
 }
 
@@ -1229,12 +1235,11 @@ static EmTensor *attn_fake_mask(const EmCudaAttentionEx *x) {
     const int64_t sizes[4] = {a->B, a->H, a->L, a->S};
     const int dt = x->mask_kind == 1 ? EM_BOOL : a->dtype;
     int64_t ext;
-    if (em_extent_checked(4, sizes, x->sm, &ext) < 0) return NULL;
-    EmStorage *st = em_storage_wrap(untag(x->mask), (ext ? ext : 1) * em_itemsize((EmDType)dt), em_cpu(), NULL);
-    EmTensor *t = st ? em_tensor_alloc(&EmTensorType, st, 0, 4, sizes, x->sm, (EmDType)dt) : NULL;
-    Py_XDECREF(st);
-    EmTensor *f = t ? em_to_dtype(t, EM_FLOAT32, true) : NULL;
-    EmTensor *c = f ? em_contiguous(f) : NULL;
+    if (host->extent_checked(4, sizes, x->sm, &ext) < 0) return NULL;
+    EmTensor *t = host->host_view(untag(x->mask), (ext ? ext : 1) * em_itemsize((EmDType)dt), 0, 4, sizes, x->sm,
+                                  (EmDType)dt);
+    EmTensor *f = t ? host->to_dtype(t, EM_FLOAT32, true) : NULL;
+    EmTensor *c = f ? host->contiguous(f) : NULL;
     Py_XDECREF(t);
     Py_XDECREF(f);
     return c;
@@ -1277,7 +1282,7 @@ static int fake_attention_forward_ex(int dev, const EmCudaAttentionEx *x) {
     double *s = malloc(sizeof(double) * (size_t)(a->S ? a->S : 1));
     int r = -1;
     const int64_t os[4] = {a->B, a->H, a->L, a->D};
-    if (!s || attn_fake_ex_load(x, &f, t) < 0 || !(t[4] = em_zeros(4, os, EM_FLOAT32, em_cpu()))) goto done;
+    if (!s || attn_fake_ex_load(x, &f, t) < 0 || !(t[4] = host->zeros(4, os, EM_FLOAT32, em_cpu()))) goto done;
     float *out = (float *)em_data(t[4]), *lse = untag(a->lse);
     for (int64_t b = 0; b < a->B; b++)
         for (int64_t h = 0; h < a->H; h++)
@@ -1320,8 +1325,8 @@ static int fake_attention_backward_ex(int dev, const EmCudaAttentionEx *x) {
     if (!s || attn_fake_ex_load(x, &f, t) < 0 ||
         !(t[4] = attn_fake_f32(a->out, a->dtype, a->B, a->H, a->L, a->D, a->so, NULL)) ||
         !(t[5] = attn_fake_f32(a->dout, a->dtype, a->B, a->H, a->L, a->D, a->sdo, NULL)) ||
-        !(t[6] = em_zeros(4, qs, EM_FLOAT32, em_cpu())) || !(t[7] = em_zeros(4, ks, EM_FLOAT32, em_cpu())) ||
-        !(t[8] = em_zeros(4, ks, EM_FLOAT32, em_cpu())))
+        !(t[6] = host->zeros(4, qs, EM_FLOAT32, em_cpu())) || !(t[7] = host->zeros(4, ks, EM_FLOAT32, em_cpu())) ||
+        !(t[8] = host->zeros(4, ks, EM_FLOAT32, em_cpu())))
         goto done;
     const float *out = (const float *)em_data(t[4]), *g = (const float *)em_data(t[5]);
     const float *lse = a->B * a->H * a->L != 0 ? untag(a->lse) : NULL;
@@ -1456,7 +1461,10 @@ static const EmCudaBackend fake = {
     .mem_get_info = fake_mem_get_info,
 };
 
-const EmCudaBackend *em_cuda_fake_backend(void) {
+/* ember._cuda_fake.reset(): every device, counter and stream back to its
+ * start, and EMBER_FAKE_CUDA_KERNELS read again; the tests call it each time
+ * they switch the fake on (tests/cuda_common.py). */
+static void reset_state(void) {
     current = 0;
     memset(stats, 0, sizeof stats);
     memset(current_streams, 0, sizeof current_streams);
@@ -1468,5 +1476,39 @@ const EmCudaBackend *em_cuda_fake_backend(void) {
     shape_launches = 0;
     memset(nn_more_calls, 0, sizeof nn_more_calls);
     memset(misc_calls, 0, sizeof misc_calls);
-    return &fake;
+}
+static PyObject *fake_reset(PyObject *m, PyObject *unused) {
+    reset_state();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef fake_methods[] = {
+    {"reset", fake_reset, METH_NOARGS, NULL},
+    {"kernel_calls", fake_kernel_calls, METH_NOARGS, NULL},
+    {"counters", fake_counters, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef fake_module = {PyModuleDef_HEAD_INIT, "ember._cuda_fake",
+                                         "The CUDA test double (Note [fake CUDA]).", -1, fake_methods};
+
+PyMODINIT_FUNC PyInit__cuda_fake(void) {
+    host = PyCapsule_Import(EM_HOST_API_CAPSULE, 0);
+    if (!host) return NULL;
+    if (host->abi != EM_HOST_API_ABI) {
+        PyErr_Format(PyExc_ImportError, "ember._cuda_fake was built for another ember._C (host API %d, core %d); "
+                     "rebuild ember", EM_HOST_API_ABI, host->abi);
+        return NULL;
+    }
+    em_fake_dtype_info = host->dtype_info;
+    reset_state();
+    PyObject *m = PyModule_Create(&fake_module);
+    if (!m) return NULL;
+    PyObject *cap = PyCapsule_New((void *)&fake, "ember._cuda_fake._backend", NULL);
+    if (!cap || PyModule_AddObject(m, "_backend", cap) < 0) {
+        Py_XDECREF(cap);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
