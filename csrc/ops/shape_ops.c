@@ -641,6 +641,7 @@ PyObject *em_impl_clone(EmCall *c) { return (PyObject *)em_clone(em_arg_tensor(c
 EmTensor *em_detach(EmTensor *t) {
     EmTensor *r = em_tensor_alloc(&EmTensorType, t->storage, t->offset, t->ndim, t->sizes,
                                   t->strides, (EmDType)t->dtype);
+    if (r) em_version_share(r, t); /* Note [version counter] */
     return r;
 }
 
