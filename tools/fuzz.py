@@ -11,7 +11,8 @@ a child process with an address-space limit (resource.setrlimit) and a
 no-progress timeout; a child that dies on a signal (segfault, abort) or stops
 making progress is a finding, reduced to the shortest tail of its batch that
 still fails in a fresh process (usually the one call). SystemError (an
-internal error reaching Python) is reported too.
+internal error reaching Python) and AssertionError (an assert guarding user
+input) are reported too.
 
     python tools/fuzz.py --seconds 60 --seed 0          # what CI runs (tests/test_fuzz.py)
     python tools/fuzz.py --seconds 3600 --seed $RANDOM  # a long campaign
@@ -414,8 +415,8 @@ def child_main(args):
         except Exception as e:  # noqa: BLE001  (every exception is an acceptable outcome but SystemError)
             name = type(e).__name__
             stats["exceptions"][name] = stats["exceptions"].get(name, 0) + 1
-            if isinstance(e, SystemError):
-                stats["internal"].append([src, str(e)[:300]])
+            if isinstance(e, (SystemError, AssertionError)):  # an internal error, or an assert guarding input
+                stats["internal"].append([src, f"{name}: {e}"[:300]])
         finally:
             sys.stdout = real_stdout
             sink.seek(0)
@@ -562,7 +563,7 @@ def main(argv=None):
                f"{len(total['internal'])}")
     print(summary, flush=True)
     for src, msg in total["internal"][:20]:
-        print(f"[fuzz] SystemError: {msg}\n    import ember; {src}")
+        print(f"[fuzz] internal error: {msg}\n    import ember; {src}")
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump(total, f, indent=1)
