@@ -39,10 +39,11 @@ static int set_ndim(EmTensor *t, int ndim) {
 int em_tensor_set_geometry(EmTensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
                            int64_t offset) {
     int64_t tmp[2 * EM_MAX_DIMS]; /* sizes/strides may alias t's own arrays */
-    memcpy(tmp, sizes, ndim * sizeof(int64_t));
-    if (strides)
+    if (ndim > EM_MAX_DIMS) return set_ndim(t, ndim); /* its error, before tmp overflows */
+    if (ndim > 0) memcpy(tmp, sizes, ndim * sizeof(int64_t)); /* sizes may be NULL for 0-d */
+    if (strides && ndim > 0)
         memcpy(tmp + ndim, strides, ndim * sizeof(int64_t));
-    else
+    else if (!strides)
         em_contiguous_strides(ndim, sizes, tmp + ndim);
     int64_t n;
     if (em_numel_checked(ndim, tmp, &n) < 0 || set_ndim(t, ndim) < 0) return -1;
