@@ -217,9 +217,12 @@ PyObject *em_scalar_to_py(EmScalar s);
 
 /* ----------------------------------------------------------------- storage */
 
-/* Note [version counter]: in-place ops bump storage->version. Views and
- * detach() share the storage and so the counter; autograd compares the
- * version a saved tensor had with the current one. */
+/* Note [version counter]: in-place ops bump a tensor's version counter:
+ * storage->version, unless the tensor has a counter of its own (t->vc).
+ * Views and detach() share their source's counter; `.data` gets a fresh one
+ * (torch: writes through .data are invisible to autograd); set_ and
+ * `.data =` keep the tensor's counter while its storage changes. Autograd
+ * compares the version a saved tensor had with the current one. */
 typedef struct EmStorage {
     PyObject_HEAD
     char *data;
@@ -250,9 +253,16 @@ void em_cpu_cache_stats(int64_t out[3]);
 #define EM_MAX_DIMS 64
 #define EM_SMALL_DIMS 5
 
+/* A version counter not tied to a storage (Note [version counter]). */
+typedef struct {
+    int64_t refs;
+    int64_t value;
+} EmVersionCounter;
+
 typedef struct EmTensor {
     PyObject_HEAD
     EmStorage *storage;
+    EmVersionCounter *vc; /* own version counter, or NULL: storage->version */
     int64_t offset; /* in elements */
     int64_t numel;
     int64_t *sizes;   /* points at small[] or a heap array */
@@ -339,8 +349,15 @@ bool em_is_contiguous_as(const EmTensor *t, EmMemoryFormat f);
 /* Uninitialised, shaped like src, laid out as f on device (preserve: src's dim order). */
 EmTensor *em_empty_format(const EmTensor *src, EmDType dtype, EmDevice device, EmMemoryFormat f);
 int em_init_memory_formats(PyObject *m);
+/* The tensor's version counter (Note [version counter]). */
+static inline int64_t *em_version_slot(const EmTensor *t) { return t->vc ? &t->vc->value : &t->storage->version; }
+static inline int64_t em_version(const EmTensor *t) { return *em_version_slot(t); }
 /* Bump the version counter after an in-place write. */
-static inline void em_bump_version(EmTensor *t) { t->storage->version++; }
+static inline void em_bump_version(EmTensor *t) { ++*em_version_slot(t); }
+/* Make t share src's counter (views, detach): 0, or -1 with MemoryError. */
+void em_version_share(EmTensor *t, const EmTensor *src);
+/* Give t a counter of its own starting at `value` (.data, set_). 0 / -1. */
+int em_version_own(EmTensor *t, int64_t value);
 /* Note [when versions change]: the op layer bumps the version of the tensor
  * a call writes into (out=, in-place variants, methods named `op_`,
  * __setitem__, in-place operators) once, after the op succeeded. Kernels and
@@ -978,6 +995,7 @@ typedef struct {
     EmTensor *data;    /* detached alias, NULL when nothing was saved */
     EmTensor *leaf;    /* the saved tensor itself when it is a leaf requiring grad */
     EmNode *grad_fn;   /* its producer (strong), unless is_output */
+    EmTensor *original; /* the saved non-leaf input itself: unpack refuses it once detach_()ed */
     int output_nr;
     int64_t version;
     bool is_output;    /* an output of the saving node: grad_fn is the node itself */
@@ -1055,6 +1073,8 @@ int em_init_saved_hooks(PyObject *m);
 static inline bool em_saved_holds(const EmSaved *s) { return s->data != NULL || s->packed != NULL; }
 /* Unpack a saved tensor: new reference, reconnected to the graph. */
 EmTensor *em_saved_get(EmNode *n, EmSaved *s);
+/* Note [saved tensor check]: every saved slot of n usable (0), or -1 with torch's error. */
+int em_node_check_saved(EmNode *n);
 int em_node_released_error(void); /* sets torch's "backward a second time" error, returns -1 */
 void em_saved_clear(EmSaved *s);
 void em_node_release(EmNode *n);

@@ -166,7 +166,7 @@ static int max_min(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId better) {
     PyObject *a = IN(0), *b = IN(1), *g = G(0);
     PyObject *half = DIV(g, NUM(2.0)), *tie = OP2(eq, a, b);
     PyObject *args[2] = {a, b};
-    PyObject *a_wins = keep(S, em_op(better, 2, args));
+    PyObject *a_wins = call_n(S, better, 2, args);
     if (need(n, 0)) SET(0, OP3(where, tie, half, OP3(where, a_wins, g, NUM(0.0))));
     if (need(n, 1)) SET(1, OP3(where, tie, half, OP3(where, a_wins, NUM(0.0), g)));
     END;
@@ -180,8 +180,8 @@ static int fmax_fmin(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId a_better) {
     PyObject *a = IN(0), *b = IN(1), *g = G(0);
     PyObject *ab[2] = {a, b}, *ba[2] = {b, a};
     PyObject *tie = OP2(eq, a, b);
-    PyObject *a_wins = OP2(logical_or, keep(S, em_op(a_better, 2, ab)), OP1(isnan, b));
-    PyObject *b_wins = OP2(logical_or, keep(S, em_op(a_better, 2, ba)), OP1(isnan, a));
+    PyObject *a_wins = OP2(logical_or, call_n(S, a_better, 2, ab), OP1(isnan, b));
+    PyObject *b_wins = OP2(logical_or, call_n(S, a_better, 2, ba), OP1(isnan, a));
     if (need(n, 0)) SET(0, MUL(g, tie_weight(S, a_wins, tie)));
     if (need(n, 1)) SET(1, MUL(g, tie_weight(S, b_wins, tie)));
     END;

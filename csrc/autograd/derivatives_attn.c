@@ -38,7 +38,7 @@ static int attach_not_implemented(PyObject *res, PyObject **ins, int nin, EmOpId
         if (em_meta_set(&nd->out_meta[j], t) < 0) goto done;
         Py_XSETREF(t->grad_fn, Py_NewRef((PyObject *)nd));
         t->output_nr = j;
-        t->version_seen = t->storage->version;
+        t->version_seen = em_version(t);
     }
     rc = 0;
 done:

@@ -77,7 +77,7 @@ static PyObject *extremum_grad(Scratch *s, EmNode *n, PyObject *g, PyObject *out
 /* All-reduce max/min/median: the gradient split evenly among the elements
  * equal to the value (or NaN when the value is NaN). */
 static PyObject *evenly(Scratch *s, EmNode *n, PyObject *g) {
-    PyObject *x = input(s, n, 0), *v = keep(s, (PyObject *)em_saved_get(n, &n->saved_out[0]));
+    PyObject *x = input(s, n, 0), *v = output(s, n, 0);
     PyObject *both_nan = call(s, EM_OP_logical_and, 2, call(s, EM_OP_isnan, 1, x, NULL, NULL, NULL),
                               call(s, EM_OP_isnan, 1, v, NULL, NULL, NULL), NULL, NULL);
     PyObject *hit = call(s, EM_OP_logical_or, 2, call(s, EM_OP_eq, 2, x, v, NULL, NULL), both_nan, NULL, NULL);
@@ -201,7 +201,7 @@ static int max_min(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId wins) {
     if (!g) END;
     if (n->num_next > 1 && n->in_meta[1].defined) {
         PyObject *a = IN(0), *b = IN(1), *half = DIV(g, NUM(2.0)), *tie = EQ(a, b);
-        PyObject *ab[2] = {a, b}, *a_wins = a && b ? keep(S, em_op(wins, 2, ab)) : NULL;
+        PyObject *ab[2] = {a, b}, *a_wins = call_n(S, wins, 2, ab);
         if (need(n, 0)) SET(0, WHERE(tie, half, WHERE(a_wins, g, NUM(0.0))));
         if (need(n, 1)) SET(1, WHERE(tie, half, WHERE(a_wins, NUM(0.0), g)));
     } else if (ARG(1) == Py_None) {

@@ -428,6 +428,15 @@ done:
     return idx;
 }
 
+/* An op node's formula, run only when what it saved is intact (Note
+ * [released node], Note [saved tensor check]): formulas then never see a
+ * NULL saved tensor or one written since it was saved. */
+static int run_formula(EmNode *n, EmTensor **go, EmTensor **gi) {
+    if (n->released) return em_node_released_error();
+    if (em_node_check_saved(n) < 0) return -1;
+    return n->backward(n, go, gi);
+}
+
 /* run_copy_slices under create_graph: the same gradients built from recorded,
  * differentiable ops (take / index_add over the view's positions in its base,
  * mul by a mask), so they are differentiable in the incoming gradient and in
@@ -460,7 +469,7 @@ static int run_copy_slices_recorded(EmNode *n, EmTensor **go, EmTensor **gi, con
     } else {
         if (!(taken = recorded_op(EM_OP_take, 2, gflat, (PyObject *)idx, NULL, NULL))) goto done;
         if (!(slice = (EmTensor *)recorded_op(EM_OP_reshape, 2, taken, vsize, NULL, NULL))) goto done;
-        if (inner->backward(inner, &slice, res) < 0) goto done;
+        if (run_formula(inner, &slice, res) < 0) goto done;
         /* the base's gradient outside the view, and the view's old value's inside it */
         if (!(part = recorded_op(EM_OP_mul, 2, gflat, (PyObject *)keep, NULL, NULL))) goto done;
         if (res[0]) {
@@ -523,7 +532,7 @@ static int run_copy_slices(EmNode *n, EmTensor **go, EmTensor **gi) {
     } else {
         EmNode *fn = (EmNode *)n->ctx;
         if (em_copy_(result, (PyObject *)go[0]) < 0 || !(slice = em_clone(region))) goto done;
-        if ((fn->released ? em_node_released_error() : fn->backward(fn, &slice, res)) < 0) goto done;
+        if (run_formula(fn, &slice, res) < 0) goto done;
         if (res[0]) {
             if (em_copy_(region, (PyObject *)res[0]) < 0) goto done;
         } else {
@@ -693,7 +702,7 @@ static int execute(Task *t, bool keep_graph, bool create_graph, bool accumulate,
         break;
     case EM_NODE_PYTHON: rc = run_python(n, go, gi); break;
     case EM_NODE_COPY_SLICES: rc = run_copy_slices(n, go, gi); break;
-    default: rc = n->released ? em_node_released_error() : n->backward(n, go, gi); break; /* Note [released node] */
+    default: rc = run_formula(n, go, gi); break;
     }
     if (EM_UNLIKELY(em_profiler_on)) em_profiler_node(em_node_name(n), t0);
     if (rc < 0) return -1;

@@ -118,7 +118,17 @@ static inline PyObject *input(Scratch *s, EmNode *n, int k) {
 static inline PyObject *optional_in(Scratch *s, EmNode *n, int k) {
     return em_saved_holds(&n->saved[k]) || n->released ? input(s, n, k) : Py_None;
 }
-#define OUT(j) keep(S, (PyObject *)em_saved_get(n, n->saved_out ? &n->saved_out[j] : &n->saved[0]))
+/* Saved output j (new reference kept by the scratch); a formula whose row does
+ * not save outputs gets SystemError, never another slot. */
+static inline PyObject *output(Scratch *s, EmNode *n, int j) {
+    if (!n->saved_out) {
+        PyErr_SetString(PyExc_SystemError, "ember: backward formula read an output it did not save");
+        s->failed = true;
+        return NULL;
+    }
+    return keep(s, (PyObject *)em_saved_get(n, &n->saved_out[j]));
+}
+#define OUT(j) output(S, n, (j))
 #define ARG(i) arg(n, (i))
 #define G(j) ((PyObject *)go[j])
 

@@ -54,7 +54,7 @@ static PyObject *python_node(PyObject *m, PyObject *args) {
         if (skip || !em_is_float(t->dtype)) continue;
         Py_XSETREF(t->grad_fn, Py_NewRef((PyObject *)n));
         t->output_nr = j;
-        t->version_seen = t->storage->version;
+        t->version_seen = em_version(t);
     }
     return (PyObject *)n;
 fail:

@@ -61,12 +61,13 @@ int em_saved_set(EmSaved *s, EmTensor *t, EmNode *owner, bool is_output) {
         s->data = em_detach(t);
         if (!s->data) return -1;
     }
-    s->version = t->storage->version;
+    s->version = em_version(t);
     s->output_nr = t->output_nr;
     if (is_output) {
         s->is_output = true;
     } else if (t->grad_fn) {
         s->grad_fn = (EmNode *)Py_NewRef(t->grad_fn);
+        s->original = (EmTensor *)Py_NewRef(t);
     } else if (t->requires_grad) {
         s->leaf = (EmTensor *)Py_NewRef(t);
     }
@@ -79,6 +80,7 @@ void em_saved_clear(EmSaved *s) {
     Py_CLEAR(s->unpack);
     Py_CLEAR(s->leaf);
     Py_CLEAR(s->grad_fn);
+    Py_CLEAR(s->original);
     s->is_output = false;
 }
 
@@ -129,17 +131,18 @@ static EmTensor *saved_unpack(EmNode *n, EmSaved *s) {
     return t;
 }
 
-EmTensor *em_saved_get(EmNode *n, EmSaved *s) {
-    if (n->released) {
-        em_node_released_error();
-        return NULL;
-    }
-    if (s->packed) return saved_unpack(n, s);
+/* Note [saved tensor check]: a saved tensor is usable when its node was not
+ * released, it was saved at all, its version is the one it had when saved,
+ * and a saved non-leaf was not detach_()ed since. The engine runs this on
+ * every slot before a formula runs, and each unpack runs it again. */
+static int saved_check(EmNode *n, EmSaved *s) {
+    if (n->released) return em_node_released_error();
+    if (s->packed) return 0; /* saved_tensors_hooks: what the hooks keep is theirs to check */
     if (!s->data) {
         PyErr_SetString(PyExc_SystemError, "ember: backward formula read a tensor it did not save");
-        return NULL;
+        return -1;
     }
-    if (s->data->storage->version != s->version) {
+    if (em_version(s->data) != s->version) {
         char shape[EM_SHAPE_BUF], producer[96] = "";
         EmNode *src = s->is_output ? n : s->grad_fn;
         if (src)
@@ -152,9 +155,29 @@ EmTensor *em_saved_get(EmNode *n, EmSaved *s) {
                      "saved it; clone() it before the in-place change.",
                      legacy_type_name((EmDType)s->data->dtype),
                      em_shape_str(s->data->ndim, s->data->sizes, shape, sizeof shape), producer,
-                     (long long)s->data->storage->version, (long long)s->version);
-        return NULL;
+                     (long long)em_version(s->data), (long long)s->version);
+        return -1;
     }
+    if (s->original && !s->original->grad_fn) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "Trying to use a saved tensor that has been detached in-place, i.e. with "
+                        ".detach_(). This is not supported, please use out-of-place `.detach()` instead");
+        return -1;
+    }
+    return 0;
+}
+
+int em_node_check_saved(EmNode *n) {
+    for (int i = 0; n->saved && i < n->num_next; i++)
+        if (n->saved[i].data && saved_check(n, &n->saved[i]) < 0) return -1;
+    for (int j = 0; n->saved_out && j < n->num_outputs; j++)
+        if (n->saved_out[j].data && saved_check(n, &n->saved_out[j]) < 0) return -1;
+    return 0;
+}
+
+EmTensor *em_saved_get(EmNode *n, EmSaved *s) {
+    if (saved_check(n, s) < 0) return NULL;
+    if (s->packed) return saved_unpack(n, s);
     if (s->leaf) return (EmTensor *)Py_NewRef(s->leaf);
     EmTensor *t = em_detach(s->data);
     if (!t) return NULL;
@@ -340,6 +363,7 @@ static int visit_saved(EmSaved *s, visitproc visit, void *arg) {
     Py_VISIT(s->unpack);
     Py_VISIT(s->leaf);
     Py_VISIT((PyObject *)s->grad_fn);
+    Py_VISIT(s->original);
     return 0;
 }
 

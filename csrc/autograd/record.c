@@ -216,7 +216,7 @@ static int set_view_node(EmTensor *view, EmTensor *base) {
     }
     Py_XSETREF(view->grad_fn, (PyObject *)vn);
     view->output_nr = 0;
-    view->version_seen = view->storage->version;
+    view->version_seen = em_version(view);
     return 0;
 }
 
@@ -224,7 +224,7 @@ static int set_view_node(EmTensor *view, EmTensor *base) {
  * written in place after the grad_fn was recorded (through the base or
  * another view), so gradients see the write. */
 int em_view_refresh(EmTensor *t) {
-    if (!t->is_view || !t->grad_fn || t->version_seen == t->storage->version) return 0;
+    if (!t->is_view || !t->grad_fn || t->version_seen == em_version(t)) return 0;
     EmTensor *base = root_base(t);
     if (!base || !em_requires_grad(base)) return 0;
     return set_view_node(t, base);
@@ -267,7 +267,7 @@ static int rebase_view(EmTensor *view, EmNode *n) {
     Py_XSETREF(base->grad_fn, Py_NewRef((PyObject *)cs));
     base->output_nr = 0;
 
-    base->version_seen = base->storage->version;
+    base->version_seen = em_version(base);
     /* the view, regenerated from the new base */
     if (set_view_node(view, base) < 0) goto fail;
     Py_DECREF(cs);
@@ -335,6 +335,10 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
         }
         bool save = (d->saves & EM_SAVE_ALL_IN) || (i < 30 && (d->saves & EM_SAVE_IN(i)));
         if (save && em_saved_set(&n->saved[i], t, n, false) < 0) goto fail_node;
+        /* an input sharing the written tensor's counter was read at the version before
+         * this op's own bump (h.mul_(h.detach()): a later write must still be caught) */
+        if (save && inplace && t != saved_self && ins[0] && em_version_slot(t) == em_version_slot(ins[0]))
+            n->saved[i].version--;
     }
     if (!(n->args = args_without_tensors(def, c))) goto fail_node;
     if (d->saves & EM_SAVE_OUT) {
@@ -360,7 +364,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
         } else {
             Py_XSETREF(t->grad_fn, Py_NewRef((PyObject *)n));
             t->output_nr = j;
-            t->version_seen = t->storage->version;
+            t->version_seen = em_version(t);
         }
         if ((d->saves & EM_SAVE_OUT) && em_saved_set(&n->saved_out[j], t, n, true) < 0) goto fail_node;
     }

@@ -40,10 +40,11 @@ static int set_ndim(EmTensor *t, int ndim) {
 int em_tensor_set_geometry(EmTensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
                            int64_t offset) {
     int64_t tmp[2 * EM_MAX_DIMS]; /* sizes/strides may alias t's own arrays */
-    memcpy(tmp, sizes, ndim * sizeof(int64_t));
-    if (strides)
+    if (ndim > EM_MAX_DIMS) return set_ndim(t, ndim); /* its error, before tmp overflows */
+    if (ndim > 0) memcpy(tmp, sizes, ndim * sizeof(int64_t)); /* sizes may be NULL for 0-d */
+    if (strides && ndim > 0)
         memcpy(tmp + ndim, strides, ndim * sizeof(int64_t));
-    else
+    else if (!strides)
         em_contiguous_strides(ndim, sizes, tmp + ndim);
     int64_t n;
     if (em_numel_checked(ndim, tmp, &n) < 0 || set_ndim(t, ndim) < 0) return -1;
@@ -51,6 +52,35 @@ int em_tensor_set_geometry(EmTensor *t, int ndim, const int64_t *sizes, const in
     memcpy(t->strides, tmp + ndim, ndim * sizeof(int64_t));
     t->numel = n;
     t->offset = offset;
+    return 0;
+}
+
+/* ------------------------------------------------- version counters */
+
+static void version_release(EmTensor *t) {
+    if (t->vc && --t->vc->refs == 0) PyMem_Free(t->vc);
+    t->vc = NULL;
+}
+
+void em_version_share(EmTensor *t, const EmTensor *src) {
+    if (t->vc == src->vc) return;
+    version_release(t);
+    if (src->vc) {
+        src->vc->refs++;
+        t->vc = src->vc;
+    }
+}
+
+int em_version_own(EmTensor *t, int64_t value) {
+    EmVersionCounter *vc = PyMem_Malloc(sizeof *vc);
+    if (!vc) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    vc->refs = 1;
+    vc->value = value;
+    version_release(t);
+    t->vc = vc;
     return 0;
 }
 
@@ -67,6 +97,7 @@ EmTensor *em_tensor_alloc(PyTypeObject *type, EmStorage *storage, int64_t offset
         t->sizes = t->small;
     }
     t->storage = (EmStorage *)Py_NewRef(storage);
+    t->vc = NULL;
     t->ndim = 0;
     t->dtype = (int8_t)dtype;
     t->requires_grad = false;
@@ -94,6 +125,7 @@ void em_tensor_dealloc(EmTensor *t) {
     PyObject_GC_UnTrack(t);
     if (t->weakrefs) PyObject_ClearWeakRefs((PyObject *)t);
     Py_CLEAR(t->storage);
+    version_release(t);
     Py_CLEAR(t->view_base);
     Py_CLEAR(t->grad);
     Py_CLEAR(t->grad_fn);
@@ -154,6 +186,8 @@ int em_tensor_resize(EmTensor *t, int ndim, const int64_t *shape, bool warn) {
         return -1;
     }
     if (need > t->storage->nbytes) {
+        /* the tensor keeps its version counter on the new storage (Note [version counter]) */
+        if (!t->vc && em_version_own(t, t->storage->version) < 0) return -1;
         EmStorage *s = em_storage_new(nbytes, em_device(t));
         if (!s) return -1;
         Py_SETREF(t->storage, s);
@@ -245,6 +279,7 @@ EmTensor *em_view_of(EmTensor *base, int ndim, const int64_t *sizes, const int64
     EmTensor *t = em_tensor_alloc(&EmTensorType, base->storage, offset, ndim, sizes, strides,
                                   (EmDType)base->dtype);
     if (!t) return NULL;
+    em_version_share(t, base);
     t->is_view = true;
     /* views of views point at the root, as torch's ._base does */
     PyObject *root = base->is_view && base->view_base ? base->view_base : (PyObject *)base;

@@ -148,10 +148,12 @@ static int tensor_has_zero(EmTensor *t) {
     return found;
 }
 
-/* Integer division raises on a zero divisor, as torch does. */
+/* Integer division raises on a zero divisor, as torch does -- after the
+ * dtype check: a dtype without a kernel (bool) is the iterator's
+ * NotImplementedError whatever the divisor holds. */
 static int check_int_divisor(EmIterConfig *cfg) {
     EmDType common = em_result_type(2, cfg->inputs);
-    if (em_is_float(common)) return 0;
+    if (em_is_float(common) || !cfg->kernels->fn[em_compute_dtype(common)]) return 0;
     const EmOperand *d = &cfg->inputs[1];
     int zero;
     if (d->t) {

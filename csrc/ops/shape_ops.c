@@ -668,6 +668,7 @@ PyObject *em_impl_clone(EmCall *c) {
 EmTensor *em_detach(EmTensor *t) {
     EmTensor *r = em_tensor_alloc(&EmTensorType, t->storage, t->offset, t->ndim, t->sizes,
                                   t->strides, (EmDType)t->dtype);
+    if (r) em_version_share(r, t); /* Note [version counter] */
     return r;
 }
 

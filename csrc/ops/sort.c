@@ -34,8 +34,10 @@ static EmTensor *with_dim(EmTensor *t, int dim) {
             strides[d] = t->strides[k++];
         }
     }
-    return em_tensor_alloc(&EmTensorType, t->storage, t->offset, t->ndim + 1, sizes, strides,
-                           (EmDType)t->dtype);
+    EmTensor *r = em_tensor_alloc(&EmTensorType, t->storage, t->offset, t->ndim + 1, sizes, strides,
+                                  (EmDType)t->dtype);
+    if (r) em_version_share(r, t);
+    return r;
 }
 
 /* One out= tensor: dtype must be exactly `want`; resized to shape. */

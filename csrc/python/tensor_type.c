@@ -85,7 +85,10 @@ static PyObject *make_subclass(PyObject *unused, PyObject *args, PyObject *kw) {
     }
     EmTensor *t = em_tensor_alloc((PyTypeObject *)cls, data->storage, data->offset, data->ndim,
                                   data->sizes, data->strides, (EmDType)data->dtype);
-    if (t) t->requires_grad = rg;
+    if (t) {
+        em_version_share(t, data); /* Note [version counter] */
+        t->requires_grad = rg;
+    }
     return (PyObject *)t;
 }
 
@@ -283,7 +286,7 @@ static PyObject *get_itemsize(PyObject *self, void *c) { return PyLong_FromLong(
 static PyObject *get_nbytes(PyObject *self, void *c) {
     return PyLong_FromLongLong(SELF->numel * em_itemsize(SELF->dtype));
 }
-static PyObject *get_version(PyObject *self, void *c) { return PyLong_FromLongLong(SELF->storage->version); }
+static PyObject *get_version(PyObject *self, void *c) { return PyLong_FromLongLong(em_version(SELF)); }
 static PyObject *get_base(PyObject *self, void *c) {
     return Py_NewRef(SELF->is_view && SELF->view_base ? SELF->view_base : Py_None);
 }
@@ -338,13 +341,21 @@ static PyObject *get_mT(PyObject *self, void *c) {
     return r;
 }
 
-static PyObject *get_data(PyObject *self, void *c) { return (PyObject *)em_detach(SELF); }
+/* Note [version counter]: .data aliases the data under a counter of its own
+ * (writes through it are not seen by autograd, as torch); `.data = t` keeps
+ * this tensor's counter. */
+static PyObject *get_data(PyObject *self, void *c) {
+    EmTensor *t = em_detach(SELF);
+    if (t && em_version_own(t, 0) < 0) Py_CLEAR(t);
+    return (PyObject *)t;
+}
 static int set_data(PyObject *self, PyObject *v, void *c) {
     if (!v || !em_is_tensor(v)) {
         PyErr_SetString(PyExc_TypeError, "Tensor.data must be set to a Tensor");
         return -1;
     }
     EmTensor *o = (EmTensor *)v;
+    if (!SELF->vc && em_version_own(SELF, em_version(SELF)) < 0) return -1;
     if (em_tensor_set_geometry(SELF, o->ndim, o->sizes, o->strides, o->offset) < 0) return -1;
     Py_SETREF(SELF->storage, (EmStorage *)Py_NewRef(o->storage));
     SELF->dtype = o->dtype;
@@ -585,6 +596,104 @@ static PyObject *m_item(PyObject *self, PyObject *u) { return em_tensor_item(SEL
 static PyObject *m_tolist(PyObject *self, PyObject *u) { return em_tensor_tolist(SELF); }
 static PyObject *m_untyped_storage(PyObject *self, PyObject *u) { return Py_NewRef(SELF->storage); }
 
+/* set_(source=None, storage_offset=0, size=None, stride=None): make this tensor
+ * view `source` (a Tensor, or an untyped storage with a geometry); with no
+ * source, an empty storage. The write bumps the tensor's version counter,
+ * which it keeps (Note [version counter]; unlike torch, views made before
+ * set_ don't see the tensor's later writes). */
+static PyObject *m_set_(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"source", "storage_offset", "size", "stride", NULL};
+    PyObject *src = Py_None, *off_o = Py_None, *size_o = Py_None, *stride_o = Py_None;
+    long long off = 0;
+    int nd = 0, nstride = 0;
+    int64_t sizes[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+    EmStorage *st = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOO:set_", kwlist, &src, &off_o, &size_o, &stride_o))
+        return NULL;
+    bool geometry = off_o != Py_None || size_o != Py_None;
+    if (off_o != Py_None && ((off = PyLong_AsLongLong(off_o)) == -1 && PyErr_Occurred())) return NULL;
+    if (geometry && size_o == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "set_(): a storage_offset needs a size");
+        return NULL;
+    }
+    if (em_grad_enabled() && SELF->requires_grad && !SELF->grad_fn) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a leaf Variable that requires grad is being used in an in-place operation.");
+        return NULL;
+    }
+    int isz = em_itemsize(SELF->dtype);
+    if (src == Py_None) {
+        if (!(st = em_storage_new(0, em_device(SELF)))) return NULL;
+        nd = 1;
+        sizes[0] = 0;
+        strides[0] = 1;
+        off = 0;
+    } else if (em_is_tensor(src)) {
+        EmTensor *o = (EmTensor *)src;
+        if (o->dtype != SELF->dtype) {
+            PyErr_Format(PyExc_RuntimeError, "Could not set tensor of type %s to a tensor of type %s",
+                         em_dtype_name((EmDType)o->dtype), em_dtype_name((EmDType)SELF->dtype));
+            return NULL;
+        }
+        st = (EmStorage *)Py_NewRef(o->storage);
+        nd = o->ndim;
+        memcpy(sizes, o->sizes, nd * sizeof(int64_t));
+        memcpy(strides, o->strides, nd * sizeof(int64_t));
+        if (!geometry) off = o->offset;
+        if (geometry) { /* set_(tensor, offset, size, stride): a geometry over its storage */
+            if (em_parse_intlist(size_o, "set_", &nd, sizes) < 0) goto fail;
+            if (stride_o == Py_None) em_contiguous_strides(nd, sizes, strides);
+            else if (em_parse_intlist(stride_o, "set_", &nstride, strides) < 0) goto fail;
+            else EM_CHECK(nstride == nd, PyExc_RuntimeError, "set_: %d sizes but %d strides", nd, nstride);
+        }
+    } else if (PyObject_TypeCheck(src, &EmStorageType)) {
+        st = (EmStorage *)Py_NewRef(src);
+        if (size_o == Py_None) {
+            nd = 1;
+            sizes[0] = st->nbytes / isz;
+            strides[0] = 1;
+        } else {
+            if (em_parse_intlist(size_o, "set_", &nd, sizes) < 0) goto fail;
+            if (stride_o == Py_None) em_contiguous_strides(nd, sizes, strides);
+            else if (em_parse_intlist(stride_o, "set_", &nstride, strides) < 0) goto fail;
+            else EM_CHECK(nstride == nd, PyExc_RuntimeError, "set_: %d sizes but %d strides", nd, nstride);
+        }
+    } else {
+        PyErr_Format(PyExc_TypeError, "set_(): argument 'source' must be Tensor or Storage, not %.100s",
+                     Py_TYPE(src)->tp_name);
+        return NULL;
+    }
+    /* the geometry must address only the storage's bytes */
+    int64_t reach = off, numel = 1;
+    EM_CHECK(off >= 0, PyExc_RuntimeError, "set_: storage offset must be non-negative, got %lld", off);
+    for (int d = 0; d < nd; d++) {
+        EM_CHECK(sizes[d] >= 0 && strides[d] >= 0, PyExc_RuntimeError,
+                 "set_: negative size or stride in dimension %d", d);
+        if (__builtin_mul_overflow(numel, sizes[d], &numel)) numel = INT64_MAX;
+    }
+    if (numel > 0) {
+        for (int d = 0; d < nd; d++) {
+            int64_t step;
+            EM_CHECK(!__builtin_mul_overflow(sizes[d] - 1, strides[d], &step) &&
+                         !__builtin_add_overflow(reach, step, &reach),
+                     PyExc_RuntimeError, "set_: the geometry overflows");
+        }
+        EM_CHECK(reach < st->nbytes / isz, PyExc_RuntimeError,
+                 "set_: the geometry needs a storage of %lld elements, but the storage holds %lld",
+                 (long long)reach + 1, (long long)(st->nbytes / isz));
+    }
+    /* the write is counted where the tensor's views and aliases see it; then the
+     * counter stays with the tensor while its storage changes */
+    em_bump_version(SELF);
+    if (!SELF->vc && em_version_own(SELF, em_version(SELF)) < 0) goto fail;
+    if (em_tensor_set_geometry(SELF, nd, sizes, strides, off) < 0) goto fail;
+    Py_SETREF(SELF->storage, st);
+    return Py_NewRef(self);
+fail:
+    Py_XDECREF(st);
+    return NULL;
+}
+
 static PyObject *m_numpy(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"force", NULL};
     int force = 0;
@@ -810,6 +919,8 @@ static PyMethodDef hand_methods[] = {
     {"item", m_item, METH_NOARGS, NULL},
     {"tolist", m_tolist, METH_NOARGS, NULL},
     {"untyped_storage", m_untyped_storage, METH_NOARGS, NULL},
+    {"set_", (PyCFunction)(void (*)(void))m_set_, METH_VARARGS | METH_KEYWORDS,
+     "set_(source=None, storage_offset=0, size=None, stride=None)"},
     {"numpy", (PyCFunction)(void (*)(void))m_numpy, METH_VARARGS | METH_KEYWORDS, NULL},
     {"__dlpack__", (PyCFunction)(void (*)(void))m_dlpack, METH_VARARGS | METH_KEYWORDS, NULL},
     {"__dlpack_device__", m_dlpack_device, METH_NOARGS, NULL},

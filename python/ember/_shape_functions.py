@@ -4,6 +4,7 @@ block_diag, vander, atleast_1d/2d/3d and unravel_index. Views where torch
 returns views; the rest are differentiable compositions."""
 import builtins
 import itertools
+import math
 
 from . import _C
 from ._checks import _dt, _require_tensor, _wrap_dim
@@ -72,8 +73,13 @@ def combinations(input, r=2, with_replacement=False):
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
         return _C.empty((0,), dtype=input.dtype)
+    n = input.shape[0]
+    count = math.comb(n + r - 1, r) if with_replacement else math.comb(n, r)
+    if count * r > 2 ** 31:  # sized before any work: the rows would be built one by one
+        raise RuntimeError(f"combinations: {count} combinations of {n} elements taken {r} at a time are too "
+                           f"many to build")
     make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
-    rows = list(make(range(input.shape[0]), r))
+    rows = list(make(range(n), r))
     if not rows:
         return _C.empty((0, r), dtype=input.dtype)
     index = _C.tensor(rows, dtype=_dt("int64"))

@@ -134,7 +134,7 @@ def _bin_edges(fname, column, bins, rng, dtype, d):
 
 def _histogramdd(fname, input, bins, rng, weight, density):
     """(hist [n_0, ..., n_{D-1}], [edges_d]) of the points input[..., D]."""
-    if not input.dtype.is_floating_point:
+    if input.dtype not in (_dt("float32"), _dt("float64")):  # torch's kernels: float and double only
         raise NotImplementedError(f"\"histogramdd\" not implemented for '{_type_name(input.dtype)}'")
     D = input.shape[-1]
     pts = input.detach().reshape(-1, D)

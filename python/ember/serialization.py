@@ -677,8 +677,7 @@ class _Archive:
             if got == nbytes and info.CRC != 0 and zlib.crc32(arr) != info.CRC:
                 raise RuntimeError(f"ember.load: corrupt checkpoint: Bad CRC-32 for record '{name}'")
         else:
-            with self.zf.open(info) as rf:
-                got = rf.readinto(memoryview(arr))
+            got = _read_record(self.zf, name, memoryview(arr))
         if got != nbytes:
             raise RuntimeError(f"ember.load: corrupt checkpoint: record '{name}' is truncated")
         return arr
@@ -711,6 +710,24 @@ class _Archive:
             typed = typed.to(target)
         loaded = self.typed[(key, dtype_name)] = _LoadedStorage(typed, key)
         return loaded
+
+
+def _read_record(zf, name, into=None):
+    """A record's bytes (or, with `into`, the count read into that buffer); a
+    record the archive cannot deliver as its central directory describes it
+    raises RuntimeError saying what is wrong with the file."""
+    import zipfile
+    info = zf.getinfo(name)
+    try:
+        with zf.open(info) as rf:
+            return rf.readinto(into) if into is not None else rf.read()
+    except EOFError:  # zipfile's EOFError says nothing: the record's data ends early
+        raise RuntimeError(
+            f"ember.load: corrupt checkpoint: record '{name}' is truncated: the zip central directory "
+            f"says it holds {info.compress_size} bytes from offset {info.header_offset}, but the file "
+            f"ends before them") from None
+    except (zipfile.BadZipFile, OSError, zlib.error) as e:
+        raise RuntimeError(f"ember.load: corrupt checkpoint: can't read record '{name}': {e}") from None
 
 
 def _check_compression(info):
@@ -895,7 +912,7 @@ def _load_zip(fp, path, map_location, weights_only, mmap):
             raise RuntimeError(f"ember.load: corrupt checkpoint: no '{prefix}/data.pkl' record in the archive")
         byteswap = False
         if f"{prefix}/byteorder" in names:
-            order = zf.read(f"{prefix}/byteorder")
+            order = _read_record(zf, f"{prefix}/byteorder")
             if order not in (b"little", b"big"):
                 raise RuntimeError(f"ember.load: corrupt checkpoint: unknown byteorder {order[:20]!r}")
             byteswap = order == b"big"
@@ -905,11 +922,8 @@ def _load_zip(fp, path, map_location, weights_only, mmap):
                 raise RuntimeError("ember.load(mmap=True) can't map a big-endian checkpoint")
             mmap_array = np.memmap(path, dtype=np.uint8, mode="c")
         archive = _Archive(zf, prefix, map_location, mmap_array, byteswap)
-        try:
-            _check_compression(zf.getinfo(f"{prefix}/data.pkl"))
-            data = zf.read(f"{prefix}/data.pkl")
-        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:
-            raise RuntimeError(f"ember.load: corrupt checkpoint: can't read data.pkl: {e}") from None
+        _check_compression(zf.getinfo(f"{prefix}/data.pkl"))
+        data = _read_record(zf, f"{prefix}/data.pkl")
         try:
             return _unpickle(_Unpickler(io.BytesIO(data), weights_only, archive.load_storage))
         except zipfile.BadZipFile as e:

@@ -1,0 +1,95 @@
+"""Every backward formula reads only what its row says it saves (Note [saved
+tensor check], csrc/autograd/node.c). At run time a read of a slot never saved
+raises SystemError; this test finds such a formula from the source, without
+running it: for each FORMULA(op, saves, fn, ...) row of csrc/autograd/
+derivatives*.c it collects the IN(k) / input(s, n, k) / OUT(j) reads of fn and
+of the helpers fn passes its node to, and checks each against the mask."""
+import pathlib
+import re
+
+import pytest
+
+SRC = pathlib.Path(__file__).resolve().parents[1] / "csrc" / "autograd"
+FILES = sorted(SRC.glob("derivatives*.c"))
+pytestmark = pytest.mark.skipif(not FILES, reason="needs the C sources")
+
+
+def _functions(text):
+    """name -> body of every top-level function definition."""
+    out = {}
+    for m in re.finditer(r"^(?:static\s+)?(?:inline\s+)?[\w\s\*]+?\b(\w+)\s*\(([^;{)]*)\)\s*\{", text, re.M):
+        depth, i = 1, m.end()
+        while depth and i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        out[m.group(1)] = text[m.end():i]
+    return out
+
+
+def _mask(expr):
+    expr = expr.strip()
+    if expr in ("0", "saves"):
+        return set(), expr == "saves"
+    bits = set()
+    for part in expr.split("|"):
+        part = part.strip()
+        if part == "ALLIN":
+            bits.add("all")
+        elif part == "SOUT":
+            bits.add("out")
+        elif m := re.fullmatch(r"IN(\d)|EM_SAVE_IN\((\d)\)", part):
+            bits.add(int(m.group(1) or m.group(2)))
+        else:
+            raise AssertionError(f"unknown save bit {part!r}")
+    return bits, False
+
+
+def _reads(name, funcs, seen):
+    """(set of literal input slots, reads an output) of a formula and the helpers it hands `n`."""
+    if name in seen or name not in funcs:
+        return set(), False
+    seen.add(name)
+    body = funcs[name]
+    ins = {int(k) for k in re.findall(r"\bIN\((\d+)\)", body)}
+    ins |= {int(k) for k in re.findall(r"\b(?:input|optional_in|bound)\(\s*\w+\s*,\s*n\s*,\s*(\d+)\s*\)", body)}
+    ins |= {int(k) for k in re.findall(r"\bOPT_IN\((\d+)\)", body)}
+    out = bool(re.search(r"\bOUT\(|saved_out", body))
+    for callee in set(re.findall(r"\b(\w+)\((?:[^()]*\bn\b[^()]*)\)", body)):
+        if callee != name and callee in funcs:
+            i2, o2 = _reads(callee, funcs, seen)
+            ins |= i2
+            out |= o2
+    return ins, out
+
+
+def _rows():
+    rows = []
+    for f in FILES:
+        text = f.read_text()
+        funcs = _functions(text)
+        for m in re.finditer(r"FORMULA(?:_NAMED)?\((\w+),\s*([^,]+),\s*(\w+),", text):
+            rows.append((f.name, m.group(1), m.group(2), m.group(3), funcs))
+    return rows
+
+
+ROWS = _rows()
+
+# formulas whose shared helper reads a slot only for some of the ops using it
+CONDITIONAL = {
+    "bw_var": "var_std(..., root=false) never reads OUT(0); std's row (bw_std) saves it",
+}
+
+
+def test_rows_found():
+    assert len(ROWS) > 200  # the parser sees the tables
+
+
+@pytest.mark.parametrize("fname,op,saves,fn,funcs", ROWS, ids=[f"{r[1]}" for r in ROWS])
+def test_formula_reads_only_saved(fname, op, saves, fn, funcs):
+    bits, dynamic = _mask(saves)
+    if dynamic or "all" in bits or fn in CONDITIONAL:
+        return
+    ins, out = _reads(fn, funcs, set())
+    missing = sorted(k for k in ins if k not in bits)
+    assert not missing, f"{fname}: {fn} (op {op}) reads input(s) {missing} but saves only {saves}"
+    assert not out or "out" in bits, f"{fname}: {fn} (op {op}) reads its output but saves only {saves}"
