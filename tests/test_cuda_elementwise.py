@@ -46,7 +46,7 @@ def cuda_table():
 
 def cpu_tables():
     names = set()
-    for f in (ROOT / "csrc" / "cpu").glob("*.c"):
+    for f in [*(ROOT / "csrc" / "cpu").glob("*.c"), ROOT / "csrc" / "core" / "copy.c"]:  # copy: core/copy.c
         src = re.sub(r"^.*\\\n", "", f.read_text(), flags=re.M)  # not the macros' own bodies
         names |= set(re.findall(r"^\s*EM_TABLE\((\w+),", src, re.M))
         names |= set(re.findall(r"^\s*EM_KERNELS(?:_SPLIT)?\(\w+, (\w+),", src, re.M))

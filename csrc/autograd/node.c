@@ -102,6 +102,19 @@ int em_node_released_error(void) {
     return -1;
 }
 
+/* A detached copy of `data` with the graph position the saved tensor had
+ * (its producer and output number). New reference. */
+static EmTensor *reconnected(EmNode *n, EmSaved *s, EmTensor *data) {
+    EmTensor *t = em_detach(data);
+    if (!t) return NULL;
+    EmNode *fn = s->is_output ? n : s->grad_fn;
+    if (fn) {
+        t->grad_fn = Py_NewRef((PyObject *)fn);
+        t->output_nr = s->output_nr;
+    }
+    return t;
+}
+
 /* A slot saved under saved_tensors_hooks: unpack_hook(packed), reconnected to
  * the graph as the saved tensor was. No version check: what the hooks keep is
  * theirs (torch checks none either). */
@@ -120,14 +133,8 @@ static EmTensor *saved_unpack(EmNode *n, EmSaved *s) {
         Py_DECREF(r);
         return (EmTensor *)Py_NewRef(s->leaf);
     }
-    EmTensor *t = em_detach((EmTensor *)r);
+    EmTensor *t = reconnected(n, s, (EmTensor *)r);
     Py_DECREF(r);
-    if (!t) return NULL;
-    EmNode *fn = s->is_output ? n : s->grad_fn;
-    if (fn) {
-        t->grad_fn = Py_NewRef((PyObject *)fn);
-        t->output_nr = s->output_nr;
-    }
     return t;
 }
 
@@ -179,14 +186,7 @@ EmTensor *em_saved_get(EmNode *n, EmSaved *s) {
     if (saved_check(n, s) < 0) return NULL;
     if (s->packed) return saved_unpack(n, s);
     if (s->leaf) return (EmTensor *)Py_NewRef(s->leaf);
-    EmTensor *t = em_detach(s->data);
-    if (!t) return NULL;
-    EmNode *fn = s->is_output ? n : s->grad_fn;
-    if (fn) {
-        t->grad_fn = Py_NewRef((PyObject *)fn);
-        t->output_nr = s->output_nr;
-    }
-    return t;
+    return reconnected(n, s, s->data);
 }
 
 /* --------------------------------------------------------- node type */
