@@ -48,10 +48,7 @@ def test_transformers_imports_with_ember_as_torch(tmp_path):
 
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "hf")
-# the known gap: safetensors' torch path maps the file with UntypedStorage.from_file and
-# slices the storage (ember has neither yet), so from_pretrained stops at this error;
-# any other failure is a real one
-_KNOWN_GAP = "type object 'ember.UntypedStorage' has no attribute 'from_file'"
+
 
 
 def _run_model_check(tmp_path, body):
@@ -63,8 +60,6 @@ def _run_model_check(tmp_path, body):
         ids = torch.tensor(exp["input_ids"])
         mask = torch.tensor(exp["attention_mask"])
     """) + textwrap.dedent(body))
-    if r.returncode != 0 and _KNOWN_GAP in r.stderr:
-        pytest.xfail("safetensors' torch loader needs UntypedStorage.from_file and storage slicing (issue #17)")
     assert r.returncode == 0, r.stderr[-4000:]
     return r
 

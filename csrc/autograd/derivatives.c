@@ -358,7 +358,7 @@ static int bw_reshape_back(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 static int bw_view(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
-    if (Py_TYPE(ARG(1)) == &EmDTypeType) /* view(dtype): back to the input's dtype */
+    if (Py_TYPE(ARG(1)) == &EmDTypeType || ARG(2) != Py_None) /* view(dtype): back to the input's dtype */
         SET(0, OP2(view, G(0), em_dtype_object((EmDType)n->in_meta[0].dtype)));
     else
         SET(0, OP2(reshape, G(0), IN_SIZE(0)));

@@ -117,10 +117,20 @@ fail:
 
 PyObject *em_impl_view(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0);
-    if (Py_TYPE(c->args[1]) == &EmDTypeType) {
+    /* torch's two overloads: view(*shape) and view(dtype), the dtype also as dtype= */
+    PyObject *dt = c->args[2] != Py_None ? c->args[2] : Py_TYPE(c->args[1]) == &EmDTypeType ? c->args[1] : NULL;
+    if (dt && c->args[2] != Py_None && c->args[1] != Py_None) {
+        PyErr_SetString(PyExc_TypeError, "view() received both a size and a dtype");
+        return NULL;
+    }
+    if (dt) {
         EmDType d;
-        if (em_dtype_from_py(c->args[1], &d) < 0) return NULL;
+        if (em_dtype_from_py(dt, &d) < 0) return NULL;
         return (PyObject *)view_dtype(t, d);
+    }
+    if (c->args[1] == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "view() missing 1 required positional argument: 'size'");
+        return NULL;
     }
     int n;
     int64_t shape[EM_MAX_DIMS];

@@ -13,6 +13,8 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     result = None
     if isinstance(obj, _C.Tensor):
         result = obj
+    elif isinstance(obj, _C.UntypedStorage):  # its bytes, shared, as a 1-D uint8 tensor (torch's reading)
+        result = _C.empty(0, dtype=_dt("uint8"), device=obj.device).set_(obj)
     else:
         try:
             import numpy as np
