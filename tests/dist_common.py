@@ -8,8 +8,12 @@ import sys
 
 import pytest
 
+import ember
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_DIR = os.path.join(os.path.dirname(HERE), "python")
+# where the ember under test was imported from (site-packages when installed, python/ in a
+# development build): child processes must import the same one
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 
 
 def free_port():

@@ -8,7 +8,11 @@ import textwrap
 
 import pytest
 
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+import ember
+
+# where the ember under test was imported from (site-packages when installed, python/ in a
+# development build): child processes must import the same one
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 
 
 def _env(**extra):
@@ -260,7 +264,7 @@ def test_torch_submodules_transformers_imports(tmp_path):
 
 def test_torch_on_ember_distribution_declares_the_same_version():
     tomllib = pytest.importorskip("tomllib")
-    root = os.path.dirname(PYTHON_DIR)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
     with open(os.path.join(root, "packaging", "torch-on-ember", "pyproject.toml"), "rb") as f:
         meta = tomllib.load(f)["project"]
     with open(os.path.join(root, "pyproject.toml"), "rb") as f:

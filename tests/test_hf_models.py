@@ -10,10 +10,14 @@ import textwrap
 
 import pytest
 
+import ember
+
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
                                 reason="transformers not installed (pip install '.[hf]')")
 
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+# where the ember under test was imported from (site-packages when installed, python/ in a
+# development build): child processes must import the same one
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 
 
 def run_as_torch(tmp_path, source, timeout=600):
