@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -520,6 +521,33 @@ extern PyObject *EmNoCudaKernel;
 extern bool em_allow_tf32;
 /* Convenience: result dtype (torch's result_type) of operands. */
 EmDType em_result_type(int n, const EmOperand *ops);
+
+/* Note [interrupts]: a long loop notices Ctrl-C within a block, instead of
+ * when the whole op ends (core/interrupt.c). Its driver, with the GIL held and
+ * before the work, takes `EmStop s = em_stop_arm()`; the loop (any thread)
+ * stops taking blocks once em_stop_now(&s); the driver, with the GIL held
+ * again, returns its error when em_stop_check(&s) < 0 (KeyboardInterrupt set,
+ * the outputs left undefined, the inputs untouched). Armed only on the main
+ * thread while Python's SIGINT handler is the default one. Code that cannot
+ * arm (no GIL) reads em_stop_current, which a driver sets around calls it
+ * makes on its own thread. */
+typedef struct {
+    bool on;
+    sig_atomic_t seen;
+} EmStop;
+/* work from which drivers arm: below it an op ends within milliseconds anyway */
+#define EM_STOP_WORK (1 << 22)
+extern volatile sig_atomic_t em_sigint_count;
+extern _Thread_local const EmStop *em_stop_current;
+EmStop em_stop_arm(void);
+static inline bool em_stop_now(const EmStop *s) { return s && s->on && em_sigint_count != s->seen; }
+int em_stop_check(const EmStop *s);
+/* armed when `work` (elements or multiply-adds / 64) reaches EM_STOP_WORK */
+static inline EmStop em_stop_arm_for(double work) {
+    EmStop s = {false, 0};
+    return work >= (double)EM_STOP_WORK ? em_stop_arm() : s;
+}
+int em_init_interrupts(void);
 
 /* Threading */
 extern int em_num_threads;

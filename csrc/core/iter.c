@@ -76,6 +76,7 @@ typedef struct {
     int64_t shape[EM_MAX_DIMS]; /* dim 0 is the innermost */
     int64_t strides[EM_MAX_DIMS][EM_ITER_MAX_OPS];
     _Alignas(16) char scalar_buf[EM_ITER_MAX_OPS][8];
+    const EmStop *stop; /* Note [interrupts]: NULL when not armed */
 } Iter;
 
 /* One inner row of n elements; casts through buffers when dtypes differ. */
@@ -144,6 +145,17 @@ static void run_range(const Iter *it, int64_t begin, int64_t end) {
     }
 }
 
+/* [begin, end) in blocks, stopping at an interrupt (Note [interrupts]) */
+#define STOP_BLOCK ((int64_t)1 << 18)
+static void run_blocks(const Iter *it, int64_t begin, int64_t end) {
+    if (!it->stop) {
+        run_range(it, begin, end);
+        return;
+    }
+    for (int64_t b = begin; b < end && !em_stop_now(it->stop); b += STOP_BLOCK)
+        run_range(it, b, end - b < STOP_BLOCK ? end : b + STOP_BLOCK);
+}
+
 static void run_all(const Iter *it) {
     int64_t numel = it->numel;
 #ifdef _OPENMP
@@ -156,12 +168,12 @@ static void run_all(const Iter *it) {
             int64_t chunk = (numel + T - 1) / T;
             chunk = (chunk + 63) & ~(int64_t)63; /* whole cache lines per thread */
             int64_t b = tid * chunk, e = b + chunk < numel ? b + chunk : numel;
-            if (b < e) run_range(it, b, e);
+            if (b < e) run_blocks(it, b, e);
         }
         return;
     }
 #endif
-    run_range(it, 0, numel);
+    run_blocks(it, 0, numel);
 }
 
 /* ----------------------------------------------------------- checks */
@@ -281,6 +293,7 @@ int em_iter_run_prepared(const EmKernels *k, const EmCudaElementwise *e) {
 
 EmTensor *em_iter_run(const EmIterConfig *cfg) {
     Iter it;
+    it.stop = NULL;
     EmTensor *out = cfg->out;
     EmTensor *result = NULL;
     const int nin = cfg->ninputs;
@@ -439,9 +452,18 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
     if (gpu) return launch_on_gpu(&it, cfg, device, result);
 
     if (it.numel >= 65536) {
+        EmStop stop = {false, 0};
+        if (it.numel >= EM_STOP_WORK) {
+            stop = em_stop_arm();
+            it.stop = &stop;
+        }
         Py_BEGIN_ALLOW_THREADS
         run_all(&it);
         Py_END_ALLOW_THREADS
+        if (em_stop_check(&stop) < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
     } else {
         run_all(&it);
     }

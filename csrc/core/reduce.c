@@ -46,6 +46,7 @@ typedef struct {
     int64_t M, R;          /* outputs, reduced elements per output */
     int64_t tile;          /* outputs per tile (at most TILE) */
     int64_t tiles_per_row, items;
+    const EmStop *stop; /* Note [interrupts]: NULL when not armed */
 } Plan;
 
 /* --------------------------------------------------------------- masks */
@@ -176,6 +177,7 @@ static void set_tiles(Plan *pl, int64_t tile) {
 }
 
 static void build_plan(Plan *pl, const EmReduceConfig *cfg) {
+    pl->stop = NULL;
     const EmTensor *in = cfg->in;
     int isz = em_itemsize(in->dtype);
     pl->k = cfg->kernel;
@@ -283,7 +285,7 @@ static void store(const Plan *pl, const Tile *t, const void *acc) {
 
 static void run_items(const Plan *pl, int64_t b, int64_t e) {
     _Alignas(64) char acc[TILE * EM_REDUCE_ACC_MAX];
-    for (int64_t item = b; item < e; item++) {
+    for (int64_t item = b; item < e && !em_stop_now(pl->stop); item++) {
         Tile t = tile_of(pl, item);
         pl->k->init(acc, t.k, t.aux, pl->kept[0].o[2]);
         fold(pl, &t, acc, 0, pl->R);
@@ -310,7 +312,7 @@ static void run_split(const Plan *pl, int64_t item, int nt, int nparts, char *pa
         int64_t b = i * piece, e = b + piece < pl->R ? b + piece : pl->R;
         char *acc = parts + i * stride;
         pl->k->init(acc, t.k, t.aux, pl->kept[0].o[2]);
-        if (b < e) fold(pl, &t, acc, b, e);
+        if (b < e && !em_stop_now(pl->stop)) fold(pl, &t, acc, b, e);
     }
     for (int i = 1; i < nparts; i++) pl->k->combine(parts, parts + i * stride, t.k);
     store(pl, &t, parts);
@@ -343,6 +345,10 @@ static int run_plan(Plan *pl) {
         int64_t most = work / (pl->items > 0 ? pl->items : 1) / EM_GRAIN;
         int nparts = most < 4 * (int64_t)nt ? (int)most : 4 * nt;
         if (nparts < nt) nparts = nt;
+        /* long reductions in pieces of at most ~4M elements, so that an
+         * interrupt is noticed between them (Note [interrupts]) */
+        int64_t longest = work / (pl->items > 0 ? pl->items : 1) >> 22;
+        if (nparts < longest) nparts = longest < 1024 ? (int)longest : 1024;
         char *parts = malloc((size_t)nparts * TILE * EM_REDUCE_ACC_MAX);
         if (parts) {
             for (int64_t item = 0; item < pl->items; item++) run_split(pl, item, nt, nparts, parts);
@@ -476,8 +482,14 @@ int em_reduce_run(const EmReduceConfig *cfg) {
         return -1;
     }
     build_plan(pl, cfg);
+    EmStop stop = {false, 0};
+    pl->stop = NULL;
     if (pl->items > 0) {
         if (pl->M * pl->R >= 65536) {
+            if (pl->M * pl->R >= EM_STOP_WORK) {
+                stop = em_stop_arm();
+                pl->stop = &stop;
+            }
             Py_BEGIN_ALLOW_THREADS
             run_plan(pl);
             Py_END_ALLOW_THREADS
@@ -486,7 +498,7 @@ int em_reduce_run(const EmReduceConfig *cfg) {
         }
     }
     PyMem_Free(pl);
-    return 0;
+    return em_stop_check(&stop);
 }
 
 /* ---------------------------------------------------------------- lines */

@@ -203,11 +203,17 @@ static void fill_row_bias(EmDType d, const RowBias *rb, int64_t rows, int64_t co
  * BLAS adds the product to it (fb is then ignored). */
 static void blas_gemm_split(EmDType d, int A, int B, int64_t m, int64_t n, int64_t k, double fa, const void *a,
                             int64_t lda, const void *b, int64_t ldb, double fb, void *c, int64_t ldc,
-                            const RowBias *rb) {
+                            const RowBias *rb, const EmStop *stop) {
     const int nt = em_num_threads;
     const bool rows = m >= n;
     const int64_t len = rows ? m : n, isz = d == EM_FLOAT32 ? 4 : 8;
     int64_t step = (len + nt - 1) / nt;
+    /* armed for interrupts: slabs of at most ~2^31 multiply-adds, each a
+     * fraction of a second, polled in between (Note [interrupts]) */
+    if (stop && stop->on) {
+        int64_t most = (int64_t)((double)(1u << 31) / ((double)(rows ? n : m) * (double)k));
+        if (step > most) step = most;
+    }
     step = (step + 15) / 16 * 16;
     if (step < 64) step = 64;
     const int64_t slabs = (len + step - 1) / step;
@@ -216,6 +222,7 @@ static void blas_gemm_split(EmDType d, int A, int B, int64_t m, int64_t n, int64
 #pragma omp parallel for schedule(static, 1) num_threads(nt) if (slabs > 1)
 #endif
     for (int64_t s = 0; s < slabs; s++) {
+        if (em_stop_now(stop)) continue;
         int64_t lo = s * step, w = len - lo < step ? len - lo : step;
         char *cs = (char *)c + (rows ? lo * ldc : lo) * isz;
         if (rb) fill_row_bias(d, rb, rows ? w : m, rows ? n : w, rows ? 0 : lo, cs, ldc);
@@ -247,8 +254,10 @@ void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, co
     }
     if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0) {
         int A = ta ? CBLAS_TRANS : CBLAS_NO_TRANS, B = tb ? CBLAS_TRANS : CBLAS_NO_TRANS;
-        if (parallel && em_num_threads > 1 && (double)m * n * k > EM_BLAS_SINGLE_THREAD_MNK) {
-            blas_gemm_split(d, A, B, m, n, k, fa, a, lda, b, ldb, fb, c, ldc, NULL);
+        const EmStop *stop = em_stop_current;
+        if ((parallel && em_num_threads > 1 && (double)m * n * k > EM_BLAS_SINGLE_THREAD_MNK) ||
+            (stop && stop->on && (double)m * n * k > (double)(1u << 31))) {
+            blas_gemm_split(d, A, B, m, n, k, fa, a, lda, b, ldb, fb, c, ldc, NULL, stop);
             return;
         }
         blas_gemm(d, A, B, m, n, k, fa, a, lda, b, ldb, fb, c, ldc);
@@ -281,7 +290,7 @@ void em_gemm_bias(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, 
     if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0 && m > 1 && n > 1 &&
         em_num_threads > 1 && (double)m * n * k > EM_BLAS_SINGLE_THREAD_MNK) {
         blas_gemm_split(d, ta ? CBLAS_TRANS : CBLAS_NO_TRANS, tb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k,
-                        em_scalar_to_double(alpha), a, lda, b, ldb, 1.0, c, ldc, &rb);
+                        em_scalar_to_double(alpha), a, lda, b, ldb, 1.0, c, ldc, &rb, em_stop_current);
         return;
     }
 #endif

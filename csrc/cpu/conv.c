@@ -271,15 +271,17 @@ int em_conv_forward(EmDType d, const EmConvShape *s, const void *x, const void *
     if (fail) return -1;
     const char *xc = x, *wc = w, *bc = b;
     char *yc = y;
+    const EmStop *stop = em_stop_current; /* Note [interrupts]: between the images */
     if (th.images > 1) {
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(th.images) schedule(dynamic, 1)
 #endif
         for (int64_t n = 0; n < s->N; n++)
-            forward_image(d, s, &p, xc + n * p.xstep * p.isz, wc, bc, yc + n * p.ystep * p.isz,
-                          buf ? buf + thread_id() * p.cols * p.isz : NULL, 1);
+            if (!em_stop_now(stop))
+                forward_image(d, s, &p, xc + n * p.xstep * p.isz, wc, bc, yc + n * p.ystep * p.isz,
+                              buf ? buf + thread_id() * p.cols * p.isz : NULL, 1);
     } else {
-        for (int64_t n = 0; n < s->N; n++)
+        for (int64_t n = 0; n < s->N && !em_stop_now(stop); n++)
             forward_image(d, s, &p, xc + n * p.xstep * p.isz, wc, bc, yc + n * p.ystep * p.isz, buf, th.inner);
     }
     free(buf);
@@ -329,6 +331,7 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
     }
     if (!gx && !gw) return 0;
     const int64_t wsize = s->O * p.K; /* elements of w and gw */
+    const EmStop *stop = em_stop_current; /* Note [interrupts]: between the images */
     if (gw) memset(gw, 0, (size_t)(wsize * p.isz));
     Threads th = threads_of(s, &p);
     bool fail, fail_w = false;
@@ -350,6 +353,7 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
 #pragma omp parallel for num_threads(th.images) schedule(dynamic, 1)
 #endif
         for (int64_t n = 0; n < s->N; n++) {
+            if (em_stop_now(stop)) continue;
             int t = thread_id();
             char *mine = buf ? buf + (int64_t)t * nbuf * per * p.isz : NULL;
             char *colx = gw ? mine : NULL, *colg = mine ? mine + (gw ? per * p.isz : 0) : NULL;
@@ -361,7 +365,7 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
             for (int t = 0; t < th.images; t++) add_into(d, gw, partial + t * wsize * p.isz, wsize);
     } else {
         char *colx = gw ? buf : NULL, *colg = buf ? buf + (gw ? per * p.isz : 0) : NULL;
-        for (int64_t n = 0; n < s->N; n++)
+        for (int64_t n = 0; n < s->N && !em_stop_now(stop); n++)
             backward_image(d, s, &p, gyc + n * p.ystep * p.isz, xc ? xc + n * p.xstep * p.isz : NULL, wc,
                            gxc ? gxc + n * p.xstep * p.isz : NULL, gw, colx, colg, th.inner);
     }

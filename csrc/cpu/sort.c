@@ -128,7 +128,7 @@ static void merge_sort(Pair *a, Pair *tmp, int64_t n) {
 
 /* LSD radix sort on the low `bytes` bytes of the keys. Stable: pairs that
  * start in index order end in (key, index) order. */
-static void radix_sort(Pair *a, Pair *tmp, int64_t n, int bytes) {
+static void radix_sort(Pair *a, Pair *tmp, int64_t n, int bytes, const EmStop *stop) {
     int64_t hist[8][256];
     memset(hist, 0, (size_t)bytes * sizeof hist[0]);
     for (int64_t i = 0; i < n; i++) {
@@ -145,7 +145,11 @@ static void radix_sort(Pair *a, Pair *tmp, int64_t n, int bytes) {
             h[v] = sum;
             sum += c;
         }
-        for (int64_t i = 0; i < n; i++) dst[h[(src[i].key >> (8 * b)) & 255]++] = src[i];
+        for (int64_t lo = 0; lo < n; lo += (int64_t)1 << 20) {
+            if (em_stop_now(stop)) return; /* the caller writes nothing from a stopped sort */
+            int64_t hi = n - lo < ((int64_t)1 << 20) ? n : lo + ((int64_t)1 << 20);
+            for (int64_t i = lo; i < hi; i++) dst[h[(src[i].key >> (8 * b)) & 255]++] = src[i];
+        }
         Pair *t = src;
         src = dst;
         dst = t;
@@ -157,11 +161,11 @@ static void radix_sort(Pair *a, Pair *tmp, int64_t n, int bytes) {
 /* Sort pairs that are in index order. Radix sort wins once a slice is
  * longer than ~16 elements per key byte (measured: 1-byte keys from 32,
  * 8-byte keys from ~150). */
-static void sort_pairs(Pair *a, Pair *tmp, int64_t n, int key_bytes) {
+static void sort_pairs(Pair *a, Pair *tmp, int64_t n, int key_bytes, const EmStop *stop) {
     if (n <= 16 * key_bytes + 16)
         merge_sort(a, tmp, n);
     else
-        radix_sort(a, tmp, n, key_bytes);
+        radix_sort(a, tmp, n, key_bytes, stop);
 }
 
 /* Max-heap sift-down in (key, index) order. */
@@ -307,6 +311,7 @@ typedef struct {
     int64_t in_st, v_st, i_st; /* byte strides along dim */
     int nother;                /* the other dims, innermost last */
     int64_t osize[EM_MAX_DIMS], oin[EM_MAX_DIMS], ov[EM_MAX_DIMS], oi[EM_MAX_DIMS];
+    const EmStop *stop; /* Note [interrupts]: NULL when not armed */
 } SortJob;
 
 /* How a slice is processed, and the scratch pairs that takes. */
@@ -346,7 +351,7 @@ static void run_slice(const SortJob *j, int64_t s, Pair *a) {
         make_keys(in, j->in_st, n, j->dtype, j->desc, &a[0].key, 2);
         for (int64_t i = 0; i < n; i++) a[i].idx = i;
         if (alg == ALG_SORT) {
-            sort_pairs(a, a + n, n, j->key_bytes);
+            sort_pairs(a, a + n, n, j->key_bytes, j->stop);
         } else if (j->mode == EM_SELECT_TOPK) { /* select, then sort the k (no longer in index order) */
             select_nth(a, n, j->k - 1);
             merge_sort(a, a + n, j->k);
@@ -355,6 +360,7 @@ static void run_slice(const SortJob *j, int64_t s, Pair *a) {
             res = a + j->k - 1;
         }
     }
+    if (em_stop_now(j->stop)) return; /* the outputs are left as they are */
     for (int64_t i = 0; i < j->m; i++) {
         if (v) memcpy(v + i * j->v_st, in + res[i].idx * j->in_st, (size_t)j->isz);
         if (ix) memcpy(ix + i * j->i_st, &res[i].idx, sizeof(int64_t));
@@ -413,6 +419,11 @@ int em_cpu_sort_select(EmTensor *in, int dim, EmSelectMode mode, int64_t k, bool
             return -1;
         }
     }
+    EmStop stop = {false, 0};
+    if (total >= EM_STOP_WORK) {
+        stop = em_stop_arm();
+        j.stop = &stop;
+    }
     PyThreadState *ts = total >= 65536 ? PyEval_SaveThread() : NULL;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 8) if (nt > 1)
@@ -423,9 +434,9 @@ int em_cpu_sort_select(EmTensor *in, int dim, EmSelectMode mode, int64_t k, bool
 #else
         Pair *buf = bufs[0];
 #endif
-        run_slice(&j, s, buf);
+        if (!em_stop_now(j.stop)) run_slice(&j, s, buf);
     }
     if (ts) PyEval_RestoreThread(ts);
     for (int t = 0; t < nt; t++) em_free_cpu(bufs[t], bytes);
-    return 0;
+    return em_stop_check(&stop);
 }

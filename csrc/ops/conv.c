@@ -658,13 +658,14 @@ PyObject *em_impl__convolution(EmCall *c) {
         goto done;
     if (!(y = em_empty(nd, shape, cc.ct, em_cpu()))) goto done;
     if (y->numel) {
+        EmStop stop = em_stop_arm_for(conv_work(&cc) / 64);
+        em_stop_current = &stop;
         PyThreadState *ts = conv_work(&cc) >= 65536 ? PyEval_SaveThread() : NULL;
         int rc = em_conv_forward(cc.ct, &cc.s, em_data(x), em_data(wc), bc ? em_data(bc) : NULL, em_data(y));
         if (ts) PyEval_RestoreThread(ts);
-        if (rc < 0) {
-            PyErr_NoMemory();
-            Py_CLEAR(y);
-        }
+        em_stop_current = NULL;
+        if (rc < 0) PyErr_NoMemory();
+        if (rc < 0 || em_stop_check(&stop) < 0) Py_CLEAR(y);
     }
 done:
     Py_XDECREF(x);
@@ -710,12 +711,16 @@ PyObject *em_impl__convolution_backward(EmCall *c) {
         if (!res[k]) goto done;
     }
     {
+        EmStop stop = em_stop_arm_for(conv_work(&cc) / 64);
+        em_stop_current = &stop;
         PyThreadState *ts = conv_work(&cc) >= 65536 ? PyEval_SaveThread() : NULL;
         int rc = em_conv_backward(cc.ct, &cc.s, em_data(g), x ? em_data(x) : NULL, em_data(wc),
                                   mask[0] && res[0]->numel ? em_data(res[0]) : NULL,
                                   mask[1] && res[1]->numel ? em_data(res[1]) : NULL,
                                   mask[2] && res[2]->numel ? em_data(res[2]) : NULL);
         if (ts) PyEval_RestoreThread(ts);
+        em_stop_current = NULL;
+        if (rc == 0 && em_stop_check(&stop) < 0) goto done;
         if (rc < 0) {
             PyErr_NoMemory();
             goto done;
@@ -897,14 +902,15 @@ PyObject *em_impl__convolution_transpose(EmCall *c) {
         (bias && !(bc = contiguous_as(bias, cc.ct))) || !(y = em_empty(sp + 2, shape, cc.ct, em_cpu())))
         goto done;
     if (y->numel) {
+        EmStop stop = em_stop_arm_for(conv_work(&cc) / 64);
+        em_stop_current = &stop;
         PyThreadState *ts = conv_work(&cc) >= 65536 ? PyEval_SaveThread() : NULL;
         int rc = em_conv_backward(cc.ct, &cc.s, em_data(x), NULL, em_data(wc), em_data(y), NULL, NULL);
         if (rc == 0 && bc) add_bias(cc.ct, em_data(y), em_data(bc), cc.s.N, cout, g->D * g->H * g->W);
         if (ts) PyEval_RestoreThread(ts);
-        if (rc < 0) {
-            PyErr_NoMemory();
-            Py_CLEAR(y);
-        }
+        em_stop_current = NULL;
+        if (rc < 0) PyErr_NoMemory();
+        if (rc < 0 || em_stop_check(&stop) < 0) Py_CLEAR(y);
     }
 done:
     Py_XDECREF(x);

@@ -198,14 +198,16 @@ static void plan_run(const Plan *p, EmScalar alpha, EmScalar beta, bool sum) {
     double mnk = (double)p->m * (double)p->n * (double)p->k;
     bool split = !sum && nbatch > 1 && em_num_threads > 1 && mnk <= EM_BLAS_SINGLE_THREAD_MNK &&
                  mnk * (double)nbatch >= 1048576.0; /* enough to pay for a parallel region */
+    const EmStop *stop = em_stop_current; /* Note [interrupts]: between the matrices */
     if (split) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(em_num_threads)
 #endif
-        for (int64_t i = 0; i < nbatch; i++) plan_gemm(p, i, alpha, beta, false);
+        for (int64_t i = 0; i < nbatch; i++)
+            if (!em_stop_now(stop)) plan_gemm(p, i, alpha, beta, false);
         return;
     }
-    for (int64_t i = 0; i < nbatch; i++) plan_gemm(p, i, alpha, sum && i > 0 ? ONE : beta, true);
+    for (int64_t i = 0; i < nbatch && !em_stop_now(stop); i++) plan_gemm(p, i, alpha, sum && i > 0 ? ONE : beta, true);
 }
 
 static bool shares_storage(const EmTensor *a, const EmTensor *b) { return a->storage == b->storage; }
@@ -346,10 +348,18 @@ static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, E
     p.k = k;
     p.ldc = ld;
     if (!sum) plan_fold(&p);
-    if ((double)m * (double)n * (double)k * (double)prod(nb, a->sizes) >= 32768.0) {
+    double work = (double)m * (double)n * (double)k * (double)prod(nb, a->sizes);
+    if (work >= 32768.0) {
+        EmStop stop = {false, 0};
+        if (work >= (double)EM_STOP_WORK * 64) {
+            stop = em_stop_arm();
+            em_stop_current = &stop;
+        }
         Py_BEGIN_ALLOW_THREADS
         plan_run(&p, alpha, beta, sum);
         Py_END_ALLOW_THREADS
+        em_stop_current = NULL;
+        if (em_stop_check(&stop) < 0) goto done;
     } else {
         plan_run(&p, alpha, beta, sum);
     }
@@ -741,10 +751,18 @@ static PyObject *addmm_impl(EmCall *c) {
         res = em_empty(2, shape, d, em_device(m1));
         EM_TRY(res);
         bool ta = layout_of(m1, &lda) == 1, tb = layout_of(m2, &ldb) == 1;
-        PyThreadState *ts = (double)shape[0] * shape[1] * m1->sizes[1] >= 32768.0 ? PyEval_SaveThread() : NULL;
+        double work = (double)shape[0] * shape[1] * m1->sizes[1];
+        EmStop stop = {false, 0};
+        if (work >= (double)EM_STOP_WORK * 64) {
+            stop = em_stop_arm();
+            em_stop_current = &stop;
+        }
+        PyThreadState *ts = work >= 32768.0 ? PyEval_SaveThread() : NULL;
         em_gemm_bias(d, ta, tb, shape[0], shape[1], m1->sizes[1], em_data(m1), lda, em_data(m2), ldb, em_data(res),
                      shape[1], coef_for(alpha, d), em_data(self), self->strides[0], coef_for(beta, d));
         if (ts) PyEval_RestoreThread(ts);
+        em_stop_current = NULL;
+        if (em_stop_check(&stop) < 0) goto fail;
         return (PyObject *)res;
     }
     res = add_result(self, 2, shape, d, beta, c->inplace ? NULL : c->out, c->inplace, false);

@@ -150,7 +150,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (em_init_dtypes(m) < 0 || em_init_devices(m) < 0 || em_init_storage(m) < 0 ||
+    if (em_init_interrupts() < 0 || em_init_dtypes(m) < 0 || em_init_devices(m) < 0 || em_init_storage(m) < 0 ||
         em_init_size(m) < 0 || em_init_generator(m) < 0 || em_init_tensor_type(m) < 0 ||
         em_init_factories(m) < 0 || em_init_random(m) < 0 || em_init_return_types(m) < 0 ||
         em_init_lapack(m) < 0 || em_init_autograd(m) < 0 || em_init_cuda(m) < 0 || em_init_autocast(m) < 0 ||
