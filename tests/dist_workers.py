@@ -504,6 +504,154 @@ def ddp():
     print("ok")
 
 
+def _adam_numpy(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    """torch.optim.Adam's update (no amsgrad), written from its documented formula."""
+    b1, b2 = betas
+    out = []
+    for i, (p, g) in enumerate(zip(params, grads)):
+        m, v, t = state.get(i, (np.zeros_like(p), np.zeros_like(p), 0))
+        g = g + weight_decay * p
+        t += 1
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        mhat, vhat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+        out.append(p - lr * mhat / (np.sqrt(vhat) + eps))
+        state[i] = (m, v, t)
+    return out
+
+
+def zero():
+    """ZeroRedundancyOptimizer(Adam) under DDP on the ranks: each rank holds the
+    Adam state of its share only (torch's greedy partition), the parameters
+    after 10 steps are NumPy's Adam on the global batch, and the consolidated
+    state dict is the whole optimizer's, loadable back."""
+    from ember.distributed.optim import ZeroRedundancyOptimizer
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    rank, world = init()
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((10, 2 * world, 5))
+    T = rng.standard_normal((10, 2 * world, 3))
+    for bucket_view in (False, True):
+        ember.manual_seed(7)
+        net = _Net().double()
+        model = DDP(net)
+        plist = [net.fc1.weight, net.fc1.bias, net.fc2.weight, net.fc2.bias]
+        params = [p.detach().numpy().copy() for p in plist]
+        opt = ZeroRedundancyOptimizer(model.parameters(), ember.optim.Adam, lr=0.01,
+                                      parameters_as_bucket_view=bucket_view)
+        # torch's partition: largest first, each to the rank with the fewest elements so far
+        sizes, owner = [0] * world, {}
+        for i in sorted(range(4), key=lambda i: -params[i].size):
+            r = min(range(world), key=lambda r: sizes[r])
+            owner[i] = r
+            sizes[r] += params[i].size
+        mine = [i for i in range(4) if owner[i] == rank]
+        assert [p.numel() for p in opt.optim.param_groups[0]["params"]] == [params[i].size for i in mine], \
+            (rank, [p.shape for p in opt.optim.param_groups[0]["params"]])
+        state = {}
+        lo, hi = rank * 2, rank * 2 + 2
+        for step in range(10):
+            opt.zero_grad()
+            out = model(ember.from_numpy(X[step, lo:hi]))
+            ember.nn.functional.mse_loss(out, ember.from_numpy(T[step, lo:hi])).backward()
+            opt.step()
+            params = _adam_numpy(params, _mlp_grads(*params, X[step], T[step]), state, 0.01)
+        for g, w in zip(plist, params):
+            same(g.detach().numpy(), w, f"ZeRO Adam (bucket view {bucket_view}) parameters after 10 steps", 1e-9)
+        # only this rank's share has state
+        held = {id(p) for p in opt.optim.state}
+        assert held == {id(plist[i]) for i in mine}, (rank, len(held))
+        try:
+            opt.state_dict()
+            raise AssertionError("state_dict before consolidate_state_dict did not raise")
+        except RuntimeError as e:
+            assert "consolidate_state_dict" in str(e), e
+        opt.consolidate_state_dict(to=0)
+        if rank == 0:
+            sd = opt.state_dict()
+            assert sorted(sd["state"]) == [0, 1, 2, 3], sorted(sd["state"])
+            assert sd["param_groups"][0]["params"] == [0, 1, 2, 3]
+            for i in range(4):
+                m, v, t = state[i]
+                same(sd["state"][i]["exp_avg"].numpy(), m, f"consolidated exp_avg of parameter {i}", 1e-9)
+                same(sd["state"][i]["exp_avg_sq"].numpy(), v, f"consolidated exp_avg_sq of parameter {i}", 1e-9)
+                assert float(sd["state"][i]["step"]) == t
+            blob = [sd]
+        else:
+            blob = [None]
+        # the whole state dict, loaded on every rank, gives the same next step as NumPy
+        dist.broadcast_object_list(blob, src=0)
+        ember.manual_seed(7)
+        net2 = _Net().double()
+        with ember.no_grad():
+            for p, w in zip([net2.fc1.weight, net2.fc1.bias, net2.fc2.weight, net2.fc2.bias], params):
+                p.copy_(ember.from_numpy(w))
+        model2 = DDP(net2)
+        opt2 = ZeroRedundancyOptimizer(model2.parameters(), ember.optim.Adam, lr=0.01)
+        opt2.load_state_dict(blob[0])
+        opt2.zero_grad()
+        ember.nn.functional.mse_loss(model2(ember.from_numpy(X[0, lo:hi])), ember.from_numpy(T[0, lo:hi])).backward()
+        opt2.step()
+        want = _adam_numpy(params, _mlp_grads(*params, X[0], T[0]), state, 0.01)
+        for g, w in zip([net2.fc1.weight, net2.fc1.bias, net2.fc2.weight, net2.fc2.bias], want):
+            same(g.detach().numpy(), w, "a step after load_state_dict", 1e-9)
+    print("ok")
+
+
+def _bn_numpy(x, w, b, eps):
+    """BatchNorm training forward over the whole batch, and the input/weight/bias
+    gradients of sum(y * gy), by hand."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = [1, -1] + [1] * (x.ndim - 2)
+    mean = x.mean(axes)
+    var = x.var(axes)
+    xhat = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    return xhat * w.reshape(shape) + b.reshape(shape), xhat, mean, var
+
+
+def sync_bn():
+    """SyncBatchNorm on the ranks (each a slice of the batch, of different
+    sizes) normalizes by the whole batch: outputs, input gradients and
+    running statistics are NumPy's BatchNorm on the global batch; the weight
+    and bias gradients are each rank's own share (DDP averages them)."""
+    rank, world = init()
+    rng = np.random.default_rng(2)
+    counts = [3 + r for r in range(world)]  # unequal batches per rank
+    X = rng.standard_normal((sum(counts), 4, 5, 6))
+    GY = rng.standard_normal(X.shape)
+    lo = sum(counts[:rank])
+    hi = lo + counts[rank]
+    bn = ember.nn.SyncBatchNorm(4, momentum=0.3).double()
+    with ember.no_grad():
+        bn.weight.copy_(ember.from_numpy(rng.standard_normal(4)))
+        bn.bias.copy_(ember.from_numpy(rng.standard_normal(4)))
+    w, b = bn.weight.detach().numpy().copy(), bn.bias.detach().numpy().copy()
+    x = ember.from_numpy(X[lo:hi].copy()).requires_grad_()
+    y = bn(x)
+    (y * ember.from_numpy(GY[lo:hi])).sum().backward()
+    want, xhat, mean, var = _bn_numpy(X, w, b, 1e-5)
+    same(y.detach().numpy(), want[lo:hi], "SyncBatchNorm output", 1e-10)
+    n = X.size // 4
+    axes = (0, 2, 3)
+    shape = [1, -1, 1, 1]
+    gxhat = GY * w.reshape(shape)
+    gx = (gxhat - gxhat.mean(axes).reshape(shape) - xhat * (gxhat * xhat).mean(axes).reshape(shape)) \
+        / np.sqrt(var.reshape(shape) + 1e-5)
+    same(x.grad.numpy(), gx[lo:hi], "SyncBatchNorm input gradient", 1e-10)
+    same(bn.weight.grad.numpy(), (GY[lo:hi] * xhat[lo:hi]).sum(axes), "local weight gradient", 1e-10)
+    same(bn.bias.grad.numpy(), GY[lo:hi].sum(axes), "local bias gradient", 1e-10)
+    same(bn.running_mean.numpy(), 0.3 * mean, "running mean", 1e-12)
+    same(bn.running_var.numpy(), 0.7 + 0.3 * var * n / (n - 1), "running var (unbiased)", 1e-12)
+    assert int(bn.num_batches_tracked) == 1
+    # eval: the running statistics, no communication
+    bn.eval()
+    out = bn(ember.from_numpy(X[lo:hi]))
+    rm, rv = bn.running_mean.numpy(), bn.running_var.numpy()
+    same(out.detach().numpy(), (X[lo:hi] - rm.reshape(shape)) / np.sqrt(rv.reshape(shape) + 1e-5)
+         * w.reshape(shape) + b.reshape(shape), "SyncBatchNorm in eval", 1e-12)
+    print("ok")
+
+
 def main():
     globals()[sys.argv[1]]()
 

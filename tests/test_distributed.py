@@ -153,3 +153,11 @@ def test_file_store_removes_its_file_when_the_last_user_goes(tmp_path):
     del b
     gc.collect()
     assert not path.exists()
+
+
+def test_zero_redundancy_optimizer_matches_numpy_adam():
+    check_ok(run_workers("zero", 2, timeout=120))
+
+
+def test_sync_batch_norm_uses_the_whole_batch():
+    check_ok(run_workers("sync_bn", 2))

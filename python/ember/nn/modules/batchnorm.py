@@ -114,3 +114,63 @@ class BatchNorm3d(_BatchNorm):
 
 
 __all__ += ["BatchNorm3d"]
+
+
+class SyncBatchNorm(_BatchNorm):
+    """BatchNorm over N-D input whose batch statistics, in training inside an
+    initialized process group of more than one rank, are those of the whole
+    batch across the group's ranks (nn/modules/_functions.py); elsewhere (one
+    process, eval mode) exactly BatchNorm. Unlike torch's, CPU tensors
+    synchronise too (through gloo)."""
+    _dims = None
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def forward(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        running_mean = self.running_mean if track else None
+        running_var = self.running_var if track else None
+        group, world = self._group() if use_batch and self.training else (None, 1)
+        if world <= 1:
+            return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, use_batch, factor, self.eps)
+        from ._functions import SyncBatchNorm as sync
+        return sync.apply(input, self.weight, self.bias, running_mean, running_var, self.eps, factor, group, world)
+
+    def _group(self):
+        import sys
+        dist = sys.modules.get("ember.distributed")
+        if dist is None or not dist.is_available() or not dist.is_initialized():
+            return None, 1
+        group = self.process_group if self.process_group is not None else dist.group.WORLD
+        return group, dist.get_world_size(group)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm*D replaced by a SyncBatchNorm holding the
+        same parameters and running statistics (the module itself when it is
+        one), recursively."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean, out.running_var = module.running_mean, module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
+
+
+__all__ += ["SyncBatchNorm"]
