@@ -118,10 +118,13 @@ from . import _tensor  # noqa: E402,F401
 from ._tensor_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
 globals().update(_CPU_TYPES)
 from ._layout import layout, strided  # noqa: E402
+from ._torch_c_names import PyTorchFileReader  # noqa: E402,F401  (and torch._C's names)
+from math import pi, e, inf, nan  # noqa: E402,F401  (torch.pi, torch.e, torch.inf, torch.nan)
 
 # submodules loaded on first attribute access (`torch.compiler.is_compiling()` with no import)
 _LAZY_SUBMODULES = frozenset({"func", "profiler", "compiler", "jit", "_dynamo", "accelerator", "library", "version",
-                              "torch_version", "distributed", "futures"})
+                              "torch_version", "distributed", "futures", "hub", "multiprocessing", "fx", "onnx",
+                              "ao"})
 
 
 def __getattr__(name):

@@ -199,7 +199,18 @@ class _OpNamespace:
 
 
 class _Ops:
-    """ember.ops (torch.ops): ops.<namespace>.<name> finds a custom op."""
+    """ember.ops (torch.ops): ops.<namespace>.<name> finds a custom op; a name
+    nothing defined raises AttributeError, as torch's does for an op no
+    loaded library registered."""
+
+    @staticmethod
+    def load_library(path):
+        """torch.ops.load_library loads a compiled extension into libtorch's
+        dispatcher. ember has no libtorch: such libraries cannot load, and
+        this raises OSError (what torch raises for a library that fails to
+        load, so callers' fallbacks run)."""
+        raise OSError(f"torch.ops.load_library('{path}'): ember cannot load compiled PyTorch extensions (they link "
+                      "libtorch, which ember replaces); the operators it would register are not available")
 
     def __getattr__(self, namespace):
         if namespace.startswith("__"):
