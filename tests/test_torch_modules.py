@@ -419,3 +419,79 @@ def test_ops_for_compiled_extensions_and_constants():
     assert ember.trapz(y).tolist() == [9.0, 1.0]  # hand: (1+4)/2 + (4+9)/2, (0+1)/2 + (1+0)/2
     assert ember.trapz(y, ember.tensor([0.0, 1.0, 3.0])).tolist() == [15.5, 1.5]
     assert ember.trapz(y, dx=2.0, dim=0).tolist() == [1.0, 5.0, 9.0]
+
+
+# -- what torchvision, timm and Lightning import ------------------------------------------------------
+def test_sync_batchnorm_is_batchnorm_outside_a_process_group():
+    ember.manual_seed(7)
+    x = ember.randn(4, 3, 5, 5)
+    bn = ember.nn.BatchNorm2d(3)
+    with ember.no_grad():
+        bn.weight.uniform_(0.5, 1.5)
+    sync = ember.nn.SyncBatchNorm.convert_sync_batchnorm(ember.nn.Sequential(bn))[0]
+    assert isinstance(sync, ember.nn.SyncBatchNorm) and sync.weight is bn.weight
+    xn = _np(x)
+    mean, var = xn.mean(axis=(0, 2, 3), keepdims=True), xn.var(axis=(0, 2, 3), keepdims=True)
+    expected = (xn - mean) / np.sqrt(var + 1e-5) * _np(bn.weight).reshape(1, 3, 1, 1)
+    np.testing.assert_allclose(_np(sync(x)), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_np(sync.running_mean), 0.1 * mean.ravel(), rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="at least 2D"):
+        sync(ember.zeros(3))
+
+
+def test_data_parallel_without_gpus_is_the_module():
+    m = ember.nn.Linear(3, 2)
+    dp = ember.nn.DataParallel(m)
+    x = ember.randn(4, 3)
+    assert dp.module is m and dp.device_ids == []
+    np.testing.assert_array_equal(_np(dp(x)), _np(m(x)))
+    assert sorted(k for k, _ in dp.state_dict().items()) == ["module.bias", "module.weight"]
+
+
+def test_onnx_registrations_and_helpers_libraries_use_at_import():
+    import ember.onnx as onnx
+    from ember.onnx import symbolic_opset11
+    from ember.onnx.symbolic_helper import parse_args
+
+    @parse_args("v", "v", "f")
+    def sym(g, a, b, c):
+        return symbolic_opset11.unsqueeze(g, a, 0)
+    onnx.register_custom_op_symbolic("myns::op", sym, 11)
+    assert onnx._custom_symbolics[("myns::op", 11)] is sym
+    onnx.unregister_custom_op_symbolic("myns::op", 11)
+    assert ("myns::op", 11) not in onnx._custom_symbolics
+    with pytest.raises(ValueError):
+        onnx.register_custom_op_symbolic("no_namespace", sym, 11)
+    with pytest.raises(NotImplementedError, match="no ONNX exporter"):
+        sym(None, 1, 2, 3)
+    assert onnx.TensorProtoDataType.FLOAT == 1 and onnx.TensorProtoDataType.INT64 == 7
+
+
+def test_small_torch_names_libraries_import():
+    from ember._C import DispatchKey, DispatchKeySet
+    from ember._dynamo.utils import is_compile_supported
+    from ember.distributed.constants import default_pg_timeout
+    from ember.jit.annotations import BroadcastingList2, List
+    from ember.utils._pytree import SUPPORTED_NODES, LeafSpec, TreeSpec, _get_node_type, tree_unflatten
+    import collections
+    import datetime
+    keys = DispatchKeySet(DispatchKey.AutocastCPU) | DispatchKeySet(DispatchKey.AutocastCUDA)
+    assert keys.has(DispatchKey.AutocastCUDA) and not keys.has(DispatchKey.CPU)
+    assert (keys - DispatchKeySet(DispatchKey.AutocastCPU)) == DispatchKeySet(DispatchKey.AutocastCUDA)
+    assert is_compile_supported("cpu") and not is_compile_supported("meta")
+    assert default_pg_timeout == datetime.timedelta(minutes=30)
+    assert BroadcastingList2[int] is int and List[int] == __import__("typing").List[int]
+    # Lightning's CombinedLoader builds specs itself from SUPPORTED_NODES by _get_node_type
+    Point = collections.namedtuple("Point", "x y")
+    p = Point(1, [2, 3])
+    node_type = _get_node_type(p)
+    assert node_type is collections.namedtuple and node_type in SUPPORTED_NODES and _get_node_type([1]) is list
+    children, context = SUPPORTED_NODES[node_type].flatten_fn(p)
+    spec = TreeSpec(node_type, context, [LeafSpec(), LeafSpec()])
+    assert tree_unflatten([5, 6], spec) == Point(5, 6)
+    import ember.hub as hub
+    from ember.utils.model_zoo import tqdm
+    assert hub.urlparse("file:///a/b").path == "/a/b" and tqdm is hub.tqdm
+    from ember._custom_ops import get_ctx
+    with pytest.raises(RuntimeError):
+        get_ctx()

@@ -6,7 +6,12 @@ set on ember._C (so `torch._C.X` finds them under ember.as_torch):
 - _nn._parse_to(*args, **kwargs): Tensor.to's arguments parsed as torch does,
   (device, dtype, non_blocking, memory_format).
 - PyTorchFileReader: records of a torch zip checkpoint (also torch.PyTorchFileReader).
+- DispatchKey / DispatchKeySet: torch's dispatch key names and sets of them, as
+  values (torchvision builds a set of the autocast keys at import). ember's
+  dispatcher has its own keys and takes no torch key sets, so nothing here
+  changes dispatch (there is no _ExcludeDispatchKeyGuard).
 """
+import enum
 import sys
 import types
 import zipfile
@@ -87,11 +92,70 @@ class PyTorchFileReader:
             else ""
 
 
+DispatchKey = enum.IntEnum("DispatchKey", [
+    "Undefined", "CPU", "CUDA", "XPU", "MPS", "Meta", "HIP", "SparseCPU", "SparseCUDA", "QuantizedCPU",
+    "BackendSelect", "Python", "Functionalize", "ADInplaceOrView", "AutogradOther", "AutogradCPU", "AutogradCUDA",
+    "AutogradXPU", "AutogradMPS", "AutogradMeta", "AutocastCPU", "AutocastCUDA", "AutocastXPU", "AutocastMPS",
+    "FuncTorchBatched", "BatchedNestedTensor", "PythonTLSSnapshot", "PreDispatch", "PythonDispatcher",
+    "CompositeImplicitAutograd", "CompositeExplicitAutograd", "Autograd", "PrivateUse1"], start=0)
+DispatchKey.__module__ = "torch._C"
+
+
+class DispatchKeySet:
+    """A set of DispatchKeys (|, &, -, has, iteration); a value only."""
+    __slots__ = ("_keys",)
+
+    def __init__(self, *keys):
+        found = set()
+        for k in keys:
+            if isinstance(k, DispatchKeySet):
+                found |= k._keys
+            elif isinstance(k, DispatchKey):
+                if k is not DispatchKey.Undefined:
+                    found.add(k)
+            else:
+                raise TypeError(f"DispatchKeySet(): expected DispatchKey, got {type(k).__name__}")
+        self._keys = frozenset(found)
+
+    def __or__(self, other):
+        return DispatchKeySet(self, other)
+
+    def __and__(self, other):
+        out = DispatchKeySet()
+        out._keys = self._keys & DispatchKeySet(other)._keys
+        return out
+
+    def __sub__(self, other):
+        out = DispatchKeySet()
+        out._keys = self._keys - DispatchKeySet(other)._keys
+        return out
+
+    def __eq__(self, other):
+        return isinstance(other, DispatchKeySet) and self._keys == other._keys
+
+    def __hash__(self):
+        return hash(self._keys)
+
+    def has(self, key):
+        return key in self._keys
+
+    def empty(self):
+        return not self._keys
+
+    def __iter__(self):
+        return iter(sorted(self._keys))
+
+    def __repr__(self):
+        return "DispatchKeySet(" + ", ".join(k.name for k in self) + ")"
+
+
 def attach():
     _C._log_api_usage_once = _log_api_usage_once
     _C._TensorMeta = type(_C.Tensor)
     _C._nn = _nn
     _C.PyTorchFileReader = PyTorchFileReader
+    _C.DispatchKey = DispatchKey
+    _C.DispatchKeySet = DispatchKeySet
     sys.modules.setdefault("ember._C._nn", _nn)
 
 

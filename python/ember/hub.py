@@ -17,9 +17,41 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from urllib.parse import urlparse  # noqa: F401  (torch.hub re-exports these; timm imports them)
+from urllib.request import Request, urlopen  # noqa: F401
 
 __all__ = ["download_url_to_file", "get_dir", "help", "list", "load", "load_state_dict_from_url", "set_dir",
            "HASH_REGEX"]
+
+try:
+    from tqdm import tqdm  # the progress bar hub (and torchvision via model_zoo) use
+except ImportError:
+    class tqdm:
+        """A stand-in progress counter used when tqdm is not installed: counts
+        units and prints a percentage line to stderr unless disabled."""
+
+        def __init__(self, total=None, disable=False, unit=None, unit_scale=None, unit_divisor=None, **kwargs):
+            self.total, self.disable, self.n = total, disable, 0
+
+        def update(self, n):
+            if self.disable:
+                return
+            self.n += n
+            if self.total:
+                sys.stderr.write(f"\r{100 * self.n / float(self.total):.1f}%")
+            else:
+                sys.stderr.write(f"\r{self.n} bytes")
+            sys.stderr.flush()
+
+        def close(self):
+            self.disable = True
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            if not self.disable:
+                sys.stderr.write("\n")
 
 # the hash prefix in a checkpoint's file name: resnet18-f37072fd.pth -> f37072fd
 HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")
@@ -30,7 +62,7 @@ VAR_DEPENDENCY = "dependencies"
 MODULE_HUBCONF = "hubconf.py"
 
 
-def _torch_home():
+def _get_torch_home():
     xdg = os.getenv("XDG_CACHE_HOME", os.path.join("~", ".cache"))
     return os.path.expanduser(os.getenv("TORCH_HOME", os.path.join(xdg, "torch")))
 
@@ -40,7 +72,7 @@ def get_dir():
     ($TORCH_HOME defaults to $XDG_CACHE_HOME/torch, i.e. ~/.cache/torch)."""
     if _hub_dir is not None:
         return _hub_dir
-    return os.path.join(_torch_home(), "hub")
+    return os.path.join(_get_torch_home(), "hub")
 
 
 def set_dir(d):

@@ -18,6 +18,10 @@ __all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "re
            "get_ctx"]
 
 _OPS = {}  # "ns::name" -> CustomOpDef
+# fakes registered for ops not (yet) defined. torch raises there, but packages
+# whose compiled ops ember cannot load register fakes for them at import
+# (torchvision's nms): kept, and given to the op if custom_op defines it later
+_PENDING_FAKES = {}
 
 
 def _qualname(name):
@@ -148,13 +152,21 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
         if not callable(f):
             raise TypeError(f"custom_op: expected a function, got {type(f).__name__}")
         op = CustomOpDef(name, f, mutates_args, device_types, schema)
+        if name in _PENDING_FAKES:
+            op.register_fake(_PENDING_FAKES.pop(name))
         _OPS[name] = op
         return op
     return inner if fn is None else inner(fn)
 
 
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
-    """The shape/dtype-only implementation of op, run for meta inputs."""
+    """The shape/dtype-only implementation of op, run for meta inputs. An op
+    not defined yet keeps the fake for when it is (see _PENDING_FAKES)."""
+    if isinstance(op, str) and _qualname(op) not in _OPS:
+        def pending(f):
+            _PENDING_FAKES[op] = f
+            return f
+        return pending if func is None else pending(func)
     target = _lookup(op)
 
     def inner(f):

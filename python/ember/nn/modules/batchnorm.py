@@ -114,3 +114,54 @@ class BatchNorm3d(_BatchNorm):
 
 
 __all__ += ["BatchNorm3d"]
+
+
+class SyncBatchNorm(_BatchNorm):
+    """BatchNorm over N-D input whose batch statistics are meant to be taken
+    across the processes of a group. Outside an initialized process group (or
+    in eval mode) it is exactly BatchNorm, as torch's is; synchronised
+    statistics across processes are not implemented yet, and training inside
+    an initialized group raises NotImplementedError instead of silently
+    computing per-process statistics."""
+    _dims = (2, 3, 4, 5)
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def forward(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+        if self.training and self._group_initialized():
+            raise NotImplementedError("SyncBatchNorm: ember does not synchronise batch statistics across "
+                                      "processes yet; use BatchNorm (per-process statistics) or evaluate in eval mode")
+        return super().forward(input)
+
+    @staticmethod
+    def _group_initialized():
+        import sys
+        dist = sys.modules.get("ember.distributed")
+        return dist is not None and dist.is_available() and dist.is_initialized()
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm*D replaced by a SyncBatchNorm holding
+        the same parameters and running statistics."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean, out.running_var = module.running_mean, module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
+
+
+__all__ += ["SyncBatchNorm"]

@@ -8,7 +8,8 @@ __all__ = ["is_tracing", "is_scripting", "script", "trace", "trace_module", "ign
            "annotations", "Final", "ScriptModule", "ScriptFunction", "interface"]
 
 Final = typing.Final
-annotations = typing  # torch.jit.annotations re-exports typing's names (List, Dict, Optional, Tuple, ...)
+
+from . import annotations  # noqa: E402  (torch.jit.annotations)
 
 
 def is_tracing():
