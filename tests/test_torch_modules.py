@@ -91,7 +91,7 @@ def test_random_pruning_counts_and_channels():
     m = ember.nn.Linear(10, 10)
     prune.random_unstructured(m, "weight", amount=0.37)
     assert int((_np(m.weight_mask) == 0).sum()) == 37
-    prune.random_structured(m, "bias" if False else "weight", amount=3, dim=0)
+    prune.random_structured(m, "weight", amount=3, dim=0)
     rows_dead = (_np(m.weight_mask).sum(1) == 0).sum()
     assert rows_dead >= 3
     prune.identity(m, "bias")
@@ -495,3 +495,37 @@ def test_small_torch_names_libraries_import():
     from ember._custom_ops import get_ctx
     with pytest.raises(RuntimeError):
         get_ctx()
+
+
+def test_torch_assert():
+    ember._assert(True, "unused")
+    with pytest.raises(AssertionError, match="boxes must be"):
+        ember._assert(False, "boxes must be 2D")
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("einops") is None,
+                    reason="einops not installed (pip install '.[libs]')")
+def test_einops_unchanged_under_as_torch(tmp_path):
+    path = tmp_path / "einops_script.py"
+    path.write_text(textwrap.dedent("""
+        import numpy as np
+        import torch
+        from einops import rearrange, reduce, repeat
+        from einops.layers.torch import Rearrange, Reduce
+        a = np.arange(24.0).reshape(2, 3, 4)
+        x = torch.tensor(a, requires_grad=True)
+        y = rearrange(x, "b c (h w) -> b h w c", h=2)
+        assert np.array_equal(y.detach().numpy(), a.reshape(2, 3, 2, 2).transpose(0, 2, 3, 1))
+        assert np.allclose(reduce(x, "b c n -> b c", "max").detach().numpy(), a.max(-1))
+        assert repeat(x, "b c n -> b c n k", k=2).shape == (2, 3, 4, 2)
+        m = torch.nn.Sequential(Rearrange("b c n -> b (c n)"), torch.nn.Linear(12, 2), Reduce("b k -> k", "sum"))
+        m(x.detach().float()).sum().backward()
+        (y * 2).sum().backward()
+        assert np.array_equal(x.grad.numpy(), np.full((2, 3, 4), 2.0))
+        print("ok")
+        """))
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("EMBER_AS_TORCH", None)
+    r = subprocess.run([sys.executable, "-m", "ember.as_torch", str(path)], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

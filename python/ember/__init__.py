@@ -83,7 +83,7 @@ from . import functional, linalg  # noqa: E402,F401
 from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)
 from ._functions import is_tensor, is_storage, is_floating_point, is_complex, is_nonzero, numel, typename  # noqa: E402
 from ._assertions import (_check, _check_with, _check_index, _check_value, _check_type,  # noqa: E402,F401
-                          _check_not_implemented, _check_tensor_all, _check_tensor_all_with)
+                          _check_not_implemented, _check_tensor_all, _check_tensor_all_with, _assert)
 from ._tensor_str import set_printoptions  # noqa: E402
 from . import amp, backends  # noqa: E402,F401
 from .amp import (autocast, is_autocast_enabled, is_autocast_cpu_enabled, get_autocast_dtype,  # noqa: E402,F401
