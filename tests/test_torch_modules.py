@@ -422,23 +422,6 @@ def test_ops_for_compiled_extensions_and_constants():
 
 
 # -- what torchvision, timm and Lightning import ------------------------------------------------------
-def test_sync_batchnorm_is_batchnorm_outside_a_process_group():
-    ember.manual_seed(7)
-    x = ember.randn(4, 3, 5, 5)
-    bn = ember.nn.BatchNorm2d(3)
-    with ember.no_grad():
-        bn.weight.uniform_(0.5, 1.5)
-    sync = ember.nn.SyncBatchNorm.convert_sync_batchnorm(ember.nn.Sequential(bn))[0]
-    assert isinstance(sync, ember.nn.SyncBatchNorm) and sync.weight is bn.weight
-    xn = _np(x)
-    mean, var = xn.mean(axis=(0, 2, 3), keepdims=True), xn.var(axis=(0, 2, 3), keepdims=True)
-    expected = (xn - mean) / np.sqrt(var + 1e-5) * _np(bn.weight).reshape(1, 3, 1, 1)
-    np.testing.assert_allclose(_np(sync(x)), expected, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(_np(sync.running_mean), 0.1 * mean.ravel(), rtol=1e-5, atol=1e-7)
-    with pytest.raises(ValueError, match="at least 2D"):
-        sync(ember.zeros(3))
-
-
 def test_data_parallel_without_gpus_is_the_module():
     m = ember.nn.Linear(3, 2)
     dp = ember.nn.DataParallel(m)

@@ -28,7 +28,7 @@ from .transformer import TransformerDecoderLayer, TransformerDecoder, Transforme
 from .linear import LazyLinear  # noqa: F401,E402
 from .lazy import LazyModuleMixin  # noqa: F401,E402
 from .sparse import EmbeddingBag  # noqa: F401,E402
-from .batchnorm import BatchNorm3d, SyncBatchNorm  # noqa: F401,E402
+from .batchnorm import BatchNorm3d  # noqa: F401,E402
 from .instancenorm import InstanceNorm3d  # noqa: F401,E402
 from .normalization import LocalResponseNorm  # noqa: F401,E402
 from .dropout import Dropout3d, AlphaDropout, FeatureAlphaDropout  # noqa: F401,E402
