@@ -262,8 +262,16 @@ def test_custom_op_kernels_by_device_and_errors():
         lib.custom_op("no_namespace", lambda x: x, mutates_args=())
     with pytest.raises(ValueError):
         lib.custom_op("embertest::bad", lambda x: x, mutates_args=None)
+    # a fake for an op not defined yet is kept for it (torch raises; torchvision registers fakes for
+    # its compiled ops at import, and those cannot load on ember) ...
+    def later_fake(x):
+        return ember.empty(3, device="meta")
+    assert lib.register_fake("embertest::defined_later", later_fake) is later_fake
     with pytest.raises(RuntimeError, match="does not exist"):
-        lib.register_fake("embertest::never_defined", lambda x: x)
+        lib.register_autograd("embertest::never_defined", lambda ctx, g: g)
+    # ... and runs for meta inputs once the op exists
+    late = lib.custom_op("embertest::defined_later", lambda x: x.clone(), mutates_args=())
+    assert late(ember.empty(1, device="meta")).shape == (3,)
 
 
 # -- pytree ----------------------------------------------------------------------------------------

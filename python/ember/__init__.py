@@ -83,7 +83,7 @@ from . import functional, linalg  # noqa: E402,F401
 from .functional import einsum  # noqa: E402  (varargs front of _C.einsum)
 from ._functions import is_tensor, is_storage, is_floating_point, is_complex, is_nonzero, numel, typename  # noqa: E402
 from ._assertions import (_check, _check_with, _check_index, _check_value, _check_type,  # noqa: E402,F401
-                          _check_not_implemented, _check_tensor_all, _check_tensor_all_with)
+                          _check_not_implemented, _check_tensor_all, _check_tensor_all_with, _assert)
 from ._tensor_str import set_printoptions  # noqa: E402
 from . import amp, backends  # noqa: E402,F401
 from .amp import (autocast, is_autocast_enabled, is_autocast_cpu_enabled, get_autocast_dtype,  # noqa: E402,F401
@@ -118,10 +118,13 @@ from . import _tensor  # noqa: E402,F401
 from ._tensor_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
 globals().update(_CPU_TYPES)
 from ._layout import layout, strided  # noqa: E402
+from ._torch_c_names import PyTorchFileReader  # noqa: E402,F401  (and torch._C's names)
+from math import pi, e, inf, nan  # noqa: E402,F401  (torch.pi, torch.e, torch.inf, torch.nan)
 
 # submodules loaded on first attribute access (`torch.compiler.is_compiling()` with no import)
 _LAZY_SUBMODULES = frozenset({"func", "profiler", "compiler", "jit", "_dynamo", "accelerator", "library", "version",
-                              "torch_version", "distributed", "futures"})
+                              "torch_version", "distributed", "futures", "hub", "multiprocessing", "fx", "onnx",
+                              "ao"})
 
 
 def __getattr__(name):

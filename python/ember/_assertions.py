@@ -53,3 +53,9 @@ def _check_tensor_all_with(error_type, cond, message=None):
 
 def _check_tensor_all(cond, message=None):
     _check_tensor_all_with(RuntimeError, cond, message)
+
+
+def _assert(condition, message):
+    """torch._assert: Python's assert as a function (symbolic tracers keep it;
+    ember has none). A one-element tensor condition is read as a bool."""
+    assert condition, message

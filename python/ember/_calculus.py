@@ -48,6 +48,11 @@ def _x_spacing(fname, x, y, d, n):
     return _C.diff(x, dim=d - y.dim())
 
 
+def trapz(y, x=None, *, dx=None, dim=-1):
+    """torch.trapz: the older name of trapezoid."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """Running trapezoidal-rule integrals along dim (one fewer entry than y)."""
     d, n = _trapezoid_parts("cumulative_trapezoid", y, x, dx, dim)
@@ -176,4 +181,4 @@ def logcumsumexp(input, dim):
     return result if n > 1 else input.clone()
 
 
-__all__ = ["trapezoid", "cumulative_trapezoid", "gradient", "logcumsumexp"]
+__all__ = ["trapezoid", "trapz", "cumulative_trapezoid", "gradient", "logcumsumexp"]

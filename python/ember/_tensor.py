@@ -204,6 +204,17 @@ def unfold(self, dimension, size, step):
     return self.as_strided(tuple(shape) + (size,), tuple(strides) + (self.stride(d),), self.storage_offset())
 
 
+def share_memory_(self):
+    """Move the data into shared memory (ember._shared_memory); returns self."""
+    from . import _shared_memory
+    return _shared_memory.share_memory_(self)
+
+
+def is_shared(self):
+    from . import _shared_memory
+    return _shared_memory.is_shared(self)
+
+
 def is_same_size(self, other):
     if not isinstance(other, _C.Tensor):
         raise TypeError(f"is_same_size(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
@@ -277,7 +288,7 @@ _METHODS = {
     "register_post_accumulate_grad_hook": register_post_accumulate_grad_hook,
     "retain_grad": retain_grad, "retains_grad": retains_grad, "is_inference": is_inference,
     "is_same_size": is_same_size, "split_with_sizes": split_with_sizes, "fill_diagonal_": fill_diagonal_,
-    "renorm_": renorm_,
+    "renorm_": renorm_, "share_memory_": share_memory_, "is_shared": is_shared,
     # -- the torch functions of the other modules, as methods
     "equal": _comparison.equal, "allclose": _comparison.allclose, "isclose": _comparison.isclose,
     "ravel": _shape_functions.ravel, "diag": _shape_functions.diag, "diag_embed": _shape_functions.diag_embed,

@@ -18,6 +18,10 @@ __all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "re
            "get_ctx"]
 
 _OPS = {}  # "ns::name" -> CustomOpDef
+# fakes registered for ops not (yet) defined. torch raises there, but packages
+# whose compiled ops ember cannot load register fakes for them at import
+# (torchvision's nms): kept, and given to the op if custom_op defines it later
+_PENDING_FAKES = {}
 
 
 def _qualname(name):
@@ -148,13 +152,21 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None,
         if not callable(f):
             raise TypeError(f"custom_op: expected a function, got {type(f).__name__}")
         op = CustomOpDef(name, f, mutates_args, device_types, schema)
+        if name in _PENDING_FAKES:
+            op.register_fake(_PENDING_FAKES.pop(name))
         _OPS[name] = op
         return op
     return inner if fn is None else inner(fn)
 
 
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
-    """The shape/dtype-only implementation of op, run for meta inputs."""
+    """The shape/dtype-only implementation of op, run for meta inputs. An op
+    not defined yet keeps the fake for when it is (see _PENDING_FAKES)."""
+    if isinstance(op, str) and _qualname(op) not in _OPS:
+        def pending(f):
+            _PENDING_FAKES[op] = f
+            return f
+        return pending if func is None else pending(func)
     target = _lookup(op)
 
     def inner(f):
@@ -199,7 +211,18 @@ class _OpNamespace:
 
 
 class _Ops:
-    """ember.ops (torch.ops): ops.<namespace>.<name> finds a custom op."""
+    """ember.ops (torch.ops): ops.<namespace>.<name> finds a custom op; a name
+    nothing defined raises AttributeError, as torch's does for an op no
+    loaded library registered."""
+
+    @staticmethod
+    def load_library(path):
+        """torch.ops.load_library loads a compiled extension into libtorch's
+        dispatcher. ember has no libtorch: such libraries cannot load, and
+        this raises OSError (what torch raises for a library that fails to
+        load, so callers' fallbacks run)."""
+        raise OSError(f"torch.ops.load_library('{path}'): ember cannot load compiled PyTorch extensions (they link "
+                      "libtorch, which ember replaces); the operators it would register are not available")
 
     def __getattr__(self, namespace):
         if namespace.startswith("__"):

@@ -3,7 +3,7 @@ function_events / table, record_function) over ember.profiler's events."""
 from ..profiler import EventList, FunctionEvent, FunctionEventAvg, record_function  # noqa: F401
 from ..profiler import _ignored, _Recorder
 
-__all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg"]
+__all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg", "emit_nvtx", "emit_itt"]
 
 
 class profile:
@@ -54,3 +54,22 @@ class profile:
 
     def __str__(self):
         return str(self._check())
+
+
+class emit_nvtx:
+    """NVTX ranges around every op for Nsight: ember emits none (it has no
+    NVTX), so the context does nothing, as torch's does without NVTX."""
+
+    def __init__(self, enabled=True, record_shapes=False):
+        self.enabled = enabled
+        self.record_shapes = record_shapes
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class emit_itt(emit_nvtx):
+    """Intel ITT ranges: none are emitted (no ITT in ember)."""

@@ -54,8 +54,7 @@ def _sdp_switches():
 
 
 cuda = types.SimpleNamespace(matmul=_CudaMatmul(), is_built=_cuda_is_built, **_sdp_switches())
-cudnn = types.SimpleNamespace(enabled=True, benchmark=False, deterministic=False, allow_tf32=True,
-                              is_available=lambda: False, version=lambda: None)
+from . import cudnn  # noqa: E402,F401  (a module: `import torch.backends.cudnn` works)
 mps = types.SimpleNamespace(is_available=lambda: False, is_built=lambda: False)
 openmp = types.SimpleNamespace(is_available=lambda: True)
 mkldnn = types.SimpleNamespace(is_available=lambda: False, enabled=False)

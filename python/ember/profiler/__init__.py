@@ -20,7 +20,7 @@ from ._events import EventList, FunctionEvent, FunctionEventAvg, build_events
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "ProfilerAction", "schedule",
            "tensorboard_trace_handler", "supported_activities", "EventList", "FunctionEvent",
-           "FunctionEventAvg"]
+           "FunctionEventAvg", "kineto_available"]
 
 
 class ProfilerActivity(enum.Enum):
@@ -30,6 +30,11 @@ class ProfilerActivity(enum.Enum):
     MTIA = 3
     HPU = 4
     PrivateUse1 = 5
+
+
+def kineto_available():
+    """False: ember's profiler is its own event recorder, not Kineto."""
+    return False
 
 
 def supported_activities():

@@ -179,6 +179,16 @@ register_pytree_node(collections.defaultdict, _defaultdict_flatten, _defaultdict
                      flatten_with_keys_fn=_defaultdict_flatten_with_keys)
 register_pytree_node(collections.deque, _deque_flatten, _deque_unflatten, flatten_with_keys_fn=_seq_flatten_with_keys)
 _NAMEDTUPLE_NODE = NodeDef(tuple, _namedtuple_flatten, _namedtuple_unflatten, _namedtuple_flatten_with_keys)
+# torch keys every namedtuple class under collections.namedtuple itself; code
+# walking SUPPORTED_NODES by _get_node_type (Lightning's CombinedLoader) needs it
+SUPPORTED_NODES[collections.namedtuple] = NodeDef(collections.namedtuple, _namedtuple_flatten,
+                                                  _namedtuple_unflatten, _namedtuple_flatten_with_keys)
+
+
+def _get_node_type(tree):
+    """The SUPPORTED_NODES key for tree: collections.namedtuple for any
+    namedtuple, else its type."""
+    return collections.namedtuple if is_namedtuple(tree) and not isinstance(tree, type) else type(tree)
 
 
 def _node_of(x):

@@ -375,7 +375,8 @@ class Module:
                 g.zero_()
 
     def share_memory(self):
-        return self  # CPU tensors already live in memory other processes can map through pickling
+        """Move every parameter and buffer into shared memory (Tensor.share_memory_)."""
+        return self._apply(lambda t: t.share_memory_())
 
     # ------------------------------------------------------------------
     # conversions: fn applied to every parameter and buffer, in place

@@ -1,4 +1,6 @@
-"""torch.nn.parallel: DistributedDataParallel over ember.distributed."""
+"""torch.nn.parallel: DistributedDataParallel over ember.distributed, and
+DataParallel (the module itself without several GPUs)."""
+from .data_parallel import DataParallel, data_parallel
 from .distributed import DistributedDataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DistributedDataParallel", "DataParallel", "data_parallel"]

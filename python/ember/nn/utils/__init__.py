@@ -7,3 +7,6 @@ from . import stateless  # noqa: F401,E402
 from . import parametrize, parametrizations  # noqa: F401,E402
 from .weight_norm import weight_norm, remove_weight_norm  # noqa: F401,E402
 from .spectral_norm import spectral_norm, remove_spectral_norm  # noqa: F401,E402
+from . import prune  # noqa: F401,E402
+from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval,  # noqa: F401,E402
+                     fuse_linear_bn_weights)

@@ -4,10 +4,12 @@ traced or scripted, `script` hands the function or module back to run eagerly
 export, annotate, Final) do nothing outside it, as in torch."""
 import typing
 
-__all__ = ["is_tracing", "is_scripting", "script", "ignore", "unused", "export", "annotate", "Final",
-           "ScriptModule", "ScriptFunction", "interface"]
+__all__ = ["is_tracing", "is_scripting", "script", "trace", "trace_module", "ignore", "unused", "export", "annotate",
+           "annotations", "Final", "ScriptModule", "ScriptFunction", "interface"]
 
 Final = typing.Final
+
+from . import annotations  # noqa: E402  (torch.jit.annotations)
 
 
 def is_tracing():
@@ -39,6 +41,35 @@ def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None
     if obj is None:
         return lambda f: f
     return obj
+
+
+def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None, check_tolerance=1e-5,
+          strict=True, _force_outplace=False, _module_class=None, _compilation_unit=None,
+          example_kwarg_inputs=None, _store_inputs=True):
+    """No tracer: the function or module comes back unchanged and runs eagerly
+    (the example inputs are not run, so nothing is checked or recorded)."""
+    if not callable(func):
+        raise TypeError(f"torch.jit.trace: expected a function or module, got {type(func).__name__}")
+    return func
+
+
+def trace_module(mod, inputs, *args, **kwargs):
+    """No tracer: the module comes back unchanged."""
+    return mod
+
+
+def _script_if_tracing(fn):
+    """Scripts fn only while tracing; ember never traces, so fn itself."""
+    return fn
+
+
+def _overload(fn):
+    """TorchScript overload declaration: eagerly the last definition is the one called."""
+    return fn
+
+
+def _overload_method(fn):
+    return fn
 
 
 def ignore(drop=False, **kwargs):
