@@ -747,6 +747,18 @@ typedef PyObject *(*EmImplFn)(EmCall *c);
  * (ops/autocast.c) and autograd read these and nothing else: no list of op
  * names lives anywhere outside the table. */
 
+/* Note [device slot]: an op's front-end is per device, like its kernels.
+ * The impl column names the CPU front-end, em_impl_<impl>; a devices column
+ * with CUDA_IMPL says the op also has a CUDA front-end, em_impl_<impl>_cuda,
+ * which the dispatcher (ops/dispatch_device.c) calls when the call's tensors
+ * are on a GPU. Neither front-end tests the device: the CPU one only ever
+ * sees CPU tensors (the GPU one's EmNoCudaKernel sends the call to Note
+ * [CUDA fallback], which runs the CPU one on host copies), and meta tensors
+ * go to the CPU one, whose shape logic they use. The table (ops/op_table.c)
+ * fills the slot; a row with CUDA_IMPL whose front-end does not exist fails
+ * to link. The CPU path stays a direct call: with no GPU storage ever made,
+ * em_call_run calls em_impl_<impl> without looking at devices at all. */
+
 /* The device column: where the impl may run. */
 enum {
     EM_RUNS_CPU = 0,                /* CPU kernels only: GPU tensors take Note [CUDA fallback] */
@@ -758,6 +770,8 @@ enum {
     EM_RUNS_DEVICE_ARG = 1 << 4,    /* device= says where results go; the input only gives a shape */
     EM_RUNS_ANY_BASIC_KEY = 1 << 5, /* runs as is when its key only makes a view (x[1:, None]) */
     EM_RUNS_META = 1 << 6,          /* the impl runs on meta tensors: shapes, dtypes and strides only */
+    EM_RUNS_CUDA_IMPL = 1 << 7,     /* with EM_RUNS_CUDA: GPU calls run the op's own CUDA front-end,
+                                     * em_impl_<impl>_cuda (Note [device slot]) */
 };
 /* The tags column. */
 enum {
@@ -782,6 +796,7 @@ typedef struct {
     uint8_t autocast[2];    /* EmCastPolicy by EM_CAST_CPU / EM_CAST_CUDA */
     EmSignature sig;
     bool writes_self; /* tagged in place with a tensor first: the method writes into self */
+    EmImplFn cuda_impl; /* the CUDA front-end (devices column CUDA_IMPL), or NULL: Note [device slot] */
 } EmOpDef;
 enum { EM_VARIANT_FN = 1, EM_VARIANT_METHOD = 2, EM_VARIANT_INPLACE = 4 };
 extern EmOpDef em_op_defs[EM_NUM_OPS];

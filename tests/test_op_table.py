@@ -30,7 +30,7 @@ from test_ops import materialize, prepare
 NAMES = _C._op_names()
 INFO = {n: _C._op_info(n) for n in NAMES}
 
-DEVICE_TOKENS = {"any", "cuda", "mixed", "cpu_index", "device_arg", "any_basic_key", "meta"}
+DEVICE_TOKENS = {"any", "cuda", "mixed", "cpu_index", "device_arg", "any_basic_key", "meta", "cuda_impl"}
 TAG_TOKENS = {"view", "inplace", "writes", "geometry", "pointwise"}
 CASTS = {"none", "lower", "fp32", "promote"}
 
@@ -155,6 +155,14 @@ RANDOM_CALLS = {
 
 CUDA_ROWS = sorted(n for n, i in INFO.items() if ("cuda" in i["devices"] or "any" in i["devices"])
                    and n in OPS_BY_NAME)
+
+
+def test_cuda_impl_rows_run_on_the_gpu():
+    # Note [device slot]: a CUDA front-end of its own is a way of running on the GPU
+    slots = [n for n, i in INFO.items() if "cuda_impl" in i["devices"]]
+    assert slots
+    for n in slots:
+        assert "cuda" in INFO[n]["devices"] and "any" not in INFO[n]["devices"], n
 
 
 def test_the_cuda_rows_are_checked():

@@ -103,10 +103,6 @@ static int setup(EmAttn *p, Owned *o, EmTensor *q, EmTensor *k, EmTensor *v, EmT
                  bool causal, PyObject *scale_arg) {
     const char *who = "scaled_dot_product_attention_flash_attention";
     if (check_qkv(who, q, k, v, dropout) < 0) return -1;
-    if (!em_is_cpu(q) || !em_is_cpu(k) || !em_is_cpu(v) || (mask && !em_is_cpu(mask))) {
-        PyErr_Format(PyExc_RuntimeError, "%s: the fused CPU kernel takes CPU tensors only", who);
-        return -1;
-    }
     EmDType ct = em_compute_dtype((EmDType)q->dtype);
     *p = (EmAttn){.dt = ct, .B = q->sizes[0], .H = q->sizes[1], .Hk = k->sizes[1], .L = q->sizes[2],
                   .S = k->sizes[2], .D = q->sizes[3], .Dv = v->sizes[3], .causal = causal};
@@ -255,7 +251,7 @@ static int grads_sharing_storage(EmTensor *q, EmTensor *k, EmTensor *v, EmDType 
         if (in[i]->storage != q->storage || memcmp(in[i]->sizes, q->sizes, sizeof(int64_t) * 4) != 0 ||
             memcmp(in[i]->strides, q->strides, sizeof(int64_t) * 4) != 0)
             return 0;
-    if (q->dtype != dt || !em_is_cpu(q) || q->numel == 0 || (q->strides[3] != 1 && q->sizes[3] != 1)) return 0;
+    if (q->dtype != dt || q->numel == 0 || (q->strides[3] != 1 && q->sizes[3] != 1)) return 0;
     int64_t lo = q->offset, hi = q->offset;
     for (int i = 1; i < 3; i++) {
         lo = in[i]->offset < lo ? in[i]->offset : lo;
@@ -352,14 +348,17 @@ PyObject *em_impl_sdpa_flash_cpu_backward(EmCall *c) {
 static const char *FLASH = "_scaled_dot_product_flash_attention";
 static const char *FLASH_BW = "_scaled_dot_product_flash_attention_backward";
 
-static int flash_checks(const char *who, EmTensor *q, EmTensor *k, EmTensor *v, double dropout, bool debug) {
+/* The checks both front-ends make; `kernel_dropout`: the kernel applies
+ * dropout itself (the GPU one; the CPU kernel has none). */
+static int flash_checks(const char *who, EmTensor *q, EmTensor *k, EmTensor *v, double dropout, bool debug,
+                        bool kernel_dropout) {
     char p[32]; /* PyErr_Format has no %g */
     snprintf(p, sizeof p, "%g", dropout);
     if (!(dropout >= 0 && dropout <= 1)) {
         PyErr_Format(PyExc_RuntimeError, "%s: dropout probability has to be between 0 and 1, but got %s", who, p);
         return -1;
     }
-    if (dropout > 0 && (em_is_cpu(q) || em_is_cpu(k) || em_is_cpu(v))) { /* the CPU kernel has no dropout */
+    if (dropout > 0 && !kernel_dropout) {
         PyErr_Format(PyExc_RuntimeError, "%s: dropout_p > 0 is not supported by ember's CPU kernel (got %s)", who, p);
         return -1;
     }
@@ -430,6 +429,7 @@ static int philox_arg(const char *who, EmTensor *t, const char *what, double dro
         PyErr_Format(PyExc_RuntimeError, "%s: dropout_p = %s needs the forward's %s, but got None", who, p, what);
         return -1;
     }
+    /* not dispatch: torch keeps the philox state on the host whatever the inputs' device */
     if (t->dtype != EM_INT64 || t->numel != 1 || !em_is_cpu(t)) {
         char sh[128];
         em_shape_str(t->ndim, t->sizes, sh, sizeof sh);
@@ -469,6 +469,7 @@ static int gpu_mask(const char *who, Owned *o, EmTensor *mask, EmTensor *q, int6
     EmTensor *m = mask;
     if (mask->dtype != EM_BOOL && mask->dtype != q->dtype && !(m = own(o, em_to_dtype(mask, (EmDType)q->dtype, false))))
         return -1;
+    /* not dispatch: a 0-d CPU mask may sit beside GPU tensors as a scalar */
     if (em_is_cpu(m) && !(m = own(o, em_to_device(m, em_device(q), false)))) return -1;
     for (int d = 0; d < 4; d++) {
         int md = d - (4 - m->ndim);
@@ -580,35 +581,48 @@ done:
 
 /* (query, key, value, dropout_p, is_causal, return_debug_mask, *, scale) ->
  * (output, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, philox_seed, philox_offset, debug_attn_mask) */
+static int flash_args(EmCall *c, bool kernel_dropout, double *dropout, bool *causal) {
+    bool debug;
+    if (em_arg_float(c, 3, dropout) < 0 || em_arg_bool(c, 4, causal) < 0 || em_arg_bool(c, 5, &debug) < 0)
+        return -1;
+    return flash_checks(FLASH, em_arg_tensor(c, 0), em_arg_tensor(c, 1), em_arg_tensor(c, 2), *dropout, debug,
+                        kernel_dropout);
+}
+
 PyObject *em_impl_sdpa_flash(EmCall *c) {
     EmTensor *q = em_arg_tensor(c, 0), *k = em_arg_tensor(c, 1), *v = em_arg_tensor(c, 2);
     double dropout;
-    bool causal, debug;
-    if (em_arg_float(c, 3, &dropout) < 0 || em_arg_bool(c, 4, &causal) < 0 || em_arg_bool(c, 5, &debug) < 0)
+    bool causal;
+    if (flash_args(c, false, &dropout, &causal) < 0) return NULL;
+    const int64_t L = q->sizes[2], S = k->sizes[2];
+    PyObject *r = cpu_forward(q, k, v, NULL, 0.0, causal, c->args[6]);
+    if (!r) return NULL;
+    EmTensor *out = (EmTensor *)Py_NewRef(PyTuple_GET_ITEM(r, 0));
+    /* logsumexp in float32 (float64 for float64 data, beyond torch's kernel) */
+    EmTensor *lse = em_to_dtype((EmTensor *)PyTuple_GET_ITEM(r, 1), q->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32,
+                                false);
+    Py_DECREF(r);
+    if (!lse) {
+        Py_DECREF(out);
         return NULL;
-    if (flash_checks(FLASH, q, k, v, dropout, debug) < 0) return NULL;
-    const int64_t B = q->sizes[0], H = q->sizes[1], L = q->sizes[2], S = k->sizes[2], D = q->sizes[3];
-    if (em_is_cpu(q) && em_is_cpu(k) && em_is_cpu(v)) {
-        PyObject *r = cpu_forward(q, k, v, NULL, 0.0, causal, c->args[6]);
-        if (!r) return NULL;
-        EmTensor *out = (EmTensor *)Py_NewRef(PyTuple_GET_ITEM(r, 0));
-        /* logsumexp in float32 (float64 for float64 data, beyond torch's kernel) */
-        EmTensor *lse = em_to_dtype((EmTensor *)PyTuple_GET_ITEM(r, 1), q->dtype == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32,
-                                    false);
-        Py_DECREF(r);
-        if (!lse) {
+    }
+    if (S == 0) { /* the GPU kernels' contract: a row that sees no key has lse -inf */
+        if (em_fill_(lse, (EmScalar){'f', {.f = -INFINITY}}) < 0) {
             Py_DECREF(out);
+            Py_DECREF(lse);
             return NULL;
         }
-        if (S == 0) { /* the GPU kernels' contract: a row that sees no key has lse -inf */
-            if (em_fill_(lse, (EmScalar){'f', {.f = -INFINITY}}) < 0) {
-                Py_DECREF(out);
-                Py_DECREF(lse);
-                return NULL;
-            }
-        }
-        return flash_results(out, lse, L, S, em_cpu(), 0, 0);
     }
+    return flash_results(out, lse, L, S, em_cpu(), 0, 0);
+}
+
+/* The CUDA front-end (Note [device slot]). */
+PyObject *em_impl_sdpa_flash_cuda(EmCall *c) {
+    EmTensor *q = em_arg_tensor(c, 0), *k = em_arg_tensor(c, 1), *v = em_arg_tensor(c, 2);
+    double dropout;
+    bool causal;
+    if (flash_args(c, true, &dropout, &causal) < 0) return NULL;
+    const int64_t B = q->sizes[0], H = q->sizes[1], L = q->sizes[2], S = k->sizes[2], D = q->sizes[3];
     /* float64 (beyond torch's kernel) has no GPU kernel: Note [CUDA fallback] runs the CPU one */
     if (!em_cuda || !em_cuda->attention_forward || q->dtype == EM_FLOAT64) return em_fused_no_kernel(FLASH);
     if (dropout > 0) { /* dropout inside the kernel: the extended entry */
@@ -667,9 +681,18 @@ PyObject *em_impl_sdpa_flash_backward(EmCall *c) {
     double dropout;
     bool causal;
     if (em_arg_float(c, 10, &dropout) < 0 || em_arg_bool(c, 11, &causal) < 0) return NULL;
-    if (flash_checks(FLASH_BW, q, k, v, dropout, false) < 0) return NULL;
-    if (em_is_cpu(q))
-        return cpu_backward(FLASH_BW, g, q, k, v, out, lse, NULL, 0.0, causal, c->args[14]);
+    if (flash_checks(FLASH_BW, q, k, v, dropout, false, false) < 0) return NULL;
+    return cpu_backward(FLASH_BW, g, q, k, v, out, lse, NULL, 0.0, causal, c->args[14]);
+}
+
+/* The CUDA front-end (Note [device slot]). */
+PyObject *em_impl_sdpa_flash_backward_cuda(EmCall *c) {
+    EmTensor *g = em_arg_tensor(c, 0), *q = em_arg_tensor(c, 1), *k = em_arg_tensor(c, 2), *v = em_arg_tensor(c, 3);
+    EmTensor *out = em_arg_tensor(c, 4), *lse = em_arg_tensor(c, 5);
+    double dropout;
+    bool causal;
+    if (em_arg_float(c, 10, &dropout) < 0 || em_arg_bool(c, 11, &causal) < 0) return NULL;
+    if (flash_checks(FLASH_BW, q, k, v, dropout, false, true) < 0) return NULL;
     const int64_t B = q->sizes[0], H = q->sizes[1], L = q->sizes[2], S = k->sizes[2], D = q->sizes[3];
     const int64_t os[4] = {B, H, L, D};
     if (expect_shape(FLASH_BW, g, "grad_out", 4, os) < 0 || expect_shape(FLASH_BW, out, "out", 4, os) < 0 ||
@@ -745,6 +768,9 @@ fail:
 static const char *EFF = "_scaled_dot_product_efficient_attention";
 static const char *EFF_BW = "_scaled_dot_product_efficient_attention_backward";
 
+static PyObject *eff_forward_results(EmTensor *out, EmTensor *lse, uint64_t seed, uint64_t offset);
+static PyObject *eff_backward_results(PyObject *r);
+
 static PyObject *eff_results(int n, PyObject **items) {
     PyObject *res = PyTuple_New(n);
     for (int i = 0; i < n; i++) {
@@ -763,26 +789,39 @@ PyObject *em_impl_sdpa_efficient(EmCall *c) {
     bool want_lse, causal;
     if (em_arg_bool(c, 4, &want_lse) < 0 || em_arg_float(c, 5, &dropout) < 0 || em_arg_bool(c, 6, &causal) < 0)
         return NULL;
-    if (flash_checks(EFF, q, k, v, dropout, false) < 0) return NULL;
+    if (flash_checks(EFF, q, k, v, dropout, false, false) < 0) return NULL;
+    PyObject *r = cpu_forward(q, k, v, bias, 0.0, causal, c->args[7]);
+    if (!r) return NULL;
+    EmTensor *out = (EmTensor *)Py_NewRef(PyTuple_GET_ITEM(r, 0));
+    EmTensor *lse = em_to_dtype((EmTensor *)PyTuple_GET_ITEM(r, 1), EM_FLOAT32, false);
+    Py_DECREF(r);
+    /* the GPU kernels' contract: a row that sees no key has lse -inf */
+    if (lse && k->sizes[2] == 0 && em_fill_(lse, (EmScalar){'f', {.f = -INFINITY}}) < 0) Py_CLEAR(lse);
+    if (!lse) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return eff_forward_results(out, lse, 0, 0);
+}
+
+/* The CUDA front-end (Note [device slot]). */
+PyObject *em_impl_sdpa_efficient_cuda(EmCall *c) {
+    EmTensor *q = em_arg_tensor(c, 0), *k = em_arg_tensor(c, 1), *v = em_arg_tensor(c, 2), *bias = em_arg_tensor(c, 3);
+    double dropout;
+    bool want_lse, causal;
+    if (em_arg_bool(c, 4, &want_lse) < 0 || em_arg_float(c, 5, &dropout) < 0 || em_arg_bool(c, 6, &causal) < 0)
+        return NULL;
+    if (flash_checks(EFF, q, k, v, dropout, false, true) < 0) return NULL;
     EmTensor *out = NULL, *lse = NULL;
     uint64_t seed = 0, offset = 0;
-    if (em_is_cpu(q) && em_is_cpu(k) && em_is_cpu(v)) {
-        PyObject *r = cpu_forward(q, k, v, bias, 0.0, causal, c->args[7]);
-        if (!r) return NULL;
-        out = (EmTensor *)Py_NewRef(PyTuple_GET_ITEM(r, 0));
-        lse = em_to_dtype((EmTensor *)PyTuple_GET_ITEM(r, 1), EM_FLOAT32, false);
-        Py_DECREF(r);
-        /* the GPU kernels' contract: a row that sees no key has lse -inf */
-        if (lse && k->sizes[2] == 0 && em_fill_(lse, (EmScalar){'f', {.f = -INFINITY}}) < 0) Py_CLEAR(lse);
-        if (!lse) {
-            Py_DECREF(out);
-            return NULL;
-        }
-    } else {
-        if (!em_cuda || !em_cuda->attention_forward_ex || q->dtype == EM_FLOAT64) return em_fused_no_kernel(EFF);
-        if (gpu_forward_ex(EFF, q, k, v, bias, dropout, causal, c->args[7], &out, &lse, &seed, &offset) < 0)
-            return NULL;
-    }
+    if (!em_cuda || !em_cuda->attention_forward_ex || q->dtype == EM_FLOAT64) return em_fused_no_kernel(EFF);
+    if (gpu_forward_ex(EFF, q, k, v, bias, dropout, causal, c->args[7], &out, &lse, &seed, &offset) < 0)
+        return NULL;
+    return eff_forward_results(out, lse, seed, offset);
+}
+
+/* (output, log_sumexp, philox_seed, philox_offset); steals out and lse */
+static PyObject *eff_forward_results(EmTensor *out, EmTensor *lse, uint64_t seed, uint64_t offset) {
     PyObject *items[4] = {(PyObject *)out, (PyObject *)lse,
                           (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = (int64_t)seed}}, EM_INT64, em_cpu()),
                           (PyObject *)em_scalar_tensor((EmScalar){'i', {.i = (int64_t)offset}}, EM_INT64, em_cpu())};
@@ -825,28 +864,45 @@ PyObject *em_impl_sdpa_efficient_backward(EmCall *c) {
         PyErr_Format(PyExc_RuntimeError, "%s: ember's kernel computes no gradient for attn_bias", EFF_BW);
         return NULL;
     }
-    if (flash_checks(EFF_BW, q, k, v, dropout, false) < 0) return NULL;
-    PyObject *r;
-    if (em_is_cpu(q)) {
-        r = cpu_backward(EFF_BW, g, q, k, v, out, lse, bias, 0.0, causal, c->args[12]);
-    } else {
-        const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], q->sizes[3]};
-        if (expect_shape(EFF_BW, g, "grad_out", 4, os) < 0 || expect_shape(EFF_BW, out, "out", 4, os) < 0 ||
-            expect_shape(EFF_BW, lse, "logsumexp", 3, os) < 0)
-            return NULL;
-        if (g->dtype != q->dtype || out->dtype != q->dtype) {
-            PyErr_Format(PyExc_RuntimeError, "%s: grad_out (%s) and out (%s) must have query's dtype %s", EFF_BW,
-                         em_dtype_ctype((EmDType)g->dtype), em_dtype_ctype((EmDType)out->dtype),
-                         em_dtype_ctype((EmDType)q->dtype));
-            return NULL;
-        }
-        if (!em_cuda || !em_cuda->attention_backward_ex || q->dtype == EM_FLOAT64) return em_fused_no_kernel(EFF_BW);
-        uint64_t seed, offset;
-        if (philox_arg(EFF_BW, em_arg_tensor(c, 7), "philox_seed", dropout, &seed) < 0 ||
-            philox_arg(EFF_BW, em_arg_tensor(c, 8), "philox_offset", dropout, &offset) < 0)
-            return NULL;
-        r = gpu_backward_ex(EFF_BW, g, q, k, v, out, lse, bias, dropout, causal, c->args[12], seed, offset);
+    if (flash_checks(EFF_BW, q, k, v, dropout, false, false) < 0) return NULL;
+    return eff_backward_results(cpu_backward(EFF_BW, g, q, k, v, out, lse, bias, 0.0, causal, c->args[12]));
+}
+
+/* The CUDA front-end (Note [device slot]). */
+PyObject *em_impl_sdpa_efficient_backward_cuda(EmCall *c) {
+    EmTensor *g = em_arg_tensor(c, 0), *q = em_arg_tensor(c, 1), *k = em_arg_tensor(c, 2), *v = em_arg_tensor(c, 3);
+    EmTensor *bias = em_arg_tensor(c, 4), *out = em_arg_tensor(c, 5), *lse = em_arg_tensor(c, 6);
+    double dropout;
+    bool causal, bias_grad;
+    if (em_arg_float(c, 9, &dropout) < 0 || em_arg_bool(c, 11, &causal) < 0 ||
+        bias_grad_wanted(c->args[10], &bias_grad) < 0)
+        return NULL;
+    if (bias_grad) {
+        PyErr_Format(PyExc_RuntimeError, "%s: ember's kernel computes no gradient for attn_bias", EFF_BW);
+        return NULL;
     }
+    if (flash_checks(EFF_BW, q, k, v, dropout, false, true) < 0) return NULL;
+    const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], q->sizes[3]};
+    if (expect_shape(EFF_BW, g, "grad_out", 4, os) < 0 || expect_shape(EFF_BW, out, "out", 4, os) < 0 ||
+        expect_shape(EFF_BW, lse, "logsumexp", 3, os) < 0)
+        return NULL;
+    if (g->dtype != q->dtype || out->dtype != q->dtype) {
+        PyErr_Format(PyExc_RuntimeError, "%s: grad_out (%s) and out (%s) must have query's dtype %s", EFF_BW,
+                     em_dtype_ctype((EmDType)g->dtype), em_dtype_ctype((EmDType)out->dtype),
+                     em_dtype_ctype((EmDType)q->dtype));
+        return NULL;
+    }
+    if (!em_cuda || !em_cuda->attention_backward_ex || q->dtype == EM_FLOAT64) return em_fused_no_kernel(EFF_BW);
+    uint64_t seed, offset;
+    if (philox_arg(EFF_BW, em_arg_tensor(c, 7), "philox_seed", dropout, &seed) < 0 ||
+        philox_arg(EFF_BW, em_arg_tensor(c, 8), "philox_offset", dropout, &offset) < 0)
+        return NULL;
+    return eff_backward_results(
+        gpu_backward_ex(EFF_BW, g, q, k, v, out, lse, bias, dropout, causal, c->args[12], seed, offset));
+}
+
+/* (grad_query, grad_key, grad_value, grad_bias = None) from the three; steals r */
+static PyObject *eff_backward_results(PyObject *r) {
     if (!r) return NULL;
     PyObject *items[4] = {Py_NewRef(PyTuple_GET_ITEM(r, 0)), Py_NewRef(PyTuple_GET_ITEM(r, 1)),
                           Py_NewRef(PyTuple_GET_ITEM(r, 2)), Py_NewRef(Py_None)};

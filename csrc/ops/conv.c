@@ -151,11 +151,16 @@ static int window_args(EmCall *c, int first, EmConvGeom *g) {
     return 0;
 }
 
-PyObject *em_impl__im2col(EmCall *c) {
+
+/* The front-ends below come in pairs, em_impl_<op> for CPU tensors and
+ * em_impl_<op>_cuda for GPU ones (Note [device slot]): the dispatcher picks
+ * one from the row; both run one body, which shares torch's checks and
+ * takes `gpu` from the slot that called it rather than from a tensor. */
+static PyObject *im2col(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0);
     EmConvGeom g;
     if (window_args(c, 1, &g) < 0) return NULL;
-    if (!em_is_cpu(in) && !(em_cuda && em_cuda->im2col)) return em_fused_no_kernel("im2col");
+    if (gpu && !(em_cuda && em_cuda->im2col)) return em_fused_no_kernel("im2col");
     char sbuf[EM_SHAPE_BUF];
     bool batched = in->ndim == 4;
     if ((in->ndim != 3 && !batched) || any_zero(in, batched ? 1 : 0)) {
@@ -186,7 +191,7 @@ PyObject *em_impl__im2col(EmCall *c) {
         return NULL;
     }
     shape[1] = rows, shape[2] = L;
-    if (!em_is_cpu(in)) return (PyObject *)window_gpu(in, &g, N, batched ? 3 : 2, batched ? shape : shape + 1, false);
+    if (gpu) return (PyObject *)window_gpu(in, &g, N, batched ? 3 : 2, batched ? shape : shape + 1, false);
     EmDType ct = window_dtype(dt);
     EmTensor *x = contiguous_as(in, ct);
     EmTensor *out = x ? em_empty(batched ? 3 : 2, batched ? shape : shape + 1, ct, em_cpu()) : NULL;
@@ -199,12 +204,15 @@ PyObject *em_impl__im2col(EmCall *c) {
     return (PyObject *)finish(out, dt);
 }
 
-PyObject *em_impl__col2im(EmCall *c) {
+PyObject *em_impl__im2col(EmCall *c) { return im2col(c, false); }
+PyObject *em_impl__im2col_cuda(EmCall *c) { return im2col(c, true); }
+
+static PyObject *col2im(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0);
     EmConvGeom g;
     int64_t osz[2];
     if (exact_list(c, 1, "output_size", 2, osz) < 0 || window_args(c, 2, &g) < 0) return NULL;
-    if (!em_is_cpu(in) && !(em_cuda && em_cuda->col2im)) return em_fused_no_kernel("col2im");
+    if (gpu && !(em_cuda && em_cuda->col2im)) return em_fused_no_kernel("col2im");
     char sbuf[EM_SHAPE_BUF];
     bool batched = in->ndim == 3;
     if ((in->ndim != 2 && !batched) || any_zero(in, batched ? 1 : 0)) {
@@ -239,7 +247,7 @@ PyObject *em_impl__col2im(EmCall *c) {
     EmDType dt = (EmDType)in->dtype;
     if (!em_is_float(dt) && dt != EM_BOOL) return not_implemented("col2im_out_cpu", dt);
     int64_t shape[4] = {N, g.C, g.H, g.W};
-    if (!em_is_cpu(in)) return (PyObject *)window_gpu(in, &g, N, batched ? 4 : 3, batched ? shape : shape + 1, true);
+    if (gpu) return (PyObject *)window_gpu(in, &g, N, batched ? 4 : 3, batched ? shape : shape + 1, true);
     EmDType ct = window_dtype(dt);
     EmTensor *x = contiguous_as(in, ct);
     EmTensor *out = x ? em_empty(batched ? 4 : 3, batched ? shape : shape + 1, ct, em_cpu()) : NULL;
@@ -251,6 +259,9 @@ PyObject *em_impl__col2im(EmCall *c) {
     Py_XDECREF(x);
     return (PyObject *)finish(out, dt);
 }
+
+PyObject *em_impl__col2im(EmCall *c) { return col2im(c, false); }
+PyObject *em_impl__col2im_cuda(EmCall *c) { return col2im(c, true); }
 
 /* ------------------------------------------------------------------ convolution */
 
@@ -298,13 +309,12 @@ typedef struct {
 
 /* Checks of input (N, C, *spatial) and weight (O, C/groups, *kernel) and the
  * conv arguments at positions args..args+3 (stride, padding, dilation, groups). */
-static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, ConvCall *cc) {
+static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, bool gpu, ConvCall *cc) {
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     int64_t st[3], pd[3], dl[3], groups;
     if (em_arg_int(c, args + 3, &groups) < 0) return -1;
-    if (em_is_cpu(in) && em_check_cpu(w, "convolution") < 0) return -1;
     /* the GPU plan is 2-d: a 3-d convolution takes Note [CUDA fallback] */
-    if (!em_is_cpu(in) && (!conv_gpu_ready() || w->ndim == 5)) return em_fused_no_kernel("convolution"), -1;
+    if (gpu && (!conv_gpu_ready() || w->ndim == 5)) return em_fused_no_kernel("convolution"), -1;
     if (w->ndim < 3 || w->ndim > 5) {
         PyErr_Format(PyExc_RuntimeError, "convolution: expected a 3-d, 4-d or 5-d weight (1-d, 2-d or 3-d "
                      "convolution), but got "
@@ -633,11 +643,11 @@ done:
     return tuple;
 }
 
-PyObject *em_impl__convolution(EmCall *c) {
+static PyObject *convolution(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0), *w = em_arg_tensor(c, 1), *bias = em_arg_tensor(c, 2);
     ConvCall cc;
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
-    if (conv_setup(c, in, w, 3, &cc) < 0) return NULL;
+    if (conv_setup(c, in, w, 3, gpu, &cc) < 0) return NULL;
     if (bias && (bias->ndim != 1 || bias->sizes[0] != cc.s.O)) {
         PyErr_Format(PyExc_RuntimeError, "Given weight of size %s, expected bias to be 1-dimensional with %lld "
                      "elements, but got bias of size %s instead", em_shape_str(w->ndim, w->sizes, a, sizeof a),
@@ -651,7 +661,7 @@ PyObject *em_impl__convolution(EmCall *c) {
     }
     int64_t shape[5];
     int nd = out_shape(&cc, shape);
-    if (!em_is_cpu(in)) return (PyObject *)conv_forward_gpu(&cc, in, w, bias, nd, shape);
+    if (gpu) return (PyObject *)conv_forward_gpu(&cc, in, w, bias, nd, shape);
     EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
     if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) ||
         (bias && !(bc = contiguous_as(bias, cc.ct))))
@@ -674,12 +684,15 @@ done:
     return (PyObject *)finish(y, cc.dt);
 }
 
-PyObject *em_impl__convolution_backward(EmCall *c) {
+PyObject *em_impl__convolution(EmCall *c) { return convolution(c, false); }
+PyObject *em_impl__convolution_cuda(EmCall *c) { return convolution(c, true); }
+
+static PyObject *convolution_backward(EmCall *c, bool gpu) {
     EmTensor *gy = em_arg_tensor(c, 0), *in = em_arg_tensor(c, 1), *w = em_arg_tensor(c, 2);
     ConvCall cc;
     int64_t mask[3];
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
-    if (exact_list(c, 7, "output_mask", 3, mask) < 0 || conv_setup(c, in, w, 3, &cc) < 0) return NULL;
+    if (exact_list(c, 7, "output_mask", 3, mask) < 0 || conv_setup(c, in, w, 3, gpu, &cc) < 0) return NULL;
     int64_t shape[5];
     int nd = out_shape(&cc, shape);
     bool fits = gy->ndim == nd;
@@ -694,7 +707,7 @@ PyObject *em_impl__convolution_backward(EmCall *c) {
                      em_dtype_name(cc.dt), em_dtype_name((EmDType)gy->dtype));
         return NULL;
     }
-    if (!em_is_cpu(in)) return conv_backward_gpu(&cc, gy, in, w, mask);
+    if (gpu) return conv_backward_gpu(&cc, gy, in, w, mask);
     int64_t zero = 0, O = cc.s.O;
     EmTensor *g = NULL, *x = NULL, *wc = NULL, *res[3] = {NULL, NULL, NULL};
     PyObject *tuple = NULL;
@@ -736,6 +749,9 @@ done:
     for (int k = 0; k < 3; k++) Py_XDECREF(res[k]);
     return tuple;
 }
+
+PyObject *em_impl__convolution_backward(EmCall *c) { return convolution_backward(c, false); }
+PyObject *em_impl__convolution_backward_cuda(EmCall *c) { return convolution_backward(c, true); }
 
 /* ------------------------------------------------------------------ transposed convolution */
 
@@ -796,19 +812,12 @@ done:
  * input (N, C_in, *spatial), weight (C_in, C_out / groups, *kernel) -> (N, C_out, *out), out =
  * (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1. nn/_conv_nd.py
  * checks the arguments first with torch's messages; these checks keep direct calls safe. */
-PyObject *em_impl__convolution_transpose(EmCall *c) {
+static PyObject *convolution_transpose(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0), *w = em_arg_tensor(c, 1), *bias = em_arg_tensor(c, 2);
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     int64_t st[3], pd[3], op[3], dl[3], groups;
     if (em_arg_int(c, 7, &groups) < 0) return NULL;
-    const bool gpu = !em_is_cpu(in);
-    if (!gpu && (em_check_cpu(w, "convolution_transpose") < 0 ||
-                 (bias && em_check_cpu(bias, "convolution_transpose") < 0)))
-        return NULL;
-    if (gpu && (!em_device_eq(em_device(w), em_device(in)) || (bias && !em_device_eq(em_device(bias), em_device(in))))) {
-        PyErr_SetString(PyExc_RuntimeError, "Expected all tensors to be on the same device");
-        return NULL;
-    }
+    /* the tensors share one device: the dispatcher checked (Note [device slot]) */
     if (w->ndim < 3 || w->ndim > 5 || in->ndim != w->ndim) {
         PyErr_Format(PyExc_RuntimeError, "Expected %d-dimensional input for %d-dimensional weight %s, but got "
                      "%d-dimensional input of size %s instead", w->ndim, w->ndim,
@@ -918,3 +927,6 @@ done:
     Py_XDECREF(bc);
     return (PyObject *)finish(y, dt);
 }
+
+PyObject *em_impl__convolution_transpose(EmCall *c) { return convolution_transpose(c, false); }
+PyObject *em_impl__convolution_transpose_cuda(EmCall *c) { return convolution_transpose(c, true); }

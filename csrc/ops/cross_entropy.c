@@ -14,6 +14,7 @@
  * IndexError here. */
 #include "../cpu/cross_entropy.h"
 #include "fused_gpu.h"
+#include "device_slot.h"
 #include "loss.h"
 #include <stdlib.h>
 
@@ -74,7 +75,7 @@ fail:
 }
 
 /* cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing) -> (loss, lse) */
-PyObject *em_impl_cross_entropy(EmCall *c) {
+static PyObject *cross_entropy_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0), *target = em_arg_tensor(c, 1), *weight = em_arg_tensor(c, 2);
     EmTensor *out = NULL, *lse = NULL;
     int64_t reduction, ignore;
@@ -82,7 +83,7 @@ PyObject *em_impl_cross_entropy(EmCall *c) {
     NllArgs a;
     double *terms = NULL;
     PyObject *res = NULL;
-    if (!em_is_cpu(in) && !em_cuda->cross_entropy) return em_fused_no_kernel("cross_entropy_loss");
+    if (gpu && !em_cuda->cross_entropy) return em_fused_no_kernel("cross_entropy_loss");
     if (em_arg_reduction(c, 3, &reduction) < 0 || em_arg_int(c, 4, &ignore) < 0 || arg_smoothing(c, 5, &e) < 0)
         return NULL;
     if (!em_is_float(in->dtype)) { /* torch's composition fails in its log_softmax first */
@@ -90,8 +91,8 @@ PyObject *em_impl_cross_entropy(EmCall *c) {
                      em_dtype_name((EmDType)in->dtype));
         return NULL;
     }
-    if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
-    if (!em_is_cpu(in)) return xent_gpu(in, target, &a, reduction, e);
+    if (em_nll_prepare(gpu, in, target, weight, ignore, &a) < 0) return NULL;
+    if (gpu) return xent_gpu(in, target, &a, reduction, e);
     EmXent p = {a.p, e};
     int64_t m = target->numel;
     EM_TRY(lse = em_empty(target->ndim, target->sizes, a.p.dt, em_cpu()));
@@ -138,10 +139,11 @@ fail:
     Py_XDECREF(lse);
     return res;
 }
+EM_DEVICE_SLOTS(cross_entropy, cross_entropy_op)
 
 /* cross_entropy_backward(grad_output, input, target, weight, lse, reduction,
  * ignore_index, label_smoothing): the gradient for input (its dtype). */
-PyObject *em_impl_cross_entropy_backward(EmCall *c) {
+static PyObject *cross_entropy_backward_op(EmCall *c, bool gpu) {
     EmTensor *go = em_arg_tensor(c, 0), *in = em_arg_tensor(c, 1), *target = em_arg_tensor(c, 2),
              *weight = em_arg_tensor(c, 3), *lse_in = em_arg_tensor(c, 4), *g = NULL, *lse = NULL, *gi = NULL;
     int64_t reduction, ignore;
@@ -149,10 +151,10 @@ PyObject *em_impl_cross_entropy_backward(EmCall *c) {
     NllArgs a;
     char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
     EmTensor *work = NULL;
-    if (!em_is_cpu(in) && !em_cuda->cross_entropy_backward) return em_fused_no_kernel("cross_entropy_loss_backward");
+    if (gpu && !em_cuda->cross_entropy_backward) return em_fused_no_kernel("cross_entropy_loss_backward");
     if (em_arg_reduction(c, 5, &reduction) < 0 || em_arg_int(c, 6, &ignore) < 0 || arg_smoothing(c, 7, &e) < 0)
         return NULL;
-    if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
+    if (em_nll_prepare(gpu, in, target, weight, ignore, &a) < 0) return NULL;
     int64_t m = target->numel, want = reduction == RED_NONE ? m : 1;
     EM_CHECK(go->numel == want && em_is_float(go->dtype), PyExc_RuntimeError,
              "cross_entropy_backward: expected a floating point gradient of %lld elements, got %lld (%s)",
@@ -163,7 +165,7 @@ PyObject *em_impl_cross_entropy_backward(EmCall *c) {
              "cross_entropy_backward: lse of shape %s and dtype %s does not fit a target of shape %s",
              em_shape_str(lse_in->ndim, lse_in->sizes, b1, sizeof b1), em_dtype_name((EmDType)lse_in->dtype),
              em_shape_str(target->ndim, target->sizes, b2, sizeof b2));
-    if (!em_is_cpu(in)) {
+    if (gpu) {
         EmDevice dev = em_device(in);
         int64_t bad = 0;
         EM_TRY(g = em_fused_operand(go, a.p.dt, dev));
@@ -220,6 +222,7 @@ fail:
     Py_XDECREF(gi);
     return NULL;
 }
+EM_DEVICE_SLOTS(cross_entropy_backward, cross_entropy_backward_op)
 
 /* reduction='mean''s divisor for a target and weight a forward has checked
  * (the composed backward, autograd/derivatives_loss.c, needs it). 0 / -1. */

@@ -9,11 +9,14 @@
  *   - metadata ops (views, detach, copy_/fill_ which handle devices
  *     themselves) run their impl as is: they never touch element data, or
  *     only through em_copy_/em_fill_, which know about devices;
- *   - elementwise ops run their impl, whose iterator launches the
- *     backend's kernel (Note [CUDA elementwise]); a backend without that
- *     kernel makes the iterator raise EmNoCudaKernel before anything is
- *     written, and the call takes the fallback instead; reductions alike
- *     through the reduce iterator (Note [CUDA reduce]);
+ *   - ops with a CUDA column run their CUDA front-end: the row's slot
+ *     em_impl_<impl>_cuda where the column says CUDA_IMPL (Note [device
+ *     slot]), else the one front-end, as elementwise ops do, whose iterator
+ *     launches the backend's kernel (Note [CUDA elementwise]); a backend
+ *     without the kernel makes the front-end or the iterator raise
+ *     EmNoCudaKernel before anything is written, and the call takes the
+ *     fallback instead; reductions alike through the reduce iterator (Note
+ *     [CUDA reduce]);
  *   - every other op takes Note [CUDA fallback].
  *
  * Note [CUDA fallback]: the op runs on the CPU on host copies of its GPU
@@ -362,8 +365,8 @@ PyObject *em_device_dispatch(EmCall *c) {
     if (as_is) return c->def->impl(c);
     if (s.device_arg && s.target.type == EM_CPU) /* zeros_like(gpu_tensor, device='cpu') */
         return run_on_host(c, s.target);
-    if (runs & EM_RUNS_CUDA) {
-        PyObject *r = c->def->impl(c);
+    if (runs & EM_RUNS_CUDA) { /* the op's CUDA front-end, or its one front-end (Note [device slot]) */
+        PyObject *r = c->def->cuda_impl ? c->def->cuda_impl(c) : c->def->impl(c);
         if (r || !PyErr_ExceptionMatches(EmNoCudaKernel)) return r;
         PyErr_Clear();
     }

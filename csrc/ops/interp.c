@@ -99,7 +99,7 @@ static const char *list_str(int n, const int64_t *v, char *buf, size_t len) {
     return buf;
 }
 
-static PyObject *upsample(EmCall *c, const UpsampleSpec *sp) {
+static PyObject *upsample(EmCall *c, const UpsampleSpec *sp, bool gpu) {
     EmTensor *t = em_arg_tensor(c, 0), *x = NULL, *y = NULL;
     EmInterpAxis ah = {0}, aw = {0};
     int64_t osize[EM_MAX_DIMS], isize[EM_MAX_DIMS], shape[4];
@@ -107,7 +107,6 @@ static PyObject *upsample(EmCall *c, const UpsampleSpec *sp) {
     bool ac = false;
     double scales[2] = {0, 0};
     char b1[EM_SHAPE_BUF];
-    const bool gpu = !em_is_cpu(t);
     if (gpu && !(em_cuda && em_cuda->interp && em_cuda->interp_nearest)) return em_fused_no_kernel(sp->name);
     if (em_arg_intlist(c, 1, &no, osize) < 0) return NULL;
     EM_CHECK(no == sp->spatial, PyExc_RuntimeError, "It is expected output_size equals to %d, but got size %d",
@@ -206,11 +205,11 @@ fail:
     return NULL;
 }
 
+/* the CPU and CUDA front-ends of each (Note [device slot]) */
 #define UPSAMPLE_IMPL(impl, mode, spatial, backward, name)                               \
-    PyObject *em_impl_##impl(EmCall *c) {                                                \
-        static const UpsampleSpec sp = {mode, spatial, backward, name};                  \
-        return upsample(c, &sp);                                                         \
-    }
+    static const UpsampleSpec impl##_spec = {mode, spatial, backward, name};             \
+    PyObject *em_impl_##impl(EmCall *c) { return upsample(c, &impl##_spec, false); }     \
+    PyObject *em_impl_##impl##_cuda(EmCall *c) { return upsample(c, &impl##_spec, true); }
 UPSAMPLE_IMPL(upsample_nearest1d, EM_INTERP_NEAREST, 1, false, "upsample_nearest1d")
 UPSAMPLE_IMPL(upsample_nearest2d, EM_INTERP_NEAREST, 2, false, "upsample_nearest2d")
 UPSAMPLE_IMPL(upsample_nearest_exact1d, EM_INTERP_NEAREST_EXACT, 1, false, "_upsample_nearest_exact1d")

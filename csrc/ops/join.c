@@ -16,6 +16,7 @@
 #include "../ember.h"
 #include "index_gpu.h"
 #include "fused_gpu.h"
+#include "device_slot.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -558,11 +559,11 @@ static EmTensor *interleave_gpu(EmTensor *src, int dim, const int64_t *cum, int6
 }
 
 /* torch.repeat_interleave(repeats): indices i repeated repeats[i] times */
-static PyObject *interleave_indices(EmTensor *rt, EmCall *c) {
+static PyObject *interleave_indices(EmTensor *rt, EmCall *c, bool gpu) {
     int64_t n, *rep = NULL, total = 0, osize;
     EmTensor *r = NULL;
     EM_CHECK(rt->ndim == 1, PyExc_RuntimeError, "repeat_interleave only accept 1D vector as repeat");
-    if (!em_is_cpu(rt) && (!em_cuda->repeat_interleave || !em_cuda->arange_fill))
+    if (gpu && (!em_cuda->repeat_interleave || !em_cuda->arange_fill))
         return em_fused_no_kernel("repeat_interleave");
     if (!(rep = read_repeats(rt, &n))) return NULL;
     for (int64_t i = 0; i < n; i++) {
@@ -574,7 +575,7 @@ static PyObject *interleave_indices(EmTensor *rt, EmCall *c) {
         if (em_arg_int(c, 3, &osize) < 0) goto fail;
         EM_CHECK(osize == total, PyExc_RuntimeError, "allocated size does not match required size");
     }
-    if (!em_is_cpu(rt)) { /* gather from 0..n-1 made on the device */
+    if (gpu) { /* gather from 0..n-1 made on the device */
         int64_t *cum = PyMem_Malloc((size_t)(n + 1) * sizeof(int64_t));
         if (!cum) {
             PyErr_NoMemory();
@@ -605,7 +606,7 @@ fail:
     return (PyObject *)r;
 }
 
-PyObject *em_impl_repeat_interleave(EmCall *c) {
+static PyObject *repeat_interleave_op(EmCall *c, bool gpu) {
     EmTensor *t = em_arg_tensor(c, 0), *src = NULL, *r = NULL, *rt = NULL;
     PyObject *reps = c->args[1];
     int64_t nrep = 1, one, *rep = &one, *cum = NULL, total = 0, osize;
@@ -613,9 +614,8 @@ PyObject *em_impl_repeat_interleave(EmCall *c) {
     if (reps == Py_None || !t) { /* repeat_interleave(repeats): the indices form */
         EM_CHECK(t || em_is_tensor(reps), PyExc_TypeError,
                  "repeat_interleave(): argument 'repeats' must be Tensor, not %.100s", Py_TYPE(reps)->tp_name);
-        return interleave_indices(t ? t : (EmTensor *)reps, c);
+        return interleave_indices(t ? t : (EmTensor *)reps, c, gpu);
     }
-    bool gpu = !em_is_cpu(t);
     if (gpu && em_is_tensor(reps) && ((EmTensor *)reps)->numel != 1 && !em_cuda->repeat_interleave)
         return em_fused_no_kernel("repeat_interleave");
     if (em_is_tensor(reps)) {
@@ -710,6 +710,7 @@ fail: /* also the common exit */
     Py_XDECREF(src);
     return (PyObject *)r;
 }
+EM_DEVICE_SLOTS(repeat_interleave, repeat_interleave_op)
 
 /* ---------------------------------------------------- flip / roll / rot90 */
 
@@ -1162,14 +1163,14 @@ fail:
     return NULL;
 }
 
-PyObject *em_impl_one_hot(EmCall *c) {
+static PyObject *one_hot_op(EmCall *c, bool gpu) {
     EmTensor *t = em_arg_tensor(c, 0), *src = NULL, *r = NULL;
     int64_t ncls;
     if (em_arg_int(c, 1, &ncls) < 0) return NULL;
     EM_CHECK(t->dtype == EM_INT64, PyExc_RuntimeError,
              "one_hot is only applicable to index tensor of type LongTensor.");
     if (em_index_device_ok(t, "one_hot") < 0) return NULL;
-    if (!em_is_cpu(t)) return one_hot_gpu(t, ncls);
+    if (gpu) return one_hot_gpu(t, ncls);
     if (t->numel == 0) {
         EM_CHECK(ncls > 0, PyExc_RuntimeError, "Can not infer total number of classes from empty tensor.");
     } else {
@@ -1200,3 +1201,4 @@ fail:
     Py_XDECREF(src);
     return (PyObject *)r;
 }
+EM_DEVICE_SLOTS(one_hot, one_hot_op)

@@ -6,6 +6,7 @@
  * (cross-entropy, l1, kl_div, ...) are in python/ember/nn/functional.py. */
 #include "loss.h"
 #include "fused_gpu.h"
+#include "device_slot.h"
 
 
 int em_arg_reduction(EmCall *c, int i, int64_t *r) {
@@ -36,12 +37,11 @@ void em_nll_clear(NllArgs *a) {
 
 /* torch's shape rules: input (C) with a 0-d target, (N, C) with (N), or
  * (N, C, d1, ...) with (N, d1, ...); weight of C elements. */
-int em_nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ignore, NllArgs *a) {
+int em_nll_prepare(bool gpu, EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ignore, NllArgs *a) {
     char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
     memset(a, 0, sizeof *a);
-    /* GPU operands (the fused cross-entropy's GPU branch): the kernel checks
-     * the targets on the device, so the host never reads them */
-    bool gpu = !em_is_cpu(in);
+    /* GPU operands (the CUDA front-ends): the kernel checks the targets on
+     * the device, so the host never reads them */
     if (!gpu && (em_check_cpu(in, "nll_loss") < 0 || em_check_cpu(target, "nll_loss") < 0 ||
                  (weight && em_check_cpu(weight, "nll_loss") < 0)))
         return -1;
@@ -78,7 +78,7 @@ int em_nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ign
     EmDType cdt = em_compute_dtype((EmDType)in->dtype);
     EM_TRY(a->x = contig_as(in, cdt));
     EM_TRY(a->t = contig_as(target, EM_INT64)); /* Byte targets are widened */
-    if (gpu && em_is_cpu(a->t)) { /* a 0-d CPU target beside GPU logits */
+    if (gpu && em_is_cpu(a->t)) { /* not dispatch: a 0-d CPU target beside GPU logits */
         Py_SETREF(a->t, em_to_device(a->t, em_device(in), false));
         EM_TRY(a->t);
     }
@@ -138,14 +138,14 @@ fail:
     return NULL;
 }
 
-PyObject *em_impl_nll_loss(EmCall *c) {
+static PyObject *nll_loss_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0), *target = em_arg_tensor(c, 1), *weight = em_arg_tensor(c, 2), *out = NULL;
     int64_t reduction, ignore;
     NllArgs a;
     if (em_arg_reduction(c, 3, &reduction) < 0 || em_arg_int(c, 4, &ignore) < 0) return NULL;
-    if (!em_is_cpu(in) && !em_cuda->nll_loss) return em_fused_no_kernel("nll_loss");
-    if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
-    if (!em_is_cpu(in)) return nll_gpu(in, target, &a, reduction);
+    if (gpu && !em_cuda->nll_loss) return em_fused_no_kernel("nll_loss");
+    if (em_nll_prepare(gpu, in, target, weight, ignore, &a) < 0) return NULL;
+    if (gpu) return nll_gpu(in, target, &a, reduction);
     double total, total_w;
     if (reduction == RED_NONE) {
         EM_TRY(out = em_empty(target->ndim, target->sizes, a.p.dt, em_cpu()));
@@ -164,27 +164,28 @@ fail:
     Py_XDECREF(out);
     return NULL;
 }
+EM_DEVICE_SLOTS(nll_loss, nll_loss_op)
 
 /* nll_loss_backward(grad_output, input, target, weight, reduction, ignore_index):
  * the gradient for input — zeros but -weight[t] * grad (/ total weight for
  * mean) at each target. */
-PyObject *em_impl_nll_loss_backward(EmCall *c) {
+static PyObject *nll_loss_backward_op(EmCall *c, bool gpu) {
     EmTensor *go = em_arg_tensor(c, 0), *in = em_arg_tensor(c, 1), *target = em_arg_tensor(c, 2),
              *weight = em_arg_tensor(c, 3), *g = NULL, *gi = NULL;
     int64_t reduction, ignore;
     NllArgs a;
     if (em_arg_reduction(c, 4, &reduction) < 0 || em_arg_int(c, 5, &ignore) < 0) return NULL;
-    if (!em_is_cpu(in) && !em_cuda->nll_loss_backward) return em_fused_no_kernel("nll_loss_backward");
-    if (em_nll_prepare(in, target, weight, ignore, &a) < 0) return NULL;
+    if (gpu && !em_cuda->nll_loss_backward) return em_fused_no_kernel("nll_loss_backward");
+    if (em_nll_prepare(gpu, in, target, weight, ignore, &a) < 0) return NULL;
     int64_t want = reduction == RED_NONE ? target->numel : 1;
     EM_CHECK(go->numel == want, PyExc_RuntimeError,
              "nll_loss_backward: expected a gradient of %lld elements, got %lld", (long long)want, (long long)go->numel);
     EM_TRY(g = contig_as(go, a.p.dt));
-    if (!em_is_cpu(in)) { /* the scatter on the device */
+    if (gpu) { /* the scatter on the device */
         EmDevice dev = em_device(in);
         EmTensor *work = NULL;
         int64_t bad = 0;
-        if (em_is_cpu(g)) Py_SETREF(g, em_to_device(g, dev, false)); /* a 0-d CPU gradient */
+        if (em_is_cpu(g)) Py_SETREF(g, em_to_device(g, dev, false)); /* not dispatch: a 0-d CPU gradient */
         EM_TRY(g);
         EM_TRY(gi = em_empty(in->ndim, in->sizes, a.p.dt, dev));
         EM_TRY(work = gpu_work(dev));
@@ -215,6 +216,7 @@ fail:
     Py_XDECREF(gi);
     return NULL;
 }
+EM_DEVICE_SLOTS(nll_loss_backward, nll_loss_backward_op)
 
 /* --------------------------------------------------------- pointwise losses */
 
@@ -269,8 +271,8 @@ static int gpu_all_in_unit_interval(EmTensor *in) {
 }
 
 /* binary_cross_entropy's inputs are probabilities (NaN is not) */
-static int check_unit_interval(EmTensor *in) {
-    if (!em_is_cpu(in)) { /* checked on the device, one bool read back */
+static int check_unit_interval(EmTensor *in, bool gpu) {
+    if (gpu) { /* checked on the device, one bool read back */
         int ok = gpu_all_in_unit_interval(in);
         if (ok < 0) return -1;
         if (!ok) PyErr_SetString(PyExc_RuntimeError, "all elements of input should be between 0 and 1");
@@ -347,14 +349,14 @@ PyObject *em_softplus_neg(PyObject *x) {
     return r;
 }
 
-PyObject *em_impl_pointwise_loss(EmCall *c) {
+static PyObject *pointwise_loss_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0), *target = em_arg_tensor(c, 1), *weight = em_arg_tensor(c, 2),
              *pos_weight = em_arg_tensor(c, 3);
     int64_t kind, reduction;
     double param;
     if (em_arg_int(c, 4, &kind) < 0 || em_arg_reduction(c, 5, &reduction) < 0 || em_arg_float(c, 6, &param) < 0)
         return NULL;
-    if (kind == EM_LOSS_BCE && check_unit_interval(in) < 0) return NULL;
+    if (kind == EM_LOSS_BCE && check_unit_interval(in, gpu) < 0) return NULL;
     bool grad = em_grad_enabled();
     em_set_grad_enabled(false); /* the op records one node of its own */
     Keep keep = {{0}, 0, false};
@@ -368,3 +370,4 @@ PyObject *em_impl_pointwise_loss(EmCall *c) {
     if (keep.failed) Py_CLEAR(r);
     return r;
 }
+EM_DEVICE_SLOTS(pointwise_loss, pointwise_loss_op)

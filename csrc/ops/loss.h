@@ -21,7 +21,8 @@ typedef struct {
     EmTensor *x, *t, *w;
     EmNll p;
 } NllArgs;
-int em_nll_prepare(EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ignore, NllArgs *a);
+/* gpu: the caller is a CUDA front-end (Note [device slot]) */
+int em_nll_prepare(bool gpu, EmTensor *in, EmTensor *target, EmTensor *weight, int64_t ignore, NllArgs *a);
 void em_nll_clear(NllArgs *a);
 /* sum of weight[t] (1 without weight) over the targets not equal to ignore:
  * reduction='mean''s divisor (ops/cross_entropy.c). 0 / -1. */

@@ -4,6 +4,7 @@
  * runs the backend's gather kernel (bounds checked on the device). */
 #include "../ember.h"
 #include "fused_gpu.h"
+#include "device_slot.h"
 
 /* the inner ops of a front-end: no nodes of their own */
 static PyObject *inner(EmOpId id, int n, PyObject *a, PyObject *b, PyObject *c) {
@@ -76,7 +77,7 @@ fail:
 
 /* embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): rows of
  * weight picked by indices, shaped indices.shape + (embedding_dim,) */
-PyObject *em_impl_embedding(EmCall *c) {
+static PyObject *embedding_op(EmCall *c, bool gpu) {
     EmTensor *w = em_arg_tensor(c, 0), *idx = em_arg_tensor(c, 1);
     if (w->ndim != 2) {
         PyErr_SetString(PyExc_RuntimeError, "'weight' must be 2-D");
@@ -87,7 +88,7 @@ PyObject *em_impl_embedding(EmCall *c) {
                      "scalar types: Long, Int; but got %s instead", em_dtype_name((EmDType)idx->dtype));
         return NULL;
     }
-    if (!em_is_cpu(w)) return embedding_gpu(w, idx);
+    if (gpu) return embedding_gpu(w, idx);
     PyObject *flat_shape = Py_BuildValue("(i)", -1), *flat = NULL, *dim0 = PyLong_FromLong(0), *rows = NULL,
              *shape = NULL, *res = NULL;
     if (!flat_shape || !dim0) goto done;
@@ -110,6 +111,7 @@ done:
     Py_XDECREF(shape);
     return res;
 }
+EM_DEVICE_SLOTS(embedding, embedding_op)
 
 /* Dropout on a GPU tensor (Note [CUDA nn kernels]): one kernel draws
  * the mask from the device generator's Philox stream, as bernoulli_(1 - p)
@@ -139,7 +141,7 @@ fail:
 
 /* _native_dropout(input, p, train) -> (input * mask / (1 - p), mask): mask is
  * a bool tensor of Bernoulli(1 - p) draws (torch's native_dropout) */
-PyObject *em_impl__native_dropout(EmCall *c) {
+static PyObject *native_dropout_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0);
     double p;
     bool train = true;
@@ -155,7 +157,7 @@ PyObject *em_impl__native_dropout(EmCall *c) {
         PyErr_Format(PyExc_RuntimeError, "dropout probability has to be between 0 and 1, but got %s", v);
         return NULL;
     }
-    if (train && !em_is_cpu(in)) return dropout_gpu(in, p);
+    if (train && gpu) return dropout_gpu(in, p);
     EmTensor *draw = NULL, *mask = NULL;
     PyObject *keep = NULL, *scale = NULL, *kept = NULL, *out = NULL, *res = NULL;
     if (!train) { /* evaluation: everything kept, unscaled (on the input's device) */
@@ -184,3 +186,4 @@ done:
     Py_XDECREF(out);
     return res;
 }
+EM_DEVICE_SLOTS(_native_dropout, native_dropout_op)

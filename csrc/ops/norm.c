@@ -17,6 +17,7 @@
  * dtypes as here. Without the kernels: EmNoCudaKernel, before allocating. */
 #include "../ember.h"
 #include "fused_gpu.h"
+#include "device_slot.h"
 #include "../cpu/reduce.h" /* EM_CLONES */
 #include <math.h>
 
@@ -106,7 +107,7 @@ static EmTensor *affine_param(EmTensor *p, const char *what, int nn, const int64
 }
 
 /* Shared front: (input, normalized_shape, weight, [bias,] eps) -> outputs. */
-static PyObject *normalize(EmCall *c, bool rms) {
+static PyObject *normalize(EmCall *c, bool gpu, bool rms) {
     EmTensor *in = em_arg_tensor(c, 0), *w = em_arg_tensor(c, 2), *b = rms ? NULL : em_arg_tensor(c, 3);
     int64_t ns[EM_MAX_DIMS];
     int nn = 0;
@@ -140,7 +141,6 @@ static PyObject *normalize(EmCall *c, bool rms) {
     }
     EmDType dt = (EmDType)in->dtype, ct = dt == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
     EmDevice dev = em_device(in);
-    bool gpu = !em_is_cpu(in);
     if (gpu && !em_cuda->layer_norm) return em_fused_no_kernel(rms ? "rms_norm" : "native_layer_norm");
     int axis = in->ndim - nn;
     int64_t rows = 1, n = 1, stat_shape[EM_MAX_DIMS];
@@ -191,8 +191,10 @@ done:
     return res;
 }
 
-PyObject *em_impl__native_layer_norm(EmCall *c) { return normalize(c, false); }
-PyObject *em_impl__rms_norm(EmCall *c) { return normalize(c, true); }
+static PyObject *layer_norm_op(EmCall *c, bool gpu) { return normalize(c, gpu, false); }
+static PyObject *rms_norm_op(EmCall *c, bool gpu) { return normalize(c, gpu, true); }
+EM_DEVICE_SLOTS(_native_layer_norm, layer_norm_op)
+EM_DEVICE_SLOTS(_rms_norm, rms_norm_op)
 
 /* ------------------------------------------------------------ backward */
 
@@ -261,7 +263,7 @@ static EmTensor *operand(EmTensor *t, const char *what, int nd, const int64_t *w
 }
 
 /* (grad_out, input, normalized_shape, mean, rstd, weight?) -> (grad_input, grad_weight, grad_bias) */
-PyObject *em_impl__native_layer_norm_backward(EmCall *c) {
+static PyObject *native_layer_norm_backward_op(EmCall *c, bool gpu) {
     EmTensor *g = em_arg_tensor(c, 0), *in = em_arg_tensor(c, 1), *m = em_arg_tensor(c, 3),
              *s = em_arg_tensor(c, 4), *w = em_arg_tensor(c, 5);
     int64_t ns[EM_MAX_DIMS], stat[EM_MAX_DIMS];
@@ -284,7 +286,6 @@ PyObject *em_impl__native_layer_norm_backward(EmCall *c) {
     }
     EmDType dt = (EmDType)in->dtype, ct = dt == EM_FLOAT64 ? EM_FLOAT64 : EM_FLOAT32;
     EmDevice dev = em_device(in);
-    bool gpu = !em_is_cpu(in);
     if (gpu && !em_cuda->layer_norm_backward) return em_fused_no_kernel("native_layer_norm_backward");
     int axis = in->ndim - nn;
     int64_t rows = 1, n = 1;
@@ -351,3 +352,4 @@ done:
     Py_XDECREF(dbo);
     return res;
 }
+EM_DEVICE_SLOTS(_native_layer_norm_backward, native_layer_norm_backward_op)

@@ -13,6 +13,14 @@ extern const EmKernels em_kernels_none;
 #define OP(name, sig, impl, kernels, ...) extern const EmKernels em_kernels_##kernels;
 #include "ops.def"
 #undef OP
+/* CUDA front-ends (Note [device slot]). Only the rows with CUDA_IMPL take
+ * their address (the initializer's condition is a constant), so only those
+ * must exist; hidden, so a missing one fails the link of _C rather than its
+ * import. */
+#define OP(name, sig, impl, kernels, ...) \
+    __attribute__((visibility("hidden"))) PyObject *em_impl_##impl##_cuda(EmCall *c);
+#include "ops.def"
+#undef OP
 
 /* variants */
 #define F EM_VARIANT_FN
@@ -27,6 +35,7 @@ extern const EmKernels em_kernels_none;
 #define DEVICE_ARG EM_RUNS_DEVICE_ARG
 #define ANY_BASIC_KEY EM_RUNS_ANY_BASIC_KEY
 #define META EM_RUNS_META
+#define CUDA_IMPL (EM_RUNS_CUDA | EM_RUNS_CUDA_IMPL)
 /* tags */
 #define VIEW EM_TAG_VIEW
 #define INPLACE EM_TAG_INPLACE
@@ -39,7 +48,8 @@ extern const EmKernels em_kernels_none;
 
 EmOpDef em_op_defs[EM_NUM_OPS] = {
 #define OP(name, sig, impl, kernels, variants, devices, tags, autocast) \
-    [EM_OP_##name] = {#name, sig, em_impl_##impl, &em_kernels_##kernels, variants, devices, tags, autocast},
+    [EM_OP_##name] = {#name, sig, em_impl_##impl, &em_kernels_##kernels, variants, devices, tags, autocast, \
+                      .cuda_impl = ((devices) & EM_RUNS_CUDA_IMPL) ? em_impl_##impl##_cuda : NULL},
 #include "ops.def"
 #undef OP
 };

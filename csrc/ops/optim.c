@@ -33,6 +33,7 @@
  */
 #include "ember.h"
 #include "ops/fused_gpu.h"
+#include "ops/device_slot.h"
 #include "cpu/reduce.h" /* EM_CLONES */
 
 #include <math.h>
@@ -232,7 +233,7 @@ done:
     return rc;
 }
 
-PyObject *em_impl_fused_adam(EmCall *c) {
+static PyObject *fused_adam_op(EmCall *c, bool gpu) {
     enum { P, G, M, V, VMAX, STEPS };
     PyObject *lists[6] = {NULL};
     AdamJob *jobs = NULL;
@@ -257,7 +258,6 @@ PyObject *em_impl_fused_adam(EmCall *c) {
     EM_CHECK(!amsgrad || nmax == n, PyExc_RuntimeError,
              "%s(): Tensor list 'max_exp_avg_sqs' must be empty or have the same length as 'self' (%zd), "
              "but got %zd", name, n, nmax);
-    bool gpu = n > 0 && !em_is_cpu((EmTensor *)PySequence_Fast_GET_ITEM(lists[P], 0));
     if (gpu && !em_cuda->adam) {
         em_fused_no_kernel(name);
         goto fail;
@@ -292,7 +292,7 @@ PyObject *em_impl_fused_adam(EmCall *c) {
                  "%s(): state_steps %zd must hold one value, but has %lld elements", name, k,
                  (long long)st->numel);
         double step;
-        if (em_is_cpu(st)) {
+        if (em_is_cpu(st)) { /* not dispatch: torch keeps 0-d steps on the host beside GPU parameters */
             step = em_scalar_to_double(em_scalar_load(em_data(st), (EmDType)st->dtype));
         } else { /* a step kept on the device: read it once */
             EmTensor *h = em_to_device(st, em_cpu(), false);
@@ -339,3 +339,4 @@ fail:
     PyMem_Free(sizes);
     return result;
 }
+EM_DEVICE_SLOTS(fused_adam, fused_adam_op)

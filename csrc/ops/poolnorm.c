@@ -11,6 +11,7 @@
 #include "../ember.h"
 #include "../cpu/poolnorm.h"
 #include "fused_gpu.h"
+#include "device_slot.h"
 #include <math.h>
 
 #define BIG_WORK 65536 /* elements above which the GIL is released */
@@ -46,8 +47,8 @@ static EmTensor *cast_back(EmTensor *result, EmDType dt) {
 
 /* A 3-d (C, H, W) or 4-d (N, C, H, W) pool input with non-empty H and W:
  * sets the plane count. */
-static int pool_input(EmTensor *in, int64_t *planes, bool gpu_kernel) {
-    if (!em_is_cpu(in) && !gpu_kernel) return em_fused_no_kernel("pooling"), -1; /* Note [CUDA nn kernels] */
+static int pool_input(EmTensor *in, int64_t *planes, bool gpu, bool gpu_kernel) {
+    if (gpu && !gpu_kernel) return em_fused_no_kernel("pooling"), -1; /* Note [CUDA nn kernels] */
     bool ok = in->ndim == 3 || in->ndim == 4;
     for (int d = 1; ok && d < in->ndim; d++) ok = in->sizes[d] > 0; /* only dim 0 may be empty */
     if (!ok) {
@@ -136,7 +137,7 @@ static void with_plane(const EmTensor *t, int64_t a, int64_t b, int64_t *sizes) 
 /* ------------------------------------------------------------------ max pool */
 
 /* max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode) -> (out, indices) */
-PyObject *em_impl__max_pool2d_with_indices(EmCall *c) {
+static PyObject *max_pool2d_with_indices_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0), *x = NULL, *y = NULL, *idx = NULL;
     PyObject *res = NULL;
     bool ceil_mode;
@@ -144,7 +145,7 @@ PyObject *em_impl__max_pool2d_with_indices(EmCall *c) {
     PoolGeom g;
     int ct = pool_compute_dtype(in, "max_pool2d", ALL_INTS);
     if (ct < 0 || em_arg_bool(c, 5, &ceil_mode) < 0 ||
-        pool_input(in, &planes, em_cuda && em_cuda->max_pool2d) < 0 ||
+        pool_input(in, &planes, gpu, em_cuda && em_cuda->max_pool2d) < 0 ||
         pool_geometry(c, in->ndim, in->sizes, 1, 2, 3, 4, ceil_mode, &g) < 0)
         return NULL;
     with_plane(in, g.out[0], g.out[1], shape);
@@ -153,7 +154,7 @@ PyObject *em_impl__max_pool2d_with_indices(EmCall *c) {
         goto done;
     EmPool2d p = {planes, g.in[0], g.in[1], g.out[0], g.out[1], g.k[0], g.k[1], g.s[0], g.s[1],
                   g.p[0], g.p[1], g.d[0], g.d[1]};
-    if (!em_is_cpu(in)) { /* the same loops on the device */
+    if (gpu) { /* the same loops on the device */
         EmCudaPool2d gp = {p.planes, p.H, p.W, p.OH, p.OW, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw};
         if (em_cuda->max_pool2d(em_device(in).index, ct, &gp, em_data(x), em_data(y), (int64_t *)em_data(idx)) < 0) {
             em_cuda_error("max_pool2d");
@@ -172,6 +173,7 @@ done:
     Py_XDECREF(idx);
     return res;
 }
+EM_DEVICE_SLOTS(_max_pool2d_with_indices, max_pool2d_with_indices_op)
 
 /* The backward on the device: indices checked there, with the CPU's error. */
 static PyObject *max_pool_backward_gpu(EmTensor *go, EmTensor *ind, int n, const int64_t *isz, int64_t planes) {
@@ -204,7 +206,7 @@ fail:
 
 /* max_pool2d_with_indices_backward(grad_output, indices, input_size): the
  * gradient scattered (summed) into the positions the indices name */
-PyObject *em_impl__max_pool2d_backward(EmCall *c) {
+static PyObject *max_pool2d_backward_op(EmCall *c, bool gpu) {
     EmTensor *go = em_arg_tensor(c, 0), *ind = em_arg_tensor(c, 1), *g = NULL, *ix = NULL, *gi = NULL;
     int n = 0;
     int64_t isz[EM_MAX_DIMS];
@@ -226,7 +228,7 @@ PyObject *em_impl__max_pool2d_backward(EmCall *c) {
     EmDType ct = em_compute_dtype((EmDType)go->dtype);
     int64_t planes = 1, H = isz[n - 2], W = isz[n - 1];
     for (int d = 0; d < n - 2; d++) planes *= isz[d];
-    if (!em_is_cpu(go)) return max_pool_backward_gpu(go, ind, n, isz, planes);
+    if (gpu) return max_pool_backward_gpu(go, ind, n, isz, planes);
     if (!(g = contiguous_as(go, ct)) || !(ix = em_contiguous(ind)) || !(gi = em_zeros(n, isz, ct, em_cpu())))
         goto fail;
     const int64_t *iv = (const int64_t *)em_data(ix);
@@ -250,6 +252,7 @@ fail:
     Py_XDECREF(gi);
     return NULL;
 }
+EM_DEVICE_SLOTS(_max_pool2d_backward, max_pool2d_backward_op)
 
 /* ------------------------------------------------------------------ average pools */
 
@@ -328,14 +331,15 @@ static int adaptive_windows(const int64_t in[2], const int64_t out[2], Windows *
 /* Forward (g NULL) or backward of an average pool over windows w:
  * in -> [.., OH, OW], or grad [.., OH, OW] -> [.., H, W]. */
 static PyObject *avg_run(EmTensor *src, EmDType ct, EmDType out_dt, int ndim, const int64_t *out_shape,
-                         int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW, Windows *w, bool backward) {
+                         int64_t planes, int64_t H, int64_t W, int64_t OH, int64_t OW, Windows *w, bool backward,
+                         bool gpu) {
     EmTensor *x = NULL, *y = NULL, *wt = NULL, *dv = NULL;
-    if (!em_is_cpu(src) && !em_cuda->avg_pool2d) {
+    if (gpu && !em_cuda->avg_pool2d) {
         windows_free(w);
         return em_fused_no_kernel("avg_pool2d");
     }
     if (!(x = contiguous_as(src, ct))) goto done;
-    if (!em_is_cpu(src)) { /* the windows go up, the device sums them */
+    if (gpu) { /* the windows go up, the device sums them */
         int dev = em_device(src).index;
         int64_t nw = 2 * OH + 2 * OW + 1, nd = OH * OW + 1;
         EmDevice d = em_device(src);
@@ -385,7 +389,7 @@ static int divisor_arg(EmCall *c, int i, int64_t *out) {
 }
 
 /* avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) */
-PyObject *em_impl__avg_pool2d(EmCall *c) {
+static PyObject *avg_pool2d_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0);
     bool ceil_mode, cip;
     int64_t planes, div, shape[4];
@@ -393,14 +397,15 @@ PyObject *em_impl__avg_pool2d(EmCall *c) {
     Windows w;
     int ct = pool_compute_dtype(in, "avg_pool2d", INT64_ONLY);
     if (ct < 0 || em_arg_bool(c, 4, &ceil_mode) < 0 || em_arg_bool(c, 5, &cip) < 0 || divisor_arg(c, 6, &div) < 0 ||
-        pool_input(in, &planes, em_cuda && em_cuda->avg_pool2d) < 0 ||
+        pool_input(in, &planes, gpu, em_cuda && em_cuda->avg_pool2d) < 0 ||
         pool_geometry(c, in->ndim, in->sizes, 1, 2, 3, -1, ceil_mode, &g) < 0 ||
         avg_windows(&g, cip, div, &w) < 0)
         return NULL;
     with_plane(in, g.out[0], g.out[1], shape);
     return avg_run(in, (EmDType)ct, (EmDType)in->dtype, in->ndim, shape, planes, g.in[0], g.in[1], g.out[0], g.out[1],
-                   &w, false);
+                   &w, false, gpu);
 }
+EM_DEVICE_SLOTS(_avg_pool2d, avg_pool2d_op)
 
 /* A grad_output [.., OH, OW] and an input_size [.., H, W] that agree on the
  * leading dims; sets planes. */
@@ -424,7 +429,7 @@ static int backward_shapes(EmCall *c, EmTensor *go, int *n, int64_t *isz, int64_
 
 /* avg_pool2d_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode,
  * count_include_pad, divisor_override) */
-PyObject *em_impl__avg_pool2d_backward(EmCall *c) {
+static PyObject *avg_pool2d_backward_op(EmCall *c, bool gpu) {
     EmTensor *go = em_arg_tensor(c, 0);
     bool ceil_mode, cip;
     int n;
@@ -443,11 +448,12 @@ PyObject *em_impl__avg_pool2d_backward(EmCall *c) {
     }
     if (avg_windows(&g, cip, div, &w) < 0) return NULL;
     return avg_run(go, em_compute_dtype((EmDType)go->dtype), (EmDType)go->dtype, n, isz, planes, isz[n - 2],
-                   isz[n - 1], g.out[0], g.out[1], &w, true);
+                   isz[n - 1], g.out[0], g.out[1], &w, true, gpu);
 }
+EM_DEVICE_SLOTS(_avg_pool2d_backward, avg_pool2d_backward_op)
 
 /* adaptive_avg_pool2d(input, output_size) */
-PyObject *em_impl__adaptive_avg_pool2d(EmCall *c) {
+static PyObject *adaptive_avg_pool2d_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0);
     int n = 0;
     int64_t os[EM_MAX_DIMS], shape[4], planes;
@@ -468,7 +474,7 @@ PyObject *em_impl__adaptive_avg_pool2d(EmCall *c) {
                      "equal to 0 but received {%lld, %lld}", (long long)os[0], (long long)os[1]);
         return NULL;
     }
-    if (!em_is_cpu(in) && !em_cuda->avg_pool2d) return em_fused_no_kernel("adaptive_avg_pool2d");
+    if (gpu && !em_cuda->avg_pool2d) return em_fused_no_kernel("adaptive_avg_pool2d");
     if (in->ndim != 3 && in->ndim != 4) {
         PyErr_Format(PyExc_RuntimeError, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got %d", in->ndim);
         return NULL;
@@ -488,11 +494,12 @@ PyObject *em_impl__adaptive_avg_pool2d(EmCall *c) {
     if (adaptive_windows(isz, os, &w) < 0) return NULL;
     with_plane(in, os[0], os[1], shape);
     return avg_run(in, (EmDType)ct, (EmDType)in->dtype, in->ndim, shape, planes, isz[0], isz[1], os[0], os[1], &w,
-                   false);
+                   false, gpu);
 }
+EM_DEVICE_SLOTS(_adaptive_avg_pool2d, adaptive_avg_pool2d_op)
 
 /* adaptive_avg_pool2d_backward(grad_output, input_size) */
-PyObject *em_impl__adaptive_avg_pool2d_backward(EmCall *c) {
+static PyObject *adaptive_avg_pool2d_backward_op(EmCall *c, bool gpu) {
     EmTensor *go = em_arg_tensor(c, 0);
     int n;
     int64_t planes, isz[EM_MAX_DIMS];
@@ -501,8 +508,9 @@ PyObject *em_impl__adaptive_avg_pool2d_backward(EmCall *c) {
     int64_t in2[2] = {isz[n - 2], isz[n - 1]}, out2[2] = {go->sizes[n - 2], go->sizes[n - 1]};
     if (adaptive_windows(in2, out2, &w) < 0) return NULL;
     return avg_run(go, em_compute_dtype((EmDType)go->dtype), (EmDType)go->dtype, n, isz, planes, in2[0], in2[1],
-                   out2[0], out2[1], &w, true);
+                   out2[0], out2[1], &w, true, gpu);
 }
+EM_DEVICE_SLOTS(_adaptive_avg_pool2d_backward, adaptive_avg_pool2d_backward_op)
 
 /* ------------------------------------------------------------------ batch / group norm */
 
@@ -522,6 +530,7 @@ static int copy_doubles(double *dst, int dst_dev, const double *src, int src_dev
 static int read_doubles(EmTensor *t, double *out, int64_t n) {
     EmTensor *d = contiguous_as(t, EM_FLOAT64);
     if (!d) return -1;
+    /* not dispatch: a copy to the host from wherever t lives */
     int rc = copy_doubles(out, -1, (const double *)em_data(d), em_is_cpu(d) ? -1 : em_device(d).index, n);
     Py_DECREF(d);
     return rc;
@@ -551,10 +560,10 @@ static EmTensor *tensor_of(const double *v, int ndim, const int64_t *sizes, EmDT
 enum { RUNS_SUM, RUNS_SS, RUNS_DOT, RUNS_AFFINE, RUNS_AFFINE2 };
 
 /* kind's inputs p0..p2 (host, R each: center, or a, b, c) and outputs o1, o2 (host, R). 0 / -1. */
-static int runs(int kind, EmTensor *g, EmTensor *x, EmTensor *y, int64_t R, int64_t S, const double *p0,
+static int runs(bool gpu, int kind, EmTensor *g, EmTensor *x, EmTensor *y, int64_t R, int64_t S, const double *p0,
                 const double *p1, const double *p2, double *o1, double *o2) {
     EmDType ct = (EmDType)x->dtype;
-    if (em_is_cpu(x)) {
+    if (!gpu) {
         PyThreadState *ts = R * S >= BIG_WORK ? PyEval_SaveThread() : NULL;
         switch (kind) {
         case RUNS_SUM: em_cpu_runs_sum(ct, em_data(x), R, S, o1); break;
@@ -601,9 +610,9 @@ done:
 /* The (N, C, S) view of a norm's input; checks dims and dtype. A GPU input
  * runs natively when the backend has the run kernels (EmNoCudaKernel
  * otherwise: Note [CUDA fallback]). */
-static int norm_input(EmTensor *in, const char *name, int64_t *N, int64_t *C, int64_t *S) {
-    if (!em_is_cpu(in) ? !em_cuda->norm_runs_stats || !em_cuda->norm_runs_affine : em_check_cpu(in, name) < 0) {
-        if (!em_is_cpu(in)) PyErr_Format(EmNoCudaKernel, "\"%s\" has no CUDA kernel in this backend", name);
+static int norm_input(bool gpu, EmTensor *in, const char *name, int64_t *N, int64_t *C, int64_t *S) {
+    if (gpu ? !em_cuda->norm_runs_stats || !em_cuda->norm_runs_affine : em_check_cpu(in, name) < 0) {
+        if (gpu) PyErr_Format(EmNoCudaKernel, "\"%s\" has no CUDA kernel in this backend", name);
         return -1;
     }
     if (in->ndim < 2) {
@@ -665,14 +674,14 @@ static int update_running(EmTensor *t, const double *value, int64_t C, double mo
  *   -> (out, save_mean [C], save_invstd [C]): the batch's statistics when
  * training (the running ones move toward them, the variance unbiased), the
  * running ones otherwise */
-PyObject *em_impl__native_batch_norm(EmCall *c) {
+static PyObject *native_batch_norm_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0), *w = em_arg_tensor(c, 1), *b = em_arg_tensor(c, 2);
     EmTensor *rm = em_arg_tensor(c, 3), *rv = em_arg_tensor(c, 4), *x = NULL, *y = NULL, *sm = NULL, *si = NULL;
     PyObject *res = NULL;
     bool training;
     double momentum, eps, *ch = NULL, *run = NULL;
     int64_t N, C, S;
-    if (norm_input(in, "batch_norm", &N, &C, &S) < 0 || em_arg_bool(c, 5, &training) < 0 ||
+    if (norm_input(gpu, in, "batch_norm", &N, &C, &S) < 0 || em_arg_bool(c, 5, &training) < 0 ||
         em_arg_float(c, 6, &momentum) < 0 || em_arg_float(c, 7, &eps) < 0)
         return NULL;
     if (!training && (!rm || !rv)) {
@@ -691,11 +700,11 @@ PyObject *em_impl__native_batch_norm(EmCall *c) {
     memset(tmp, 0, sizeof(double) * (size_t)C); /* (it held the checked running stats) */
     if (!(x = contiguous_as(in, ct)) || !(y = em_empty(in->ndim, in->sizes, ct, em_device(in)))) goto done;
     if (training) {
-        if (runs(RUNS_SUM, NULL, x, NULL, R, S, NULL, NULL, NULL, rs, NULL) < 0) goto done;
+        if (runs(gpu, RUNS_SUM, NULL, x, NULL, R, S, NULL, NULL, NULL, rs, NULL) < 0) goto done;
         for (int64_t r = 0; r < R; r++) mean[r % C] += rs[r];
         for (int64_t k = 0; k < C; k++) mean[k] /= (double)M;
         for (int64_t r = 0; r < R; r++) ra[r] = mean[r % C];
-        if (runs(RUNS_SS, NULL, x, NULL, R, S, ra, NULL, NULL, rs, NULL) < 0) goto done;
+        if (runs(gpu, RUNS_SS, NULL, x, NULL, R, S, ra, NULL, NULL, rs, NULL) < 0) goto done;
         for (int64_t r = 0; r < R; r++) tmp[r % C] += rs[r];
         for (int64_t k = 0; k < C; k++) tmp[k] /= (double)M, invstd[k] = 1.0 / sqrt(tmp[k] + eps);
     }
@@ -712,7 +721,7 @@ PyObject *em_impl__native_batch_norm(EmCall *c) {
         ra[r] = invstd[k] * wv[k];
         rb[r] = bv[k] - mean[k] * ra[r];
     }
-    if (runs(RUNS_AFFINE, NULL, x, y, R, S, ra, rb, NULL, NULL, NULL) < 0) goto done;
+    if (runs(gpu, RUNS_AFFINE, NULL, x, y, R, S, ra, rb, NULL, NULL, NULL) < 0) goto done;
     int64_t cshape[1] = {C};
     y = cast_back(y, dt);
     if (y && (sm = tensor_on(mean, 1, cshape, ct, em_device(in))) &&
@@ -727,16 +736,17 @@ done:
     Py_XDECREF(si);
     return res;
 }
+EM_DEVICE_SLOTS(_native_batch_norm, native_batch_norm_op)
 
 /* The gradient's tuple (gx, gw, gb): gx from per-run coefficients
  * gx = a g + b x + c, gw / gb per channel. */
-static PyObject *norm_grads(EmTensor *g, EmTensor *x, EmTensor *in, int64_t R, int64_t S, const double *ra,
+static PyObject *norm_grads(bool gpu, EmTensor *g, EmTensor *x, EmTensor *in, int64_t R, int64_t S, const double *ra,
                             const double *rb, const double *rc, const double *gw, const double *gb, int64_t C) {
     EmDType dt = (EmDType)in->dtype, ct = em_compute_dtype(dt);
     EmTensor *gx = em_empty(in->ndim, in->sizes, ct, em_device(in)), *tw = NULL, *tb = NULL;
     PyObject *res = NULL;
     if (!gx) return NULL;
-    if (runs(RUNS_AFFINE2, g, x, gx, R, S, ra, rb, rc, NULL, NULL) < 0) {
+    if (runs(gpu, RUNS_AFFINE2, g, x, gx, R, S, ra, rb, rc, NULL, NULL) < 0) {
         Py_DECREF(gx);
         return NULL;
     }
@@ -773,14 +783,14 @@ static int grad_and_input(EmTensor *go, EmTensor *in, const char *name, EmTensor
 /* native_batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, train) -> (gx, gw, gb):
  *   gw = sum(g xh), gb = sum(g) per channel (xh = (x - mean) invstd);
  *   gx = w invstd (g - mean(g) - xh mean(g xh))  when training, w invstd g otherwise */
-PyObject *em_impl__native_batch_norm_backward(EmCall *c) {
+static PyObject *native_batch_norm_backward_op(EmCall *c, bool gpu) {
     EmTensor *go = em_arg_tensor(c, 0), *in = em_arg_tensor(c, 1), *w = em_arg_tensor(c, 2);
     EmTensor *smt = em_arg_tensor(c, 3), *sit = em_arg_tensor(c, 4), *g = NULL, *x = NULL;
     PyObject *res = NULL;
     bool train;
     double *ch = NULL, *run = NULL;
     int64_t N, C, S;
-    if (norm_input(in, "batch_norm_backward", &N, &C, &S) < 0 || em_arg_bool(c, 5, &train) < 0) return NULL;
+    if (norm_input(gpu, in, "batch_norm_backward", &N, &C, &S) < 0 || em_arg_bool(c, 5, &train) < 0) return NULL;
     int64_t R = N * C, M = N * S;
     if (!(ch = doubles(6, C)) || !(run = doubles(4, R))) goto done;
     double *mean = ch, *invstd = ch + C, *wv = ch + 2 * C, *sg = ch + 3 * C, *dot = ch + 4 * C, *gw = ch + 5 * C;
@@ -789,7 +799,7 @@ PyObject *em_impl__native_batch_norm_backward(EmCall *c) {
         channel_vec(sit, C, 0, "save_invstd", invstd) < 0 || grad_and_input(go, in, "batch_norm_backward", &g, &x) < 0)
         goto done;
     for (int64_t r = 0; r < R; r++) rc[r] = mean[r % C];
-    if (runs(RUNS_DOT, g, x, NULL, R, S, rc, NULL, NULL, rs, rb) < 0) goto done;
+    if (runs(gpu, RUNS_DOT, g, x, NULL, R, S, rc, NULL, NULL, rs, rb) < 0) goto done;
     for (int64_t r = 0; r < R; r++) sg[r % C] += rs[r], dot[r % C] += rb[r];
     for (int64_t r = 0; r < R; r++) {
         int64_t k = r % C;
@@ -799,7 +809,7 @@ PyObject *em_impl__native_batch_norm_backward(EmCall *c) {
         rc[r] = train ? a * (q * mean[k] - sg[k] / (double)M) : 0;
     }
     for (int64_t k = 0; k < C; k++) gw[k] = dot[k] * invstd[k];
-    res = norm_grads(g, x, in, R, S, ra, rb, rc, gw, sg, C);
+    res = norm_grads(gpu, g, x, in, R, S, ra, rb, rc, gw, sg, C);
 done:
     PyMem_Free(ch);
     PyMem_Free(run);
@@ -807,6 +817,7 @@ done:
     Py_XDECREF(x);
     return res;
 }
+EM_DEVICE_SLOTS(_native_batch_norm_backward, native_batch_norm_backward_op)
 
 /* the group count and the channels per group */
 static int groups_of(EmCall *c, int i, EmTensor *in, int64_t C, int64_t *G) {
@@ -836,13 +847,13 @@ static int group_affine_vec(EmTensor *t, EmTensor *in, int64_t C, double fill, c
 }
 
 /* native_group_norm(input, weight, bias, group, eps) -> (out, mean [N, G], rstd [N, G]) */
-PyObject *em_impl__native_group_norm(EmCall *c) {
+static PyObject *native_group_norm_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0), *w = em_arg_tensor(c, 1), *b = em_arg_tensor(c, 2);
     EmTensor *x = NULL, *y = NULL, *tm = NULL, *tr = NULL;
     PyObject *res = NULL;
     double eps, *ch = NULL, *run = NULL;
     int64_t N, C, S, G;
-    if (norm_input(in, "GroupNormKernelImpl", &N, &C, &S) < 0 || groups_of(c, 3, in, C, &G) < 0 ||
+    if (norm_input(gpu, in, "GroupNormKernelImpl", &N, &C, &S) < 0 || groups_of(c, 3, in, C, &G) < 0 ||
         em_arg_float(c, 4, &eps) < 0)
         return NULL;
     int64_t R = N * C, D = C / G, NG = N * G;
@@ -853,11 +864,11 @@ PyObject *em_impl__native_group_norm(EmCall *c) {
     double *ra = run, *rb = run + R, *rs = run + 2 * R, *mean = run + 3 * R, *rstd = run + 4 * R;
     if (group_affine_vec(w, in, C, 1.0, "weight", wv) < 0 || group_affine_vec(b, in, C, 0.0, "bias", bv) < 0) goto done;
     if (!(x = contiguous_as(in, ct)) || !(y = em_empty(in->ndim, in->sizes, ct, em_device(in)))) goto done;
-    if (runs(RUNS_SUM, NULL, x, NULL, R, S, NULL, NULL, NULL, rs, NULL) < 0) goto done;
+    if (runs(gpu, RUNS_SUM, NULL, x, NULL, R, S, NULL, NULL, NULL, rs, NULL) < 0) goto done;
     for (int64_t r = 0; r < R; r++) mean[r / D] += rs[r]; /* run r = (n, c) is in group r / D */
     for (int64_t q = 0; q < NG; q++) mean[q] /= cnt;
     for (int64_t r = 0; r < R; r++) ra[r] = mean[r / D];
-    if (runs(RUNS_SS, NULL, x, NULL, R, S, ra, NULL, NULL, rs, NULL) < 0) goto done;
+    if (runs(gpu, RUNS_SS, NULL, x, NULL, R, S, ra, NULL, NULL, rs, NULL) < 0) goto done;
     for (int64_t r = 0; r < R; r++) rstd[r / D] += rs[r];
     for (int64_t q = 0; q < NG; q++) rstd[q] = 1.0 / sqrt(rstd[q] / cnt + eps);
     for (int64_t r = 0; r < R; r++) {
@@ -865,7 +876,7 @@ PyObject *em_impl__native_group_norm(EmCall *c) {
         ra[r] = rstd[q] * wv[k];
         rb[r] = bv[k] - mean[q] * ra[r];
     }
-    if (runs(RUNS_AFFINE, NULL, x, y, R, S, ra, rb, NULL, NULL, NULL) < 0) goto done;
+    if (runs(gpu, RUNS_AFFINE, NULL, x, y, R, S, ra, rb, NULL, NULL, NULL) < 0) goto done;
     int64_t gshape[2] = {N, G};
     y = cast_back(y, dt);
     if (y && (tm = tensor_on(mean, 2, gshape, ct, em_device(in))) &&
@@ -880,18 +891,19 @@ done:
     Py_XDECREF(tr);
     return res;
 }
+EM_DEVICE_SLOTS(_native_group_norm, native_group_norm_op)
 
 /* native_group_norm_backward(grad_out, input, mean, rstd, weight, group) -> (gx, gw, gb):
  * per group, with gw = g w and xh = (x - mean) rstd,
  *   gx = rstd (gw - mean(gw) - xh mean(gw xh)),
  * per channel dw = sum(g xh), db = sum(g) */
-PyObject *em_impl__native_group_norm_backward(EmCall *c) {
+static PyObject *native_group_norm_backward_op(EmCall *c, bool gpu) {
     EmTensor *go = em_arg_tensor(c, 0), *in = em_arg_tensor(c, 1), *tm = em_arg_tensor(c, 2);
     EmTensor *tr = em_arg_tensor(c, 3), *w = em_arg_tensor(c, 4), *g = NULL, *x = NULL;
     PyObject *res = NULL;
     double *ch = NULL, *run = NULL;
     int64_t N, C, S, G;
-    if (norm_input(in, "group_norm_backward", &N, &C, &S) < 0 || groups_of(c, 5, in, C, &G) < 0) return NULL;
+    if (norm_input(gpu, in, "group_norm_backward", &N, &C, &S) < 0 || groups_of(c, 5, in, C, &G) < 0) return NULL;
     int64_t R = N * C, D = C / G, NG = N * G, big = R > NG ? R : NG;
     double cnt = (double)(D * S);
     if (!(ch = doubles(3, C)) || !(run = doubles(9, big))) goto done;
@@ -902,7 +914,7 @@ PyObject *em_impl__native_group_norm_backward(EmCall *c) {
         channel_vec(tr, NG, 0, "rstd", rstd) < 0 || grad_and_input(go, in, "group_norm_backward", &g, &x) < 0)
         goto done;
     for (int64_t r = 0; r < R; r++) rc[r] = mean[r / D];
-    if (runs(RUNS_DOT, g, x, NULL, R, S, rc, NULL, NULL, sg, sgc) < 0) goto done;
+    if (runs(gpu, RUNS_DOT, g, x, NULL, R, S, rc, NULL, NULL, sg, sgc) < 0) goto done;
     for (int64_t r = 0; r < R; r++) {
         int64_t k = r % C, q = r / D;
         gb[k] += sg[r];
@@ -916,7 +928,7 @@ PyObject *em_impl__native_group_norm_backward(EmCall *c) {
         rb[r] = -rstd[q] * rstd[q] * m2[q];
         rc[r] = rstd[q] * (rstd[q] * m2[q] * mean[q] - m1[q]);
     }
-    res = norm_grads(g, x, in, R, S, ra, rb, rc, gw, gb, C);
+    res = norm_grads(gpu, g, x, in, R, S, ra, rb, rc, gw, gb, C);
 done:
     PyMem_Free(ch);
     PyMem_Free(run);
@@ -924,3 +936,4 @@ done:
     Py_XDECREF(x);
     return res;
 }
+EM_DEVICE_SLOTS(_native_group_norm_backward, native_group_norm_backward_op)

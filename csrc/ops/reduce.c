@@ -12,6 +12,7 @@
 #include "../ember.h"
 #include "../cpu/reduce.h"
 #include "fused_gpu.h"
+#include "device_slot.h"
 #include <math.h>
 
 extern const EmReduceKernels em_reduce_sum, em_reduce_nansum, em_reduce_nanmean, em_reduce_prod,
@@ -813,7 +814,7 @@ static PyObject *scan_gpu(EmCall *c, EmTensor *in, int dim, EmDType rt, int op, 
 }
 
 /* cumsum / cumprod: (input, dim, *, dtype, out); in place: self's dtype */
-static PyObject *cum_like(EmCall *c, const EmLineKernels *K) {
+static PyObject *cum_like(EmCall *c, bool gpu, const EmLineKernels *K) {
     const char *name = c->def->name;
     EmTensor *in = em_arg_tensor(c, 0), *out = c->out, *x = NULL, *res = NULL, *tmp = NULL;
     int64_t d;
@@ -845,7 +846,7 @@ static PyObject *cum_like(EmCall *c, const EmLineKernels *K) {
     /* (a 0-d or empty input needs no kernel: torch takes bool then) */
     if (!K->fn[rt] && in->ndim && in->numel)
         return not_implemented(strncmp(name, "cumprod", 7) ? "cumsum_out_cpu" : "cumprod_out_cpu", rt);
-    if (!em_is_cpu(in)) return scan_gpu(c, in, dim, rt, strncmp(name, "cumprod", 7) ? 0 : 1, c->inplace ? in : out);
+    if (gpu) return scan_gpu(c, in, dim, rt, strncmp(name, "cumprod", 7) ? 0 : 1, c->inplace ? in : out);
     x = em_to_dtype(in, rt, false);
     if (!x) return NULL;
     if (c->inplace) {
@@ -879,11 +880,13 @@ fail:
     return NULL;
 }
 
-PyObject *em_impl_cumsum(EmCall *c) { return cum_like(c, &em_scan_cumsum); }
-PyObject *em_impl_cumprod(EmCall *c) { return cum_like(c, &em_scan_cumprod); }
+static PyObject *cumsum_op(EmCall *c, bool gpu) { return cum_like(c, gpu, &em_scan_cumsum); }
+static PyObject *cumprod_op(EmCall *c, bool gpu) { return cum_like(c, gpu, &em_scan_cumprod); }
+EM_DEVICE_SLOTS(cumsum, cumsum_op)
+EM_DEVICE_SLOTS(cumprod, cumprod_op)
 
 /* cummax / cummin: (input, dim, *, out) -> (values, indices) */
-static PyObject *cumext(EmCall *c, const EmLineKernels *K) {
+static PyObject *cumext(EmCall *c, bool gpu, const EmLineKernels *K) {
     const char *name = c->def->name;
     EmTensor *in = em_arg_tensor(c, 0), *oa, *ob, *v = NULL, *i = NULL;
     int64_t d;
@@ -893,7 +896,7 @@ static PyObject *cumext(EmCall *c, const EmLineKernels *K) {
         return NULL;
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, EM_INT64) < 0) return NULL;
     /* computed into fresh tensors (an out= may alias the input), then copied */
-    if (!em_is_cpu(in)) {
+    if (gpu) {
         if (gpu_outs_elsewhere(in, oa, ob)) return NULL;
         v = scan_gpu_run(in, dim, (EmDType)in->dtype, K == &em_scan_cummax ? 2 : 3, &i);
         if (!v) return NULL;
@@ -921,14 +924,16 @@ fail:
     return NULL;
 }
 
-PyObject *em_impl_cummax(EmCall *c) { return cumext(c, &em_scan_cummax); }
-PyObject *em_impl_cummin(EmCall *c) { return cumext(c, &em_scan_cummin); }
+static PyObject *cummax_op(EmCall *c, bool gpu) { return cumext(c, gpu, &em_scan_cummax); }
+static PyObject *cummin_op(EmCall *c, bool gpu) { return cumext(c, gpu, &em_scan_cummin); }
+EM_DEVICE_SLOTS(cummax, cummax_op)
+EM_DEVICE_SLOTS(cummin, cummin_op)
 
 /* ------------------------------------------------------------- selections */
 
 /* Select along dim: values (in's dtype) and indices in the reduced shape,
  * as new tensors (or copied into a tuple out=). */
-static PyObject *select_dim(EmTensor *in, int dim, bool keepdim, PyObject *out_obj, const char *name,
+static PyObject *select_dim(bool gpu, EmTensor *in, int dim, bool keepdim, PyObject *out_obj, const char *name,
                             EmSelectKind kind) {
     EmTensor *oa, *ob, *rows = NULL, *v = NULL, *i = NULL, *perm = NULL;
     char *scratch = NULL;
@@ -937,8 +942,8 @@ static PyObject *select_dim(EmTensor *in, int dim, bool keepdim, PyObject *out_o
         check_nonempty(&r, name, true) < 0)
         return NULL;
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, EM_INT64) < 0) return NULL;
-    if (!em_is_cpu(in) && !em_cuda->select_rows) return em_fused_no_kernel(name);
-    if (!em_is_cpu(in) && gpu_outs_elsewhere(in, oa, ob)) return NULL;
+    if (gpu && !em_cuda->select_rows) return em_fused_no_kernel(name);
+    if (gpu && gpu_outs_elsewhere(in, oa, ob)) return NULL;
     /* rows: in with dim moved last, contiguous: (lines, n) */
     int64_t order[EM_MAX_DIMS], n = in->ndim ? in->sizes[dim] : 1;
     int k = 0;
@@ -954,7 +959,7 @@ static PyObject *select_dim(EmTensor *in, int dim, bool keepdim, PyObject *out_o
     v = em_empty(nflat, flat, (EmDType)in->dtype, em_device(in));
     i = v ? em_empty(nflat, flat, EM_INT64, em_device(in)) : NULL;
     if (!i) goto fail;
-    if (!em_is_cpu(in)) { /* Note [CUDA sort]: the backend's row selection */
+    if (gpu) { /* Note [CUDA sort]: the backend's row selection */
         if (lines > 0 && em_cuda->select_rows(em_device(in).index, (int)kind, rows->dtype, em_data(rows), lines, n, 0,
                                               em_data(v), (int64_t *)em_data(i)) < 0) {
             em_cuda_error(name);
@@ -1018,7 +1023,7 @@ fail:
 
 /* median / nanmedian: (input, dim, keepdim, *, out); no dim: the value of
  * the lower median of all elements */
-static PyObject *median_like(EmCall *c, EmSelectKind kind) {
+static PyObject *median_like(EmCall *c, bool gpu, EmSelectKind kind) {
     const char *name = c->def->name;
     EmTensor *in = em_arg_tensor(c, 0);
     bool keepdim;
@@ -1032,7 +1037,7 @@ static PyObject *median_like(EmCall *c, EmSelectKind kind) {
             return NULL;
         }
         if (in->dtype == EM_BOOL) return not_implemented("median_out", EM_BOOL);
-        return select_dim(in, w, keepdim, c->args[3], name, kind);
+        return select_dim(gpu, in, w, keepdim, c->args[3], name, kind);
     }
     if (keepdim || c->args[3] != Py_None) {
         PyErr_Format(PyExc_TypeError, "%s() missing 1 required positional arguments: \"dim\"", name);
@@ -1052,7 +1057,7 @@ static PyObject *median_like(EmCall *c, EmSelectKind kind) {
     int64_t flat = -1;
     EmTensor *x = em_reshape(in, 1, &flat);
     if (!x) return NULL;
-    PyObject *pair = select_dim(x, 0, false, Py_None, name, kind);
+    PyObject *pair = select_dim(gpu, x, 0, false, Py_None, name, kind);
     Py_DECREF(x);
     if (!pair) return NULL;
     PyObject *v = Py_NewRef(PyStructSequence_GetItem(pair, 0));
@@ -1060,16 +1065,19 @@ static PyObject *median_like(EmCall *c, EmSelectKind kind) {
     return v;
 }
 
-PyObject *em_impl_median(EmCall *c) { return median_like(c, EM_SELECT_MEDIAN); }
-PyObject *em_impl_nanmedian(EmCall *c) { return median_like(c, EM_SELECT_NANMEDIAN); }
+static PyObject *median_op(EmCall *c, bool gpu) { return median_like(c, gpu, EM_SELECT_MEDIAN); }
+static PyObject *nanmedian_op(EmCall *c, bool gpu) { return median_like(c, gpu, EM_SELECT_NANMEDIAN); }
+EM_DEVICE_SLOTS(median, median_op)
+EM_DEVICE_SLOTS(nanmedian, nanmedian_op)
 
 /* mode: (input, dim=-1, keepdim, *, out) */
-PyObject *em_impl_mode(EmCall *c) {
+static PyObject *mode_op(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0);
     bool keepdim;
     int64_t d;
     int w;
     if (arg_keepdim(c, 2, &keepdim) < 0 || em_arg_int(c, 1, &d) < 0 || em_wrap_dim(d, in->ndim, &w) < 0)
         return NULL;
-    return select_dim(in, w, keepdim, c->args[3], "mode", EM_SELECT_MODE);
+    return select_dim(gpu, in, w, keepdim, c->args[3], "mode", EM_SELECT_MODE);
 }
+EM_DEVICE_SLOTS(mode, mode_op)

@@ -7,6 +7,7 @@
  * the call takes Note [CUDA fallback]. */
 #include "../cpu/softmax.h"
 #include "fused_gpu.h"
+#include "device_slot.h"
 
 /* outer, n, inner of a contiguous t around dim (a 0-d tensor is one row of 1) */
 static void split_dims(const EmTensor *t, int dim, int64_t *outer, int64_t *n, int64_t *inner) {
@@ -59,7 +60,7 @@ fail:
     return NULL;
 }
 
-static PyObject *softmax_common(EmCall *c, bool lg) {
+static PyObject *softmax_common(EmCall *c, bool gpu, bool lg) {
     const char *name = lg ? "log_softmax" : "softmax";
     EmTensor *in = em_arg_tensor(c, 0), *x = NULL, *y = NULL;
     int64_t dim64;
@@ -75,7 +76,7 @@ static PyObject *softmax_common(EmCall *c, bool lg) {
                      em_dtype_name(dtype));
         return NULL;
     }
-    if (!em_is_cpu(in)) return softmax_gpu(in, dim, dtype, lg);
+    if (gpu) return softmax_gpu(in, dim, dtype, lg);
     if (em_check_cpu(in, name) < 0) return NULL;
     EmDType cdt = em_compute_dtype(dtype);
     EM_TRY(x = kernel_input(in, cdt));
@@ -97,12 +98,14 @@ fail:
     return NULL;
 }
 
-PyObject *em_impl_softmax(EmCall *c) { return softmax_common(c, false); }
-PyObject *em_impl_log_softmax(EmCall *c) { return softmax_common(c, true); }
+static PyObject *softmax_op(EmCall *c, bool gpu) { return softmax_common(c, gpu, false); }
+static PyObject *log_softmax_op(EmCall *c, bool gpu) { return softmax_common(c, gpu, true); }
+EM_DEVICE_SLOTS(softmax, softmax_op)
+EM_DEVICE_SLOTS(log_softmax, log_softmax_op)
 
 /* _softmax_backward_data(grad_output, output, dim, log): the gradient of
  * softmax / log_softmax from its output, in output's dtype. */
-PyObject *em_impl_softmax_backward_data(EmCall *c) {
+static PyObject *softmax_backward_data_op(EmCall *c, bool gpu) {
     EmTensor *go = em_arg_tensor(c, 0), *out = em_arg_tensor(c, 1), *g = NULL, *y = NULL, *gi = NULL;
     int64_t dim64;
     bool lg;
@@ -122,7 +125,7 @@ PyObject *em_impl_softmax_backward_data(EmCall *c) {
         return NULL;
     }
     if (em_wrap_dim(dim64, out->ndim > 0 ? out->ndim : 1, &dim) < 0) return NULL;
-    if (!em_is_cpu(out)) { /* GPU: in output's own dtype */
+    if (gpu) { /* GPU: in output's own dtype */
         if (!em_cuda->softmax_backward) return em_fused_no_kernel("_softmax_backward_data");
         EmDType dt = (EmDType)out->dtype;
         EM_TRY(g = em_fused_operand(go, dt, em_device(out)));
@@ -165,3 +168,4 @@ fail:
     Py_XDECREF(gi);
     return NULL;
 }
+EM_DEVICE_SLOTS(softmax_backward_data, softmax_backward_data_op)

@@ -9,6 +9,7 @@
  * take out=(values, indices). */
 #include "../ember.h"
 #include "fused_gpu.h"
+#include "device_slot.h"
 #include "../cuda/sort_logic.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -199,7 +200,7 @@ fail:
  * has t's shape with dim of length m (dropped when `squeeze`). vout / iout
  * are out= tensors or NULL; want_v / want_i select the results. Returns a
  * (values, indices) pair named rname, or the single wanted tensor. */
-static PyObject *select_op(EmTensor *t, int dim, EmSelectMode mode, int64_t k, bool desc, int64_t m,
+static PyObject *select_op(bool gpu, EmTensor *t, int dim, EmSelectMode mode, int64_t k, bool desc, int64_t m,
                            bool squeeze, const char *rname, bool want_v, bool want_i, EmTensor *vout,
                            EmTensor *iout, const char *fname) {
     int64_t shape[EM_MAX_DIMS];
@@ -211,7 +212,7 @@ static PyObject *select_op(EmTensor *t, int dim, EmSelectMode mode, int64_t k, b
         memmove(shape + dim, shape + dim + 1, (nd - dim - 1) * sizeof(int64_t));
         nd--;
     }
-    if (!em_is_cpu(t))
+    if (gpu)
         return select_gpu(t, dim, mode, k, desc, m, nd, shape, rname, want_v, want_i, vout, iout, fname);
     if (em_check_cpu(t, fname) < 0) return NULL;
     if (want_v && vout && prepare_out(vout, (EmDType)t->dtype, nd, shape, fname) < 0) return NULL;
@@ -257,31 +258,34 @@ fail:
 }
 
 
-PyObject *em_impl_sort(EmCall *c) {
+static PyObject *sort_op(EmCall *c, bool gpu) {
     EmTensor *t = em_arg_tensor(c, 0), *vo, *io;
     int dim;
     bool desc;
     if (arg_dim(c, 1, t->ndim, &dim) < 0 || em_arg_bool(c, 2, &desc) < 0 || out_pair(c, &vo, &io) < 0)
         return NULL;
-    return select_op(t, dim, EM_SELECT_SORT, 0, desc, dim_len(t, dim), false, "sort", true, true, vo, io, "sort");
+    return select_op(gpu, t, dim, EM_SELECT_SORT, 0, desc, dim_len(t, dim), false, "sort", true, true, vo, io, "sort");
 }
+EM_DEVICE_SLOTS(sort, sort_op)
 
-PyObject *em_impl_argsort(EmCall *c) {
+static PyObject *argsort_op(EmCall *c, bool gpu) {
     EmTensor *t = em_arg_tensor(c, 0);
     int dim;
     bool desc;
     if (arg_dim(c, 1, t->ndim, &dim) < 0 || em_arg_bool(c, 2, &desc) < 0) return NULL;
-    return select_op(t, dim, EM_SELECT_SORT, 0, desc, dim_len(t, dim), false, "argsort", false, true, NULL, NULL,
+    return select_op(gpu, t, dim, EM_SELECT_SORT, 0, desc, dim_len(t, dim), false, "argsort", false, true, NULL, NULL,
                      "argsort");
 }
+EM_DEVICE_SLOTS(argsort, argsort_op)
 
-PyObject *em_impl_msort(EmCall *c) {
+static PyObject *msort_op(EmCall *c, bool gpu) {
     EmTensor *t = em_arg_tensor(c, 0);
-    return select_op(t, 0, EM_SELECT_SORT, 0, false, dim_len(t, 0), false, "msort", true, false, c->out, NULL,
+    return select_op(gpu, t, 0, EM_SELECT_SORT, 0, false, dim_len(t, 0), false, "msort", true, false, c->out, NULL,
                      "msort");
 }
+EM_DEVICE_SLOTS(msort, msort_op)
 
-PyObject *em_impl_topk(EmCall *c) {
+static PyObject *topk_op(EmCall *c, bool gpu) {
     EmTensor *t = em_arg_tensor(c, 0), *vo, *io;
     int64_t k;
     int dim;
@@ -299,10 +303,11 @@ PyObject *em_impl_topk(EmCall *c) {
     }
     if (t->ndim == 0) k = 1; /* a 0-d input is its own top-k for k = 0 and 1 */
     /* sorted=False: any order is allowed; sorted is one */
-    return select_op(t, dim, EM_SELECT_TOPK, k, largest, k, false, "topk", true, true, vo, io, "topk");
+    return select_op(gpu, t, dim, EM_SELECT_TOPK, k, largest, k, false, "topk", true, true, vo, io, "topk");
 }
+EM_DEVICE_SLOTS(topk, topk_op)
 
-PyObject *em_impl_kthvalue(EmCall *c) {
+static PyObject *kthvalue_op(EmCall *c, bool gpu) {
     EmTensor *t = em_arg_tensor(c, 0), *vo, *io;
     int64_t k;
     int dim;
@@ -322,8 +327,9 @@ PyObject *em_impl_kthvalue(EmCall *c) {
         PyErr_Format(PyExc_RuntimeError, "kthvalue(): selected number k out of range for dimension %d", dim);
         return NULL;
     }
-    return select_op(t, dim, EM_SELECT_KTH, k, false, 1, !keepdim, "kthvalue", true, true, vo, io, "kthvalue");
+    return select_op(gpu, t, dim, EM_SELECT_KTH, k, false, 1, !keepdim, "kthvalue", true, true, vo, io, "kthvalue");
 }
+EM_DEVICE_SLOTS(kthvalue, kthvalue_op)
 
 /* ---------------------------------------------------- searchsorted */
 
@@ -365,7 +371,7 @@ static EmTensor *as_contig(EmTensor *t, EmDType d) {
     return x;
 }
 
-static PyObject *search_impl(EmCall *c, EmTensor *bd, PyObject *input, bool out_int32, bool right,
+static PyObject *search_impl(EmCall *c, bool gpu, EmTensor *bd, PyObject *input, bool out_int32, bool right,
                              EmTensor *sorter, const char *fname) {
     char a[EM_SHAPE_BUF], b[EM_SHAPE_BUF];
     EmTensor *in = NULL, *bc = NULL, *vc = NULL, *sc = NULL, *r = NULL;
@@ -379,12 +385,11 @@ static PyObject *search_impl(EmCall *c, EmTensor *bd, PyObject *input, bool out_
     }
     /* Note [CUDA sort]: GPU boundaries are searched by the backend; a number
      * or 0-d CPU tensor searched in them moves to their device */
-    bool gpu = !em_is_cpu(bd);
     if (gpu && !em_cuda->search) {
         Py_DECREF(in);
         return em_fused_no_kernel(fname);
     }
-    if (gpu && em_is_cpu(in)) {
+    if (gpu && em_is_cpu(in)) { /* not dispatch: a number or 0-d CPU tensor beside GPU boundaries */
         Py_SETREF(in, em_to_device(in, em_device(bd), false));
         EM_TRY(in);
     }
@@ -487,7 +492,7 @@ done:
     return (PyObject *)r;
 }
 
-PyObject *em_impl_searchsorted(EmCall *c) {
+static PyObject *searchsorted_op(EmCall *c, bool gpu) {
     bool out_int32, right;
     em_arg_bool(c, 2, &out_int32);
     em_arg_bool(c, 3, &right);
@@ -508,10 +513,11 @@ PyObject *em_impl_searchsorted(EmCall *c) {
         }
         right = side_right;
     }
-    return search_impl(c, em_arg_tensor(c, 0), c->args[1], out_int32, right, em_arg_tensor(c, 5), "searchsorted");
+    return search_impl(c, gpu, em_arg_tensor(c, 0), c->args[1], out_int32, right, em_arg_tensor(c, 5), "searchsorted");
 }
+EM_DEVICE_SLOTS(searchsorted, searchsorted_op)
 
-PyObject *em_impl_bucketize(EmCall *c) {
+static PyObject *bucketize_op(EmCall *c, bool gpu) {
     EmTensor *bd = em_arg_tensor(c, 1);
     bool out_int32, right;
     em_arg_bool(c, 2, &out_int32);
@@ -520,8 +526,9 @@ PyObject *em_impl_bucketize(EmCall *c) {
         PyErr_Format(PyExc_RuntimeError, "boundaries tensor must be 1 dimension, but got dim(%d)", bd->ndim);
         return NULL;
     }
-    return search_impl(c, bd, c->args[0], out_int32, right, NULL, "bucketize");
+    return search_impl(c, gpu, bd, c->args[0], out_int32, right, NULL, "bucketize");
 }
+EM_DEVICE_SLOTS(bucketize, bucketize_op)
 
 /* ------------------------------------------------------------- unique */
 
@@ -747,13 +754,12 @@ fail:
     return -1;
 }
 
-static PyObject *unique_impl(EmCall *c, bool sorted, int inv_i, int cnt_i, int dim_i) {
+static PyObject *unique_impl(EmCall *c, bool gpu, bool sorted, int inv_i, int cnt_i, int dim_i) {
     EmTensor *t = em_arg_tensor(c, 0), *x = NULL, *vals, *inv, *cnt;
     bool want_inv, want_cnt;
     em_arg_bool(c, inv_i, &want_inv);
     em_arg_bool(c, cnt_i, &want_cnt);
-    if (!em_is_cpu(t) && em_arg_is_none(c, dim_i)) return unique_gpu(t, sorted, want_inv, want_cnt);
-    bool gpu = !em_is_cpu(t);
+    if (gpu && em_arg_is_none(c, dim_i)) return unique_gpu(t, sorted, want_inv, want_cnt);
     if (gpu && !em_cuda->unique_dim) return em_fused_no_kernel(c->def->name);
     if (em_arg_is_none(c, dim_i)) {
         int64_t m1 = -1;
@@ -799,5 +805,7 @@ fail:
     return NULL;
 }
 
-PyObject *em_impl_unique(EmCall *c) { return unique_impl(c, true, 2, 3, 4); } /* torch sorts either way */
-PyObject *em_impl_unique_consecutive(EmCall *c) { return unique_impl(c, false, 1, 2, 3); }
+static PyObject *unique_op(EmCall *c, bool gpu) { return unique_impl(c, gpu, true, 2, 3, 4); } /* torch sorts either way */
+static PyObject *unique_consecutive_op(EmCall *c, bool gpu) { return unique_impl(c, gpu, false, 1, 2, 3); }
+EM_DEVICE_SLOTS(unique, unique_op)
+EM_DEVICE_SLOTS(unique_consecutive, unique_consecutive_op)

@@ -121,7 +121,8 @@ PyObject *em_op_info(PyObject *self, PyObject *name) {
     static const struct { unsigned bit; const char *name; } runs[] = {
         {EM_RUNS_ANY, "any"}, {EM_RUNS_CUDA, "cuda"}, {EM_RUNS_MIXED, "mixed"},
         {EM_RUNS_CPU_INDEX, "cpu_index"}, {EM_RUNS_DEVICE_ARG, "device_arg"},
-        {EM_RUNS_ANY_BASIC_KEY, "any_basic_key"}, {EM_RUNS_META, "meta"}};
+        {EM_RUNS_ANY_BASIC_KEY, "any_basic_key"}, {EM_RUNS_META, "meta"},
+        {EM_RUNS_CUDA_IMPL, "cuda_impl"}};
     static const struct { unsigned bit; const char *name; } tags[] = {
         {EM_TAG_VIEW, "view"}, {EM_TAG_INPLACE, "inplace"}, {EM_TAG_WRITES, "writes"},
         {EM_TAG_GEOMETRY, "geometry"}, {EM_TAG_POINTWISE, "pointwise"}};
