@@ -8,3 +8,4 @@ from .modules import Module, Sequential, ModuleList, ModuleDict, ParameterList, 
 from .modules.module import register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
 from . import utils  # noqa: F401,E402
 from . import parallel  # noqa: F401,E402  (DistributedDataParallel; imports ember.distributed on use)
+from .parallel import DataParallel  # noqa: F401,E402
