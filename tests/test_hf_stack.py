@@ -20,7 +20,7 @@ PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 # float32 through a few layers: PyTorch's and ember's kernels sum in different orders
-ATOL = {"losses": 1e-5, "train_loss": 1e-5}
+ATOL = {"losses": 1e-5, "train_loss": 1e-5, "losses_after_resume": 1e-5}
 DEFAULT_ATOL = 2e-5
 
 CHECK = """
@@ -74,6 +74,10 @@ def test_greedy_and_beam_generate_give_pytorchs_tokens(tmp_path, name):
 
 def test_trainer_loss_curve_and_save_reload_match_pytorch(tmp_path):
     run_scenario(tmp_path, "trainer")
+
+
+def test_trainer_checkpoint_and_resume_match_pytorch(tmp_path):
+    run_scenario(tmp_path, "trainer_resume")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("peft") is None, reason="peft not installed (pip install '.[hf]')")
