@@ -32,3 +32,10 @@ def test_transforms_say_complex_tensors_are_missing(name):
 def test_fftfreq_bad_n():
     with pytest.raises(RuntimeError, match="0"):
         fft.fftfreq(0)
+
+
+def test_helpers_reject_junk():
+    with pytest.raises(TypeError, match="Tensor"):
+        fft.fftshift(3)
+    with pytest.raises(TypeError, match="int"):
+        fft.rfftfreq(2.5)

@@ -39,3 +39,12 @@ def test_lowrank_bad_input():
         ember.svd_lowrank(ember.ones(5))
     with pytest.raises(ValueError, match="q=9"):
         ember.svd_lowrank(ember.ones(4, 5), q=9)
+
+
+def test_lowrank_junk_raises_type_errors():
+    with pytest.raises(TypeError, match="Tensor"):
+        ember.svd_lowrank(0)
+    with pytest.raises(TypeError, match="'q'"):
+        ember.pca_lowrank(ember.ones(3, 3), q=1.5)
+    with pytest.raises(RuntimeError, match="int64"):
+        ember.svd_lowrank(ember.ones(3, 3, dtype=ember.int64))

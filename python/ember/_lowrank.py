@@ -42,8 +42,21 @@ def _svd_lowrank(A, q, niter, M):
     return Q @ Ub, S, _h(Vh)
 
 
+def _check_args(name, A, q, niter, M=None):
+    if not isinstance(A, _C.Tensor):
+        raise TypeError(f"{name}(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if M is not None and not isinstance(M, _C.Tensor):
+        raise TypeError(f"{name}(): argument 'M' must be Tensor or None, not {type(M).__name__}")
+    for arg, value in (("q", q), ("niter", niter)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"{name}(): argument '{arg}' must be int, not {type(value).__name__}")
+    if not A.is_floating_point() and not A.is_complex():
+        raise RuntimeError(f"{name}(): expected a floating-point or complex tensor, got {A.dtype}")
+
+
 def svd_lowrank(A, q=6, niter=2, M=None):
     """U, S, V with A - M ~= U diag(S) V^H, of rank q (A: (*, m, n))."""
+    _check_args("svd_lowrank", A, q, niter, M)
     if A.dim() < 2:
         raise RuntimeError(f"svd_lowrank: expected a matrix or a batch of matrices, got shape {tuple(A.shape)}")
     q = 6 if q is None else int(q)
@@ -58,6 +71,7 @@ def svd_lowrank(A, q=6, niter=2, M=None):
 
 def pca_lowrank(A, q=None, center=True, niter=2):
     """U, S, V of the (column-centred, when center) data matrix A, of rank q (default min(6, m, n))."""
+    _check_args("pca_lowrank", A, q, niter)
     if A.dim() < 2:
         raise RuntimeError(f"pca_lowrank: expected a matrix or a batch of matrices, got shape {tuple(A.shape)}")
     m, n = A.shape[-2:]

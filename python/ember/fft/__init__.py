@@ -2,6 +2,8 @@
 (complex dtypes are known by their traits only), so every transform raises NotImplementedError
 saying so; the real-valued helpers (fftfreq, rfftfreq, fftshift, ifftshift) are implemented.
 The module imports, so code that only imports it (peft does, at import) loads."""
+import operator
+
 from .. import _C
 
 _TRANSFORMS = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
@@ -24,9 +26,16 @@ for _name in _TRANSFORMS:
 del _name
 
 
+def _count(name, n):
+    try:
+        return operator.index(n)  # ints and integer scalars (NumPy's), not floats
+    except TypeError:
+        raise TypeError(f"{name}(): argument 'n' must be int, not {type(n).__name__}") from None
+
+
 def fftfreq(n, d=1.0, *, dtype=None, device=None, layout=None, requires_grad=False):
     """Sample frequencies of an n-point FFT with sample spacing d: [0, 1, ..., -1] / (d n)."""
-    n = int(n)
+    n = _count("fftfreq", n)
     if n <= 0:
         raise RuntimeError(f"fftfreq: n must be positive, got {n}")
     k = _C.arange(n, dtype=dtype, device=device)
@@ -37,7 +46,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None, layout=None, requires_grad=Fal
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None, layout=None, requires_grad=False):
     """Sample frequencies of rfft's n // 2 + 1 outputs: [0, 1, ..., n // 2] / (d n)."""
-    n = int(n)
+    n = _count("rfftfreq", n)
     if n <= 0:
         raise RuntimeError(f"rfftfreq: n must be positive, got {n}")
     out = _C.arange(n // 2 + 1, dtype=dtype, device=device) / (d * n)
@@ -45,6 +54,8 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None, layout=None, requires_grad=Fa
 
 
 def _shift(input, dim, sign):
+    if not isinstance(input, _C.Tensor):
+        raise TypeError(f"fftshift(): argument 'input' must be Tensor, not {type(input).__name__}")
     if dim is None:
         dim = tuple(range(input.dim()))
     elif isinstance(dim, int):
