@@ -49,3 +49,30 @@ def test_wait_tensor_hands_back_a_finished_tensor():
     assert wait_tensor(t) is t
     with pytest.raises(TypeError, match="expected a Tensor"):
         wait_tensor([1, 2])
+
+
+def test_join_is_a_no_op_when_disabled_and_not_available_when_enabled():
+    from ember.distributed.algorithms.join import Join, Joinable
+    from ember.distributed.fsdp.fully_sharded_data_parallel import FullyShardedDataParallel  # noqa: F401
+
+    class J(Joinable):
+        pass
+
+    with Join([J()], enable=False) as j:
+        assert isinstance(j, Join)
+    with pytest.raises(NotImplementedError, match="uneven inputs"):
+        with Join([J()]):
+            pass
+    with pytest.raises(TypeError, match="int"):
+        Join([1])
+    with pytest.raises(ValueError):
+        Join([])
+
+
+def test_data_parallel_without_devices_runs_the_module():
+    lin = ember.nn.Linear(3, 2)
+    dp = ember.nn.DataParallel(lin)
+    x = ember.ones(4, 3)
+    assert dp.module is lin and ember.equal(dp(x), lin(x))
+    assert isinstance(dp, ember.nn.parallel.DataParallel)
+    assert [n for n, _ in dp.named_parameters()] == ["module.weight", "module.bias"]

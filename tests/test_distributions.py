@@ -227,3 +227,28 @@ def test_validation_messages_match_torch(torch, build):
     with pytest.raises(type(want.value)) as got:
         build(ember, ember.distributions)
     assert str(got.value).replace("ember.", "torch.") == str(want.value)
+
+
+def test_relaxed_bernoulli_density_by_hand_and_samples():
+    from ember.distributions import LogitRelaxedBernoulli, RelaxedBernoulli
+    t, p = 0.5, np.array([0.2, 0.7])
+    d = RelaxedBernoulli(ember.tensor(t), probs=ember.tensor(p, dtype=ember.float32))
+    y = np.array([0.3, 0.9])
+    # binary Concrete density: t a (y(1-y))^(-t-1) / (a y^-t + (1-y)^-t)^2 with a = p / (1 - p)
+    a = p / (1 - p)
+    want = np.log(t * a * (y * (1 - y)) ** (-t - 1) / (a * y ** -t + (1 - y) ** -t) ** 2)
+    np.testing.assert_allclose(d.log_prob(ember.tensor(y, dtype=ember.float32)).numpy(), want, rtol=1e-5)
+    ember.manual_seed(0)
+    s = d.rsample((40000,))
+    assert tuple(s.shape) == (40000, 2) and float(s.min()) > 0 and float(s.max()) < 1
+    # P(Y > 1/2) = P(logits + logistic noise > 0) = p, for any temperature
+    np.testing.assert_allclose((s > 0.5).float().mean(0).numpy(), p, atol=0.01)
+    x = LogitRelaxedBernoulli(ember.tensor(t), logits=ember.tensor([0.0])).log_prob(ember.tensor([0.0]))
+    np.testing.assert_allclose(x.numpy(), [np.log(t) - 2 * np.log(2)], rtol=1e-6)
+    assert not d.sample().requires_grad
+
+
+def test_wishart_is_not_available():
+    from ember.distributions.wishart import Wishart
+    with pytest.raises(NotImplementedError, match="Wishart"):
+        Wishart(df=3.0, covariance_matrix=ember.eye(2))

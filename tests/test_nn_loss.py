@@ -554,3 +554,20 @@ def test_cosine_pairwise_normalize_match_torch():
     np.testing.assert_allclose(F.pairwise_distance(ea, eb, 3.0).numpy(), _TF.pairwise_distance(ta, tb, 3.0).numpy(),
                                rtol=1e-12)
     np.testing.assert_allclose(F.normalize(ea, dim=0).numpy(), _TF.normalize(ta, dim=0).numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduction,smoothing", [("mean", 0.0), ("sum", 0.1), ("none", 0.0)])
+def test_cross_entropy_loss_written_in_place_before_backward(reduction, smoothing):
+    """torch saves no loss for cross_entropy's backward, so `loss *= scale` (transformers'
+    Trainer does it) before backward is legal; the gradient is scale * (softmax - onehot)."""
+    x = ember.tensor(np.random.RandomState(0).randn(4, 5).astype(np.float32), requires_grad=True)
+    target = [0, 1, 2, 3]
+    loss = ember.nn.functional.cross_entropy(x, ember.tensor(target), reduction=reduction,
+                                             label_smoothing=smoothing)
+    loss *= 3.0
+    loss.sum().backward()
+    e = np.exp(x.detach().numpy())
+    soft = e / e.sum(1, keepdims=True)
+    want = (1 - smoothing) * np.eye(5)[target] + smoothing / 5
+    scale = 3.0 / 4 if reduction == "mean" else 3.0
+    np.testing.assert_allclose(x.grad.numpy(), scale * (soft - want), atol=1e-6)

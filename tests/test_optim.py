@@ -597,3 +597,35 @@ def test_fused_kernel_against_torch(torch):
         getattr(torch, name)([t[0]], [t[1]], [t[2]], [t[3]], [t[4]], [torch.tensor(4.0)], amsgrad=True, **kw)
         for x, y in zip(e, t):
             np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_a_wrapper_that_skips_optimizer_init_steps_its_inner_optimizer():
+    """accelerate's AcceleratedOptimizer subclasses Optimizer without calling its __init__ and
+    forwards step to the optimizer it wraps: its step runs (as in torch, without hooks of its own)
+    and the inner optimizer's global and per-instance hooks run exactly once."""
+    class Wrapper(ember.optim.Optimizer):
+        def __init__(self, inner):
+            self.inner = inner
+
+        @property
+        def param_groups(self):
+            return self.inner.param_groups
+
+        def step(self, closure=None):
+            return self.inner.step(closure)
+
+    w = ember.nn.Parameter(ember.tensor([1.0, 2.0]))
+    inner = ember.optim.SGD([w], lr=0.5)
+    calls = []
+    inner.register_step_pre_hook(lambda o, a, k: calls.append(("inner-pre", o is inner)))
+    handle = ember.optim.optimizer.register_optimizer_step_post_hook(lambda o, a, k: calls.append(("global", type(o).__name__)))
+    try:
+        wrapper = Wrapper(inner)
+        (w * w).sum().backward()
+        wrapper.step()
+        wrapper.zero_grad()
+    finally:
+        handle.remove()
+    np.testing.assert_allclose(w.detach().numpy(), [0.0, 0.0])  # w - 0.5 * 2w
+    assert w.grad is None
+    assert calls == [("inner-pre", True), ("global", "SGD")]

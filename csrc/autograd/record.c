@@ -277,6 +277,11 @@ fail:
     return -1;
 }
 
+/* Whether a formula that saves outputs (EM_SAVE_OUT) keeps output j. _cross_entropy's reads only
+ * its lse (output 1), never the loss: like torch, which saves no loss, the loss may be written in
+ * place before backward (transformers' Trainer scales it with `loss *= ...`). */
+static bool saves_output(EmOpId op, int j) { return !(op == EM_OP__cross_entropy && j == 0); }
+
 static bool is_input(const EmTensor *t, EmTensor **ins, int nin) {
     for (int i = 0; i < nin; i++)
         if (ins[i] == t) return true;
@@ -366,7 +371,8 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
             t->output_nr = j;
             t->version_seen = em_version(t);
         }
-        if ((d->saves & EM_SAVE_OUT) && em_saved_set(&n->saved_out[j], t, n, true) < 0) goto fail_node;
+        if ((d->saves & EM_SAVE_OUT) && saves_output(op, j) && em_saved_set(&n->saved_out[j], t, n, true) < 0)
+            goto fail_node;
     }
     Py_DECREF(n);
     return result;

@@ -100,6 +100,8 @@ from ._statistics import *  # noqa: E402,F401,F403  (cov, corrcoef, histogram*, 
 from ._elementwise import *  # noqa: E402,F401,F403  (heaviside, gcd, lcm, frexp, ldexp, ...)
 from ._gamma import *  # noqa: E402,F401,F403  (lgamma, digamma, mvlgamma, logaddexp2)
 from ._quantile import quantile, nanquantile  # noqa: E402
+from ._lowrank import svd_lowrank, pca_lowrank  # noqa: E402
+from . import fft  # noqa: E402,F401
 from ._creation import asarray, frombuffer  # noqa: E402
 from ._settings import *  # noqa: E402,F401,F403  (deterministic algorithms, default device)
 from . import special, distributions  # noqa: E402,F401

@@ -11,6 +11,9 @@ from .distribution import Distribution
 from .kl import kl_divergence, register_kl
 from .normal import Normal
 from .uniform import Uniform
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
+from .wishart import Wishart
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "Uniform", "constraints",
+__all__ = ["Bernoulli", "Categorical", "Distribution", "LogitRelaxedBernoulli", "Normal", "RelaxedBernoulli",
+           "Uniform", "Wishart", "constraints",
            "kl_divergence", "register_kl"]

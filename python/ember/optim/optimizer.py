@@ -72,7 +72,15 @@ def register_optimizer_step_post_hook(hook):
 def _with_step_hooks(step):
     """Wrap a subclass's step so that the pre/post hooks run around it."""
     def wrapper(self, *args, **kwargs):
-        for hook in chain(_global_step_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+        pre_hooks = getattr(self, "_optimizer_step_pre_hooks", None)
+        if pre_hooks is None:
+            # a subclass that skips Optimizer.__init__ (accelerate's AcceleratedOptimizer wraps
+            # another optimizer and forwards step to it): torch patches step in __init__, so
+            # such an instance's step runs without hooks; the wrapped optimizer's still run
+            out = step(self, *args, **kwargs)
+            self._opt_called = True
+            return out
+        for hook in chain(_global_step_pre_hooks.values(), pre_hooks.values()):
             result = hook(self, args, kwargs)
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
