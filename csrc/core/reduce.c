@@ -457,8 +457,9 @@ int em_reduce_run_prepared(const EmReduceKernel *k, const EmCudaReduce *r) {
 
 int em_reduce_run(const EmReduceConfig *cfg) {
     const EmReduceKernel *k = cfg->kernel;
-    if (!k->step) {
-        PyErr_SetString(PyExc_SystemError, "ember: reduction without a kernel for this dtype");
+    if (!k->step) { /* a dtype the op has no kernel for (complex max, var, norm, ...) */
+        PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'",
+                     k->name ? k->name : "reduction", em_dtype_name((EmDType)cfg->in->dtype));
         return -1;
     }
     if (k->acc_size > EM_REDUCE_ACC_MAX) {

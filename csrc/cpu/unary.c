@@ -110,9 +110,15 @@ EM_KERNELS(UNARY, reciprocal, EM_TYPES_FLOATC, 1 / x)
 /* predicates write bool; integers are always finite */
 #define PREDICATE(name, int_expr, float_expr) \
     EM_KERNELS_SPLIT(UNARY_BOOL, name, EM_TYPES_INTB, int_expr, float_expr)
-PREDICATE(isnan, ((void)x, false), x != x)
-PREDICATE(isinf, ((void)x, false), isinf(x))
-PREDICATE(isfinite, ((void)x, true), isfinite(x))
+/* ... and for complex: either part NaN / infinite; finite when both are (torch) */
+#define PREDICATE_C(name, int_expr, float_expr, complex_expr)                  \
+    EM_TYPES_INTB(EM_INST_UNARY_BOOL, name, int_expr)                          \
+    EM_TYPES_FLOAT(EM_INST_UNARY_BOOL, name, float_expr)                       \
+    EM_TYPES_COMPLEX(EM_INST_UNARY_BOOL, name, complex_expr)                   \
+    EM_TABLE(name, EM_TYPES_INTB(EM_ENTRY, name) EM_TYPES_FLOATC(EM_ENTRY, name))
+PREDICATE_C(isnan, ((void)x, false), x != x, x != x)
+PREDICATE_C(isinf, ((void)x, false), isinf(x), isinf(__real__ x) || isinf(__imag__ x))
+PREDICATE_C(isfinite, ((void)x, true), isfinite(x), isfinite(__real__ x) && isfinite(__imag__ x))
 PREDICATE(isposinf, ((void)x, false), isinf(x) && x > 0)
 PREDICATE(isneginf, ((void)x, false), isinf(x) && x < 0)
 EM_TYPES_INT(EM_INST_UNARY_BOOL, signbit, x < 0)
