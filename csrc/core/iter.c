@@ -319,7 +319,9 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
     EmDType compute = cfg->compute_dtype != EM_AUTO ? (EmDType)cfg->compute_dtype
                                                     : em_compute_dtype(common);
     EmLoopFn fn = cfg->kernels->fn[compute];
-    if (gpu && fn && (!em_cuda->has_elementwise || !em_cuda->has_elementwise(cfg->kernels->name, compute))) {
+    /* a launch's scalars travel in 8 bytes (EmCudaElementwise): complex128 ones would not fit */
+    if (gpu && fn && (!em_cuda->has_elementwise || em_itemsize(compute) > 8 ||
+                      !em_cuda->has_elementwise(cfg->kernels->name, compute))) {
         PyErr_Format(EmNoCudaKernel, "\"%s\" has no CUDA kernel for '%s'", cfg->kernels->name,
                      em_dtype_name(compute));
         return NULL;
