@@ -23,6 +23,7 @@ from ember.autograd import gradcheck, gradgradcheck
 import autograd_cases_act
 import autograd_cases_conv
 import autograd_cases_attn
+import autograd_cases_complex
 import autograd_cases_index
 import autograd_cases_interp
 import autograd_cases_join
@@ -251,7 +252,8 @@ INPLACE_VIEW_EXTRA = [
 # used, extra cases, second-derivative checks
 AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index, autograd_cases_nn,
          autograd_cases_loss, autograd_cases_act)
-AREAS += (autograd_cases_poolnorm, autograd_cases_interp, autograd_cases_conv, autograd_cases_attn)
+AREAS += (autograd_cases_poolnorm, autograd_cases_interp, autograd_cases_conv, autograd_cases_attn,
+          autograd_cases_complex)
 DB_KINDS = {"ew", "view", "plain", "mm"}.union(*(m.DB_KINDS for m in AREAS))
 for _m in AREAS:
     for _op, _cs in _m.EXTRA.items():

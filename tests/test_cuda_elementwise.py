@@ -51,7 +51,7 @@ def cpu_tables():
         names |= set(re.findall(r"^\s*EM_TABLE\((\w+),", src, re.M))
         names |= set(re.findall(r"^\s*EM_KERNELS(?:_SPLIT)?\(\w+, (\w+),", src, re.M))
         names |= set(re.findall(r"^\s*(?:ACT_HOT|ROUNDING)\((\w+),", src, re.M))
-        names |= set(re.findall(r"^\s*PREDICATE\((\w+),", src, re.M))
+        names |= set(re.findall(r"^\s*PREDICATE(?:_C)?\((\w+),", src, re.M))
         names |= set(re.findall(r"EmKernels em_kernels_(\w+) = ", src))
     return names - {"name"}  # a macro's parameter
 
@@ -62,7 +62,9 @@ def test_cuda_kernel_names_are_cpu_tables():
     cuda, cpu = set(cuda_table()), cpu_tables()
     assert len(cuda) == len(re.findall(r"EW_ENTRY\(\w+, M_\w+\)", CU.read_text())), "a name twice"
     assert cuda <= cpu, f"CUDA kernels without a CPU table: {sorted(cuda - cpu)}"
-    assert cpu <= cuda, f"CPU tables without a CUDA kernel: {sorted(cpu - cuda)}"
+    # the complex tables: the CUDA backend has no complex dtypes (their launches take the CPU fallback)
+    cpu_only = {"conj", "make_complex", "polar"}
+    assert cpu - cpu_only <= cuda, f"CPU tables without a CUDA kernel: {sorted(cpu - cpu_only - cuda)}"
 
 
 def test_cuda_kernel_names_on_the_fake():

@@ -91,6 +91,10 @@ VIEW_CALLS = {
     "unflatten": lambda x: x.unflatten(2, (2, 2)), "movedim": lambda x: x.movedim(0, 2),
     "moveaxis": lambda x: x.moveaxis(0, 2), "diagonal": lambda x: x.diagonal(0, 1, 2),
     "detach": lambda x: x.detach(), "broadcast_to": lambda x: x[:, :1].broadcast_to(2, 3, 4),
+    "view_as_complex": lambda x: ember.view_as_complex(x.view(2, 3, 2, 2)),
+    "view_as_real": lambda x: ember.view_as_real(ember.view_as_complex(x.view(2, 3, 2, 2))),
+    "real": lambda x: ember.view_as_complex(x.view(2, 3, 2, 2)).real,
+    "imag": lambda x: ember.view_as_complex(x.view(2, 3, 2, 2)).imag,
 }
 
 

@@ -252,9 +252,15 @@ def dtype_params(pred):
             for d in op.dtypes]
 
 
+# the complex-number rows: op_db's harness has no complex dtypes yet (its NumPy dtype
+# tables are real), so tests/test_complex.py checks them against NumPy and gradcheck
+COMPLEX_ROWS = {"angle", "complex", "conj", "conj_physical", "imag", "polar", "real", "view_as_complex",
+                "view_as_real"}
+
+
 def test_every_op_has_an_entry():
     names = set(ember._C._op_names())
-    missing = sorted(names - set(OPS_BY_NAME))
+    missing = sorted(names - set(OPS_BY_NAME) - COMPLEX_ROWS)
     assert not missing, f"ops without an entry in tests/op_db.py: {missing}"
     stale = sorted(set(OPS_BY_NAME) - names)
     assert not stale, f"entries for ops ember's table does not have: {stale}"

@@ -197,9 +197,25 @@ static int64_t *geom_put(int64_t *p, const EmTensor *t) {
     return p;
 }
 
+/* The view/base geometry below is in elements of one size: a view whose
+ * elements differ in size from its base's (view_as_real, view_as_complex,
+ * .real / .imag, view(dtype)) cannot be replayed as an as_strided view, so
+ * an in-place change through one (or to its base, when the view is used
+ * after) under autograd is refused rather than given a wrong gradient. */
+static int check_view_replayable(const EmTensor *view, const EmTensor *base) {
+    if (em_itemsize(view->dtype) == em_itemsize(base->dtype)) return 0;
+    PyErr_Format(PyExc_RuntimeError,
+                 "ember's autograd cannot follow an in-place change through a %s view of a %s tensor "
+                 "(view_as_real, view_as_complex, .real/.imag or view(dtype) with another element size) "
+                 "that requires grad; clone() the view, or write out of place",
+                 em_dtype_name((EmDType)view->dtype), em_dtype_name((EmDType)base->dtype));
+    return -1;
+}
+
 /* The view as an as_strided view of its base's current history: a node
  * with the base/view geometry and no inner op (engine.c run_copy_slices). */
 static int set_view_node(EmTensor *view, EmTensor *base) {
+    if (check_view_replayable(view, base) < 0) return -1;
     EmNode *vn = em_node_new(EM_NODE_COPY_SLICES, "AsStridedBackward0", 1, 1);
     if (!vn) return -1;
     vn->view_geom = PyMem_Malloc((4 + 2 * (size_t)(base->ndim + view->ndim)) * sizeof(int64_t));
@@ -234,6 +250,7 @@ int em_view_refresh(EmTensor *t) {
  * view becomes an as_strided view of the new base. */
 static int rebase_view(EmTensor *view, EmNode *n) {
     EmTensor *base = (EmTensor *)view->view_base;
+    if (check_view_replayable(view, base) < 0) return -1;
     EmNode *cs = em_node_new(EM_NODE_COPY_SLICES, "CopySlices", n->num_next, 1);
     if (!cs) return -1;
     int64_t *geom = PyMem_Malloc((4 + 4 * (size_t)(base->ndim + view->ndim)) * sizeof(int64_t));

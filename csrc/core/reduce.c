@@ -275,12 +275,12 @@ static void fold(const Plan *pl, const Tile *t, void *acc, int64_t rb, int64_t r
 
 /* finish a tile's accumulators and store them into the outputs */
 static void store(const Plan *pl, const Tile *t, const void *acc) {
-    _Alignas(64) char buf[2][TILE * 8];
+    _Alignas(64) char buf[2][TILE * 16]; /* int64, float64 or complex128 results */
     pl->k->finish(buf[0], buf[1], acc, t->k, &pl->p);
     for (int i = 0; i < 2; i++)
         if (t->out[i])
-            em_cast_fns[pl->k->out_dtype[i]][pl->out_dtype[i]](buf[i], 8, t->out[i],
-                                                                pl->kept[0].o[i], t->k);
+            em_cast_fns[pl->k->out_dtype[i]][pl->out_dtype[i]](buf[i], em_itemsize(pl->k->out_dtype[i]),
+                                                                t->out[i], pl->kept[0].o[i], t->k);
 }
 
 static void run_items(const Plan *pl, int64_t b, int64_t e) {
@@ -463,8 +463,9 @@ int em_reduce_run_prepared(const EmReduceKernel *k, const EmCudaReduce *r) {
 
 int em_reduce_run(const EmReduceConfig *cfg) {
     const EmReduceKernel *k = cfg->kernel;
-    if (!k->step) {
-        PyErr_SetString(PyExc_SystemError, "ember: reduction without a kernel for this dtype");
+    if (!k->step) { /* a dtype the op has no kernel for (complex max, var, norm, ...) */
+        PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'",
+                     k->name ? k->name : "reduction", em_dtype_name((EmDType)cfg->in->dtype));
         return -1;
     }
     if (k->acc_size > EM_REDUCE_ACC_MAX) {

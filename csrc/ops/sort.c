@@ -206,6 +206,10 @@ static PyObject *select_op(bool gpu, EmTensor *t, int dim, EmSelectMode mode, in
     int64_t shape[EM_MAX_DIMS];
     int nd = t->ndim;
     EmTensor *v = NULL, *ix = NULL, *kv = NULL, *ki = NULL;
+    if (em_is_complex(t->dtype)) { /* complex numbers have no order (torch's TypeError) */
+        PyErr_Format(PyExc_TypeError, "%s does not support complex dtypes", fname);
+        return NULL;
+    }
     memcpy(shape, t->sizes, nd * sizeof(int64_t));
     if (nd) shape[dim] = m;
     if (squeeze && nd) {

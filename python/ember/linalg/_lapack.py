@@ -28,7 +28,7 @@ LinAlgError.__module__ = "ember.linalg"
 
 _TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
                "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-               "float64": "Double"}
+               "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _tname(dtype):
@@ -79,6 +79,8 @@ def _check(fname, A, square=True, arg="A"):
     _tensor(fname, A, arg)
     if A.dim() < 2:
         raise RuntimeError(f"{fname}: The input tensor {arg} must have at least 2 dimensions.")
+    if A.dtype.is_complex:  # torch takes complex matrices; ember's LAPACK bindings are real only
+        raise NotImplementedError(f"{fname}: ember has no complex linear algebra yet. Got {_tname(A.dtype)}")
     if not A.dtype.is_floating_point:
         raise NotImplementedError(f"{fname}: Expected a floating point or complex tensor as input. "
                                   f"Got {_tname(A.dtype)}")
