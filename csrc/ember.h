@@ -52,7 +52,9 @@ void em_error(PyObject *exc, const char *fmt, ...) __attribute__((format(printf,
     X(FLOAT16, float16, uint16_t, 2)                                           \
     X(BFLOAT16, bfloat16, uint16_t, 2)                                         \
     X(FLOAT32, float32, float, 4)                                              \
-    X(FLOAT64, float64, double, 8)
+    X(FLOAT64, float64, double, 8)                                             \
+    X(COMPLEX64, complex64, float _Complex, 8)                                 \
+    X(COMPLEX128, complex128, double _Complex, 16)
 
 typedef enum {
 #define X(E, n, T, s) EM_##E,
@@ -80,7 +82,20 @@ typedef struct {
 
 extern const EmDTypeInfo em_dtype_info[EM_NUM_DTYPES];
 
+/* Float or complex (torch's isFloatingType || isComplexType): the dtypes that
+ * keep their type through float-valued ops and may require grad. Real floats
+ * alone are em_is_real_float; torch's is_floating_point() is that one. */
 static inline bool em_is_float(EmDType d) { return d >= EM_FLOAT16; }
+static inline bool em_is_real_float(EmDType d) { return d >= EM_FLOAT16 && d <= EM_FLOAT64; }
+static inline bool em_is_complex(EmDType d) { return d == EM_COMPLEX64 || d == EM_COMPLEX128; }
+/* complex64 <-> float32, complex128 <-> float64 (torch's toRealValueType /
+ * toComplexType; half types pair with complex64, as ember has no complex32) */
+static inline EmDType em_complex_part(EmDType d) {
+    return d == EM_COMPLEX128 ? EM_FLOAT64 : d == EM_COMPLEX64 ? EM_FLOAT32 : d;
+}
+static inline EmDType em_complex_of(EmDType d) {
+    return em_is_complex(d) ? d : d == EM_FLOAT64 ? EM_COMPLEX128 : EM_COMPLEX64;
+}
 static inline bool em_is_int(EmDType d) { return d >= EM_UINT8 && d <= EM_INT64; }
 static inline int em_itemsize(EmDType d) { return em_dtype_info[d].itemsize; }
 static inline const char *em_dtype_name(EmDType d) { return em_dtype_info[d].torch_name; }
@@ -189,19 +204,23 @@ const char *em_device_str(EmDevice d, char *buf, size_t n);
 
 /* A Python number kept outside a tensor: weak in type promotion. */
 typedef struct {
-    char kind; /* 'b' bool, 'i' int, 'f' float */
+    char kind; /* 'b' bool, 'i' int, 'f' float, 'c' complex (v.f real part, im) */
     union {
         int64_t i;
         double f;
     } v;
+    double im; /* the imaginary part of a 'c' scalar */
 } EmScalar;
 
+/* The real part for a complex scalar: callers that need both check kind. */
 static inline double em_scalar_to_double(EmScalar s) {
-    return s.kind == 'f' ? s.v.f : (double)s.v.i;
+    return s.kind == 'f' || s.kind == 'c' ? s.v.f : (double)s.v.i;
 }
-/* The dtype a weak scalar contributes: bool, int64 or the default float. */
+/* The dtype a weak scalar contributes: bool, int64, the default float, or
+ * for a Python complex the complex dtype matching the default float. */
 static inline EmDType em_scalar_dtype(EmScalar s) {
-    return s.kind == 'b' ? EM_BOOL : s.kind == 'i' ? EM_INT64 : em_default_float;
+    return s.kind == 'b' ? EM_BOOL : s.kind == 'i' ? EM_INT64 : s.kind == 'f' ? em_default_float
+                                                                 : em_complex_of(em_default_float);
 }
 /* RuntimeError when a Python number does not fit an integer dtype (torch's
  * "value cannot be converted to type ... without overflow"); floats and bool
@@ -473,7 +492,7 @@ typedef struct {
     EmScalar s;
 } EmOperand;
 
-static inline EmOperand em_opnd(EmTensor *t) { EmOperand o = {t, {'i', {0}}}; return o; }
+static inline EmOperand em_opnd(EmTensor *t) { EmOperand o = {t, {'i', {0}, 0}}; return o; }
 static inline EmOperand em_opnd_scalar(EmScalar s) { EmOperand o = {NULL, s}; return o; }
 
 #define EM_AUTO (-1)
@@ -898,6 +917,12 @@ EmTensor *em_linalg_sum(EmTensor *t, const bool *mask, bool keepdim);
 
 /* Python data <-> tensors (core/convert.c, core/numpy.c) */
 EmTensor *em_tensor_from_data(PyObject *data, int dtype /* EM_AUTO or EmDType */);
+/* Complex tensors (ops/complex.c): the float view with a last dim of the two
+ * parts, and back; |z| (out may be NULL); sum/mean through the float view. */
+EmTensor *em_view_as_real(EmTensor *t);
+EmTensor *em_view_as_complex(EmTensor *t);
+PyObject *em_complex_abs(EmTensor *t, EmTensor *out);
+PyObject *em_complex_sum(EmCall *c, bool mean);
 PyObject *em_tensor_tolist(EmTensor *t);
 PyObject *em_tensor_item(EmTensor *t);
 /* NumPy: 1 when o is an ndarray, 0 when not */

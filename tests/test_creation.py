@@ -93,7 +93,7 @@ def test_sequence_mismatch_raises_type_error(data):
 @pytest.mark.parametrize("data,exc", [("abc", TypeError), (["a"], (TypeError, ValueError)),
                                       ([1, "a"], (TypeError, ValueError)), (np.array(["a"]), TypeError),
                                       (np.zeros(2, dtype=object), TypeError),
-                                      (np.zeros(2, dtype=np.complex64), TypeError),
+                                      (np.zeros(2, dtype=np.clongdouble), TypeError),
                                       ({1: 2}, (RuntimeError, TypeError)), (object(), (RuntimeError, TypeError))])
 def test_bad_data_raises(data, exc):
     with pytest.raises(exc):
@@ -164,7 +164,7 @@ def test_negative_strides_raise(arr):
         ember.as_tensor(arr)
 
 
-@pytest.mark.parametrize("arr", [np.zeros(3, dtype=np.uint16), np.zeros(3, dtype=np.complex64),
+@pytest.mark.parametrize("arr", [np.zeros(3, dtype=np.uint16), np.zeros(3, dtype=np.clongdouble),
                                  np.zeros(3, dtype=object), np.zeros(3, dtype="U1"),
                                  np.zeros(3, dtype=np.uint64)])
 def test_from_numpy_unsupported_dtype(arr):

@@ -60,8 +60,8 @@ static int bw_rsub(EmNode *n, EmTensor **go, EmTensor **gi) { /* other - alpha *
 
 static int bw_mul(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
-    if (need(n, 0)) SET(0, MUL(G(0), IN(1)));
-    if (need(n, 1)) SET(1, MUL(G(0), IN(0)));
+    if (need(n, 0)) SET(0, MUL(G(0), CJ(IN(1))));
+    if (need(n, 1)) SET(1, MUL(G(0), CJ(IN(0))));
     END;
 }
 
@@ -73,9 +73,9 @@ static int bw_div(EmNode *n, EmTensor **go, EmTensor **gi) {
         if (need(n, 1)) SET(1, ZEROS(1));
         END;
     }
-    PyObject *b = IN(1);
+    PyObject *b = CJ(IN(1));
     if (need(n, 0)) SET(0, DIV(G(0), b));
-    if (need(n, 1)) SET(1, NEG(DIV(MUL(G(0), IN(0)), MUL(b, b))));
+    if (need(n, 1)) SET(1, NEG(DIV(MUL(G(0), CJ(IN(0))), MUL(b, b))));
     END;
 }
 
@@ -103,7 +103,7 @@ static int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
         bool zero_exp = !em_is_tensor(b) && em_scalar_from_py(b, &e) == 0 && em_scalar_to_double(e) == 0;
         /* a Python exponent stays a Python number: SUB would make it a 0-d float32 tensor, which rounds 1/3 */
         PyObject *bm1 = em_is_tensor(b) ? SUB(b, NUM(1.0)) : keep(S, PyNumber_Subtract(b, NUM(1.0)));
-        PyObject *ga = zero_exp ? NULL : MUL(MUL(G(0), b), OP2(pow, a, bm1));
+        PyObject *ga = zero_exp ? NULL : MUL(G(0), CJ(MUL(OP2(pow, a, bm1), b)));
         if (zero_exp)
             SET(0, ZEROS(0));
         else if (em_is_tensor(b)) /* b == 0: no dependence on a, even at a == 0 */
@@ -120,7 +120,7 @@ static int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
             double av = PyFloat_AsDouble(a);
             term = av == 0 ? ZEROS(1) : MUL(r, NUM(log(av)));
         }
-        SET(1, MUL(G(0), term));
+        SET(1, MUL(G(0), CJ(term)));
     }
     END;
 }
@@ -297,6 +297,16 @@ static int bw_neg(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
+/* abs: sign(x) for reals; z / |z| (0 at 0) for complex z, torch's sgn */
+static PyObject *abs_direction(Scratch *s, PyObject *x) {
+    if (!x || !em_is_tensor(x) || !em_is_complex(((EmTensor *)x)->dtype))
+        return call(s, EM_OP_sign, 1, x, NULL, NULL, NULL);
+    PyObject *r = call(s, EM_OP_abs, 1, x, NULL, NULL, NULL);
+    PyObject *zero = keep(s, PyFloat_FromDouble(0.0));
+    PyObject *at0 = call(s, EM_OP_eq, 2, r, zero, NULL, NULL);
+    return call(s, EM_OP_where, 3, at0, zero, call(s, EM_OP_div, 2, x, r, NULL, NULL), NULL);
+}
+
 #define UNARY(name, expr)                                                      \
     static int bw_##name(EmNode *n, EmTensor **go, EmTensor **gi) {            \
         BEGIN;                                                                 \
@@ -306,27 +316,27 @@ static int bw_neg(EmNode *n, EmTensor **go, EmTensor **gi) {
     }
 #define X IN(0)
 #define R OUT(0)
-UNARY(abs, MUL(g, OP1(sign, X)))
-UNARY(square, MUL(g, MUL(X, NUM(2.0))))
+UNARY(abs, MUL(g, abs_direction(S, X)))
+UNARY(square, MUL(g, CJ(MUL(X, NUM(2.0)))))
 UNARY(relu, OP3(where, OP2(le, R, NUM(0.0)), NUM(0.0), g)) /* NaN passes g, as torch's */
-UNARY(exp, MUL(g, R))
+UNARY(exp, MUL(g, CJ(R)))
 UNARY(exp2, MUL(g, MUL(R, NUM(M_LN2))))
 UNARY(expm1, MUL(g, ADD(R, NUM(1.0))))
-UNARY(log, DIV(g, X))
+UNARY(log, DIV(g, CJ(X)))
 UNARY(log2, DIV(g, MUL(X, NUM(M_LN2))))
 UNARY(log10, DIV(g, MUL(X, NUM(M_LN10))))
 UNARY(log1p, DIV(g, ADD(X, NUM(1.0))))
-UNARY(sqrt, DIV(g, MUL(R, NUM(2.0))))
+UNARY(sqrt, DIV(g, CJ(MUL(R, NUM(2.0)))))
 UNARY(rsqrt, MUL(g, MUL(OP2(pow, R, NUM(3.0)), NUM(-0.5))))
-UNARY(sin, MUL(g, OP1(cos, X)))
-UNARY(cos, MUL(g, NEG(OP1(sin, X))))
-UNARY(tan, MUL(g, ADD(OP1(square, R), NUM(1.0))))
+UNARY(sin, MUL(g, CJ(OP1(cos, X))))
+UNARY(cos, MUL(g, CJ(NEG(OP1(sin, X)))))
+UNARY(tan, MUL(g, CJ(ADD(OP1(square, R), NUM(1.0)))))
 UNARY(asin, MUL(g, OP1(rsqrt, OP2(rsub, OP1(square, X), NUM(1.0)))))
 UNARY(acos, NEG(MUL(g, OP1(rsqrt, OP2(rsub, OP1(square, X), NUM(1.0))))))
 UNARY(atan, DIV(g, ADD(OP1(square, X), NUM(1.0))))
-UNARY(sinh, MUL(g, OP1(cosh, X)))
-UNARY(cosh, MUL(g, OP1(sinh, X)))
-UNARY(tanh, MUL(g, OP2(rsub, OP1(square, R), NUM(1.0))))
+UNARY(sinh, MUL(g, CJ(OP1(cosh, X))))
+UNARY(cosh, MUL(g, CJ(OP1(sinh, X))))
+UNARY(tanh, MUL(g, CJ(OP2(rsub, OP1(square, R), NUM(1.0)))))
 UNARY(asinh, MUL(g, OP1(rsqrt, ADD(OP1(square, X), NUM(1.0)))))
 UNARY(acosh, MUL(g, OP1(rsqrt, SUB(OP1(square, X), NUM(1.0)))))
 UNARY(atanh, DIV(g, OP2(rsub, OP1(square, X), NUM(1.0))))
@@ -334,7 +344,7 @@ UNARY(sigmoid, MUL(g, MUL(R, OP2(rsub, R, NUM(1.0)))))
 UNARY(erf, MUL(g, MUL(OP1(exp, NEG(OP1(square, X))), NUM(M_2_SQRTPI))))
 UNARY(erfc, MUL(g, MUL(OP1(exp, NEG(OP1(square, X))), NUM(-M_2_SQRTPI))))
 UNARY(erfinv, MUL(g, MUL(OP1(exp, OP1(square, R)), NUM(0.88622692545275801365))))
-UNARY(reciprocal, MUL(g, NEG(OP1(square, R))))
+UNARY(reciprocal, MUL(g, CJ(NEG(OP1(square, R)))))
 UNARY(nan_to_num, MUL(g, OP1(isfinite, X)))
 #undef X
 #undef R
@@ -545,8 +555,102 @@ static int bw_triu(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
+/* ------------------------------------------ complex numbers (ops/complex.c) */
+
+/* zeros of g's shape and dtype */
+static PyObject *zeros_as(Scratch *s, PyObject *g) {
+    if (!g) return NULL;
+    EmTensor *t = (EmTensor *)g;
+    PyObject *size = keep(s, em_size_new(t->ndim, t->sizes));
+    return call(s, EM_OP_new_zeros, 2, g, size, NULL, NULL);
+}
+
+/* a complex gradient from its real and imaginary parts (NULL: zeros) */
+static PyObject *as_complex(Scratch *s, PyObject *re, PyObject *im) {
+    if (!re && !im) return NULL;
+    if (!re) re = zeros_as(s, im);
+    if (!im) im = zeros_as(s, re);
+    return call(s, EM_OP_complex, 2, re, im, NULL, NULL);
+}
+
+static int bw_view_as_real(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, OP1(view_as_complex, OP1(contiguous, G(0))));
+    END;
+}
+
+static int bw_view_as_complex(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, OP1(view_as_real, G(0)));
+    END;
+}
+
+/* real(z) = x: the gradient g + 0j; imag(z) = y: 0 + gj (Note [complex gradients]) */
+static int bw_real(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (em_is_complex((EmDType)n->in_meta[0].dtype)) SET(0, as_complex(S, G(0), NULL));
+    else SET(0, G(0));
+    END;
+}
+
+static int bw_imag(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, as_complex(S, NULL, G(0)));
+    END;
+}
+
+static int bw_conj(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, CJ(G(0)));
+    END;
+}
+
+/* angle(z) = atan2(y, x): g * i z / |z|^2 (0 at 0); real inputs: 0 */
+static int bw_angle(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *z = IN(0);
+    if (z && !em_is_complex(((EmTensor *)z)->dtype)) {
+        SET(0, ZEROS(0));
+        END;
+    }
+    PyObject *r2 = OP1(square, OP1(abs, z));
+    PyObject *at0 = OP2(eq, r2, NUM(0.0));
+    PyObject *iz = MUL(z, keep(S, PyComplex_FromDoubles(0.0, 1.0)));
+    SET(0, OP3(where, at0, NUM(0.0), DIV(MUL(G(0), iz), r2)));
+    END;
+}
+
+/* complex(re, im): the real and imaginary parts of the gradient */
+static int bw_complex(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (need(n, 0)) SET(0, OP1(real, G(0)));
+    if (need(n, 1)) SET(1, OP1(imag, G(0)));
+    END;
+}
+
+/* polar(r, t) = r e^{it}: dL/dr = Re(conj(g) e^{it}), dL/dt = Re(conj(g) i z) */
+static int bw_polar(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *z = OUT(0), *cg = CJ(G(0));
+    if (need(n, 0)) {
+        PyObject *unit = OP1(exp, MUL(keep(S, PyComplex_FromDoubles(0.0, 1.0)), IN(1)));
+        SET(0, OP1(real, MUL(cg, unit)));
+    }
+    if (need(n, 1)) SET(1, OP1(real, MUL(cg, MUL(z, keep(S, PyComplex_FromDoubles(0.0, 1.0))))));
+    END;
+}
+
 /* FORMULA(op, saves, formula, node name) */
 static const EmFormula formulas[] = {
+    FORMULA(view_as_real, 0, bw_view_as_real, "ViewAsRealBackward0")
+    FORMULA(view_as_complex, 0, bw_view_as_complex, "ViewAsComplexBackward0")
+    FORMULA(real, 0, bw_real, "RealBackward0")
+    FORMULA(imag, 0, bw_imag, "ImagBackward0")
+    FORMULA(conj, 0, bw_conj, "ConjBackward0")
+    FORMULA(conj_physical, 0, bw_conj, "ConjPhysicalBackward0")
+    FORMULA(angle, IN0, bw_angle, "AngleBackward0")
+    FORMULA(complex, 0, bw_complex, "ComplexBackward0")
+    FORMULA(polar, IN1 | SOUT, bw_polar, "PolarBackward0")
     FORMULA(add, 0, bw_add, "AddBackward0")
     FORMULA(sub, 0, bw_sub, "SubBackward0")
     FORMULA(rsub, 0, bw_rsub, "RsubBackward1")

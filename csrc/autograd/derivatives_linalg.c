@@ -61,25 +61,26 @@ static int mm_grads_paired(Scratch *s, PyObject *g, PyObject *a, PyObject *b, Py
     return *ga && *gb ? 0 : -1;
 }
 
+/* products: the conjugated factors of Note [complex gradients] (g @ b^H, a^H @ g) */
 static int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
-    PyObject *ga, *gb;
-    int paired = need(n, 0) && need(n, 1) ? mm_grads_paired(S, G(0), IN(0), IN(1), &ga, &gb) : 1;
+    PyObject *ga, *gb, *a = CJ(IN(0)), *b = CJ(IN(1));
+    int paired = need(n, 0) && need(n, 1) ? mm_grads_paired(S, G(0), a, b, &ga, &gb) : 1;
     if (paired < 0) END;
     if (paired == 0) {
         SET(0, ga);
         SET(1, gb);
         END;
     }
-    if (need(n, 0)) SET(0, mm_grad_a(S, G(0), IN(0), IN(1)));
-    if (need(n, 1)) SET(1, mm_grad_b(S, G(0), IN(0), IN(1)));
+    if (need(n, 0)) SET(0, mm_grad_a(S, G(0), a, b));
+    if (need(n, 1)) SET(1, mm_grad_b(S, G(0), a, b));
     END;
 }
 
 static int bw_bmm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
-    if (need(n, 0)) SET(0, OP2(bmm, G(0), MT(IN(1))));
-    if (need(n, 1)) SET(1, OP2(bmm, MT(IN(0)), G(0)));
+    if (need(n, 0)) SET(0, OP2(bmm, G(0), MT(CJ(IN(1)))));
+    if (need(n, 1)) SET(1, OP2(bmm, MT(CJ(IN(0))), G(0)));
     END;
 }
 
@@ -89,25 +90,25 @@ static int bw_matmul(EmNode *n, EmTensor **go, EmTensor **gi) {
     int na = n->in_meta[0].ndim, nb = n->in_meta[1].ndim;
     PyObject *g = G(0);
     if (na == 1 && nb == 1) { /* dot */
-        if (need(n, 0)) SET(0, MUL(g, IN(1)));
-        if (need(n, 1)) SET(1, MUL(g, IN(0)));
+        if (need(n, 0)) SET(0, MUL(g, CJ(IN(1))));
+        if (need(n, 1)) SET(1, MUL(g, CJ(IN(0))));
     } else if (nb == 1) { /* (..., m, k) @ (k) -> (..., m) */
-        if (need(n, 0)) SET(0, MATMUL(UNSQ(g, -1), UNSQ(IN(1), 0)));
-        if (need(n, 1)) SET(1, SQ(MATMUL(MT(IN(0)), UNSQ(g, -1)), -1));
+        if (need(n, 0)) SET(0, MATMUL(UNSQ(g, -1), UNSQ(CJ(IN(1)), 0)));
+        if (need(n, 1)) SET(1, SQ(MATMUL(MT(CJ(IN(0))), UNSQ(g, -1)), -1));
     } else if (na == 1) { /* (k) @ (..., k, m) -> (..., m) */
-        if (need(n, 0)) SET(0, SQ(MATMUL(UNSQ(g, -2), MT(IN(1))), -2));
-        if (need(n, 1)) SET(1, MATMUL(UNSQ(IN(0), -1), UNSQ(g, -2)));
+        if (need(n, 0)) SET(0, SQ(MATMUL(UNSQ(g, -2), MT(CJ(IN(1)))), -2));
+        if (need(n, 1)) SET(1, MATMUL(UNSQ(CJ(IN(0)), -1), UNSQ(g, -2)));
     } else {
-        PyObject *ga, *gb;
-        int paired = na == 2 && nb == 2 && need(n, 0) && need(n, 1) ? mm_grads_paired(S, g, IN(0), IN(1), &ga, &gb) : 1;
+        PyObject *ga, *gb, *a = CJ(IN(0)), *b = CJ(IN(1));
+        int paired = na == 2 && nb == 2 && need(n, 0) && need(n, 1) ? mm_grads_paired(S, g, a, b, &ga, &gb) : 1;
         if (paired < 0) END;
         if (paired == 0) {
             SET(0, ga);
             SET(1, gb);
             END;
         }
-        if (need(n, 0)) SET(0, MATMUL(g, MT(IN(1))));
-        if (need(n, 1)) SET(1, MATMUL(MT(IN(0)), g));
+        if (need(n, 0)) SET(0, MATMUL(g, MT(b)));
+        if (need(n, 1)) SET(1, MATMUL(MT(a), g));
     }
     END;
 }

@@ -154,8 +154,13 @@ static int bw_prod(EmNode *n, EmTensor **go, EmTensor **gi) {
     PyObject *x = IN(0), *dim = ARG(1);
     if (reduced(S, n, dim, &mask) < 0) END;
     PyObject *g = KEPT(G(0)), *out = KEPT(OUT(0)), *zero = EQ(x, NUM(0.0));
+    /* complex: g times the conjugate of the real formula's factor (Note [complex gradients]) */
+    bool cx = x && em_is_complex(((EmTensor *)x)->dtype);
+    PyObject *g_cx = g;
+    if (cx) g = NUM(1.0);
     if (!sc.failed && !any_true(S, zero)) {
-        SET(0, DIV(EXPAND(MUL(g, out)), x));
+        PyObject *f = DIV(EXPAND(MUL(g, out)), x);
+        SET(0, cx ? MUL(EXPAND(g_cx), CJ(f)) : f);
         END;
     }
     PyObject *dims = dims_tuple(S, n, mask), *z = NUM(0.0);
@@ -165,7 +170,8 @@ static int bw_prod(EmNode *n, EmTensor **go, EmTensor **gi) {
     PyObject *at_zero = WHERE(EQ(c, NUM(1.0)), P, WHERE(EQ(c, NUM(2.0)), MUL(SUB(sz, x), P), z));
     PyObject *off_zero = WHERE(EQ(c, NUM(0.0)), DIV(MUL(g, out), safe),
                                WHERE(EQ(c, NUM(1.0)), MUL(g, DIV(MUL(sz, P), safe)), z));
-    SET(0, WHERE(zero, MUL(g, at_zero), off_zero));
+    PyObject *f = WHERE(zero, MUL(g, at_zero), off_zero);
+    SET(0, cx ? MUL(EXPAND(g_cx), CJ(f)) : f);
     END;
 }
 

@@ -148,6 +148,25 @@ static inline PyObject *empty_for(Scratch *s, EmNode *n, int k, PyObject *like) 
     return call(s, EM_OP_new_empty, 2, like, size, NULL, NULL);
 }
 #define ZEROS(k) zeros_for(S, n, (k), G(0))
+
+/* Note [complex gradients]: ember follows torch's convention, the gradient
+ * of a real loss L with respect to z = x + iy is dL/dx + i dL/dy (the
+ * conjugate Wirtinger derivative, times 2). For a holomorphic f the input's
+ * gradient is then g * conj(f'(z)), so formulas conjugate the derivative
+ * factors they multiply by; on real values CJ is the value itself (no op
+ * runs). The engine casts a complex gradient of a real input to the input's
+ * dtype, which keeps the real part, as torch does. */
+static inline PyObject *conj_if_complex(Scratch *s, PyObject *x) {
+    if (!x) return NULL;
+    if (em_is_tensor(x)) {
+        if (!em_is_complex(((EmTensor *)x)->dtype)) return x;
+        return call(s, EM_OP_conj, 1, x, NULL, NULL, NULL);
+    }
+    if (PyComplex_Check(x))
+        return keep(s, PyComplex_FromDoubles(PyComplex_RealAsDouble(x), -PyComplex_ImagAsDouble(x)));
+    return x;
+}
+#define CJ(x) conj_if_complex(S, (x))
 #define IN_SIZE(k) keep(S, em_size_new(n->in_meta[k].ndim, em_meta_sizes(&n->in_meta[k])))
 
 

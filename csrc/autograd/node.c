@@ -87,7 +87,8 @@ void em_saved_clear(EmSaved *s) {
 static const char *legacy_type_name(EmDType d) {
     static const char *names[EM_NUM_DTYPES] = {
         "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
-        "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor"};
+        "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor",
+        "ComplexFloatTensor", "ComplexDoubleTensor"};
     return names[d];
 }
 

@@ -42,10 +42,8 @@ static int leaf_dtype(PyObject *o, Inferred *inf) {
     } else if (PyLong_Check(o)) merge_dtype(inf, EM_INT64);
     else if (PyFloat_Check(o)) merge_dtype(inf, em_default_float);
     else {
-        if (PyComplex_Check(o)) {
-            PyErr_SetString(PyExc_TypeError, "ember does not support complex numbers");
-            return -1;
-        } else if (PyIndex_Check(o)) merge_dtype(inf, EM_INT64);
+        if (PyComplex_Check(o)) merge_dtype(inf, em_complex_of(em_default_float));
+        else if (PyIndex_Check(o)) merge_dtype(inf, EM_INT64);
         else if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float)
             merge_dtype(inf, em_default_float);
         else {

@@ -24,18 +24,20 @@ COPY_FN(1, uint8_t)
 COPY_FN(2, uint16_t)
 COPY_FN(4, uint32_t)
 COPY_FN(8, uint64_t)
+typedef struct { uint64_t lo, hi; } Bytes16;
+COPY_FN(16, Bytes16)
 const EmKernels em_kernels_copy = {{
     [EM_BOOL] = copy_1, [EM_UINT8] = copy_1, [EM_INT8] = copy_1, [EM_INT16] = copy_2,
     [EM_INT32] = copy_4, [EM_INT64] = copy_8, [EM_FLOAT16] = copy_2, [EM_BFLOAT16] = copy_2,
-    [EM_FLOAT32] = copy_4, [EM_FLOAT64] = copy_8,
+    [EM_FLOAT32] = copy_4, [EM_FLOAT64] = copy_8, [EM_COMPLEX64] = copy_8, [EM_COMPLEX128] = copy_16,
 }, "copy"};
 EM_REGISTER_KERNELS(em_kernels_copy)
 
-/* A Python number (bool, int, float, NumPy scalar, anything with __index__
- * or __float__ that is not a sequence), not a str, complex or tensor. */
+/* A Python number (bool, int, float, complex, NumPy scalar, anything with
+ * __index__ or __float__ that is not a sequence), not a str or tensor. */
 bool em_is_number(PyObject *o) {
-    if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)) return true;
-    if (PyUnicode_Check(o) || PyComplex_Check(o) || em_is_tensor(o)) return false;
+    if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o)) return true;
+    if (PyUnicode_Check(o) || em_is_tensor(o)) return false;
     /* NumPy scalars and other numbers */
     PyNumberMethods *nb = Py_TYPE(o)->tp_as_number;
     return nb && (nb->nb_index || nb->nb_float) && !PySequence_Check(o);

@@ -30,7 +30,7 @@ typedef struct DLManagedTensorVersioned {
 } DLManagedTensorVersioned;
 
 enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 };
-enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
+enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 };
 #define DLPACK_FLAG_READ_ONLY (1ULL << 0)
 
 /* ------------------------------------------------------------ export */
@@ -76,6 +76,7 @@ static DLDataType dl_dtype(EmDType d) {
     else if (d == EM_UINT8) t.code = kDLUInt;
     else if (em_is_int(d)) t.code = kDLInt;
     else if (d == EM_BFLOAT16) t.code = kDLBfloat;
+    else if (em_is_complex(d)) t.code = kDLComplex; /* bits: both parts together */
     return t;
 }
 

@@ -2,11 +2,13 @@
  * scalars, and the Python `ember.dtype` objects (ember.float32, ...). */
 #include "../ember.h"
 #include <math.h>
+#include <string.h>
 
 #define NPY_NONE (-1)
 /* NumPy type numbers (stable ABI values), so this file needs no NumPy header. */
 enum { NPY_BOOL_ = 0, NPY_BYTE_ = 1, NPY_UBYTE_ = 2, NPY_SHORT_ = 3, NPY_INT_ = 5,
-       NPY_LONG_ = 7, NPY_FLOAT_ = 11, NPY_DOUBLE_ = 12, NPY_HALF_ = 23 };
+       NPY_LONG_ = 7, NPY_FLOAT_ = 11, NPY_DOUBLE_ = 12, NPY_CFLOAT_ = 14,
+       NPY_CDOUBLE_ = 15, NPY_HALF_ = 23 };
 
 const EmDTypeInfo em_dtype_info[EM_NUM_DTYPES] = {
     [EM_BOOL] = {"bool", "Bool", "bool", 1, false, false, '?', NPY_BOOL_},
@@ -19,6 +21,9 @@ const EmDTypeInfo em_dtype_info[EM_NUM_DTYPES] = {
     [EM_BFLOAT16] = {"bfloat16", "BFloat16", "c10::BFloat16", 2, true, true, 0, NPY_NONE},
     [EM_FLOAT32] = {"float32", "Float", "float", 4, true, true, 'f', NPY_FLOAT_},
     [EM_FLOAT64] = {"float64", "Double", "double", 8, true, true, 'd', NPY_DOUBLE_},
+    /* the buffer protocol spells complex with two characters ("Zf"): none here */
+    [EM_COMPLEX64] = {"complex64", "ComplexFloat", "c10::complex<float>", 8, false, true, 0, NPY_CFLOAT_},
+    [EM_COMPLEX128] = {"complex128", "ComplexDouble", "c10::complex<double>", 16, false, true, 0, NPY_CDOUBLE_},
 };
 
 EmDType em_default_float = EM_FLOAT32;
@@ -27,6 +32,13 @@ EmDType em_default_float = EM_FLOAT32;
 
 EmDType em_promote_types(EmDType a, EmDType b) {
     if (a == b) return a;
+    /* complex with anything: the complex type whose parts hold both (complex64
+     * with float64 is complex128) */
+    if (em_is_complex(a) || em_is_complex(b)) {
+        EmDType pa = em_is_complex(a) ? em_complex_part(a) : a;
+        EmDType pb = em_is_complex(b) ? em_complex_part(b) : b;
+        return em_promote_types(pa, pb) == EM_FLOAT64 ? EM_COMPLEX128 : EM_COMPLEX64;
+    }
     if (a == EM_BOOL) return b;
     if (b == EM_BOOL) return a;
     bool fa = em_is_float(a), fb = em_is_float(b);
@@ -47,6 +59,7 @@ EmDType em_promote_types(EmDType a, EmDType b) {
 
 /* torch.can_cast: no cast that lowers the category (float -> int, int -> bool). */
 bool em_can_cast(EmDType from, EmDType to) {
+    if (em_is_complex(from) && !em_is_complex(to)) return false;
     if (em_is_float(from) && !em_is_float(to)) return false;
     if (from != EM_BOOL && to == EM_BOOL) return false;
     return true;
@@ -161,20 +174,68 @@ static void cast_same16(const char *s, int64_t ss, char *d, int64_t ds, int64_t 
     for (int64_t i = 0; i < n; i++) *(uint16_t *)(d + i * ds) = *(const uint16_t *)(s + i * ss);
 }
 
+/* Complex types: real to complex with a zero imaginary part; complex to real
+ * keeps the real part (torch's copy_ does the same; its to() warns). C's own
+ * conversions do both; to integers and bool through the real part, as torch
+ * (so complex -> bool tests the real part only, like torch's static_cast). */
+#define CREAL_bool(v) ((v) != 0)
+#define CX_FN(SN, S, DN, D, CONV)                                              \
+    static void cast_##SN##_##DN(const char *src, int64_t ss, char *dst,      \
+                                 int64_t ds, int64_t n) {                      \
+        for (int64_t i = 0; i < n; i++) {                                      \
+            S v = *(const S *)(src + i * ss);                                  \
+            *(D *)(dst + i * ds) = CONV;                                       \
+        }                                                                      \
+    }
+#define CX_FROM(CN, C, CR)                                                     \
+    CX_FN(CN, C, b, bool, (__real__ v) != 0 || (__imag__ v) != 0)             \
+    CX_FN(CN, C, u8, uint8_t, TO_uint8_t((CR)__real__ v))                      \
+    CX_FN(CN, C, i8, int8_t, TO_int8_t((CR)__real__ v))                        \
+    CX_FN(CN, C, i16, int16_t, TO_int16_t((CR)__real__ v))                     \
+    CX_FN(CN, C, i32, int32_t, TO_int32_t((CR)__real__ v))                     \
+    CX_FN(CN, C, i64, int64_t, TO_int64_t((CR)__real__ v))                     \
+    CX_FN(CN, C, f16, uint16_t, em_f32_to_f16((float)__real__ v))              \
+    CX_FN(CN, C, bf16, uint16_t, em_f32_to_bf16((float)__real__ v))            \
+    CX_FN(CN, C, f32, float, (float)__real__ v)                                \
+    CX_FN(CN, C, f64, double, (double)__real__ v)                              \
+    CX_FN(CN, C, c64, float _Complex, (float _Complex)v)                       \
+    CX_FN(CN, C, c128, double _Complex, (double _Complex)v)
+CX_FROM(c64, float _Complex, float)
+CX_FROM(c128, double _Complex, double)
+#define CX_TO(SN, S, LOAD)                                                     \
+    CX_FN(SN, S, c64, float _Complex, (float _Complex)(LOAD))                  \
+    CX_FN(SN, S, c128, double _Complex, (double _Complex)(LOAD))
+CX_TO(b, bool, v)
+CX_TO(u8, uint8_t, v)
+CX_TO(i8, int8_t, v)
+CX_TO(i16, int16_t, v)
+CX_TO(i32, int32_t, v)
+CX_TO(i64, int64_t, v)
+CX_TO(f16, uint16_t, em_f16_to_f32(v))
+CX_TO(bf16, uint16_t, em_bf16_to_f32(v))
+CX_TO(f32, float, v)
+CX_TO(f64, double, v)
+
 #define ROW(SN)                                                                \
     {cast_##SN##_b, cast_##SN##_u8, cast_##SN##_i8, cast_##SN##_i16,           \
      cast_##SN##_i32, cast_##SN##_i64, cast_##SN##_f16, cast_##SN##_bf16,      \
-     cast_##SN##_f32, cast_##SN##_f64}
+     cast_##SN##_f32, cast_##SN##_f64, cast_##SN##_c64, cast_##SN##_c128}
 #define cast_f16_f16 cast_same16
 #define cast_bf16_bf16 cast_same16
 EmCastFn em_cast_fns[EM_NUM_DTYPES][EM_NUM_DTYPES] = {
     ROW(b), ROW(u8), ROW(i8), ROW(i16), ROW(i32), ROW(i64), ROW(f16), ROW(bf16), ROW(f32), ROW(f64),
+    ROW(c64), ROW(c128),
 };
 
 /* ---------------------------------------------------------------- scalars */
 
 void em_scalar_store(EmScalar s, EmDType d, void *dst) {
-    if (s.kind == 'f')
+    if (s.kind == 'c') {
+        double _Complex z;
+        __real__ z = s.v.f;
+        __imag__ z = s.im;
+        em_cast_fns[EM_COMPLEX128][d]((const char *)&z, 0, dst, 0, 1);
+    } else if (s.kind == 'f')
         em_cast_fns[EM_FLOAT64][d]((const char *)&s.v.f, 0, dst, 0, 1);
     else if (s.kind == 'b') {
         bool b = s.v.i != 0;
@@ -185,7 +246,14 @@ void em_scalar_store(EmScalar s, EmDType d, void *dst) {
 
 EmScalar em_scalar_load(const void *src, EmDType d) {
     EmScalar s;
-    if (em_is_float(d)) {
+    s.im = 0;
+    if (em_is_complex(d)) {
+        double _Complex z;
+        em_cast_fns[d][EM_COMPLEX128](src, 0, (char *)&z, 0, 1);
+        s.kind = 'c';
+        s.v.f = __real__ z;
+        s.im = __imag__ z;
+    } else if (em_is_float(d)) {
         s.kind = 'f';
         em_cast_fns[d][EM_FLOAT64](src, 0, (char *)&s.v.f, 0, 1);
     } else {
@@ -196,6 +264,13 @@ EmScalar em_scalar_load(const void *src, EmDType d) {
 }
 
 int em_scalar_from_py(PyObject *o, EmScalar *out) {
+    out->im = 0;
+    if (PyComplex_Check(o)) { /* Python complex and NumPy's complex128 scalars */
+        out->kind = 'c';
+        out->v.f = PyComplex_RealAsDouble(o);
+        out->im = PyComplex_ImagAsDouble(o);
+        return 0;
+    }
     if (PyBool_Check(o)) {
         out->kind = 'b';
         out->v.i = o == Py_True;
@@ -266,7 +341,7 @@ int em_scalar_check_range(EmScalar s, EmDType d) {
     double max = ldexp(1.0, em_dtype_info[d].is_signed ? bits - 1 : bits) - 1;
     double min = em_dtype_info[d].is_signed ? -max - 1 : -max; /* unsigned: -1 wraps, as torch */
     bool ok;
-    if (s.kind == 'f')
+    if (s.kind == 'f' || s.kind == 'c')
         ok = s.v.f >= min && (d == EM_INT64 ? s.v.f < 9223372036854775808.0 : s.v.f <= max);
     else
         ok = d == EM_INT64 || (s.v.i >= (int64_t)min && s.v.i <= (int64_t)max);
@@ -276,6 +351,7 @@ int em_scalar_check_range(EmScalar s, EmDType d) {
 }
 
 PyObject *em_scalar_to_py(EmScalar s) {
+    if (s.kind == 'c') return PyComplex_FromDoubles(s.v.f, s.im);
     if (s.kind == 'f') return PyFloat_FromDouble(s.v.f);
     if (s.kind == 'b') return PyBool_FromLong((long)s.v.i);
     return PyLong_FromLongLong(s.v.i);
@@ -300,7 +376,6 @@ static const EmNoTensorDType no_tensor_dtypes[] = {
     {"uint64", 8, false, false, false},      {"float8_e4m3fn", 1, true, true, false},
     {"float8_e5m2", 1, true, true, false},   {"float8_e4m3fnuz", 1, true, true, false},
     {"float8_e5m2fnuz", 1, true, true, false}, {"complex32", 4, false, true, true},
-    {"complex64", 8, false, true, true},     {"complex128", 16, false, true, true},
 };
 #define EM_NUM_NO_TENSOR_DTYPES ((int)(sizeof no_tensor_dtypes / sizeof no_tensor_dtypes[0]))
 
@@ -327,6 +402,7 @@ int em_dtype_from_py(PyObject *o, EmDType *out) {
     }
     /* torch accepts the Python types as dtypes */
     if (o == (PyObject *)&PyFloat_Type) { *out = EM_FLOAT64; return 0; }
+    if (o == (PyObject *)&PyComplex_Type) { *out = EM_COMPLEX128; return 0; }
     if (o == (PyObject *)&PyLong_Type) { *out = EM_INT64; return 0; }
     if (o == (PyObject *)&PyBool_Type) { *out = EM_BOOL; return 0; }
     PyErr_Format(PyExc_TypeError, "expected an ember.dtype, not %.100s", Py_TYPE(o)->tp_name);
@@ -344,7 +420,7 @@ static PyObject *dtype_repr(EmDTypeObject *self) {
 
 static PyObject *dtype_is_floating_point(EmDTypeObject *self, void *c) {
     const EmNoTensorDType *x = no_tensor_info(self);
-    return PyBool_FromLong(x ? x->is_float : em_is_float(self->dtype));
+    return PyBool_FromLong(x ? x->is_float : em_is_real_float(self->dtype));
 }
 static PyObject *dtype_is_signed(EmDTypeObject *self, void *c) {
     const EmNoTensorDType *x = no_tensor_info(self);
@@ -352,7 +428,7 @@ static PyObject *dtype_is_signed(EmDTypeObject *self, void *c) {
 }
 static PyObject *dtype_is_complex(EmDTypeObject *self, void *c) {
     const EmNoTensorDType *x = no_tensor_info(self);
-    return PyBool_FromLong(x && x->is_complex);
+    return PyBool_FromLong(x ? x->is_complex : em_is_complex(self->dtype));
 }
 static PyObject *dtype_itemsize(EmDTypeObject *self, void *c) {
     const EmNoTensorDType *x = no_tensor_info(self);
@@ -363,7 +439,21 @@ static PyObject *dtype_reduce(EmDTypeObject *self, PyObject *unused) {
     return PyUnicode_FromString(dtype_name(self));
 }
 static PyObject *dtype_to_real(EmDTypeObject *self, PyObject *unused) {
+    if (!no_tensor_info(self) && em_is_complex(self->dtype))
+        return Py_NewRef(em_dtype_object(em_complex_part(self->dtype)));
     return Py_NewRef(self);
+}
+static PyObject *dtype_to_complex(EmDTypeObject *self, PyObject *unused) {
+    if (no_tensor_info(self) || !em_is_float(self->dtype) || self->dtype == EM_BFLOAT16) {
+        PyErr_Format(PyExc_RuntimeError, "Unknown Complex ScalarType for %s",
+                     no_tensor_info(self) ? dtype_name(self) : em_dtype_name(self->dtype));
+        return NULL;
+    }
+    if (self->dtype == EM_FLOAT16) { /* torch's complex32: ember has no tensors of it */
+        PyErr_SetString(PyExc_RuntimeError, "ember has no complex32 (chalf) tensors");
+        return NULL;
+    }
+    return Py_NewRef(em_dtype_object(em_complex_of(self->dtype)));
 }
 
 static PyGetSetDef dtype_getset[] = {
@@ -376,6 +466,7 @@ static PyGetSetDef dtype_getset[] = {
 static PyMethodDef dtype_methods[] = {
     {"__reduce__", (PyCFunction)dtype_reduce, METH_NOARGS, NULL},
     {"to_real", (PyCFunction)dtype_to_real, METH_NOARGS, NULL},
+    {"to_complex", (PyCFunction)dtype_to_complex, METH_NOARGS, NULL},
     {NULL},
 };
 

@@ -29,11 +29,21 @@ static EmDType promote_skip_undef(EmDType a, EmDType b) {
     return em_promote_types(a, b);
 }
 
+/* bool < integer < float < complex */
+static int category(EmDType d) {
+    return d == EM_BOOL ? 0 : em_is_int(d) ? 1 : em_is_complex(d) ? 3 : 2;
+}
+
 static EmDType combine_categories(EmDType higher, EmDType lower) {
-    if (higher != UNDEF && em_is_float(higher)) return higher;
-    if (higher == EM_BOOL || (lower != UNDEF && em_is_float(lower)))
-        return promote_skip_undef(higher, lower);
-    return higher != UNDEF ? higher : lower;
+    if (higher == UNDEF) return lower;
+    if (lower == UNDEF) return higher;
+    if (category(lower) > category(higher)) {
+        /* a float tensor with a complex scalar: the complex type of the
+         * tensor's float width (float16 or bfloat16 take complex64) */
+        if (em_is_complex(lower) && em_is_float(higher)) return em_complex_of(higher);
+        return em_promote_types(higher, lower);
+    }
+    return higher;
 }
 
 /* Promotion over the inputs whose bit is clear in skip_mask (bit i: input i). */
@@ -62,6 +72,7 @@ EmDType em_result_type(int n, const EmOperand *ops) {
 /* -------------------------------------------------------------- the loop */
 
 #define BUF_ELEMS 512
+#define MAX_ITEMSIZE 16 /* complex128 */
 
 typedef struct {
     int nops, ndim;
@@ -75,7 +86,7 @@ typedef struct {
     char *data[EM_ITER_MAX_OPS];
     int64_t shape[EM_MAX_DIMS]; /* dim 0 is the innermost */
     int64_t strides[EM_MAX_DIMS][EM_ITER_MAX_OPS];
-    _Alignas(16) char scalar_buf[EM_ITER_MAX_OPS][8];
+    _Alignas(16) char scalar_buf[EM_ITER_MAX_OPS][MAX_ITEMSIZE];
     const EmStop *stop; /* Note [interrupts]: NULL when not armed */
 } Iter;
 
@@ -86,7 +97,7 @@ static void run_row(const Iter *it, char **ptr, int64_t n) {
         it->fn(ptr, st, n);
         return;
     }
-    _Alignas(64) char bufs[EM_ITER_MAX_OPS][BUF_ELEMS * 8];
+    _Alignas(64) char bufs[EM_ITER_MAX_OPS][BUF_ELEMS * MAX_ITEMSIZE];
     char *p[EM_ITER_MAX_OPS];
     int64_t s[EM_ITER_MAX_OPS];
     for (int64_t i0 = 0; i0 < n; i0 += BUF_ELEMS) {

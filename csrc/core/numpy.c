@@ -48,11 +48,15 @@ static int dtype_from_descr(PyArray_Descr *d, EmDType *out) {
         if (size == 4) { *out = EM_FLOAT32; return 0; }
         if (size == 8) { *out = EM_FLOAT64; return 0; }
         break;
+    case 'c':
+        if (size == 8) { *out = EM_COMPLEX64; return 0; }
+        if (size == 16) { *out = EM_COMPLEX128; return 0; }
+        break;
     }
     PyObject *tn = PyObject_GetAttrString((PyObject *)d->typeobj, "__name__");
     PyErr_Format(PyExc_TypeError,
                  "can't convert np.ndarray of type numpy.%S. The only supported types are: "
-                 "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.",
+                 "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.",
                  tn ? tn : Py_None);
     Py_XDECREF(tn);
     return -1;

@@ -275,12 +275,12 @@ static void fold(const Plan *pl, const Tile *t, void *acc, int64_t rb, int64_t r
 
 /* finish a tile's accumulators and store them into the outputs */
 static void store(const Plan *pl, const Tile *t, const void *acc) {
-    _Alignas(64) char buf[2][TILE * 8];
+    _Alignas(64) char buf[2][TILE * 16]; /* int64, float64 or complex128 results */
     pl->k->finish(buf[0], buf[1], acc, t->k, &pl->p);
     for (int i = 0; i < 2; i++)
         if (t->out[i])
-            em_cast_fns[pl->k->out_dtype[i]][pl->out_dtype[i]](buf[i], 8, t->out[i],
-                                                                pl->kept[0].o[i], t->k);
+            em_cast_fns[pl->k->out_dtype[i]][pl->out_dtype[i]](buf[i], em_itemsize(pl->k->out_dtype[i]),
+                                                                t->out[i], pl->kept[0].o[i], t->k);
 }
 
 static void run_items(const Plan *pl, int64_t b, int64_t e) {

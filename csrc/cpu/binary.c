@@ -3,21 +3,23 @@
  * Integer divisors were checked for zero by the front-end. */
 #include "loops.h"
 
-EM_TYPES_NUM(EM_INST_BINARY, add, a + b)
+EM_TYPES_NUMC(EM_INST_BINARY, add, a + b)
 EM_INST_BINARY(add, a || b, BOOL, bool)
-EM_TABLE(add, EM_TYPES_ALL(EM_ENTRY, add))
-EM_KERNELS(BINARY, sub, EM_TYPES_NUM, a - b)
-EM_TYPES_NUM(EM_INST_BINARY, mul, a * b)
+EM_TABLE(add, EM_TYPES_ALLC(EM_ENTRY, add))
+EM_KERNELS(BINARY, sub, EM_TYPES_NUMC, a - b)
+EM_TYPES_NUMC(EM_INST_BINARY, mul, a * b)
 EM_INST_BINARY(mul, a && b, BOOL, bool)
-EM_TABLE(mul, EM_TYPES_ALL(EM_ENTRY, mul))
-EM_KERNELS(BINARY, div, EM_TYPES_FLOAT, a / b)
+EM_TABLE(mul, EM_TYPES_ALLC(EM_ENTRY, mul))
+EM_KERNELS(BINARY, div, EM_TYPES_FLOATC, a / b)
 
 /* div(rounding_mode='trunc'|'floor'), floor_divide, remainder, fmod */
 EM_KERNELS_SPLIT(BINARY, div_trunc, EM_TYPES_INT, em_idiv_trunc(a, b), trunc(a / b))
 EM_KERNELS_SPLIT(BINARY, floor_divide, EM_TYPES_INT, em_idiv_floor(a, b), em_floordiv(a, b))
 EM_KERNELS_SPLIT(BINARY, remainder, EM_TYPES_INT, em_iremainder(a, b), em_remainder(a, b))
 EM_KERNELS_SPLIT(BINARY, fmod, EM_TYPES_INT, em_ifmod(a, b), fmod(a, b))
-EM_KERNELS_SPLIT(BINARY, pow, EM_TYPES_INT, em_ipow(a, b), pow(a, b))
+EM_TYPES_INT(EM_INST_BINARY, pow, em_ipow(a, b))
+EM_TYPES_FLOATC(EM_INST_BINARY, pow, pow(a, b)) /* tgmath.h: cpow for complex */
+EM_TABLE(pow, EM_TYPES_INT(EM_ENTRY, pow) EM_TYPES_FLOATC(EM_ENTRY, pow))
 
 EM_KERNELS(BINARY, atan2, EM_TYPES_FLOAT, atan2(a, b))
 EM_KERNELS(BINARY, hypot, EM_TYPES_FLOAT, hypot(a, b))
@@ -30,8 +32,8 @@ EM_KERNELS_SPLIT(BINARY, fmax, EM_TYPES_INTB, em_max_int(a, b), fmax(a, b))
 EM_KERNELS_SPLIT(BINARY, fmin, EM_TYPES_INTB, em_min_int(a, b), fmin(a, b))
 
 /* comparisons write bool */
-EM_KERNELS(BINARY_BOOL, eq, EM_TYPES_ALL, a == b)
-EM_KERNELS(BINARY_BOOL, ne, EM_TYPES_ALL, a != b)
+EM_KERNELS(BINARY_BOOL, eq, EM_TYPES_ALLC, a == b)
+EM_KERNELS(BINARY_BOOL, ne, EM_TYPES_ALLC, a != b)
 EM_KERNELS(BINARY_BOOL, lt, EM_TYPES_ALL, a < b)
 EM_KERNELS(BINARY_BOOL, le, EM_TYPES_ALL, a <= b)
 EM_KERNELS(BINARY_BOOL, gt, EM_TYPES_ALL, a > b)
@@ -58,6 +60,11 @@ EM_KERNELS(BINARY, logical_and, EM_TYPES_BOOL, a && b)
 EM_KERNELS(BINARY, logical_or, EM_TYPES_BOOL, a || b)
 EM_KERNELS(BINARY, logical_xor, EM_TYPES_BOOL, a != b)
 EM_KERNELS(UNARY, logical_not, EM_TYPES_BOOL, !x)
+
+/* complex(real, imag) and polar(abs, angle): the iterator hands the real
+ * inputs over as complex values with zero imaginary parts */
+EM_KERNELS(BINARY, make_complex, EM_TYPES_COMPLEX, __real__ a + __real__ b * I)
+EM_KERNELS(BINARY, polar, EM_TYPES_COMPLEX, __real__ a * exp(I * __real__ b))
 
 /* clamp with one bound */
 EM_KERNELS_SPLIT(BINARY, clamp_min, EM_TYPES_INTB, em_max_int(a, b), em_max_nan(a, b))

@@ -5,6 +5,8 @@
  * transposes, not copies. */
 #include "../ember.h"
 #include "blas.h"
+#include <complex.h>
+#include <string.h>
 
 #if defined(EM_BLAS_SCIPY)
 #define EM_CBLAS(name) scipy_cblas_##name
@@ -24,6 +26,11 @@ void EM_CBLAS(sgemv)(int order, int trans, int m, int n, float alpha, const floa
                      const float *x, int incx, float beta, float *y, int incy);
 void EM_CBLAS(dgemv)(int order, int trans, int m, int n, double alpha, const double *a, int lda,
                      const double *x, int incx, double beta, double *y, int incy);
+/* complex: alpha and beta by address */
+void EM_CBLAS(cgemm)(int order, int ta, int tb, int m, int n, int k, const void *alpha, const void *a,
+                     int lda, const void *b, int ldb, const void *beta, void *c, int ldc);
+void EM_CBLAS(zgemm)(int order, int ta, int tb, int m, int n, int k, const void *alpha, const void *a,
+                     int lda, const void *b, int ldb, const void *beta, void *c, int ldc);
 float EM_CBLAS(sdot)(int n, const float *x, int incx, const float *y, int incy);
 double EM_CBLAS(ddot)(int n, const double *x, int incx, const double *y, int incy);
 void EM_BLAS_THREADS(int n);
@@ -116,6 +123,8 @@ enum { MB = 16, KB = 128, NB = 512 };
 GEMM_LOOP(gemm_loop_f32, float)
 GEMM_LOOP(gemm_loop_f64, double)
 GEMM_LOOP(gemm_loop_i64, int64_t)
+GEMM_LOOP(gemm_loop_c64, float _Complex)
+GEMM_LOOP(gemm_loop_c128, double _Complex)
 
 static bool fits_int(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
     return m < INT32_MAX && n < INT32_MAX && k < INT32_MAX && lda < INT32_MAX && ldb < INT32_MAX &&
@@ -237,9 +246,43 @@ static void blas_gemm_split(EmDType d, int A, int B, int64_t m, int64_t n, int64
 }
 #endif
 
+/* complex64 / complex128: cgemm / zgemm (one call: OpenBLAS runs single-
+ * threaded, Note [GEMM threads]), or the loop */
+static void gemm_complex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                         int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc, EmScalar alpha,
+                         EmScalar beta, bool parallel) {
+    double _Complex za = em_scalar_to_double(alpha) + (alpha.kind == 'c' ? alpha.im : 0) * I;
+    double _Complex zb = em_scalar_to_double(beta) + (beta.kind == 'c' ? beta.im : 0) * I;
+    float _Complex ca = (float _Complex)za, cb = (float _Complex)zb;
+#ifdef EM_CBLAS
+    if (fits_int(m, n, k, lda, ldb, ldc) && k > 0) {
+        int A = ta ? CBLAS_TRANS : CBLAS_NO_TRANS, B = tb ? CBLAS_TRANS : CBLAS_NO_TRANS;
+        if (zb == 0) { /* C is not read: NaN there never leaks */
+            int64_t isz = em_itemsize(d);
+            for (int64_t i = 0; i < m; i++) memset((char *)c + i * ldc * isz, 0, (size_t)(n * isz));
+        }
+        if (d == EM_COMPLEX64)
+            EM_CBLAS(cgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, &ca, a, (int)lda, b, (int)ldb, &cb,
+                            c, (int)ldc);
+        else
+            EM_CBLAS(zgemm)(CBLAS_ROW_MAJOR, A, B, (int)m, (int)n, (int)k, &za, a, (int)lda, b, (int)ldb, &zb,
+                            c, (int)ldc);
+        return;
+    }
+#endif
+    if (d == EM_COMPLEX64)
+        gemm_loop_c64(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, ca, cb, parallel);
+    else
+        gemm_loop_c128(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, za, zb, parallel);
+}
+
 void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                 int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc, EmScalar alpha,
                 EmScalar beta, bool parallel) {
+    if (em_is_complex(d)) {
+        gemm_complex(d, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, parallel);
+        return;
+    }
     double fa = em_scalar_to_double(alpha), fb = em_scalar_to_double(beta);
 #ifdef EM_CBLAS
     if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0 && n == 1) {

@@ -20,6 +20,12 @@
 #define EM_TYPES_INTB(X, ...) EM_TYPES_BOOL(X, __VA_ARGS__) EM_TYPES_INT(X, __VA_ARGS__)
 #define EM_TYPES_NUM(X, ...) EM_TYPES_INT(X, __VA_ARGS__) EM_TYPES_FLOAT(X, __VA_ARGS__)
 #define EM_TYPES_ALL(X, ...) EM_TYPES_INTB(X, __VA_ARGS__) EM_TYPES_FLOAT(X, __VA_ARGS__)
+/* C99 complex types: the arithmetic operators and == work on them as they are */
+#define EM_TYPES_COMPLEX(X, ...)                                               \
+    X(__VA_ARGS__, COMPLEX64, float _Complex) X(__VA_ARGS__, COMPLEX128, double _Complex)
+#define EM_TYPES_NUMC(X, ...) EM_TYPES_NUM(X, __VA_ARGS__) EM_TYPES_COMPLEX(X, __VA_ARGS__)
+#define EM_TYPES_FLOATC(X, ...) EM_TYPES_FLOAT(X, __VA_ARGS__) EM_TYPES_COMPLEX(X, __VA_ARGS__)
+#define EM_TYPES_ALLC(X, ...) EM_TYPES_ALL(X, __VA_ARGS__) EM_TYPES_COMPLEX(X, __VA_ARGS__)
 
 #define EM_KNAME(name, DT) k_##name##_##DT
 

@@ -11,7 +11,7 @@
 #include "reduce.h"
 
 /* The dtype finish writes for an accumulator type. */
-#define RED_ODT(AT) ((AT)0.5 != 0 ? EM_FLOAT64 : EM_INT64)
+#define RED_ODT(AT) _Generic((AT)0, double _Complex: EM_COMPLEX128, default: (AT)0.5 != 0 ? EM_FLOAT64 : EM_INT64)
 
 /* Fold a contiguous run one element at a time. */
 #define RED_RUN_GENERIC(op, A, X, N, I0, CT, LD, AT, P)                                  \
@@ -284,8 +284,8 @@ RED_KERNELS(nanmean, RT_FLOAT)
 #define prod_LANE(a, v) ((a) * (v))
 #define prod_RUN(op, A, X, N, I0, DT, T, CT, LD, AT, P) A = op##_lanes_##DT(X, N, A)
 #define LANES_PROD(op, DT, T, CT, LD, AT, LO, HI) LANES_FN(op, DT, T, LD, AT, 1, prod_LANE, prod_LANE)
-RT_ALL(LANES_PROD, prod)
-RED_KERNELS(prod, RT_ALL)
+RT_ALLC(LANES_PROD, prod)
+RED_KERNELS(prod, RT_ALLC)
 
 /* count_nonzero, all, any: NaN is nonzero */
 #define count_nonzero_ACC(CT, AT) int64_t

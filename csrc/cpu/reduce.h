@@ -40,6 +40,11 @@
     X(op, FLOAT64, double, double, LD_PLAIN, double, -INFINITY, INFINITY)
 #define RT_INTB(X, op) RT_BOOL(X, op) RT_INT(X, op)
 #define RT_ALL(X, op) RT_INTB(X, op) RT_FLOAT(X, op)
+/* complex types accumulate in complex128 (C's complex arithmetic) */
+#define RT_COMPLEX(X, op)                                                                \
+    X(op, COMPLEX64, float _Complex, float _Complex, LD_PLAIN, double _Complex, 0, 0)    \
+    X(op, COMPLEX128, double _Complex, double _Complex, LD_PLAIN, double _Complex, 0, 0)
+#define RT_ALLC(X, op) RT_ALL(X, op) RT_COMPLEX(X, op)
 
 /* Scans along a line (cumsum, cumprod: output dtype == input dtype;
  * cummax, cummin: values and int64 indices). Note [line kernels]. */

@@ -10,13 +10,17 @@
 #include "fast_exp.h"
 #include "vec_math.h"
 
-EM_KERNELS(UNARY, neg, EM_TYPES_NUM, -x)
+EM_KERNELS(UNARY, neg, EM_TYPES_NUMC, -x)
+/* conj_physical: the identity on real dtypes (torch returns them as they are) */
+EM_TYPES_ALL(EM_INST_UNARY, conj, x)
+EM_TYPES_COMPLEX(EM_INST_UNARY, conj, conj(x))
+EM_TABLE(conj, EM_TYPES_ALLC(EM_ENTRY, conj))
 EM_KERNELS_SPLIT(UNARY, abs, EM_TYPES_INT, x < 0 ? -x : x, fabs(x))
 EM_TYPES_INT(EM_INST_UNARY, sign, (x > 0) - (x < 0))
 EM_INST_UNARY(sign, x, BOOL, bool)
 EM_TYPES_FLOAT(EM_INST_UNARY, sign, em_sign_float(x))
 EM_TABLE(sign, EM_TYPES_INTB(EM_ENTRY, sign) EM_TYPES_FLOAT(EM_ENTRY, sign))
-EM_KERNELS(UNARY, square, EM_TYPES_NUM, x * x)
+EM_KERNELS(UNARY, square, EM_TYPES_NUMC, x * x)
 EM_KERNELS_SPLIT(UNARY, relu, EM_TYPES_INT, x > 0 ? x : 0, x > 0 ? x : (x != x ? x : 0))
 
 /* rounding: identity on integers */
@@ -72,25 +76,27 @@ F32_VECTOR_KERNEL(exp, exp_f32)
 F32_VECTOR_KERNEL(tanh, tanh_f32)
 F32_VECTOR_KERNEL(sigmoid, sigmoid_f32)
 EM_INST_UNARY(exp, exp(x), FLOAT64, double)
-EM_TABLE(exp, EM_TYPES_FLOAT(EM_ENTRY, exp))
+EM_TYPES_COMPLEX(EM_INST_UNARY, exp, exp(x))
+EM_TABLE(exp, EM_TYPES_FLOATC(EM_ENTRY, exp))
 EM_KERNELS(UNARY, exp2, EM_TYPES_FLOAT, exp2(x))
 EM_KERNELS(UNARY, expm1, EM_TYPES_FLOAT, expm1(x))
-EM_KERNELS(UNARY, log, EM_TYPES_FLOAT, log(x))
+EM_KERNELS(UNARY, log, EM_TYPES_FLOATC, log(x)) /* tgmath.h: clog */
 EM_KERNELS(UNARY, log2, EM_TYPES_FLOAT, log2(x))
 EM_KERNELS(UNARY, log10, EM_TYPES_FLOAT, log10(x))
 EM_KERNELS(UNARY, log1p, EM_TYPES_FLOAT, log1p(x))
-EM_KERNELS(UNARY, sqrt, EM_TYPES_FLOAT, sqrt(x))
-EM_KERNELS(UNARY, rsqrt, EM_TYPES_FLOAT, 1 / sqrt(x))
-EM_KERNELS(UNARY, sin, EM_TYPES_FLOAT, sin(x))
-EM_KERNELS(UNARY, cos, EM_TYPES_FLOAT, cos(x))
-EM_KERNELS(UNARY, tan, EM_TYPES_FLOAT, tan(x))
+EM_KERNELS(UNARY, sqrt, EM_TYPES_FLOATC, sqrt(x)) /* tgmath.h: csqrt */
+EM_KERNELS(UNARY, rsqrt, EM_TYPES_FLOATC, 1 / sqrt(x))
+EM_KERNELS(UNARY, sin, EM_TYPES_FLOATC, sin(x)) /* tgmath.h: csin */
+EM_KERNELS(UNARY, cos, EM_TYPES_FLOATC, cos(x)) /* tgmath.h: ccos */
+EM_KERNELS(UNARY, tan, EM_TYPES_FLOATC, tan(x)) /* tgmath.h: ctan */
 EM_KERNELS(UNARY, asin, EM_TYPES_FLOAT, asin(x))
 EM_KERNELS(UNARY, acos, EM_TYPES_FLOAT, acos(x))
 EM_KERNELS(UNARY, atan, EM_TYPES_FLOAT, atan(x))
-EM_KERNELS(UNARY, sinh, EM_TYPES_FLOAT, sinh(x))
-EM_KERNELS(UNARY, cosh, EM_TYPES_FLOAT, cosh(x))
+EM_KERNELS(UNARY, sinh, EM_TYPES_FLOATC, sinh(x)) /* tgmath.h: csinh */
+EM_KERNELS(UNARY, cosh, EM_TYPES_FLOATC, cosh(x)) /* tgmath.h: ccosh */
 EM_INST_UNARY(tanh, tanh(x), FLOAT64, double)
-EM_TABLE(tanh, EM_TYPES_FLOAT(EM_ENTRY, tanh))
+EM_TYPES_COMPLEX(EM_INST_UNARY, tanh, tanh(x))
+EM_TABLE(tanh, EM_TYPES_FLOATC(EM_ENTRY, tanh))
 EM_KERNELS(UNARY, asinh, EM_TYPES_FLOAT, asinh(x))
 EM_KERNELS(UNARY, acosh, EM_TYPES_FLOAT, acosh(x))
 EM_KERNELS(UNARY, atanh, EM_TYPES_FLOAT, atanh(x))
@@ -99,7 +105,7 @@ EM_TABLE(sigmoid, EM_TYPES_FLOAT(EM_ENTRY, sigmoid))
 EM_KERNELS(UNARY, erf, EM_TYPES_FLOAT, erf(x))
 EM_KERNELS(UNARY, erfc, EM_TYPES_FLOAT, erfc(x))
 EM_KERNELS(UNARY, erfinv, EM_TYPES_FLOAT, em_erfinv(x))
-EM_KERNELS(UNARY, reciprocal, EM_TYPES_FLOAT, 1 / x)
+EM_KERNELS(UNARY, reciprocal, EM_TYPES_FLOATC, 1 / x)
 
 /* predicates write bool; integers are always finite */
 #define PREDICATE(name, int_expr, float_expr) \

@@ -260,7 +260,8 @@ static const char *tensor_type(EmDType dt) {
         [EM_BOOL] = "torch.BoolTensor", [EM_UINT8] = "torch.ByteTensor", [EM_INT8] = "torch.CharTensor",
         [EM_INT16] = "torch.ShortTensor", [EM_INT32] = "torch.IntTensor", [EM_INT64] = "torch.LongTensor",
         [EM_FLOAT16] = "torch.HalfTensor", [EM_BFLOAT16] = "torch.BFloat16Tensor",
-        [EM_FLOAT32] = "torch.FloatTensor", [EM_FLOAT64] = "torch.DoubleTensor"};
+        [EM_FLOAT32] = "torch.FloatTensor", [EM_FLOAT64] = "torch.DoubleTensor",
+        [EM_COMPLEX64] = "torch.ComplexFloatTensor", [EM_COMPLEX128] = "torch.ComplexDoubleTensor"};
     return names[dt];
 }
 

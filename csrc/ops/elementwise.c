@@ -11,7 +11,7 @@
 extern const EmKernels em_kernels_add, em_kernels_add_alpha, em_kernels_sub, em_kernels_div,
     em_kernels_div_trunc, em_kernels_floor_divide, em_kernels_round_scaled_up,
     em_kernels_round_scaled_down, em_kernels_copy, em_kernels_clamp_min, em_kernels_clamp_max,
-    em_kernels_clamp, em_kernels_pow, em_kernels_square;
+    em_kernels_clamp, em_kernels_pow, em_kernels_square, em_kernels_abs;
 
 /* Bind the first n args as operands; at least one must be a tensor. */
 static int bind_inputs(EmCall *c, EmIterConfig *cfg, int n) {
@@ -39,7 +39,18 @@ static PyObject *run_generic(EmCall *c, EmPromotion p, unsigned bool_mask) {
     return (PyObject *)em_iter_run(&cfg);
 }
 
-PyObject *em_impl_ew_unary(EmCall *c) { return run_generic(c, EM_PROMOTE_NONE, 0); }
+PyObject *em_impl_ew_unary(EmCall *c) {
+    /* abs of a complex tensor is real: hypot of its parts (ops/complex.c) */
+    EmTensor *t = em_arg_tensor(c, 0);
+    if (c->def->kernels == &em_kernels_abs && t && em_is_complex(t->dtype)) {
+        if (c->inplace) {
+            PyErr_SetString(PyExc_RuntimeError, "In-place abs is not supported for complex tensors.");
+            return NULL;
+        }
+        return em_complex_abs(t, c->out);
+    }
+    return run_generic(c, EM_PROMOTE_NONE, 0);
+}
 PyObject *em_impl_ew_binary(EmCall *c) { return run_generic(c, EM_PROMOTE_NONE, 0); }
 PyObject *em_impl_ew_unary_float(EmCall *c) { return run_generic(c, EM_PROMOTE_INT_TO_FLOAT, 0); }
 PyObject *em_impl_ew_binary_float(EmCall *c) { return run_generic(c, EM_PROMOTE_INT_TO_FLOAT, 0); }

@@ -111,9 +111,7 @@ PyObject *em_factory_finish(EmTensor *t, const EmFactoryOpts *o) {
 }
 
 /* dtype of full()/new_full() from the fill value when not given */
-static EmDType scalar_default_dtype(EmScalar s) {
-    return s.kind == 'b' ? EM_BOOL : s.kind == 'i' ? EM_INT64 : em_default_float;
-}
+static EmDType scalar_default_dtype(EmScalar s) { return em_scalar_dtype(s); }
 
 /* A filled tensor of `shape`: the body of zeros/ones/full and their forms. */
 static PyObject *filled(EmCall *c, int ndim, const int64_t *shape, EmScalar value, EmDType dflt) {

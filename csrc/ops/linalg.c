@@ -13,13 +13,19 @@ extern const EmKernels em_kernels_mul, em_kernels_addcmul, em_kernels_logical_an
 static const EmScalar ONE = {'i', {1}}, ZERO = {'i', {0}};
 
 
-static bool scalar_is_zero(EmScalar s) { return s.kind == 'f' ? s.v.f == 0 : s.v.i == 0; }
-static bool scalar_is_one(EmScalar s) { return s.kind == 'f' ? s.v.f == 1 : s.v.i == 1; }
+static bool scalar_is_zero(EmScalar s) {
+    return s.kind == 'c' ? s.v.f == 0 && s.im == 0 : s.kind == 'f' ? s.v.f == 0 : s.v.i == 0;
+}
+static bool scalar_is_one(EmScalar s) {
+    return s.kind == 'c' ? s.v.f == 1 && s.im == 0 : s.kind == 'f' ? s.v.f == 1 : s.v.i == 1;
+}
 
 /* alpha/beta as the kernels take them: doubles for float dtypes, integers
  * (truncated, as torch converts them) otherwise. */
 static EmScalar coef_for(EmScalar s, EmDType d) {
     EmScalar r;
+    r.im = 0;
+    if (em_is_complex(d) && s.kind == 'c') return s;
     if (em_is_float(d)) {
         r.kind = 'f';
         r.v.f = em_scalar_to_double(s);

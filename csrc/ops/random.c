@@ -96,7 +96,21 @@ static int do_uniform(EmTensor *t, void *vctx) {
     return 0;
 }
 
+/* Complex tensors draw both parts, through the float view: uniform_ puts
+ * each part in [from, to), normal_ gives each std / sqrt(2) (torch's
+ * convention, so that E|z - mean|^2 = std^2; randn's parts are N(0, 1/2)). */
+int em_uniform_(EmTensor *t, double from, double to, EmGenerator *g);
+int em_normal_(EmTensor *t, double mean, double std, EmGenerator *g);
+static int complex_parts_random(EmTensor *t, int normal, double a, double b, EmGenerator *g) {
+    EmTensor *r = em_view_as_real(t);
+    if (!r) return -1;
+    int rc = normal ? em_normal_(r, a, b / sqrt(2.0), g) : em_uniform_(r, a, b, g);
+    Py_DECREF(r);
+    return rc;
+}
+
 int em_uniform_(EmTensor *t, double from, double to, EmGenerator *g) {
+    if (em_is_complex(t->dtype)) return complex_parts_random(t, 0, from, to, g);
     if (!em_is_float(t->dtype)) {
         PyErr_Format(PyExc_NotImplementedError, "\"check_uniform_bounds\" not implemented for '%s'",
                      em_dtype_name((EmDType)t->dtype));
@@ -182,6 +196,7 @@ static int do_normal(EmTensor *t, void *vctx) {
 }
 
 int em_normal_(EmTensor *t, double mean, double std, EmGenerator *g) {
+    if (em_is_complex(t->dtype)) return complex_parts_random(t, 1, mean, std, g);
     if (!em_is_float(t->dtype)) {
         PyErr_Format(PyExc_NotImplementedError, "\"normal_kernel_cpu\" not implemented for '%s'",
                      em_dtype_name((EmDType)t->dtype));

@@ -228,6 +228,7 @@ static PyObject *sum_like(EmCall *c, SumKind kind) {
     bool keepdim;
     EmDType dt, in_dt = (EmDType)in->dtype;
     Red r;
+    if (em_is_complex(in_dt) && (kind == K_SUM || kind == K_MEAN)) return em_complex_sum(c, kind == K_MEAN);
     int has_dt = em_arg_dtype(c, 3, &dt);
     if (has_dt < 0 || arg_keepdim(c, 2, &keepdim) < 0) return NULL;
     bool given = has_dt == 0;

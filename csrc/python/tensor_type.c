@@ -149,7 +149,7 @@ static int nb_bool(PyObject *self) {
     if (single_value(SELF, "Boolean") < 0) return -1;
     EmScalar s;
     if (em_scalar_from_py(self, &s) < 0) return -1;
-    return s.kind == 'f' ? s.v.f != 0 : s.v.i != 0;
+    return s.kind == 'c' ? s.v.f != 0 || s.im != 0 : s.kind == 'f' ? s.v.f != 0 : s.v.i != 0;
 }
 
 static PyObject *nb_int(PyObject *self) {
@@ -519,7 +519,8 @@ static PyObject *m_is_contiguous(PyObject *self, PyObject *args, PyObject *kw) {
     }
     return PyBool_FromLong(em_is_contiguous_as(SELF, f));
 }
-static PyObject *m_is_floating_point(PyObject *self, PyObject *u) { return PyBool_FromLong(em_is_float(SELF->dtype)); }
+static PyObject *m_is_floating_point(PyObject *self, PyObject *u) { return PyBool_FromLong(em_is_real_float(SELF->dtype)); }
+static PyObject *m_is_complex(PyObject *self, PyObject *u) { return PyBool_FromLong(em_is_complex(SELF->dtype)); }
 static PyObject *m_is_signed(PyObject *self, PyObject *u) {
     return PyBool_FromLong(em_dtype_info[SELF->dtype].is_signed);
 }
@@ -822,7 +823,8 @@ CONVERT(bool, EM_BOOL)
 static PyObject *m_type(PyObject *self, PyObject *args, PyObject *kw) {
     static const char *names[EM_NUM_DTYPES] = {
         "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
-        "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor"};
+        "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor",
+        "ComplexFloatTensor", "ComplexDoubleTensor"};
     PyObject *d = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : kw ? PyDict_GetItemString(kw, "dtype") : NULL;
     if (!d || d == Py_None) return PyUnicode_FromFormat("ember.%s", names[SELF->dtype]);
     EmDType dt;
@@ -911,7 +913,7 @@ static PyMethodDef hand_methods[] = {
     {"is_contiguous", (PyCFunction)(void (*)(void))m_is_contiguous, METH_VARARGS | METH_KEYWORDS, NULL},
     {"is_floating_point", m_is_floating_point, METH_NOARGS, NULL},
     {"is_signed", m_is_signed, METH_NOARGS, NULL},
-    {"is_complex", m_false, METH_NOARGS, NULL},
+    {"is_complex", m_is_complex, METH_NOARGS, NULL},
     {"is_pinned", (PyCFunction)(void (*)(void))m_is_pinned, METH_VARARGS | METH_KEYWORDS, NULL},
     {"pin_memory", (PyCFunction)(void (*)(void))m_pin_memory, METH_VARARGS | METH_KEYWORDS, NULL},
     {"record_stream", m_record_stream, METH_O, NULL},

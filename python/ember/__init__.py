@@ -48,6 +48,8 @@ float16 = _C._dtypes["float16"]
 bfloat16 = _C._dtypes["bfloat16"]
 float32 = _C._dtypes["float32"]
 float64 = _C._dtypes["float64"]
+complex64 = _C._dtypes["complex64"]
+complex128 = _C._dtypes["complex128"]
 # torch dtypes ember has no tensors of: named, with their traits and finfo/iinfo, but making a
 # tensor of one raises (Note [dtypes without tensors] in csrc/core/dtype.c)
 globals().update(_C._dtypes_without_tensors)

@@ -12,7 +12,7 @@ _py_max = builtins.max
 _SCALAR_TYPE_NAMES = {
     "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
     "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-    "float64": "Double",
+    "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
 }
 
 
@@ -45,7 +45,7 @@ def _wrap_dim(dim, ndim, fname=""):
 
 def _to_float(x):
     """Integer/bool tensors become the default float dtype (torch's int->float ops)."""
-    return x if x.dtype.is_floating_point else x.to(_C.get_default_dtype())
+    return x if x.dtype.is_floating_point or x.dtype.is_complex else x.to(_C.get_default_dtype())
 
 
 def _low_precision(dtype):

@@ -54,7 +54,8 @@ def __array__(self, dtype=None, copy=None):
 
 
 _TYPESTR = {"bool": "|b1", "uint8": "|u1", "int8": "|i1", "int16": "<i2", "int32": "<i4",
-            "int64": "<i8", "float16": "<f2", "float32": "<f4", "float64": "<f8"}
+            "int64": "<i8", "float16": "<f2", "float32": "<f4", "float64": "<f8",
+            "complex64": "<c8", "complex128": "<c16"}
 
 
 @property
@@ -86,22 +87,44 @@ def where(self, condition, y):
 
 @property
 def H(self):
-    """Conjugate transpose of a matrix; ember has no complex dtypes, so the transpose."""
+    """Conjugate transpose of a matrix (the transpose for real dtypes)."""
     if self.dim() not in (0, 2):
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
-    return self.transpose(0, 1) if self.dim() == 2 else self
+    t = self.transpose(0, 1) if self.dim() == 2 else self
+    return t.conj()
 
 
 @property
 def mH(self):
     """Conjugate transpose of the last two dims; the transpose for real dtypes."""
-    return self.mT
+    return self.mT.conj()
 
 
-@property
-def real(self):
-    """The real part: the tensor itself for real dtypes (torch's behaviour), so it stays in the graph."""
-    return self
+def _get_real(self):
+    """The real part, a view (the tensor itself for real dtypes, as torch)."""
+    return _C.real(self)
+
+
+def _set_real(self, value):
+    _C.real(self).copy_(value)
+
+
+def _get_imag(self):
+    """The imaginary part of a complex tensor, a view; RuntimeError for real dtypes."""
+    return _C.imag(self)
+
+
+def _set_imag(self, value):
+    _C.imag(self).copy_(value)
+
+
+def __complex__(self):
+    """complex(t) of a one-element tensor."""
+    return complex(self.item())
+
+
+real = property(_get_real, _set_real)
+imag = property(_get_imag, _set_imag)
 
 
 def adjoint(self):
@@ -115,7 +138,7 @@ def type_as(self, other):
 
 
 def _identity(self):
-    """conj/resolve_conj/resolve_neg: no-ops for real tensors."""
+    """resolve_conj/resolve_neg: no-ops (ember's conj is an eager copy: no conj or neg bits)."""
     return self
 
 
@@ -270,8 +293,8 @@ _METHODS = {
     "unfold": unfold,
     "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__format__": __format__,
     "__array__": __array__, "__array_wrap__": __array_wrap__, "__array_interface__": __array_interface__, "where": where,
-    "__reversed__": __reversed__, "__module__": "ember", "H": H, "mH": mH, "conj": _identity,
-    "real": real, "adjoint": adjoint, "type_as": type_as,
+    "__reversed__": __reversed__, "__module__": "ember", "H": H, "mH": mH,
+    "real": real, "imag": imag, "__complex__": __complex__, "adjoint": adjoint, "type_as": type_as,
     "resolve_conj": _identity, "resolve_neg": _identity, "is_conj": _false, "is_neg": _false,
     "backward": backward, "register_hook": register_hook,
     "register_post_accumulate_grad_hook": register_post_accumulate_grad_hook,

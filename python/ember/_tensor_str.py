@@ -106,6 +106,24 @@ class _Formatter:
         return (self.max_width - len(ret)) * " " + ret
 
 
+class _ComplexFormatter:
+    """torch's complex layout: the real and imaginary parts each formatted as
+    a float column of its own, joined as 'a+bj'."""
+
+    def __init__(self, values):
+        self.re = _Formatter(values.real, True)
+        self.im = _Formatter(values.imag, True)
+
+    def width(self):
+        return self.re.width() + self.im.width() + 1
+
+    def format(self, value):
+        value = complex(value)
+        real = self.re.format(value.real)
+        imag = (self.im.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _vector_str(a, indent, summarize, fmt):
     e = PRINT_OPTS.edgeitems
     per_line = max(1, int(math.floor((PRINT_OPTS.linewidth - indent) / (fmt.width() + 2))))
@@ -142,6 +160,8 @@ def _values(t):
         t = t.cpu()
     if t.dtype.is_floating_point:
         return t.to(_C._dtypes["float64"]).numpy()
+    if t.dtype.is_complex:
+        return t.to(_C._dtypes["complex128"]).numpy()
     if t.dtype == _C._dtypes["bool"]:
         return t.numpy()
     return t.to(_C._dtypes["int64"]).numpy()
@@ -166,6 +186,7 @@ def _repr(t, prefix="tensor("):
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
     default = _C.get_default_dtype()
+    default_complex = _C._dtypes["complex128" if default == _C._dtypes["float64"] else "complex64"]
     if t.is_meta:  # no values to show: the size says what there is (torch's form)
         suffixes.append(f"size={tuple(t.shape)}")
         if t.dtype != default:
@@ -178,11 +199,12 @@ def _repr(t, prefix="tensor("):
             suffixes.append(f"dtype={t.dtype}")
         body = "[]"
     else:
-        if t.dtype not in (default, _C._dtypes["int64"], _C._dtypes["bool"]):
+        if t.dtype not in (default, default_complex, _C._dtypes["int64"], _C._dtypes["bool"]):
             suffixes.append(f"dtype={t.dtype}")
         summarize = t.numel() > PRINT_OPTS.threshold
         a = _values(t)
-        fmt = _Formatter(_summarized(a) if summarize else a, t.dtype.is_floating_point)
+        shown = _summarized(a) if summarize else a
+        fmt = _ComplexFormatter(shown) if t.dtype.is_complex else _Formatter(shown, t.dtype.is_floating_point)
         body = _array_str(a, indent, summarize, fmt)
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")

@@ -8,7 +8,8 @@ from . import _C
 _NAMES = {
     "DoubleTensor": "float64", "FloatTensor": "float32", "HalfTensor": "float16", "BFloat16Tensor": "bfloat16",
     "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
-    "ByteTensor": "uint8", "BoolTensor": "bool",
+    "ByteTensor": "uint8", "BoolTensor": "bool", "ComplexFloatTensor": "complex64",
+    "ComplexDoubleTensor": "complex128",
 }
 
 

@@ -28,7 +28,8 @@ __all__ = ["SafetensorError", "save_file", "load_file", "save", "load"]
 
 # safetensors dtype code -> ember dtype name
 _CODE_TO_DTYPE = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "I32": "int32",
-                  "I64": "int64", "F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64"}
+                  "I64": "int64", "F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64",
+                  "C64": "complex64"}  # the format has no complex128
 _DTYPE_TO_CODE = {v: k for k, v in _CODE_TO_DTYPE.items()}
 _MAX_HEADER = 100_000_000  # the safetensors library's limit
 
@@ -52,6 +53,8 @@ def _check_tensors(tensors):
             raise ValueError(f"Key `{name}` is invalid, expected ember.Tensor but received {type(t).__name__}")
         if t.device.type != "cpu":
             raise ValueError(f"Tensor `{name}` is on {t.device}; ember can only save CPU tensors")
+        if _dtype_name(t.dtype) not in _DTYPE_TO_CODE:
+            raise ValueError(f"Tensor `{name}` has dtype {t.dtype}, which the safetensors format has no code for")
         if not t.is_contiguous():
             raise ValueError(
                 f"You are trying to save a non contiguous tensor: `{name}` which is not allowed. It either means "

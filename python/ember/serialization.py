@@ -40,12 +40,14 @@ _STORAGE_NAME = {
     "bool": "BoolStorage", "uint8": "ByteStorage", "int8": "CharStorage", "int16": "ShortStorage",
     "int32": "IntStorage", "int64": "LongStorage", "float16": "HalfStorage",
     "bfloat16": "BFloat16Storage", "float32": "FloatStorage", "float64": "DoubleStorage",
+    "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage",
 }
 _STORAGE_DTYPE = {v: k for k, v in _STORAGE_NAME.items()}
 # torch dtype attribute names (canonical and aliases) -> ember dtype name.
 _TORCH_DTYPE_NAMES = {n: n for n in _STORAGE_NAME}
 _TORCH_DTYPE_NAMES.update({"float": "float32", "double": "float64", "half": "float16",
-                           "long": "int64", "int": "int32", "short": "int16"})
+                           "long": "int64", "int": "int32", "short": "int16",
+                           "cfloat": "complex64", "cdouble": "complex128"})
 
 _ALIGNMENT = 64  # torch's record alignment (.storage_alignment)
 _ZIP64_SIZE = 0xFFFFFFFF  # sizes/offsets from here on need ZIP64 fields

@@ -6,7 +6,7 @@ from . import _C
 
 _DEFAULT_TOL = {  # dtype name: (rtol, atol)
     "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
-    "float64": (1e-7, 1e-7),
+    "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7),
 }
 
 

@@ -15,45 +15,72 @@ def _as_tuple(x):
 
 def _outputs(func, inputs):
     out = _as_tuple(func(*inputs))
-    return tuple(o for o in out if isinstance(o, _C.Tensor) and o.dtype.is_floating_point)
+    return tuple(o for o in out if isinstance(o, _C.Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex))
+
+
+# Note [complex gradcheck]: a complex number is two real degrees of freedom,
+# so complex inputs and outputs are checked as real ones: the Jacobian of
+# (real, imag) of every output element with respect to (real, imag) of every
+# input element. Numerically: perturb x by eps and by eps*1j. Analytically,
+# by torch's convention (the gradient is dL/dx + i dL/dy): the gradient for
+# grad_output 1 at an output element is d(real)/dx + i d(real)/dy, and for
+# grad_output 1j it is d(imag)/dx + i d(imag)/dy.
+
+def _real_values(t):
+    """A tensor's values as float64 reals: (real, imag) pairs for complex."""
+    t = t.detach().cpu()
+    if t.dtype.is_complex:
+        return t.to(_C._dtypes["complex128"]).numpy().reshape(-1).view(np.float64).copy()
+    return t.double().numpy().ravel().copy()
 
 
 def _numerical(func, inputs, i, eps):
-    """d outputs / d inputs[i], one column per element of inputs[i]."""
+    """d outputs / d inputs[i]: a column per real degree of freedom of inputs[i]."""
     x = inputs[i]
     xd = x.detach()  # shares memory: perturb the input in place
+    steps = (eps, eps * 1j) if x.dtype.is_complex else (eps,)
     cols = []
     for idx in np.ndindex(*x.shape):
         orig = xd[idx].item()
-        xd[idx] = orig + eps
-        plus = [o.detach().double().cpu().numpy().ravel().copy() for o in _outputs(func, inputs)]
-        xd[idx] = orig - eps
-        minus = [o.detach().double().cpu().numpy().ravel().copy() for o in _outputs(func, inputs)]
-        xd[idx] = orig
-        cols.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
-    return cols  # cols[element][output] -> vector over output elements
+        for h in steps:
+            xd[idx] = orig + h
+            plus = [_real_values(o) for o in _outputs(func, inputs)]
+            xd[idx] = orig - h
+            minus = [_real_values(o) for o in _outputs(func, inputs)]
+            xd[idx] = orig
+            cols.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
+    return cols  # cols[input dof][output] -> vector over output dofs
 
 
 def _analytical(outputs, inputs, i):
-    """rows[output][output element] -> gradient w.r.t. inputs[i] (flattened)."""
+    """rows[output][output dof] -> gradient w.r.t. inputs[i] (flattened real dofs)."""
     from . import grad
+    x = inputs[i]
+    n_dof = x.numel() * (2 if x.dtype.is_complex else 1)
     rows = []
     for o in outputs:
         per_elem = []
+        units = (1.0, 1j) if o.dtype.is_complex else (1.0,)
         for k in range(o.numel()):
-            go = _C.zeros(o.shape, dtype=o.dtype, device=o.device)
-            go.view(-1)[k] = 1.0
-            g = grad((o,), (inputs[i],), (go,), retain_graph=True, allow_unused=True)[0]
-            per_elem.append(np.zeros(inputs[i].numel()) if g is None else g.detach().double().cpu().numpy().ravel())
+            for u in units:
+                go = _C.zeros(o.shape, dtype=o.dtype, device=o.device)
+                go.view(-1)[k] = u
+                g = grad((o,), (x,), (go,), retain_graph=True, allow_unused=True)[0]
+                per_elem.append(np.zeros(n_dof) if g is None else _real_values(g))
         rows.append(per_elem)
     return rows
+
+
+def _dofs(t):
+    return t.numel() * (2 if t.dtype.is_complex else 1)
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
               check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
               check_batched_forward_grad=False, check_forward_ad=False, check_backward_ad=True,
               fast_mode=False, masked=None):
-    """True when the analytical Jacobian of func at inputs matches finite differences."""
+    """True when the analytical Jacobian of func at inputs matches finite differences
+    (complex inputs and outputs as pairs of reals: Note [complex gradcheck])."""
     inputs = _as_tuple(inputs)
     diff = [i for i, x in enumerate(inputs) if isinstance(x, _C.Tensor) and x.requires_grad]
     if not diff:
@@ -67,10 +94,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         num = _numerical(func, inputs, i, eps)
         ana = analyticals[i]
         for j, o in enumerate(outputs):
-            n_in = inputs[i].numel()
-            numerical = np.array([num[e][j] for e in range(len(num))]).T.reshape(o.numel(), n_in) \
-                if num and o.numel() else np.zeros((o.numel(), n_in))
-            analytical = np.array(ana[j]).reshape(o.numel(), n_in) if o.numel() else np.zeros((0, n_in))
+            n_in, n_out = _dofs(inputs[i]), _dofs(o)
+            numerical = np.array([num[e][j] for e in range(len(num))]).T.reshape(n_out, n_in) \
+                if num and n_out else np.zeros((n_out, n_in))
+            analytical = np.array(ana[j]).reshape(n_out, n_in) if n_out else np.zeros((0, n_in))
             if not np.allclose(analytical, numerical, rtol=rtol, atol=atol):
                 if not raise_exception:
                     return False
