@@ -20,6 +20,7 @@
 
 #define MAX_LEVELS 64
 #define BLUESTEIN_PRIME 61 /* largest prime a general butterfly handles */
+#define TWO_PI 6.283185307179586476925286766559
 
 struct EmFftPlan {
     int64_t n;
@@ -50,7 +51,7 @@ static int64_t largest_prime(int64_t n) {
 /* exp(-2 pi i num / den), num reduced modulo den first for accuracy */
 static void unit_root(int64_t num, int64_t den, double *re, double *im) {
     num %= den;
-    double a = -2.0 * M_PI * (double)num / (double)den;
+    double a = -TWO_PI * (double)num / (double)den;
     *re = cos(a);
     *im = sin(a);
 }

@@ -104,7 +104,8 @@ from ._gamma import *  # noqa: E402,F401,F403  (lgamma, digamma, mvlgamma, logad
 from ._quantile import quantile, nanquantile  # noqa: E402
 from ._creation import asarray, frombuffer  # noqa: E402
 from ._settings import *  # noqa: E402,F401,F403  (deterministic algorithms, default device)
-from . import special, distributions  # noqa: E402,F401
+from . import special, distributions, fft  # noqa: E402,F401
+from ._stft import *  # noqa: E402,F401,F403  (window functions, stft, istft)
 from .special import logit, xlogy, sinc, i0  # noqa: E402  (torch.* too; xlog1py is torch.special only)
 globals().update(linalg._TORCH_FUNCTIONS)  # inverse, det, svd, lu, norm (with p='nuc'), ...
 from . import _aliases  # noqa: E402  (arccos, multiply, greater_equal, ... as torch spells them)
