@@ -106,6 +106,20 @@ def _t(m, x):
     return x.T if m is np else x.t()
 
 
+
+def fft_case(name, shape, call):
+    """A Fourier-transform case: complex64 input of `shape` (the same numbers
+    for every library), call(mod) the library's fft module function to time."""
+    def build(lib, n):
+        rng = np.random.default_rng(0)
+        x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+        if lib != "numpy":
+            x = module(lib).from_numpy(x).clone()
+        fn = call(module(lib).fft)
+        return lambda: fn(x)
+    n = int(np.prod(shape))
+    return Case(name, n, {lib: (lambda n, lib=lib: build(lib, n)) for lib in LIBS}, unit="time", max_repeats=7)
+
 M = 1 << 20
 CASES = [
     Case("a + b, 100 f32", 100, every_lib(lambda m, a, b, c: lambda: a + b),
@@ -130,6 +144,10 @@ CASES = [
          targets={"torch": ("<=", 0.5)}),
     Case("sum(a), 16M f32", 16 * M, every_lib(lambda m, a, b, c: lambda: a.sum()),
          unit="GB/s", bytes_per_elem=4, targets={"torch": (">=", 1.0)}),
+    fft_case("fft 1-D 2^20 c64", (1 << 20,), lambda f: f.fft),
+    fft_case("fft2 1024x1024 c64", (1024, 1024), lambda f: f.fft2),
+    fft_case("fft 1-D prime 1000003 c64", (1000003,), lambda f: f.fft),
+    fft_case("fft 1-D 64 x 4096 c64", (64, 4096), lambda f: f.fft),
 ]
 
 

@@ -922,5 +922,6 @@ int em_init_derivatives(void) {
     em_formulas_interp();
     em_formulas_conv();
     em_formulas_attn();
+    em_formulas_fft();
     return 0;
 }

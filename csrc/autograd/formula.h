@@ -192,6 +192,7 @@ void em_formulas_poolnorm(void);
 void em_formulas_interp(void);
 void em_formulas_conv(void);
 void em_formulas_attn(void);
+void em_formulas_fft(void);
 
 #define ALLIN EM_SAVE_ALL_IN
 #define IN0 EM_SAVE_IN(0)

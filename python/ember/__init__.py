@@ -106,7 +106,8 @@ from ._lowrank import svd_lowrank, pca_lowrank  # noqa: E402
 from . import fft  # noqa: E402,F401
 from ._creation import asarray, frombuffer  # noqa: E402
 from ._settings import *  # noqa: E402,F401,F403  (deterministic algorithms, default device)
-from . import special, distributions  # noqa: E402,F401
+from . import special, distributions, fft  # noqa: E402,F401
+from ._stft import *  # noqa: E402,F401,F403  (window functions, stft, istft)
 from .special import logit, xlogy, sinc, i0  # noqa: E402  (torch.* too; xlog1py is torch.special only)
 globals().update(linalg._TORCH_FUNCTIONS)  # inverse, det, svd, lu, norm (with p='nuc'), ...
 from . import _aliases  # noqa: E402  (arccos, multiply, greater_equal, ... as torch spells them)

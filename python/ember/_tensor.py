@@ -4,7 +4,7 @@ last). Printing, formatting, pickling, copying, the NumPy array protocols,
 hooks and a few views are defined here; the rest are the torch functions of
 the other modules (comparison, shape functions, statistics, linalg, ...) as
 methods, and their in-place `_` twins made here."""
-from . import _C, _aliases, _calculus, _comparison, _distances, _elementwise, _gamma, _products, _quantile
+from . import _C, _aliases, _calculus, _stft, _comparison, _distances, _elementwise, _gamma, _products, _quantile
 from . import _shape_functions, _statistics, special
 from ._checks import _type_name
 from ._tensor_str import _repr
@@ -325,7 +325,7 @@ _METHODS = {
     "dist": _distances.dist, "renorm": _distances.renorm, "cross": _products.cross,
     "quantile": _quantile.quantile, "nanquantile": _quantile.nanquantile,
     "lgamma": _gamma.lgamma, "digamma": _gamma.digamma, "mvlgamma": _gamma.mvlgamma,
-    "logaddexp2": _gamma.logaddexp2,
+    "logaddexp2": _gamma.logaddexp2, "stft": _stft.stft, "istft": _stft.istft,
     # linalg: torch's Tensor spellings (norm takes p='nuc' to the SVD)
     "inverse": _solve.inv, "det": _solve.det, "logdet": _solve.logdet, "slogdet": _solve._torch_slogdet,
     "triangular_solve": _solve.triangular_solve, "lu_solve": _solve._torch_lu_solve, "lu": _solve._torch_lu,
