@@ -23,7 +23,7 @@ def is_floating_point(input):
 
 
 def is_complex(input):
-    """False for every ember tensor: ember has no complex dtypes (Note [dtypes without tensors])."""
+    """Whether the tensor holds complex numbers (complex64 or complex128)."""
     return _tensor_arg("is_complex", input).dtype.is_complex
 
 
