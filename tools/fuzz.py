@@ -441,6 +441,35 @@ def _limits(mem_bytes):
     return apply
 
 
+def _proc_stat(pid):
+    """(state letter, CPU seconds of the whole process) from /proc, or None"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid):
+    st = _proc_stat(pid)
+    return st[1] if st else 0.0
+
+
+def _stalled(pid, idle, cpu_before, limit):
+    """A child that made no progress for `idle` seconds is hung when it spun
+    for `limit` CPU seconds (a busy loop) or sat blocked for `limit` seconds
+    (a deadlock); one that was merely waiting for a CPU on a loaded machine
+    is given ten times as long before it counts."""
+    if idle <= limit:
+        return False
+    st = _proc_stat(pid)
+    if st is None:
+        return idle > 10 * limit
+    state, cpu = st
+    return cpu - cpu_before > limit or (state in "SD" and cpu - cpu_before < 0.1 * limit) or idle > 10 * limit
+
+
 def run_child(opts, seed, batch, start, calls, replay=None):
     """Run one child; returns (status, stats, last_index, last_source) with status
     'ok', 'crash:<signal or rc>' or 'hang'."""
@@ -455,6 +484,7 @@ def run_child(opts, seed, batch, start, calls, replay=None):
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                             preexec_fn=_limits(opts.mem_mb << 20))
     last, size, changed = None, -1, time.monotonic()
+    cpu_at_change = _cpu_seconds(proc.pid)
     status = None
     while True:
         try:
@@ -464,8 +494,8 @@ def run_child(opts, seed, batch, start, calls, replay=None):
             pass
         s = os.path.getsize(progress)
         if s != size:
-            size, changed = s, time.monotonic()
-        elif time.monotonic() - changed > opts.hang_seconds:
+            size, changed, cpu_at_change = s, time.monotonic(), _cpu_seconds(proc.pid)
+        elif _stalled(proc.pid, time.monotonic() - changed, cpu_at_change, opts.hang_seconds):
             proc.kill()
             proc.wait()
             status = "hang"
