@@ -626,6 +626,68 @@ OPS += [
 ]
 
 
+# special functions, angles, gcd / lcm, powers of two: references from Python's
+# math module and NumPy (no SciPy here). digamma: central differences of
+# math.lgamma, Richardson-extrapolated, after shifting x up past 5.
+def _lgamma1(v):
+    if math.isnan(v):
+        return v
+    if math.isinf(v) or (v <= 0 and v == math.floor(v)):
+        return math.inf
+    return math.lgamma(v)
+
+
+def _digamma1(v):
+    if math.isnan(v) or v == math.inf:
+        return v
+    if v == 0:
+        return math.copysign(math.inf, -v)
+    if v < 0:
+        if math.isinf(v) or v == math.floor(v):
+            return math.nan
+        return _digamma1(1 - v) - math.pi / math.tan(math.pi * v)
+    acc = 0.0
+    while v < 5:
+        acc -= 1 / v
+        v += 1
+
+    def d(h):
+        return (math.lgamma(v + h) - math.lgamma(v - h)) / (2 * h)
+    d1, d2, d3 = d(0.2), d(0.1), d(0.05)
+    r1, r2 = (4 * d2 - d1) / 3, (4 * d3 - d2) / 3
+    return acc + (16 * r2 - r1) / 15
+
+
+_lgamma = np.vectorize(_lgamma1, otypes=[float])
+_digamma = np.vectorize(_digamma1, otypes=[float])
+
+
+def _xlogy(a, b):
+    with np.errstate(all="ignore"):
+        return np.where((a == 0) & ~np.isnan(b), 0 * a, a * np.log(b))
+
+
+def _heaviside(a, v):
+    return np.where(a == 0, v, (a > 0).astype(v.dtype))
+
+
+OPS += [
+    EW("lgamma", lambda x: _lgamma(np.asarray(x, np.float64)), rule="float", doms=[(0.1, 6)],
+       tol={"float32": (1e-5, 1e-5)}),
+    EW("digamma", lambda x: _digamma(np.asarray(x, np.float64)), rule="float", doms=[(0.1, 6)],
+       tol={"float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10)}),
+    EW("i0", lambda x: np.i0(np.asarray(x, np.float64)), rule="float", doms=[(-5, 5)], specials=False),
+    EW("rad2deg", np.rad2deg, rule="float"),
+    EW("deg2rad", np.deg2rad, rule="float"),
+    EW("ldexp", lambda a, b: a * np.exp2(b), nargs=2, rule="float", doms=[(-5, 5), (-3, 3)], specials=False),
+    EW("logaddexp2", np.logaddexp2, nargs=2, dtypes=FLOATS, variants="FMO"),
+    EW("xlogy", _xlogy, nargs=2, rule="float", doms=[(-5, 5), (0.1, 5)]),
+    EW("heaviside", _heaviside, nargs=2),
+    EW("gcd", np.gcd, nargs=2, dtypes=INTS, doms=[(-60, 60), (-60, 60)]),
+    EW("lcm", np.lcm, nargs=2, dtypes=INTS, doms=[(-10, 10), (-10, 10)]),
+]
+
+
 # ---------------------------------------------------------------------------
 # copy_ / fill_ / zero_ (write into self, return self)
 def _fill_samples(op, dtype, layout):

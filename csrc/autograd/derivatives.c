@@ -640,6 +640,115 @@ static int bw_polar(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
+/* ------------------------------------------------ special functions */
+
+static int bw_lgamma(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, MUL(G(0), OP1(digamma, IN(0))));
+    END;
+}
+
+static int bw_digamma(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, MUL(G(0), OP2(polygamma, INT(1), IN(0))));
+    END;
+}
+
+/* polygamma(n, x)' = polygamma(n + 1, x); ARG(0) is n */
+static int bw_polygamma(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, MUL(G(0), OP2(polygamma, INT(PyLong_AsLongLong(ARG(0)) + 1), IN(0))));
+    END;
+}
+
+/* mvlgamma(x, p)' = sum_j<p digamma(x - j / 2) */
+static int bw_mvlgamma(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *x = IN(0), *sum = OP1(digamma, x);
+    long long p = PyLong_AsLongLong(ARG(1));
+    const int mark = sc.n; /* the running sum sits at mark - 1; each turn's temporaries are dropped */
+    for (long long j = 1; j < p && sum; j++) {
+        PyObject *term = OP1(digamma, SUB(x, NUM(j / 2.0)));
+        PyObject *next = term ? em_op(EM_OP_add, 2, (PyObject *[]){sum, term}) : NULL;
+        drop_to(S, mark);
+        if (!next) {
+            sc.failed = true;
+            sum = NULL;
+            break;
+        }
+        Py_SETREF(sc.o[mark - 1], next);
+        sum = next;
+    }
+    SET(0, MUL(G(0), sum));
+    END;
+}
+
+static int bw_i0(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, MUL(G(0), OP1(_special_i1, IN(0))));
+    END;
+}
+
+static int bw_rad2deg(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, MUL(G(0), NUM(180.0 / M_PI)));
+    END;
+}
+
+static int bw_deg2rad(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, MUL(G(0), NUM(M_PI / 180.0)));
+    END;
+}
+
+/* frexp: mantissa = x / 2^exponent, the exponent piecewise constant */
+static int bw_frexp(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    SET(0, DIV(G(0), OP1(exp2, OUT(1))));
+    END;
+}
+
+/* ldexp(a, b) = a 2^b */
+static int bw_ldexp(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *a = IN(0), *b = IN(1), *scale = OP1(exp2, b);
+    if (need(n, 0)) SET(0, MUL(G(0), scale));
+    if (need(n, 1)) SET(1, MUL(MUL(G(0), MUL(a, scale)), NUM(M_LN2)));
+    END;
+}
+
+static int bw_logaddexp2(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *a = IN(0), *b = IN(1);
+    if (need(n, 0)) SET(0, DIV(G(0), ADD(OP1(exp2, SUB(b, a)), NUM(1.0))));
+    if (need(n, 1)) SET(1, DIV(G(0), ADD(OP1(exp2, SUB(a, b)), NUM(1.0))));
+    END;
+}
+
+/* xlogy(x, y): d/dx = log y (0 where x == 0 and y <= 0, as torch), d/dy = x / y */
+static int bw_xlogy(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *x = IN(0), *y = IN(1);
+    if (need(n, 0)) {
+        PyObject *gx = OP2(xlogy, G(0), y), *mask;
+        if (em_is_tensor(y)) {
+            mask = OP2(logical_and, OP2(eq, x, NUM(0.0)), OP2(le, y, NUM(0.0)));
+        } else {
+            double yv = y ? PyFloat_AsDouble(y) : 1.0;
+            mask = yv <= 0 ? OP2(eq, x, NUM(0.0)) : NULL;
+        }
+        SET(0, mask ? OP3(where, mask, NUM(0.0), gx) : gx);
+    }
+    if (need(n, 1)) SET(1, DIV(MUL(G(0), x), y));
+    END;
+}
+
+static const char *name_xlogy(EmCall *c, PyObject *result) {
+    (void)result;
+    return !em_is_tensor(c->args[0]) ? "XlogyBackward1" : !em_is_tensor(c->args[1]) ? "XlogyBackward2"
+                                                                                 : "XlogyBackward0";
+}
+
 /* FORMULA(op, saves, formula, node name) */
 static const EmFormula formulas[] = {
     FORMULA(view_as_real, 0, bw_view_as_real, "ViewAsRealBackward0")
@@ -756,6 +865,17 @@ static const EmFormula formulas[] = {
     FORMULA(as_strided, IN0, bw_as_strided, "AsStridedBackward0")
     FORMULA(tril, 0, bw_tril, "TrilBackward0")
     FORMULA(triu, 0, bw_triu, "TriuBackward0")
+    FORMULA(lgamma, IN0, bw_lgamma, "LgammaBackward0")
+    FORMULA(digamma, IN0, bw_digamma, "DigammaBackward0")
+    FORMULA(polygamma, IN0, bw_polygamma, "PolygammaBackward0")
+    FORMULA(mvlgamma, IN0, bw_mvlgamma, "MvlgammaBackward0")
+    FORMULA(i0, IN0, bw_i0, "I0Backward0")
+    FORMULA(rad2deg, 0, bw_rad2deg, "Rad2DegBackward0")
+    FORMULA(deg2rad, 0, bw_deg2rad, "Deg2RadBackward0")
+    FORMULA(frexp, SOUT, bw_frexp, "FrexpBackward0")
+    FORMULA(ldexp, IN0 | IN1, bw_ldexp, "LdexpBackward0")
+    FORMULA(logaddexp2, IN0 | IN1, bw_logaddexp2, "Logaddexp2Backward0")
+    FORMULA_NAMED(xlogy, IN0 | IN1, bw_xlogy, name_xlogy)
 
 };
 
@@ -889,7 +1009,8 @@ const EmDerivative *em_fallback_derivative(EmOpId op, bool inplace) {
     case EM_OP_le: return inplace ? &cmp[3] : NULL;
     case EM_OP_gt: return inplace ? &cmp[4] : NULL;
     case EM_OP_ge: return inplace ? &cmp[5] : NULL;
-    case EM_OP_floor_divide: return &not_implemented;
+    case EM_OP_floor_divide:
+    case EM_OP_heaviside: return &not_implemented;
     case EM_OP_unique: return &unique;
     case EM_OP_unique_consecutive: return &unique_consecutive;
     default: return NULL;

@@ -51,6 +51,13 @@
 #undef em_gelu_tanh_grad
 #undef em_silu
 #undef em_silu_grad
+#undef em_digamma
+#undef em_polygamma
+#undef em_mvlgamma
+#undef em_i0
+#undef em_i1
+#undef em_logaddexp2
+#undef em_frexp_mantissa
 
 #define EW_FN __host__ __device__ __forceinline__
 
@@ -232,6 +239,22 @@ EW_FN float em_silu(float x) { return em_silu_f(x); }
 EW_FN double em_silu(double x) { return em_silu_d(x); }
 EW_FN float em_silu_grad(float x) { return em_silu_grad_f(x); }
 EW_FN double em_silu_grad(double x) { return em_silu_grad_d(x); }
+EW_FN float em_digamma(float x) { return em_digamma_f(x); }
+EW_FN double em_digamma(double x) { return em_digamma_d(x); }
+EW_FN float em_polygamma(float n, float x) { return em_polygamma_f(n, x); }
+EW_FN double em_polygamma(double n, double x) { return em_polygamma_d(n, x); }
+EW_FN float em_mvlgamma(float x, float p) { return em_mvlgamma_f(x, p); }
+EW_FN double em_mvlgamma(double x, double p) { return em_mvlgamma_d(x, p); }
+EW_FN float em_i0(float x) { return em_i0_f(x); }
+EW_FN double em_i0(double x) { return em_i0_d(x); }
+EW_FN float em_i1(float x) { return em_i1_f(x); }
+EW_FN double em_i1(double x) { return em_i1_d(x); }
+EW_FN float em_logaddexp2(float a, float b) { return em_logaddexp2_f(a, b); }
+EW_FN double em_logaddexp2(double a, double b) { return em_logaddexp2_d(a, b); }
+EW_FN float em_frexp_mantissa(float x) { return em_frexp_mantissa_f(x); }
+EW_FN double em_frexp_mantissa(double x) { return em_frexp_mantissa_d(x); }
+/* gcd / lcm's width argument: binary.c's 0 for uint8, else the bits */
+#define EW_INT_BITS (std::is_unsigned<T>::value ? 0 : 8 * (int)sizeof(T))
 
 /* Shifts (math.h's EM_SHL/EM_SHR use sizeof(T) of the kernel's type) */
 template <class T> EW_FN T ew_shl(T a, T b) { return EM_SHL(T, a, b); }
@@ -366,6 +389,26 @@ EW_DEF(signbit, X, bool, T,
        else if constexpr (IS_BOOL) return false;
        else return x < 0;)
 EW_DEF(bitwise_not, X, T, T, if constexpr (IS_BOOL) return !x; else return (T)~x;)
+
+/* binary.c: step, gcd / lcm, powers of two, log2-sum-exp2, x log y */
+EW_1(heaviside, AB, a == 0 ? b : (T)(a > 0))
+EW_1(gcd, AB, em_gcd(a, b, EW_INT_BITS))
+EW_1(lcm, AB, em_lcm(a, b, EW_INT_BITS))
+EW_1(ldexp, AB, a * exp2(b))
+EW_1(logaddexp2, AB, em_logaddexp2(a, b))
+EW_1(xlogy, AB, em_xlogy(a, b))
+
+/* special.c */
+EW_1(lgamma, X, lgamma((double)x))
+EW_1(digamma, X, em_digamma(x))
+EW_1(i0, X, em_i0(x))
+EW_1(i1, X, em_i1(x))
+EW_1(polygamma, AB, em_polygamma(b, a))
+EW_1(mvlgamma, AB, em_mvlgamma(a, b))
+EW_1(rad2deg, X, x * (180.0 / 3.14159265358979323846))
+EW_1(deg2rad, X, x * (3.14159265358979323846 / 180.0))
+EW_1(frexp_mantissa, X, em_frexp_mantissa(x))
+EW_1(frexp_exponent, X, em_frexp_exponent(x))
 
 /* ternary.c */
 EW_1(add_alpha, ABC, a + c * b)
@@ -760,6 +803,12 @@ static EwEntry ew_table[] = {
     EW_ENTRY(shift_left, M_INT) EW_ENTRY(shift_right, M_INT)
     EW_ENTRY(logical_and, M_BOOL) EW_ENTRY(logical_or, M_BOOL) EW_ENTRY(logical_xor, M_BOOL)
     EW_ENTRY(logical_not, M_BOOL) EW_ENTRY(clamp_min, M_ALL) EW_ENTRY(clamp_max, M_ALL)
+    EW_ENTRY(heaviside, M_ALL) EW_ENTRY(gcd, M_INT) EW_ENTRY(lcm, M_INT) EW_ENTRY(ldexp, M_FLOAT)
+    EW_ENTRY(logaddexp2, M_FLOAT) EW_ENTRY(xlogy, M_FLOAT)
+    /* special.c */
+    EW_ENTRY(lgamma, M_FLOAT) EW_ENTRY(digamma, M_FLOAT) EW_ENTRY(i0, M_FLOAT) EW_ENTRY(i1, M_FLOAT)
+    EW_ENTRY(polygamma, M_FLOAT) EW_ENTRY(mvlgamma, M_FLOAT) EW_ENTRY(rad2deg, M_FLOAT)
+    EW_ENTRY(deg2rad, M_FLOAT) EW_ENTRY(frexp_mantissa, M_FLOAT) EW_ENTRY(frexp_exponent, M_FLOAT)
     /* unary.c */
     EW_ENTRY(neg, M_NUM) EW_ENTRY(abs, M_NUM) EW_ENTRY(sign, M_ALL) EW_ENTRY(square, M_NUM)
     EW_ENTRY(relu, M_NUM) EW_ENTRY(floor, M_NUM) EW_ENTRY(ceil, M_NUM) EW_ENTRY(trunc, M_NUM)

@@ -99,16 +99,14 @@ from ._products import *  # noqa: E402,F401,F403  (tensordot, cross, chain_matmu
 from ._distances import *  # noqa: E402,F401,F403  (cdist, dist, renorm)
 from ._calculus import *  # noqa: E402,F401,F403  (trapezoid, gradient, logcumsumexp, ...)
 from ._statistics import *  # noqa: E402,F401,F403  (cov, corrcoef, histogram*, histc, bincount)
-from ._elementwise import *  # noqa: E402,F401,F403  (heaviside, gcd, lcm, frexp, ldexp, ...)
-from ._gamma import *  # noqa: E402,F401,F403  (lgamma, digamma, mvlgamma, logaddexp2)
 from ._quantile import quantile, nanquantile  # noqa: E402
 from ._lowrank import svd_lowrank, pca_lowrank  # noqa: E402
 from . import fft  # noqa: E402,F401
 from ._creation import asarray, frombuffer  # noqa: E402
 from ._settings import *  # noqa: E402,F401,F403  (deterministic algorithms, default device)
-from . import special, distributions, fft  # noqa: E402,F401
+from . import special, distributions  # noqa: E402,F401
 from ._stft import *  # noqa: E402,F401,F403  (window functions, stft, istft)
-from .special import logit, xlogy, sinc, i0  # noqa: E402  (torch.* too; xlog1py is torch.special only)
+from .special import logit, sinc  # noqa: E402  (torch.* too; xlog1py is torch.special only)
 globals().update(linalg._TORCH_FUNCTIONS)  # inverse, det, svd, lu, norm (with p='nuc'), ...
 from . import _aliases  # noqa: E402  (arccos, multiply, greater_equal, ... as torch spells them)
 globals().update(_aliases.functions(globals()))

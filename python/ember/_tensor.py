@@ -4,7 +4,7 @@ last). Printing, formatting, pickling, copying, the NumPy array protocols,
 hooks and a few views are defined here; the rest are the torch functions of
 the other modules (comparison, shape functions, statistics, linalg, ...) as
 methods, and their in-place `_` twins made here."""
-from . import _C, _aliases, _calculus, _stft, _comparison, _distances, _elementwise, _gamma, _products, _quantile
+from . import _C, _aliases, _calculus, _stft, _comparison, _distances, _products, _quantile
 from . import _shape_functions, _statistics, special
 from ._checks import _type_name
 from ._tensor_str import _repr
@@ -290,13 +290,13 @@ def _in_place(fn):
     return method
 
 
-def _in_place_unchecked(fn):
-    """x.fn_(...) for lgamma, digamma, mvlgamma and logaddexp2: fn's result copied into x as it
-    is (no cast check, no copy of x under autograd), as before they were gathered here."""
-    def method(self, *args):
-        return self.copy_(fn(self, *args))
-    method.__name__ = fn.__name__ + "_"
-    return method
+def _polygamma(self, n):
+    """x.polygamma(n): the op's n comes first (torch.polygamma(n, x))."""
+    return _C.polygamma(n, self)
+
+
+_polygamma_ = _in_place(lambda self, n: _C.polygamma(n, self))
+_polygamma_.__name__ = "polygamma_"
 
 
 _METHODS = {
@@ -316,16 +316,14 @@ _METHODS = {
     "equal": _comparison.equal, "allclose": _comparison.allclose, "isclose": _comparison.isclose,
     "ravel": _shape_functions.ravel, "diag": _shape_functions.diag, "diag_embed": _shape_functions.diag_embed,
     "diagflat": _shape_functions.diagflat,
-    "logit": special.logit, "xlogy": special.xlogy, "sinc": special.sinc, "i0": special.i0,
-    "rad2deg": _elementwise.rad2deg, "deg2rad": _elementwise.deg2rad, "heaviside": _elementwise.heaviside,
-    "gcd": _elementwise.gcd, "lcm": _elementwise.lcm, "frexp": _elementwise.frexp, "ldexp": _elementwise.ldexp,
+    "logit": special.logit, "sinc": special.sinc,
+    "polygamma": _polygamma, "polygamma_": _polygamma_,
     "logcumsumexp": _calculus.logcumsumexp,
     "bincount": _statistics.bincount, "histc": _statistics.histc, "histogram": _statistics.histogram,
     "cov": _statistics.cov, "corrcoef": _statistics.corrcoef,
     "dist": _distances.dist, "renorm": _distances.renorm, "cross": _products.cross,
     "quantile": _quantile.quantile, "nanquantile": _quantile.nanquantile,
-    "lgamma": _gamma.lgamma, "digamma": _gamma.digamma, "mvlgamma": _gamma.mvlgamma,
-    "logaddexp2": _gamma.logaddexp2, "stft": _stft.stft, "istft": _stft.istft,
+    "stft": _stft.stft, "istft": _stft.istft,
     # linalg: torch's Tensor spellings (norm takes p='nuc' to the SVD)
     "inverse": _solve.inv, "det": _solve.det, "logdet": _solve.logdet, "slogdet": _solve._torch_slogdet,
     "triangular_solve": _solve.triangular_solve, "lu_solve": _solve._torch_lu_solve, "lu": _solve._torch_lu,
@@ -335,11 +333,8 @@ _METHODS = {
     "pinverse": _least_squares.pinverse, "matrix_power": _matrix_functions.matrix_power,
     "matrix_exp": _matrix_functions.matrix_exp, "norm": _norms._torch_norm,
 }
-for _fn in (special.logit, special.xlogy, special.sinc, _elementwise.heaviside, _elementwise.gcd, _elementwise.lcm,
-            _elementwise.rad2deg, _elementwise.deg2rad, _elementwise.ldexp, special.i0):
+for _fn in (special.logit, special.sinc):
     _METHODS[_fn.__name__ + "_"] = _in_place(_fn)
-for _fn in (_gamma.lgamma, _gamma.digamma, _gamma.mvlgamma, _gamma.logaddexp2):
-    _METHODS[_fn.__name__ + "_"] = _in_place_unchecked(_fn)
 del _fn
 # torch's other spellings (arccos, divide, greater_equal, ...): the C methods themselves
 _METHODS.update(_aliases.methods(_C.Tensor))

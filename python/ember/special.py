@@ -1,23 +1,25 @@
 """ember.special: the torch.special functions training scripts use.
 
-Most are other names for ember ops; the rest are compositions of ember ops,
-so autograd works through every one of them. logit, xlogy, xlog1py, sinc and
-i0 are defined here; all but xlog1py are torch.* functions too (ember/__init__.py).
+Most are other names for ember ops (the gamma family, i0 / i1, xlogy are
+table rows); the rest are compositions of ember ops, so autograd works
+through every one of them. logit, xlog1py and sinc are defined here; all but
+xlog1py are torch.* functions too (ember/__init__.py).
 """
 import math
 
 from . import _C
 from ._checks import _computed_in_float32, _require_tensor, _to_float
 
-__all__ = ["expit", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfinv", "log1p", "expm1",
+__all__ = ["expit", "logit", "xlogy", "i1", "polygamma", "xlog1py", "erf", "erfc", "erfinv", "log1p", "expm1",
            "exp2", "log_softmax", "softmax", "logsumexp", "sinc", "round", "entr", "ndtr", "i0"]
 
-# -- the gamma family: ember/_gamma.py's compositions under torch.special's names --
-from ._gamma import lgamma as gammaln, digamma, digamma as psi, mvlgamma as multigammaln  # noqa: E402
+# -- op rows under torch.special's names --
+gammaln, digamma, psi, multigammaln, polygamma = _C.lgamma, _C.digamma, _C.digamma, _C.mvlgamma, _C.polygamma
+xlogy, i0, i1 = _C.xlogy, _C.i0, _C._special_i1
 __all__ += ["gammaln", "digamma", "psi", "multigammaln"]
 
 
-# -- composed here: logit, xlogy, xlog1py, sinc, i0 ---------------------------------
+# -- composed here: logit, xlog1py, sinc ---------------------------------
 
 def logit(input, eps=None):
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
@@ -41,13 +43,6 @@ def _float_result(fname, x, y):
     return x, y
 
 
-def xlogy(input, other):
-    """input * log(other), 0 where input == 0 (unless other is NaN)."""
-    x, y = _float_result("xlogy", input, other)
-    zero_x = _C.eq(x, 0) & ~_C.isnan(y)
-    return _C.where(zero_x, _C.zeros((), dtype=x.dtype), x * _C.log(y))
-
-
 def xlog1py(input, other):
     """input * log1p(other), 0 where input == 0 (unless other is NaN)."""
     x, y = _float_result("xlog1py", input, other)
@@ -63,31 +58,6 @@ def sinc(input):
     safe = _C.where(at_zero, _C.ones((), dtype=x.dtype), x)  # keeps 0/0 out of the gradient
     scaled = safe * math.pi
     return _C.where(at_zero, _C.ones((), dtype=x.dtype), _C.sin(scaled) / scaled)
-
-
-_I0_SERIES_TERMS = 60      # power series of I0 converges to double precision for |x| <= 15
-_I0_ASYMPTOTIC_TERMS = 25  # and its asymptotic series from there on
-
-
-@_computed_in_float32
-def i0(input):
-    """The modified Bessel function of the first kind, order 0 (differentiable)."""
-    x = _to_float(_require_tensor("i0", input))
-    ax = _C.abs(x)
-    small = ax <= 15
-    # Each branch sees only inputs it is accurate for, so the other's gradient stays finite.
-    xs = _C.where(small, x, _C.zeros((), dtype=x.dtype))
-    q = xs * xs / 4
-    series = _C.ones((), dtype=x.dtype)
-    for k in range(_I0_SERIES_TERMS, 0, -1):  # sum_k q^k / (k!)^2, by Horner's rule
-        series = 1 + series * q / (k * k)
-    xl = _C.where(small, _C.full((), 16.0, dtype=x.dtype), ax)
-    inv = 1 / (8 * xl)
-    tail = _C.ones((), dtype=x.dtype)
-    for k in range(_I0_ASYMPTOTIC_TERMS, 0, -1):  # e^x / sqrt(2 pi x) * sum_k ((2k-1)!!)^2 / k! (8x)^-k
-        tail = 1 + tail * inv * ((2 * k - 1) ** 2 / k)
-    asymptotic = _C.exp(xl) / _C.sqrt(2 * math.pi * xl) * tail
-    return _C.where(small, series, asymptotic)
 
 
 # -- torch.special only ----------------------------------------------------------------
