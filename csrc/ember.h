@@ -799,6 +799,8 @@ enum {
     EM_TAG_WRITES = 1 << 2,    /* writes into other arguments too (batch norm's running statistics) */
     EM_TAG_GEOMETRY = 1 << 3,  /* its in-place variant changes only sizes and strides, no data (t_) */
     EM_TAG_POINTWISE = 1 << 4, /* elementwise through the iterator, with the row's kernels */
+    EM_TAG_DETACHES = 1 << 5,  /* its in-place variant only takes self out of the graph (detach_):
+                                * no data written, so no version bump and no node */
 };
 /* The autocast column, AC(cpu policy, cuda policy): Note [autocast]. */
 typedef enum { EM_CAST_NONE, EM_CAST_LOWER, EM_CAST_FP32, EM_CAST_PROMOTE } EmCastPolicy;
@@ -1170,33 +1172,38 @@ extern EmAutogradHooks em_autograd_hooks;
 /* Note [stale views]: a view whose storage was written in place since its
  * grad_fn was set gets a fresh grad_fn from its base. 0 / -1. */
 int em_view_refresh(EmTensor *t);
-/* torch's node name for this call of op (overloads get other suffixes). */
-const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result);
 /* Call op `id` from C with positional arguments (recorded when grad mode is
  * on, so backward formulas are themselves differentiable). New reference. */
 PyObject *em_op(EmOpId id, int nargs, PyObject *const *args);
 EmTensor *em_op_t(EmOpId id, int nargs, PyObject *const *args); /* result must be a tensor */
 PyObject *em_op_inplace(EmOpId id, int nargs, PyObject *const *args); /* the op_ variant: args[0] written */
 
-/* Backward formulas (autograd/derivatives.c): per op, which inputs (bit i)
- * and outputs (EM_SAVE_OUT) the formula reads, and the formula. */
+/* Backward formulas (ops.def's backward column, built into this table by
+ * autograd/derivative_table.c; the formulas live in autograd/derivatives*.c):
+ * per op, which inputs (bit i) and outputs (EM_SAVE_OUT) the formula reads,
+ * the formula, and torch's node name. */
 #define EM_SAVE_IN(i) (1u << (i))
 #define EM_SAVE_ALL_IN (1u << 30) /* every tensor input (list ops: cat, einsum) */
 #define EM_SAVE_OUT (1u << 31)
-/* torch's node name where it depends on the call (sum() vs sum(dim)) */
+/* torch's node name where it depends on the call (sum() vs sum(dim), pow's overloads) */
 typedef const char *(*EmNodeNameFn)(EmCall *c, PyObject *result);
 typedef struct {
-    EmBackwardFn fn;
+    EmBackwardFn fn;    /* NULL: NOGRAD or NO_FORMULA */
     unsigned saves;
     const char *name;   /* torch's node name, e.g. "MulBackward0" */
     EmNodeNameFn namer; /* or NULL: always `name` */
+    const char *formula; /* the formula's C name ("bw_mul"), for _C._op_info */
+    bool no_formula;     /* NO_FORMULA: torch differentiates it, ember has no formula yet */
 } EmDerivative;
-extern EmDerivative em_derivatives[EM_NUM_OPS];
+extern const EmDerivative em_derivatives[EM_NUM_OPS];
+/* torch's node name for this call of the op's formula. */
+static inline const char *em_derivative_node_name(const EmDerivative *d, EmCall *c, PyObject *result) {
+    return d->namer ? d->namer(c, result) : d->name;
+}
 /* For an op without a formula whose results torch still records: torch's
  * zero gradient for the in-place comparisons (x.eq_(y) on a float tensor), a
  * node that raises when reached for floor_divide(_) and unique; else NULL. */
 const EmDerivative *em_fallback_derivative(EmOpId op, bool inplace);
-int em_init_derivatives(void);
 
 /* The engine (autograd/engine.c). */
 PyObject *em_run_backward(PyObject *m, PyObject *args, PyObject *kw);

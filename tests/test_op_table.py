@@ -13,8 +13,11 @@ must agree with what the op does.
   `autocast('cpu', dtype=bfloat16)`; the CUDA column agrees with torch's
   published CUDA op lists (stored below, from torch.amp's "Autocast Op
   Reference").
-- every backward formula belongs to a row (the gradcheck of each is in
-  tests/test_autograd_ops.py).
+- backward: every row says BW / BW_NAMED (a formula), NO_FORMULA or NOGRAD;
+  every row with a formula has a gradcheck case (tests/test_autograd_ops.py
+  runs them against finite differences); the node recorded on `y.grad_fn`
+  for a plain call is the row's node name; NOGRAD ops give results outside
+  the graph, as torch's do.
 
 References are torch's documented behaviour (storage sharing, result dtypes)
 checked through NumPy-free structural facts, never ember against itself.
@@ -31,7 +34,7 @@ NAMES = _C._op_names()
 INFO = {n: _C._op_info(n) for n in NAMES}
 
 DEVICE_TOKENS = {"any", "cuda", "mixed", "cpu_index", "device_arg", "any_basic_key", "meta", "cuda_impl"}
-TAG_TOKENS = {"view", "inplace", "writes", "geometry", "pointwise"}
+TAG_TOKENS = {"view", "inplace", "writes", "geometry", "pointwise", "detaches"}
 CASTS = {"none", "lower", "fp32", "promote"}
 
 
@@ -258,7 +261,103 @@ def test_cpu_autocast_column_gives_torchs_dtype(name):
 
 
 # ------------------------------------------------------------------ autograd
-# Every differentiable op having a gradcheck case is checked where the cases
-# live: tests/test_autograd_ops.py::test_every_backward_op_is_gradchecked.
-def test_formulas_belong_to_rows():
-    assert set(_C._differentiable_ops()) <= set(NAMES)
+GRADS = {"formula", "named", "no_formula", "nograd"}
+WITH_FORMULA = sorted(n for n, i in INFO.items() if i["grad"] in ("formula", "named"))
+# torch differentiates these, ember has no formula yet (their rows say NO_FORMULA):
+# second derivatives of fused kernels' backward ops, two foreach ops, positive
+NO_FORMULA = {"positive", "_native_layer_norm_backward", "_foreach_norm", "_foreach_mul_",
+              "_softmax_backward_data", "_silu_backward", "_native_batch_norm_backward",
+              "_native_group_norm_backward", "_cross_entropy_backward",
+              "_scaled_dot_product_flash_attention_for_cpu_backward",
+              "_scaled_dot_product_flash_attention_backward",
+              "_scaled_dot_product_efficient_attention_backward"}
+
+
+def test_every_row_says_its_backward():
+    for n, info in INFO.items():
+        assert info["grad"] in GRADS, n
+        has = info["grad"] in ("formula", "named")
+        assert (info["backward"] is not None) == has, n
+        assert has or info["saves"] == 0, n
+        if info["grad"] == "formula":  # a fixed node name, torch's spelling
+            assert info["node"].endswith(("Backward0", "Backward1", "Backward2", "Backward3", "Backwards")), n
+        else:
+            assert info["node"] is None, n
+    assert {n for n, i in INFO.items() if i["grad"] == "no_formula"} == NO_FORMULA
+
+
+def test_backward_column_is_the_formula_table():
+    rows = _C._differentiable_ops()
+    assert set(rows) == set(WITH_FORMULA)
+    for n in WITH_FORMULA:
+        assert rows[n] == (INFO[n]["node"] or "(depends on the call)"), n
+
+
+def test_detach_is_the_row_tagged_detaches():
+    assert [n for n, i in INFO.items() if "detaches" in i["tags"]] == ["detach"]
+    x = ember.ones(3, requires_grad=True) * 2
+    v = x._version
+    assert x.detach_() is x and x.grad_fn is None and not x.requires_grad
+    assert x._version == v  # detach_ writes no data: no version bump (torch's too)
+
+
+def test_every_row_with_a_formula_is_gradchecked():
+    import test_autograd_ops as ag  # its CASES: op_db's samples and the areas' extra cases
+    missing = [n for n in WITH_FORMULA if not ag.CASES.get((n, ""))]
+    assert not missing, f"rows with a backward formula but no gradcheck case: {missing}"
+
+
+def _node_cases():
+    """The plain calls (ember.op(...) or t.op(...)) of each row with a fixed node name."""
+    import test_autograd_ops as ag
+    out = []
+    for n in WITH_FORMULA:
+        cases = [c for c in ag.CASES.get((n, ""), []) if c.form in ("F", "M")]
+        if INFO[n]["grad"] == "formula" and cases:
+            out.append(pytest.param(n, cases, id=n))
+    return out
+
+
+@pytest.mark.parametrize("name,cases", _node_cases())
+def test_grad_fn_is_the_rows_node(name, cases):
+    from autograd_common import build
+    seen = 0
+    for case in cases[:8]:
+        leaves, fn = build(ember, case)
+        outs = fn(*leaves)
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        # an op may hand back its input unchanged (contiguous() of a contiguous
+        # tensor): no node then, as in torch
+        got = {type(o.grad_fn).__name__ for o in outs
+               if isinstance(o, ember.Tensor) and o.grad_fn is not None and not any(o is x for x in leaves)}
+        if got:
+            seen += 1
+            assert got == {INFO[name]["node"]}, f"{name}: row says {INFO[name]['node']}, grad_fn {got} ({case!r})"
+    assert seen, f"{name}: no plain call recorded a node"
+
+
+# NOGRAD rows: integer and bool results, comparisons, new data: torch gives
+# results that do not require grad even from inputs that do
+NOGRAD_CALLS = {
+    "eq": lambda x: ember.eq(x, x), "lt": lambda x: x.lt(0.5), "isnan": lambda x: ember.isnan(x),
+    "signbit": lambda x: ember.signbit(x), "argmax": lambda x: x.argmax(), "argsort": lambda x: x.argsort(),
+    "nonzero": lambda x: x.nonzero(), "new_zeros": lambda x: x.new_zeros(2), "all": lambda x: x.all(),
+    "count_nonzero": lambda x: ember.count_nonzero(x), "detach": lambda x: x.detach(),
+    "floor_divide": None,  # a node that raises torch's "not implemented" (em_fallback_derivative)
+}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, f in NOGRAD_CALLS.items() if f))
+def test_nograd_rows_leave_the_graph(name):
+    assert INFO[name]["grad"] == "nograd"
+    x = ember.tensor([[0.25, -1.0], [2.0, 0.5]], dtype=ember.float64, requires_grad=True)
+    r = NOGRAD_CALLS[name](x)
+    assert not r.requires_grad and r.grad_fn is None
+
+
+def test_floor_divide_backward_raises_torchs_error():
+    assert INFO["floor_divide"]["grad"] == "nograd"
+    x = ember.tensor([3.0, 5.0], requires_grad=True)
+    y = ember.floor_divide(x, 2.0)
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+        y.sum().backward()

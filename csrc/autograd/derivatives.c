@@ -1,5 +1,6 @@
-/* derivatives.c — a backward formula per differentiable op (the table at
- * the end links them to ops.def rows by name).
+/* derivatives.c — backward formulas of the elementwise, view and copy ops,
+ * and the node namers of the ops whose torch node name depends on the call
+ * (ops.def's backward column names both: BW / BW_NAMED).
  *
  * Formulas are written with ember ops called through em_op, so when the
  * engine runs with create_graph=True they record a graph of their own and
@@ -34,7 +35,7 @@ static PyObject *tie_weight(Scratch *s, PyObject *wins, PyObject *tie) {
     return call(s, EM_OP_where, 3, wins, one, inner, NULL);
 }
 
-static int bw_add(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_add(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *alpha = ARG(2);
     if (need(n, 0)) SET(0, G(0));
@@ -42,7 +43,7 @@ static int bw_add(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_sub(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_sub(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *alpha = ARG(2);
     if (need(n, 0)) SET(0, G(0));
@@ -50,7 +51,7 @@ static int bw_sub(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_rsub(EmNode *n, EmTensor **go, EmTensor **gi) { /* other - alpha * input */
+int bw_rsub(EmNode *n, EmTensor **go, EmTensor **gi) { /* other - alpha * input */
     BEGIN;
     PyObject *alpha = ARG(2);
     if (need(n, 0)) SET(0, is_one(alpha) ? NEG(G(0)) : MUL(NEG(G(0)), alpha));
@@ -58,14 +59,14 @@ static int bw_rsub(EmNode *n, EmTensor **go, EmTensor **gi) { /* other - alpha *
     END;
 }
 
-static int bw_mul(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_mul(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, MUL(G(0), CJ(IN(1))));
     if (need(n, 1)) SET(1, MUL(G(0), CJ(IN(0))));
     END;
 }
 
-static int bw_div(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_div(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     bool rounded = em_op_defs[n->op].sig.nparams > 2 && n->op == EM_OP_div && ARG(2) != Py_None;
     if (rounded) { /* floor/trunc division: piecewise constant */
@@ -79,14 +80,14 @@ static int bw_div(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_remainder(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_remainder(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, G(0));
     if (need(n, 1)) SET(1, NEG(MUL(G(0), OP1(floor, DIV(IN(0), IN(1))))));
     END;
 }
 
-static int bw_fmod(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_fmod(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, G(0));
     if (need(n, 1)) SET(1, NEG(MUL(G(0), OP1(trunc, DIV(IN(0), IN(1))))));
@@ -94,7 +95,7 @@ static int bw_fmod(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* pow: d/da a^b = b a^(b-1); d/db a^b = a^b log a (0 where a == 0 and b >= 0) */
-static int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *a = IN(0), *b = IN(1);
     if (!a || !b) END; /* released graph: the error is set */
@@ -125,7 +126,7 @@ static int bw_pow(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_atan2(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_atan2(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *a = IN(0), *b = IN(1);
     PyObject *den = ADD(MUL(a, a), MUL(b, b)), *zero = OP2(eq, den, NUM(0.0)); /* 0 at the origin */
@@ -134,7 +135,7 @@ static int bw_atan2(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_hypot(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_hypot(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *r = OUT(0);
     if (need(n, 0)) SET(0, MUL(G(0), DIV(IN(0), r)));
@@ -142,7 +143,7 @@ static int bw_hypot(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_copysign(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_copysign(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) {
         PyObject *a = IN(0);
@@ -152,7 +153,7 @@ static int bw_copysign(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_logaddexp(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_logaddexp(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *a = IN(0), *b = IN(1);
     if (need(n, 0)) SET(0, DIV(G(0), ADD(OP1(exp, SUB(b, a)), NUM(1.0))));
@@ -171,8 +172,8 @@ static int max_min(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId better) {
     if (need(n, 1)) SET(1, OP3(where, tie, half, OP3(where, a_wins, NUM(0.0), g)));
     END;
 }
-static int bw_maximum(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_gt); }
-static int bw_minimum(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_lt); }
+int bw_maximum(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_gt); }
+int bw_minimum(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_lt); }
 
 /* fmax/fmin: NaN loses; ties split the gradient */
 static int fmax_fmin(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId a_better) {
@@ -186,8 +187,8 @@ static int fmax_fmin(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId a_better) {
     if (need(n, 1)) SET(1, MUL(g, tie_weight(S, b_wins, tie)));
     END;
 }
-static int bw_fmax(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_gt); }
-static int bw_fmin(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_lt); }
+int bw_fmax(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_gt); }
+int bw_fmin(EmNode *n, EmTensor **go, EmTensor **gi) { return fmax_fmin(n, go, gi, EM_OP_lt); }
 
 /* a clamp bound: the saved tensor, the number given, or NULL when absent */
 static PyObject *bound(Scratch *s, EmNode *n, int k) {
@@ -236,11 +237,11 @@ static int clamp_grads(EmNode *n, EmTensor **go, EmTensor **gi, int lo_k, int hi
     }
     END;
 }
-static int bw_clamp(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, 1, 2); }
-static int bw_clamp_min(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, 1, -1); }
-static int bw_clamp_max(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, -1, 1); }
+int bw_clamp(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, 1, 2); }
+int bw_clamp_min(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, 1, -1); }
+int bw_clamp_max(EmNode *n, EmTensor **go, EmTensor **gi) { return clamp_grads(n, go, gi, -1, 1); }
 
-static int bw_where(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_where(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *cond = IN(0);
     if (need(n, 1)) SET(1, OP3(where, cond, G(0), NUM(0.0)));
@@ -248,7 +249,7 @@ static int bw_where(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_lerp(EmNode *n, EmTensor **go, EmTensor **gi) { /* a + w (b - a) */
+int bw_lerp(EmNode *n, EmTensor **go, EmTensor **gi) { /* a + w (b - a) */
     BEGIN;
     PyObject *w = IN(2);
     if (need(n, 0)) SET(0, MUL(G(0), SUB(NUM(1.0), w)));
@@ -257,7 +258,7 @@ static int bw_lerp(EmNode *n, EmTensor **go, EmTensor **gi) { /* a + w (b - a) *
     END;
 }
 
-static int bw_addcmul(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_addcmul(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *value = ARG(3), *gv = is_one(value) ? G(0) : MUL(G(0), value);
     if (need(n, 0)) SET(0, G(0));
@@ -266,7 +267,7 @@ static int bw_addcmul(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_addcdiv(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_addcdiv(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *value = ARG(3), *gv = is_one(value) ? G(0) : MUL(G(0), value), *t2 = IN(2);
     if (need(n, 0)) SET(0, G(0));
@@ -277,21 +278,21 @@ static int bw_addcdiv(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* ---------------------------------------------------------- unary */
 
-static int bw_identity(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_identity(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, G(0));
     END;
 }
 
 /* piecewise-constant ops (floor, sign, round, ...) and overwritten inputs */
-static int bw_zero(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_zero(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     for (int k = 0; k < n->num_next; k++)
         if (need(n, k)) SET(k, ZEROS(k));
     END;
 }
 
-static int bw_neg(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_neg(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, NEG(G(0)));
     END;
@@ -308,7 +309,7 @@ static PyObject *abs_direction(Scratch *s, PyObject *x) {
 }
 
 #define UNARY(name, expr)                                                      \
-    static int bw_##name(EmNode *n, EmTensor **go, EmTensor **gi) {            \
+    int bw_##name(EmNode *n, EmTensor **go, EmTensor **gi) {            \
         BEGIN;                                                                 \
         PyObject *g = G(0);                                                    \
         SET(0, (expr));                                                        \
@@ -350,7 +351,7 @@ UNARY(nan_to_num, MUL(g, OP1(isfinite, X)))
 #undef R
 
 /* copy_(self, src) / fill_(self, value): self's old value is overwritten */
-static int bw_copy_(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_copy_(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, ZEROS(0));
     if (need(n, 1)) SET(1, G(0));
@@ -360,13 +361,13 @@ static int bw_copy_(EmNode *n, EmTensor **go, EmTensor **gi) {
 /* ---------------------------------------------------- views, shapes */
 
 /* the gradient reshaped to input 0's shape (view, reshape, squeeze, ...) */
-static int bw_reshape_back(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_reshape_back(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP2(reshape, G(0), IN_SIZE(0)));
     END;
 }
 
-static int bw_view(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_view(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (Py_TYPE(ARG(1)) == &EmDTypeType || ARG(2) != Py_None) /* view(dtype): back to the input's dtype */
         SET(0, OP2(view, G(0), em_dtype_object((EmDType)n->in_meta[0].dtype)));
@@ -375,19 +376,19 @@ static int bw_view(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_transpose(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_transpose(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP3(transpose, G(0), ARG(1), ARG(2)));
     END;
 }
 
-static int bw_t(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_t(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP1(t, G(0)));
     END;
 }
 
-static int bw_permute(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_permute(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     int nd, w;
     int64_t dims[EM_MAX_DIMS];
@@ -409,9 +410,9 @@ static int bw_permute(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* expand: the engine sums the gradient back to the input's shape */
-#define bw_expand bw_identity
+int bw_expand(EmNode *n, EmTensor **go, EmTensor **gi) { return bw_identity(n, go, gi); }
 
-static int bw_sum_to_size(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_sum_to_size(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP2(expand, G(0), IN_SIZE(0)));
     END;
@@ -425,21 +426,21 @@ static PyObject *scatter_through(Scratch *s, EmNode *n, PyObject *view_of_zeros,
     return r ? zeros : NULL;
 }
 
-static int bw_narrow(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_narrow(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *z = ZEROS(0);
     SET(0, scatter_through(S, n, OP4(narrow, z, ARG(1), ARG(2), ARG(3)), z, G(0)));
     END;
 }
 
-static int bw_select(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_select(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *z = ZEROS(0);
     SET(0, scatter_through(S, n, OP3(select, z, ARG(1), ARG(2)), z, G(0)));
     END;
 }
 
-static int bw_diagonal(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_diagonal(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *z = ZEROS(0);
     SET(0, scatter_through(S, n, OP4(diagonal, z, ARG(1), ARG(2), ARG(3)), z, G(0)));
@@ -516,12 +517,12 @@ static int bw_pieces(EmNode *n, EmTensor **go, EmTensor **gi, int dim_param) {
     SET(0, z);
     END;
 }
-static int bw_unbind(EmNode *n, EmTensor **go, EmTensor **gi) { return bw_pieces(n, go, gi, 1); }
-static int bw_split(EmNode *n, EmTensor **go, EmTensor **gi) { return bw_pieces(n, go, gi, 2); }
-#define bw_chunk bw_split
+int bw_unbind(EmNode *n, EmTensor **go, EmTensor **gi) { return bw_pieces(n, go, gi, 1); }
+int bw_split(EmNode *n, EmTensor **go, EmTensor **gi) { return bw_pieces(n, go, gi, 2); }
+int bw_chunk(EmNode *n, EmTensor **go, EmTensor **gi) { return bw_split(n, go, gi); }
 
 /* as_strided: replay the same strides on a zero buffer laid out like the input */
-static int bw_as_strided(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_as_strided(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     EmTensor *x = (EmTensor *)IN(0);
     EmTensor *buf = NULL, *zin = NULL;
@@ -543,13 +544,13 @@ static int bw_as_strided(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_tril(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_tril(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP2(tril, G(0), ARG(1)));
     END;
 }
 
-static int bw_triu(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_triu(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP2(triu, G(0), ARG(1)));
     END;
@@ -573,40 +574,40 @@ static PyObject *as_complex(Scratch *s, PyObject *re, PyObject *im) {
     return call(s, EM_OP_complex, 2, re, im, NULL, NULL);
 }
 
-static int bw_view_as_real(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_view_as_real(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP1(view_as_complex, OP1(contiguous, G(0))));
     END;
 }
 
-static int bw_view_as_complex(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_view_as_complex(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP1(view_as_real, G(0)));
     END;
 }
 
 /* real(z) = x: the gradient g + 0j; imag(z) = y: 0 + gj (Note [complex gradients]) */
-static int bw_real(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_real(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (em_is_complex((EmDType)n->in_meta[0].dtype)) SET(0, as_complex(S, G(0), NULL));
     else SET(0, G(0));
     END;
 }
 
-static int bw_imag(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_imag(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, as_complex(S, NULL, G(0)));
     END;
 }
 
-static int bw_conj(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_conj(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, CJ(G(0)));
     END;
 }
 
 /* angle(z) = atan2(y, x): g * i z / |z|^2 (0 at 0); real inputs: 0 */
-static int bw_angle(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_angle(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *z = IN(0);
     if (z && !em_is_complex(((EmTensor *)z)->dtype)) {
@@ -621,7 +622,7 @@ static int bw_angle(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* complex(re, im): the real and imaginary parts of the gradient */
-static int bw_complex(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_complex(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, OP1(real, G(0)));
     if (need(n, 1)) SET(1, OP1(imag, G(0)));
@@ -629,7 +630,7 @@ static int bw_complex(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* polar(r, t) = r e^{it}: dL/dr = Re(conj(g) e^{it}), dL/dt = Re(conj(g) i z) */
-static int bw_polar(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_polar(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *z = OUT(0), *cg = CJ(G(0));
     if (need(n, 0)) {
@@ -642,27 +643,27 @@ static int bw_polar(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* ------------------------------------------------ special functions */
 
-static int bw_lgamma(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_lgamma(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, MUL(G(0), OP1(digamma, IN(0))));
     END;
 }
 
-static int bw_digamma(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_digamma(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, MUL(G(0), OP2(polygamma, INT(1), IN(0))));
     END;
 }
 
 /* polygamma(n, x)' = polygamma(n + 1, x); ARG(0) is n */
-static int bw_polygamma(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_polygamma(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, MUL(G(0), OP2(polygamma, INT(PyLong_AsLongLong(ARG(0)) + 1), IN(0))));
     END;
 }
 
 /* mvlgamma(x, p)' = sum_j<p digamma(x - j / 2) */
-static int bw_mvlgamma(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_mvlgamma(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *x = IN(0), *sum = OP1(digamma, x);
     long long p = PyLong_AsLongLong(ARG(1));
@@ -683,33 +684,33 @@ static int bw_mvlgamma(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_i0(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_i0(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, MUL(G(0), OP1(_special_i1, IN(0))));
     END;
 }
 
-static int bw_rad2deg(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_rad2deg(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, MUL(G(0), NUM(180.0 / M_PI)));
     END;
 }
 
-static int bw_deg2rad(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_deg2rad(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, MUL(G(0), NUM(M_PI / 180.0)));
     END;
 }
 
 /* frexp: mantissa = x / 2^exponent, the exponent piecewise constant */
-static int bw_frexp(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_frexp(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, DIV(G(0), OP1(exp2, OUT(1))));
     END;
 }
 
 /* ldexp(a, b) = a 2^b */
-static int bw_ldexp(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_ldexp(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *a = IN(0), *b = IN(1), *scale = OP1(exp2, b);
     if (need(n, 0)) SET(0, MUL(G(0), scale));
@@ -717,7 +718,7 @@ static int bw_ldexp(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_logaddexp2(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_logaddexp2(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *a = IN(0), *b = IN(1);
     if (need(n, 0)) SET(0, DIV(G(0), ADD(OP1(exp2, SUB(b, a)), NUM(1.0))));
@@ -726,7 +727,7 @@ static int bw_logaddexp2(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* xlogy(x, y): d/dx = log y (0 where x == 0 and y <= 0, as torch), d/dy = x / y */
-static int bw_xlogy(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_xlogy(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *x = IN(0), *y = IN(1);
     if (need(n, 0)) {
@@ -743,240 +744,99 @@ static int bw_xlogy(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const char *name_xlogy(EmCall *c, PyObject *result) {
+const char *name_xlogy(EmCall *c, PyObject *result) {
     (void)result;
     return !em_is_tensor(c->args[0]) ? "XlogyBackward1" : !em_is_tensor(c->args[1]) ? "XlogyBackward2"
                                                                                  : "XlogyBackward0";
 }
 
-/* FORMULA(op, saves, formula, node name) */
-static const EmFormula formulas[] = {
-    FORMULA(view_as_real, 0, bw_view_as_real, "ViewAsRealBackward0")
-    FORMULA(view_as_complex, 0, bw_view_as_complex, "ViewAsComplexBackward0")
-    FORMULA(real, 0, bw_real, "RealBackward0")
-    FORMULA(imag, 0, bw_imag, "ImagBackward0")
-    FORMULA(conj, 0, bw_conj, "ConjBackward0")
-    FORMULA(conj_physical, 0, bw_conj, "ConjPhysicalBackward0")
-    FORMULA(angle, IN0, bw_angle, "AngleBackward0")
-    FORMULA(complex, 0, bw_complex, "ComplexBackward0")
-    FORMULA(polar, IN1 | SOUT, bw_polar, "PolarBackward0")
-    FORMULA(add, 0, bw_add, "AddBackward0")
-    FORMULA(sub, 0, bw_sub, "SubBackward0")
-    FORMULA(rsub, 0, bw_rsub, "RsubBackward1")
-    FORMULA(mul, IN0 | IN1, bw_mul, "MulBackward0")
-    FORMULA(div, IN0 | IN1, bw_div, "DivBackward0")
-    FORMULA(true_divide, IN0 | IN1, bw_div, "DivBackward0")
-    FORMULA(remainder, IN0 | IN1, bw_remainder, "RemainderBackward0")
-    FORMULA(fmod, IN0 | IN1, bw_fmod, "FmodBackward0")
-    FORMULA(pow, IN0 | IN1 | SOUT, bw_pow, "PowBackward0")
-    FORMULA(float_power, IN0 | IN1 | SOUT, bw_pow, "PowBackward0")
-    FORMULA(atan2, IN0 | IN1, bw_atan2, "Atan2Backward0")
-    FORMULA(hypot, IN0 | IN1 | SOUT, bw_hypot, "HypotBackward0")
-    FORMULA(copysign, IN0 | SOUT, bw_copysign, "CopysignBackward0")
-    FORMULA(logaddexp, IN0 | IN1, bw_logaddexp, "LogaddexpBackward0")
-    FORMULA(maximum, IN0 | IN1, bw_maximum, "MaximumBackward0")
-    FORMULA(minimum, IN0 | IN1, bw_minimum, "MinimumBackward0")
-    FORMULA(fmax, IN0 | IN1, bw_fmax, "FmaxBackward0")
-    FORMULA(fmin, IN0 | IN1, bw_fmin, "FminBackward0")
-    FORMULA(clamp, IN0 | IN1 | IN2, bw_clamp, "ClampBackward1")
-    FORMULA(clip, IN0 | IN1 | IN2, bw_clamp, "ClampBackward1")
-    FORMULA(clamp_min, IN0 | IN1, bw_clamp_min, "ClampMinBackward0")
-    FORMULA(clamp_max, IN0 | IN1, bw_clamp_max, "ClampMaxBackward0")
-    FORMULA(where, IN0, bw_where, "WhereBackward0")
-    FORMULA(lerp, IN0 | IN1 | IN2, bw_lerp, "LerpBackward0")
-    FORMULA(addcmul, IN1 | IN2, bw_addcmul, "AddcmulBackward0")
-    FORMULA(addcdiv, IN1 | IN2, bw_addcdiv, "AddcdivBackward0")
-    FORMULA(neg, 0, bw_neg, "NegBackward0")
-    FORMULA(negative, 0, bw_neg, "NegBackward0")
-    FORMULA(abs, IN0, bw_abs, "AbsBackward0")
-    FORMULA(absolute, IN0, bw_abs, "AbsBackward0")
-    FORMULA(sign, 0, bw_zero, "SignBackward0")
-    FORMULA(bernoulli, 0, bw_zero, "BernoulliBackward0")
-    FORMULA(sgn, 0, bw_zero, "SgnBackward0")
-    FORMULA(square, IN0, bw_square, "PowBackward0")
-    FORMULA(floor, 0, bw_zero, "FloorBackward0")
-    FORMULA(ceil, 0, bw_zero, "CeilBackward0")
-    FORMULA(trunc, 0, bw_zero, "TruncBackward0")
-    FORMULA(fix, 0, bw_zero, "TruncBackward0")
-    FORMULA(round, 0, bw_zero, "RoundBackward0")
-    FORMULA(frac, 0, bw_identity, "FracBackward0")
-    FORMULA(relu, SOUT, bw_relu, "ReluBackward0")
-    FORMULA(exp, SOUT, bw_exp, "ExpBackward0")
-    FORMULA(exp2, SOUT, bw_exp2, "Exp2Backward0")
-    FORMULA(expm1, SOUT, bw_expm1, "Expm1Backward0")
-    FORMULA(log, IN0, bw_log, "LogBackward0")
-    FORMULA(log2, IN0, bw_log2, "Log2Backward0")
-    FORMULA(log10, IN0, bw_log10, "Log10Backward0")
-    FORMULA(log1p, IN0, bw_log1p, "Log1PBackward0")
-    FORMULA(sqrt, SOUT, bw_sqrt, "SqrtBackward0")
-    FORMULA(rsqrt, SOUT, bw_rsqrt, "RsqrtBackward0")
-    FORMULA(sin, IN0, bw_sin, "SinBackward0")
-    FORMULA(cos, IN0, bw_cos, "CosBackward0")
-    FORMULA(tan, SOUT, bw_tan, "TanBackward0")
-    FORMULA(asin, IN0, bw_asin, "AsinBackward0")
-    FORMULA(acos, IN0, bw_acos, "AcosBackward0")
-    FORMULA(atan, IN0, bw_atan, "AtanBackward0")
-    FORMULA(sinh, IN0, bw_sinh, "SinhBackward0")
-    FORMULA(cosh, IN0, bw_cosh, "CoshBackward0")
-    FORMULA(tanh, SOUT, bw_tanh, "TanhBackward0")
-    FORMULA(asinh, IN0, bw_asinh, "AsinhBackward0")
-    FORMULA(acosh, IN0, bw_acosh, "AcoshBackward0")
-    FORMULA(atanh, IN0, bw_atanh, "AtanhBackward0")
-    FORMULA(sigmoid, SOUT, bw_sigmoid, "SigmoidBackward0")
-    FORMULA(erf, IN0, bw_erf, "ErfBackward0")
-    FORMULA(erfc, IN0, bw_erfc, "ErfcBackward0")
-    FORMULA(erfinv, SOUT, bw_erfinv, "ErfinvBackward0")
-    FORMULA(reciprocal, SOUT, bw_reciprocal, "ReciprocalBackward0")
-    FORMULA(nan_to_num, IN0, bw_nan_to_num, "NanToNumBackward0")
-    FORMULA(copy_, 0, bw_copy_, "CopyBackwards")
-    FORMULA(fill_, 0, bw_copy_, "FillBackward1")
-    FORMULA(zero_, 0, bw_zero, "ZeroBackward0")
-    FORMULA(uniform_, 0, bw_zero, "UniformBackward0")
-    FORMULA(normal_, 0, bw_zero, "NormalBackward0")
-    FORMULA(bernoulli_, 0, bw_zero, "BernoulliBackward0")
-    FORMULA(random_, 0, bw_zero, "RandomBackward0")
-    FORMULA(exponential_, 0, bw_zero, "ExponentialBackward0")
-    FORMULA(clone, 0, bw_identity, "CloneBackward0")
-    FORMULA(contiguous, 0, bw_identity, "CloneBackward0")
-    FORMULA(_to_copy, 0, bw_identity, "ToCopyBackward0")
-    FORMULA(_to_device, 0, bw_identity, "ToCopyBackward0")
-    FORMULA(view, 0, bw_view, "ViewBackward0")
-    FORMULA(view_as, 0, bw_reshape_back, "ViewBackward0")
-    FORMULA(reshape, 0, bw_reshape_back, "ViewBackward0")
-    FORMULA(reshape_as, 0, bw_reshape_back, "ViewBackward0")
-    FORMULA(flatten, 0, bw_reshape_back, "ViewBackward0")
-    FORMULA(unflatten, 0, bw_reshape_back, "ViewBackward0")
-    FORMULA(squeeze, 0, bw_reshape_back, "SqueezeBackward0")
-    FORMULA(unsqueeze, 0, bw_reshape_back, "UnsqueezeBackward0")
-    FORMULA(transpose, 0, bw_transpose, "TransposeBackward0")
-    FORMULA(swapaxes, 0, bw_transpose, "TransposeBackward0")
-    FORMULA(swapdims, 0, bw_transpose, "TransposeBackward0")
-    FORMULA(t, 0, bw_t, "TBackward0")
-    FORMULA(permute, 0, bw_permute, "PermuteBackward0")
-    FORMULA(expand, 0, bw_expand, "ExpandBackward0")
-    FORMULA(expand_as, 0, bw_expand, "ExpandBackward0")
-    FORMULA(sum_to_size, 0, bw_sum_to_size, "SumToSizeBackward0")
-    FORMULA(narrow, 0, bw_narrow, "SliceBackward0")
-    FORMULA(select, 0, bw_select, "SelectBackward0")
-    FORMULA(diagonal, 0, bw_diagonal, "DiagonalBackward0")
-    FORMULA(unbind, 0, bw_unbind, "UnbindBackward0")
-    FORMULA(split, 0, bw_split, "SplitBackward0")
-    FORMULA(chunk, 0, bw_chunk, "SplitBackward0")
-    FORMULA(as_strided, IN0, bw_as_strided, "AsStridedBackward0")
-    FORMULA(tril, 0, bw_tril, "TrilBackward0")
-    FORMULA(triu, 0, bw_triu, "TriuBackward0")
-    FORMULA(lgamma, IN0, bw_lgamma, "LgammaBackward0")
-    FORMULA(digamma, IN0, bw_digamma, "DigammaBackward0")
-    FORMULA(polygamma, IN0, bw_polygamma, "PolygammaBackward0")
-    FORMULA(mvlgamma, IN0, bw_mvlgamma, "MvlgammaBackward0")
-    FORMULA(i0, IN0, bw_i0, "I0Backward0")
-    FORMULA(rad2deg, 0, bw_rad2deg, "Rad2DegBackward0")
-    FORMULA(deg2rad, 0, bw_deg2rad, "Deg2RadBackward0")
-    FORMULA(frexp, SOUT, bw_frexp, "FrexpBackward0")
-    FORMULA(ldexp, IN0 | IN1, bw_ldexp, "LdexpBackward0")
-    FORMULA(logaddexp2, IN0 | IN1, bw_logaddexp2, "Logaddexp2Backward0")
-    FORMULA_NAMED(xlogy, IN0 | IN1, bw_xlogy, name_xlogy)
-
-};
-
 /* torch names a node after the overload that ran: pow(Tensor, Number) is
  * PowBackward0, pow(Tensor, Tensor) PowBackward1, ... */
 static bool is_t(PyObject *o) { return o && em_is_tensor(o); }
+static bool inplace_call(EmCall *c) { return c->inplace || c->def->writes_self; }
+#define NAMER(op) const char *name_##op(EmCall *c, PyObject *result)
+#define A (c->args)
 
-const char *em_derivative_name(EmOpId op, EmCall *c, PyObject *result) {
-    PyObject **a = c->args;
-    bool inplace = c->inplace || c->def->writes_self;
-    switch (op) {
-    case EM_OP_pow:
-    case EM_OP_float_power:
-        return !is_t(a[0]) ? "PowBackward2" : is_t(a[1]) ? "PowBackward1" : "PowBackward0";
-    case EM_OP_clamp:
-    case EM_OP_clip: return is_t(a[1]) || is_t(a[2]) ? "ClampBackward0" : "ClampBackward1";
-    case EM_OP_clamp_min: return is_t(a[1]) ? "ClampMinBackward1" : "ClampMinBackward0";
-    case EM_OP_clamp_max: return is_t(a[1]) ? "ClampMaxBackward1" : "ClampMaxBackward0";
-    case EM_OP_div:
-        if (c->reflected) return "MulBackward0"; /* 2 / t is 2 * t.reciprocal() in torch */
-        if (a[2] != Py_None) return is_t(a[1]) ? "DivBackward2" : "DivBackward3";
-        return "DivBackward0";
-    case EM_OP_sub: return c->reflected ? "RsubBackward1" : "SubBackward0";
-    case EM_OP_rsub: return is_t(a[1]) ? "RsubBackward0" : "RsubBackward1";
-    case EM_OP_remainder: return is_t(a[0]) && is_t(a[1]) ? "RemainderBackward1" : "RemainderBackward0";
-    case EM_OP_fmod: return is_t(a[1]) ? "FmodBackward1" : "FmodBackward0";
-    case EM_OP_copysign: return is_t(a[1]) ? "CopysignBackward0" : "CopysignBackward1";
-    case EM_OP_lerp: return is_t(a[2]) ? "LerpBackward1" : "LerpBackward0";
-    case EM_OP_round: return PyLong_Check(a[1]) && PyLong_AsLong(a[1]) != 0 ? "RoundBackward1" : "RoundBackward0";
-    case EM_OP_squeeze:
-        if (inplace) return a[1] == Py_None ? "SqueezeBackward3" : PyLong_Check(a[1]) ? "SqueezeBackward4" : "SqueezeBackward5";
-        return a[1] == Py_None ? "SqueezeBackward0" : PyLong_Check(a[1]) ? "SqueezeBackward1" : "SqueezeBackward2";
-    case EM_OP_fill_: return is_t(a[1]) ? "FillBackward3" : "FillBackward2";
-    case EM_OP_bernoulli_: return is_t(a[1]) ? "BernoulliBackward1" : "BernoulliBackward2";
-    case EM_OP_split: return PyLong_Check(a[1]) ? "SplitBackward0" : "SplitWithSizesBackward0";
-    case EM_OP_t: return inplace ? "TBackward1" : "TBackward0";
-    case EM_OP_transpose:
-    case EM_OP_swapaxes:
-    case EM_OP_swapdims: return inplace ? "TransposeBackward1" : "TransposeBackward0";
-    case EM_OP_unsqueeze: return inplace ? "UnsqueezeBackward1" : "UnsqueezeBackward0";
-    case EM_OP_as_strided: return inplace ? "AsStridedBackward1" : "AsStridedBackward0";
-    case EM_OP_acosh: return inplace ? "AcoshBackward1" : "AcoshBackward0";
-    case EM_OP_asinh: return inplace ? "AsinhBackward1" : "AsinhBackward0";
-    case EM_OP_atanh: return inplace ? "AtanhBackward1" : "AtanhBackward0";
-    case EM_OP_reshape:
-    case EM_OP_reshape_as:
-    case EM_OP_flatten:
-    case EM_OP_unflatten: /* a reshape that had to copy */
-        if (!is_t(result) || !is_t(a[0])) return "ViewBackward0";
-        if (((EmTensor *)result)->storage != ((EmTensor *)a[0])->storage) return "UnsafeViewBackward0";
-        return op == EM_OP_unflatten || em_is_contiguous((EmTensor *)a[0]) ? "ViewBackward0"
-                                                                         : "ReshapeAliasBackward0";
-    case EM_OP_sum_to_size: { /* torch sums (keepdim), then views away the leading dims */
-        EmTensor *in = (EmTensor *)a[0], *r = (EmTensor *)result;
-        return r->ndim == 0 ? "SumBackward0" : r->ndim < in->ndim ? "ViewBackward0" : "SumBackward1";
-    }
-    case EM_OP_matmul: { /* torch runs matmul as dot / mv / mm / bmm and views */
-        int na = ((EmTensor *)a[0])->ndim, nb = ((EmTensor *)a[1])->ndim;
-        if (na == 1 && nb == 1) return "DotBackward0";
-        if (na == 2 && nb == 2) return "MmBackward0";
-        if (na == 2 && nb == 1) return "MvBackward0";
-        if (na == 1 && nb == 2) return "SqueezeBackward4";
-        if (na == 2) return "CloneBackward0";
-        return "UnsafeViewBackward0";
-    }
-    case EM_OP_outer:
-    case EM_OP_ger: return "MulBackward0";
-    case EM_OP_inner: /* inner with a 0-d operand is a product */
-        return ((EmTensor *)a[0])->ndim == 0 || ((EmTensor *)a[1])->ndim == 0 ? "MulBackward0" : "ViewBackward0";
-    case EM_OP_kron: return "UnsafeViewBackward0";
-    case EM_OP_einsum: { /* torch's name comes from the last step of its decomposition */
-        const char *eq = PyUnicode_AsUTF8(a[0]), *arrow = eq ? strstr(eq, "->") : NULL;
-        PyErr_Clear();
-        Py_ssize_t nops = PySequence_Fast_GET_SIZE(a[1]);
-        if (nops == 1) { /* a reduction if fewer distinct letters come out than go in */
-            const char *end = arrow ? arrow : eq + strlen(eq);
-            int count[128] = {0}, nin = 0, nout = 0;
-            for (const char *p = eq; p < end; p++)
-                if (*p > 0 && (unsigned char)*p < 128 && isalpha((unsigned char)*p) && count[(int)*p]++ == 0) nin++;
-            if (arrow) {
-                for (const char *p = arrow + 2; *p; p++) nout += isalpha((unsigned char)*p) != 0;
-            } else {
-                for (int ch = 0; ch < 128; ch++) nout += count[ch] == 1;
-            }
-            return nout < nin ? "SumBackward1" : "PermuteBackward0";
+NAMER(pow) { return !is_t(A[0]) ? "PowBackward2" : is_t(A[1]) ? "PowBackward1" : "PowBackward0"; }
+NAMER(clamp) { return is_t(A[1]) || is_t(A[2]) ? "ClampBackward0" : "ClampBackward1"; }
+NAMER(clamp_min) { return is_t(A[1]) ? "ClampMinBackward1" : "ClampMinBackward0"; }
+NAMER(clamp_max) { return is_t(A[1]) ? "ClampMaxBackward1" : "ClampMaxBackward0"; }
+NAMER(div) {
+    if (c->reflected) return "MulBackward0"; /* 2 / t is 2 * t.reciprocal() in torch */
+    if (A[2] != Py_None) return is_t(A[1]) ? "DivBackward2" : "DivBackward3";
+    return "DivBackward0";
+}
+NAMER(sub) { return c->reflected ? "RsubBackward1" : "SubBackward0"; }
+NAMER(rsub) { return is_t(A[1]) ? "RsubBackward0" : "RsubBackward1"; }
+NAMER(remainder) { return is_t(A[0]) && is_t(A[1]) ? "RemainderBackward1" : "RemainderBackward0"; }
+NAMER(fmod) { return is_t(A[1]) ? "FmodBackward1" : "FmodBackward0"; }
+NAMER(copysign) { return is_t(A[1]) ? "CopysignBackward0" : "CopysignBackward1"; }
+NAMER(lerp) { return is_t(A[2]) ? "LerpBackward1" : "LerpBackward0"; }
+NAMER(round) { return PyLong_Check(A[1]) && PyLong_AsLong(A[1]) != 0 ? "RoundBackward1" : "RoundBackward0"; }
+NAMER(squeeze) {
+    if (inplace_call(c)) return A[1] == Py_None ? "SqueezeBackward3" : PyLong_Check(A[1]) ? "SqueezeBackward4" : "SqueezeBackward5";
+    return A[1] == Py_None ? "SqueezeBackward0" : PyLong_Check(A[1]) ? "SqueezeBackward1" : "SqueezeBackward2";
+}
+NAMER(fill_) { return is_t(A[1]) ? "FillBackward3" : "FillBackward2"; }
+NAMER(bernoulli_) { return is_t(A[1]) ? "BernoulliBackward1" : "BernoulliBackward2"; }
+NAMER(split) { return PyLong_Check(A[1]) ? "SplitBackward0" : "SplitWithSizesBackward0"; }
+NAMER(t) { return inplace_call(c) ? "TBackward1" : "TBackward0"; }
+NAMER(transpose) { return inplace_call(c) ? "TransposeBackward1" : "TransposeBackward0"; }
+NAMER(unsqueeze) { return inplace_call(c) ? "UnsqueezeBackward1" : "UnsqueezeBackward0"; }
+NAMER(as_strided) { return inplace_call(c) ? "AsStridedBackward1" : "AsStridedBackward0"; }
+NAMER(acosh) { return inplace_call(c) ? "AcoshBackward1" : "AcoshBackward0"; }
+NAMER(asinh) { return inplace_call(c) ? "AsinhBackward1" : "AsinhBackward0"; }
+NAMER(atanh) { return inplace_call(c) ? "AtanhBackward1" : "AtanhBackward0"; }
+/* reshape, reshape_as, flatten: a view, or a reshape that had to copy */
+static const char *reshape_name(EmCall *c, PyObject *result, bool always_view) {
+    if (!is_t(result) || !is_t(A[0])) return "ViewBackward0";
+    if (((EmTensor *)result)->storage != ((EmTensor *)A[0])->storage) return "UnsafeViewBackward0";
+    return always_view || em_is_contiguous((EmTensor *)A[0]) ? "ViewBackward0" : "ReshapeAliasBackward0";
+}
+NAMER(reshape) { return reshape_name(c, result, false); }
+NAMER(unflatten) { return reshape_name(c, result, true); }
+NAMER(sum_to_size) { /* torch sums (keepdim), then views away the leading dims */
+    EmTensor *in = (EmTensor *)A[0], *r = (EmTensor *)result;
+    return r->ndim == 0 ? "SumBackward0" : r->ndim < in->ndim ? "ViewBackward0" : "SumBackward1";
+}
+NAMER(matmul) { /* torch runs matmul as dot / mv / mm / bmm and views */
+    int na = ((EmTensor *)A[0])->ndim, nb = ((EmTensor *)A[1])->ndim;
+    if (na == 1 && nb == 1) return "DotBackward0";
+    if (na == 2 && nb == 2) return "MmBackward0";
+    if (na == 2 && nb == 1) return "MvBackward0";
+    if (na == 1 && nb == 2) return "SqueezeBackward4";
+    if (na == 2) return "CloneBackward0";
+    return "UnsafeViewBackward0";
+}
+NAMER(outer) { return "MulBackward0"; }
+NAMER(inner) { /* inner with a 0-d operand is a product */
+    return ((EmTensor *)A[0])->ndim == 0 || ((EmTensor *)A[1])->ndim == 0 ? "MulBackward0" : "ViewBackward0";
+}
+NAMER(kron) { return "UnsafeViewBackward0"; }
+NAMER(einsum) { /* torch's name comes from the last step of its decomposition */
+    const char *eq = PyUnicode_AsUTF8(A[0]), *arrow = eq ? strstr(eq, "->") : NULL;
+    PyErr_Clear();
+    Py_ssize_t nops = PySequence_Fast_GET_SIZE(A[1]);
+    if (nops == 1) { /* a reduction if fewer distinct letters come out than go in */
+        const char *end = arrow ? arrow : eq + strlen(eq);
+        int count[128] = {0}, nin = 0, nout = 0;
+        for (const char *p = eq; p < end; p++)
+            if (*p > 0 && (unsigned char)*p < 128 && isalpha((unsigned char)*p) && count[(int)*p]++ == 0) nin++;
+        if (arrow) {
+            for (const char *p = arrow + 2; *p; p++) nout += isalpha((unsigned char)*p) != 0;
+        } else {
+            for (int ch = 0; ch < 128; ch++) nout += count[ch] == 1;
         }
-        bool contracts = false; /* a letter of the inputs missing from the output is summed */
-        if (arrow)
-            for (const char *p = eq; p < arrow && !contracts; p++)
-                contracts = ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) && !strchr(arrow + 2, *p);
-        return arrow && !contracts ? "MulBackward0" : "ViewBackward0";
+        return nout < nin ? "SumBackward1" : "PermuteBackward0";
     }
-    default: return em_derivatives[op].namer ? em_derivatives[op].namer(c, result) : em_derivatives[op].name;
-    }
+    bool contracts = false; /* a letter of the inputs missing from the output is summed */
+    if (arrow)
+        for (const char *p = eq; p < arrow && !contracts; p++)
+            contracts = ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) && !strchr(arrow + 2, *p);
+    return arrow && !contracts ? "MulBackward0" : "ViewBackward0";
 }
-
-EmDerivative em_derivatives[EM_NUM_OPS];
-
-void em_formulas_add(const EmFormula *f, int n) {
-    for (int i = 0; i < n; i++) em_derivatives[f[i].op] = (EmDerivative){f[i].fn, f[i].saves, f[i].name, f[i].namer};
-}
+#undef A
+#undef NAMER
 
 /* ops without a formula whose results torch still puts in the graph
  * (em_fallback_derivative): the result keeps a node, so that the history of a
@@ -1030,19 +890,3 @@ PyObject *em_differentiable_ops(PyObject *m, PyObject *u) {
     return d;
 }
 
-int em_init_derivatives(void) {
-    em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0]));
-    em_formulas_linalg();
-    em_formulas_reduce();
-    em_formulas_join();
-    em_formulas_index();
-    em_formulas_nn();
-    em_formulas_loss();
-    em_formulas_act();
-    em_formulas_poolnorm();
-    em_formulas_interp();
-    em_formulas_conv();
-    em_formulas_attn();
-    em_formulas_fft();
-    return 0;
-}

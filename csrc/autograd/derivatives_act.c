@@ -17,7 +17,7 @@
 /* the number args[i] as a double (forward arguments were type-checked) */
 static double num(EmNode *n, int i) { return PyFloat_AsDouble(ARG(i)); }
 
-static int bw_gelu(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_gelu(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP3(_gelu_backward, G(0), X, ARG(1)));
     END;
@@ -27,7 +27,7 @@ static int bw_gelu(EmNode *n, EmTensor **go, EmTensor **gi) {
  *   exact: f'' = φ(x)·(2 - x²)
  *   tanh:  f'' = (1 - t²)·(u' - x·t·u'² + 3·k·κ·x²), t = tanh(u),
  *          u = k(x + κx³), u' = k(1 + 3κx²) */
-static int bw_gelu_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_gelu_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *gg = G(0), *x = IN(1), *mode = ARG(2);
     if (need(n, 0)) SET(0, OP3(_gelu_backward, gg, x, mode));
@@ -53,7 +53,7 @@ static int bw_gelu_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
 /* silu: g·σ(1 + x(1 - σ)). The fused kernel when the gradient is not itself
  * differentiated; under create_graph the same formula in ember ops, as torch
  * does (its silu_backward has no derivative) */
-static int bw_silu(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_silu(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *x = X, *g = G(0);
     if (!em_grad_enabled()) {
@@ -66,7 +66,7 @@ static int bw_silu(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* mish = x·tanh(softplus(x)): t + x·σ(x)·(1 - t²) */
-static int bw_mish(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_mish(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *x = X;
     PyObject *t = OP1(tanh, OP3(_softplus, x, NUM(1.0), NUM(20.0)));
@@ -76,7 +76,7 @@ static int bw_mish(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* softplus: σ(beta·x), 1 where beta·x > threshold */
-static int bw_softplus(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_softplus(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *z = MUL(X, ARG(1)), *g = G(0);
     SET(0, OP3(where, OP2(gt, z, ARG(2)), g, MUL(g, OP1(sigmoid, z))));
@@ -93,24 +93,24 @@ static int elu_grad(EmNode *n, EmTensor **go, EmTensor **gi, double a, double b,
     SET(0, OP3(where, OP2(le, x, NUM(0.0)), neg, pos));
     END;
 }
-static int bw_elu(EmNode *n, EmTensor **go, EmTensor **gi) { return elu_grad(n, go, gi, num(n, 1), 1, 1); }
-static int bw_selu(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_elu(EmNode *n, EmTensor **go, EmTensor **gi) { return elu_grad(n, go, gi, num(n, 1), 1, 1); }
+int bw_selu(EmNode *n, EmTensor **go, EmTensor **gi) {
     const double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
     return elu_grad(n, go, gi, alpha * scale, scale, 1);
 }
-static int bw_celu(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_celu(EmNode *n, EmTensor **go, EmTensor **gi) {
     double alpha = num(n, 1);
     return elu_grad(n, go, gi, alpha, 1, 1 / alpha);
 }
 
-static int bw_leaky_relu(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_leaky_relu(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *g = G(0);
     SET(0, OP3(where, OP2(gt, X, NUM(0.0)), g, MUL(g, ARG(1))));
     END;
 }
 
-static int bw_hardtanh(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_hardtanh(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *x = X;
     PyObject *outside = OP2(logical_or, OP2(le, x, ARG(1)), OP2(ge, x, ARG(2)));
@@ -118,7 +118,7 @@ static int bw_hardtanh(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_hardswish(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_hardswish(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *x = X, *g = G(0);
     PyObject *mid = MUL(g, ADD(DIV(x, NUM(3.0)), NUM(0.5)));
@@ -127,7 +127,7 @@ static int bw_hardswish(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* torch scales by 1/6 rounded to float32, in every dtype */
-static int bw_hardsigmoid(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_hardsigmoid(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *x = X;
     PyObject *inside = OP2(logical_and, OP2(gt, x, NUM(-3.0)), OP2(lt, x, NUM(3.0)));
@@ -135,20 +135,20 @@ static int bw_hardsigmoid(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_log_sigmoid(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_log_sigmoid(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, MUL(G(0), OP1(sigmoid, NEG(X))));
     END;
 }
 
-static int bw_threshold(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_threshold(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP3(where, OP2(le, X, ARG(1)), NUM(0.0), G(0))); /* NaN passes g, as torch's */
     END;
 }
 
 /* glu = a·σ(b): da = g·σ(b), db = g·a·σ(b)(1 - σ(b)), joined along dim */
-static int bw_glu(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_glu(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *x = X, *g = G(0), *dim = ARG(1);
     const EmMeta *m = &n->in_meta[0];
@@ -170,31 +170,13 @@ static int bw_glu(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* in-place forms save their result in torch and get another node name */
-static const char *name_elu(EmCall *c, PyObject *r) { return c->inplace ? "EluBackward1" : "EluBackward0"; }
-static const char *name_celu(EmCall *c, PyObject *r) { return c->inplace ? "CeluBackward1" : "CeluBackward0"; }
-static const char *name_leaky(EmCall *c, PyObject *r) {
+const char *name_elu(EmCall *c, PyObject *r) { return c->inplace ? "EluBackward1" : "EluBackward0"; }
+const char *name_celu(EmCall *c, PyObject *r) { return c->inplace ? "CeluBackward1" : "CeluBackward0"; }
+const char *name_leaky(EmCall *c, PyObject *r) {
     return c->inplace ? "LeakyReluBackward1" : "LeakyReluBackward0";
 }
-static const char *name_threshold(EmCall *c, PyObject *r) {
+const char *name_threshold(EmCall *c, PyObject *r) {
     return c->inplace ? "ThresholdBackward1" : "ThresholdBackward0";
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(_gelu, IN0, bw_gelu, "GeluBackward0")
-    FORMULA(_gelu_backward, IN0 | IN1, bw_gelu_backward, "GeluBackwardBackward0")
-    FORMULA(_silu, IN0, bw_silu, "SiluBackward0")
-    FORMULA(_mish, IN0, bw_mish, "MishBackward0")
-    FORMULA(_softplus, IN0, bw_softplus, "SoftplusBackward0")
-    FORMULA_NAMED(_elu, IN0, bw_elu, name_elu)
-    FORMULA_NAMED(selu, IN0, bw_selu, name_elu)
-    FORMULA_NAMED(celu, IN0, bw_celu, name_celu)
-    FORMULA_NAMED(_leaky_relu, IN0, bw_leaky_relu, name_leaky)
-    FORMULA(_hardtanh, IN0, bw_hardtanh, "HardtanhBackward0")
-    FORMULA(_hardswish, IN0, bw_hardswish, "HardswishBackward0")
-    FORMULA(_hardsigmoid, IN0, bw_hardsigmoid, "HardsigmoidBackward0")
-    FORMULA(_log_sigmoid, IN0, bw_log_sigmoid, "LogSigmoidBackward0")
-    FORMULA_NAMED(threshold, IN0, bw_threshold, name_threshold)
-    FORMULA(_glu, IN0, bw_glu, "GluBackward0")
-};
 
-void em_formulas_act(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

@@ -48,7 +48,7 @@ done:
 
 /* _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p,
  * is_causal, *, attn_mask, scale); tensor inputs 0..3 = q, k, v, mask */
-static int bw_sdpa_flash_cpu(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_sdpa_flash_cpu(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0) || !(need(n, 0) || need(n, 1) || need(n, 2))) END;
     PyObject *args[10] = {G(0), IN(0), IN(1), IN(2), OUT(0), OUT(1), ARG(3), ARG(4), optional_in(S, n, 3), ARG(6)};
@@ -66,7 +66,7 @@ static int bw_sdpa_flash_cpu(EmNode *n, EmTensor **go, EmTensor **gi) {
 /* _scaled_dot_product_flash_attention(query, key, value, dropout_p,
  * is_causal, return_debug_mask, *, scale) (the CUDA op): its backward op
  * with the forward's output and logsumexp; max_q / max_k from the inputs. */
-static int bw_sdpa_flash(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_sdpa_flash(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0) || !(need(n, 0) || need(n, 1) || need(n, 2))) END;
     /* the forward's philox seed and offset: its dropout mask again */
@@ -90,7 +90,7 @@ static int bw_sdpa_flash(EmNode *n, EmTensor **go, EmTensor **gi) {
  * compute_log_sumexp, dropout_p, is_causal, *, scale): its
  * backward op with the forward's output, logsumexp, philox seed and offset.
  * attn_bias gets no gradient: asked for one, this raises. */
-static int bw_sdpa_efficient(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_sdpa_efficient(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 3)) {
         PyErr_SetString(PyExc_RuntimeError, "_scaled_dot_product_efficient_attention_backward: ember's kernel "
@@ -116,13 +116,4 @@ static int bw_sdpa_efficient(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(_scaled_dot_product_flash_attention_for_cpu, IN0 | IN1 | IN2 | EM_SAVE_IN(3) | SOUT, bw_sdpa_flash_cpu,
-            "ScaledDotProductFlashAttentionForCpuBackward0")
-    FORMULA(_scaled_dot_product_flash_attention, IN0 | IN1 | IN2 | SOUT, bw_sdpa_flash,
-            "ScaledDotProductFlashAttentionBackward0")
-    FORMULA(_scaled_dot_product_efficient_attention, IN0 | IN1 | IN2 | EM_SAVE_IN(3) | SOUT, bw_sdpa_efficient,
-            "ScaledDotProductEfficientAttentionBackward0")
-};
 
-void em_formulas_attn(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

@@ -28,7 +28,7 @@ static PyObject *item(Scratch *s, PyObject *t, int k) {
 }
 
 /* _im2col(input, kernel_size, dilation, padding, stride) */
-static int bw_im2col(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_im2col(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0) || !need(n, 0)) END;
     const EmMeta *m = &n->in_meta[0];
@@ -40,7 +40,7 @@ static int bw_im2col(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* _col2im(input, output_size, kernel_size, dilation, padding, stride) */
-static int bw_col2im(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_col2im(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0) || !need(n, 0)) END;
     PyObject *args[5] = {G(0), ARG(2), ARG(3), ARG(4), ARG(5)};
@@ -64,7 +64,7 @@ static PyObject *conv(Scratch *s, EmNode *n, int first, PyObject *x, PyObject *w
 }
 
 /* _convolution(input, weight, bias, stride, padding, dilation, groups) */
-static int bw_convolution(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_convolution(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     bool nx = need(n, 0), nw = need(n, 1), nb = need(n, 2);
     if (!G(0) || !(nx || nw || nb)) END;
@@ -84,7 +84,7 @@ static bool computed(EmNode *n, int k) {
     return on;
 }
 
-static int bw_convolution_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_convolution_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *ggx = computed(n, 0) ? G(0) : NULL, *ggw = computed(n, 1) ? G(1) : NULL,
              *ggb = computed(n, 2) ? G(2) : NULL;
@@ -144,7 +144,7 @@ static int64_t list_at(PyObject *v, int j) {
 }
 
 /* _convolution_transpose(input, weight, bias, stride, padding, output_padding, dilation, groups) */
-static int bw_convolution_transpose(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_convolution_transpose(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     bool nx = need(n, 0), nw = need(n, 1), nb = need(n, 2);
     if (!G(0) || !(nx || nw || nb)) END;
@@ -174,12 +174,4 @@ static int bw_convolution_transpose(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(_im2col, 0, bw_im2col, "Im2ColBackward0")
-    FORMULA(_col2im, 0, bw_col2im, "Col2ImBackward0")
-    FORMULA(_convolution, IN0 | IN1, bw_convolution, "ConvolutionBackward0")
-    FORMULA(_convolution_backward, ALLIN, bw_convolution_backward, "ConvolutionBackwardBackward0")
-    FORMULA(_convolution_transpose, IN0 | IN1, bw_convolution_transpose, "ConvolutionBackward0")
-};
 
-void em_formulas_conv(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

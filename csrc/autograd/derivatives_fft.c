@@ -6,7 +6,7 @@
  * the gradient with the entries whose mirror image c2r adds doubled. */
 #include "formula.h"
 
-static int bw_fft_c2c(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_fft_c2c(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *forward = PyObject_IsTrue(ARG(3)) ? Py_False : Py_True;
     SET(0, OP4(_fft_c2c, G(0), ARG(1), ARG(2), forward));
@@ -26,7 +26,7 @@ static int last_dim(EmNode *n, PyObject *dims) {
     return (int)(d < 0 ? d + nd : d);
 }
 
-static int bw_fft_r2c(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_fft_r2c(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     int last = last_dim(n, ARG(1));
     if (last < 0) {
@@ -50,7 +50,7 @@ static int bw_fft_r2c(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_fft_c2r(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_fft_c2r(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     int last = last_dim(n, ARG(1));
     if (last < 0) {
@@ -82,10 +82,4 @@ static int bw_fft_c2r(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(_fft_c2c, 0, bw_fft_c2c, "FftC2CBackward0")
-    FORMULA(_fft_r2c, 0, bw_fft_r2c, "FftR2CBackward0")
-    FORMULA(_fft_c2r, 0, bw_fft_c2r, "FftC2RBackward0")
-};
 
-void em_formulas_fft(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

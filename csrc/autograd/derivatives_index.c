@@ -105,13 +105,13 @@ static PyObject *used_part(Scratch *s, PyObject *src, PyObject *index) {
 
 /* ------------------------------------------------ gather / index_select */
 
-static int bw_index_select(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_index_select(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, OP4(index_add, ZEROS(0), ARG(1), IN(1), G(0)));
     END;
 }
 
-static int bw_gather(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_gather(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, OP4(scatter_add, ZEROS(0), ARG(1), IN(1), G(0)));
     END;
@@ -119,7 +119,7 @@ static int bw_gather(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* take_along_dim: a gather of the inputs broadcast against each other
  * (negative indices wrap); dim None reads the flattened input */
-static int bw_take_along_dim(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_take_along_dim(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!need(n, 0)) END;
     PyObject *g = G(0), *idx = IN(1);
@@ -151,7 +151,7 @@ static int bw_take_along_dim(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* take: the flattened input read at (wrapped) positions */
-static int bw_take(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_take(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!need(n, 0)) END;
     PyObject *g = G(0);
@@ -164,7 +164,7 @@ static int bw_take(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* ------------------------------------------------------------ scatter */
 
-static int bw_scatter(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_scatter(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (ARG(5) != Py_None) { /* torch has no derivative for the reduce= forms */
         PyErr_SetString(PyExc_RuntimeError, "derivative for aten::scatter is not implemented");
@@ -177,13 +177,13 @@ static int bw_scatter(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const char *name_scatter(EmCall *c, PyObject *result) {
+const char *name_scatter(EmCall *c, PyObject *result) {
     (void)result;
     if (c->args[5] != Py_None) return "NotImplemented";
     return is_t(c->args[3]) ? "ScatterBackward0" : "ScatterBackward1";
 }
 
-static int bw_scatter_add(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_scatter_add(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, G(0));
     if (need(n, 2)) SET(2, pad_to(S, n, 2, OP3(gather, G(0), ARG(1), IN(1))));
@@ -220,7 +220,7 @@ static PyObject *prod_grads(Scratch *outer, EmNode *n, PyObject *g, PyObject *se
  * gradient (mean divides by the count), amax/amin split it evenly among
  * every value equal to the result (self's included), prod divides the
  * result by each factor, with the exclusive product where a factor is 0. */
-static int bw_scatter_reduce(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_scatter_reduce(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *g = G(0), *dim = ARG(1), *self = IN(0), *index = IN(1);
     PyObject *src = used_part(S, IN(2), index), *result = OUT(0);
@@ -262,7 +262,7 @@ static int bw_scatter_reduce(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* -------------------------------------------------------- index_* ops */
 
-static int bw_index_add(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_index_add(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, G(0));
     if (need(n, 2)) {
@@ -275,14 +275,14 @@ static int bw_index_add(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_index_copy(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_index_copy(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, OP4(index_fill, G(0), ARG(1), IN(1), NUM(0.0)));
     if (need(n, 2)) SET(2, OP3(index_select, G(0), ARG(1), IN(1)));
     END;
 }
 
-static int bw_index_fill(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_index_fill(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, OP4(index_fill, G(0), ARG(1), IN(1), NUM(0.0)));
     /* the value lands once per filled place, however often the index names it */
@@ -290,7 +290,7 @@ static int bw_index_fill(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const char *name_index_fill(EmCall *c, PyObject *result) {
+const char *name_index_fill(EmCall *c, PyObject *result) {
     (void)result;
     return is_t(c->args[3]) ? "IndexFillBackward1" : "IndexFillBackward0";
 }
@@ -321,7 +321,7 @@ static PyObject *clear_at(Scratch *s, PyObject *t, PyObject *indices) {
 /* index_put / _index_put_ (x[key] = v): the overwritten places of self get
  * no gradient (unless accumulating), the values gather theirs back (the
  * engine sums them over broadcasting) */
-static int bw_index_put(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_index_put(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *g = G(0), *indices = ARG(1);
     int acc = PyObject_IsTrue(ARG(3));
@@ -337,7 +337,7 @@ static int bw_index_put(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* ------------------------------------------------------ masked_* ops */
 
-static int bw_masked_fill(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_masked_fill(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *mask = IN(1);
     if (need(n, 0)) SET(0, OP3(masked_fill, G(0), mask, NUM(0.0)));
@@ -345,12 +345,12 @@ static int bw_masked_fill(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const char *name_masked_fill(EmCall *c, PyObject *result) {
+const char *name_masked_fill(EmCall *c, PyObject *result) {
     (void)result;
     return is_t(c->args[2]) ? "MaskedFillBackward1" : "MaskedFillBackward0";
 }
 
-static int bw_masked_select(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_masked_select(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *mask = IN(1);
     /* zeros of the broadcast shape, the gradient put back where the mask is set */
@@ -359,7 +359,7 @@ static int bw_masked_select(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_masked_scatter(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_masked_scatter(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *mask = IN(1), *g = G(0);
     if (need(n, 0)) SET(0, OP3(masked_fill, g, mask, NUM(0.0)));
@@ -416,7 +416,7 @@ static PyObject *index_again(Scratch *s, PyObject *t, PyObject *key) {
  * copied into the same view of zeros. An advanced key copies, and may read
  * an element several times (x[[0, 0]]): the gradient is added at the
  * flat positions the same key picks out of arange(numel). */
-static int bw_index(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_index(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *key = ARG(1), *g = G(0), *z = ZEROS(0);
     PyObject *v = index_again(S, z, key);
@@ -441,7 +441,7 @@ static int bw_index(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* named after the last step torch takes: an advanced key ends in index(),
  * a basic one in the view of its last item */
-static const char *name_index(EmCall *c, PyObject *result) {
+const char *name_index(EmCall *c, PyObject *result) {
     PyObject *key = c->args[1], *last = key;
     if (is_t(result) && is_t(c->args[0]) && ((EmTensor *)result)->storage != ((EmTensor *)c->args[0])->storage)
         return "IndexBackward0";
@@ -456,23 +456,4 @@ static const char *name_index(EmCall *c, PyObject *result) {
     return "SelectBackward0";
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(index_select, IN1, bw_index_select, "IndexSelectBackward0")
-    FORMULA(gather, IN1, bw_gather, "GatherBackward0")
-    FORMULA(take_along_dim, IN1, bw_take_along_dim, "GatherBackward0")
-    FORMULA(take, IN1, bw_take, "TakeBackward0")
-    FORMULA_NAMED(scatter, IN1, bw_scatter, name_scatter)
-    FORMULA(scatter_add, IN1, bw_scatter_add, "ScatterAddBackward0")
-    FORMULA(scatter_reduce, IN0 | IN1 | IN2 | SOUT, bw_scatter_reduce, "ScatterReduceBackward0")
-    FORMULA(index_add, IN1, bw_index_add, "IndexAddBackward0")
-    FORMULA(index_copy, IN1, bw_index_copy, "IndexCopyBackward0")
-    FORMULA_NAMED(index_fill, IN1, bw_index_fill, name_index_fill)
-    FORMULA(index_put, 0, bw_index_put, "IndexPutBackward0")
-    FORMULA(_index_put_, 0, bw_index_put, "IndexPutBackward0")
-    FORMULA_NAMED(masked_fill, IN1, bw_masked_fill, name_masked_fill)
-    FORMULA(masked_select, IN1, bw_masked_select, "MaskedSelectBackward0")
-    FORMULA(masked_scatter, IN1, bw_masked_scatter, "MaskedScatterBackward0")
-    FORMULA_NAMED(_index, 0, bw_index, name_index)
-};
 
-void em_formulas_index(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

@@ -33,10 +33,10 @@ static int grad_of_backward(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId fwd)
 }
 
 #define PAIR(f)                                                                          \
-    static int bw_##f(EmNode *n, EmTensor **go, EmTensor **gi) {                         \
+    int bw_##f(EmNode *n, EmTensor **go, EmTensor **gi) {                         \
         return grad_of_forward(n, go, gi, EM_OP_##f##_backward);                         \
     }                                                                                    \
-    static int bw_##f##_backward(EmNode *n, EmTensor **go, EmTensor **gi) {              \
+    int bw_##f##_backward(EmNode *n, EmTensor **go, EmTensor **gi) {              \
         return grad_of_backward(n, go, gi, EM_OP_##f);                                   \
     }
 PAIR(_upsample_nearest1d)
@@ -47,17 +47,4 @@ PAIR(_upsample_linear1d)
 PAIR(_upsample_bilinear2d)
 PAIR(_upsample_bicubic2d)
 
-#define FORMULAS(f, node)                                                                \
-    FORMULA(f, 0, bw_##f, node "Backward0")                                              \
-    FORMULA(f##_backward, 0, bw_##f##_backward, node "BackwardBackward0")
-static const EmFormula formulas[] = {
-    FORMULAS(_upsample_nearest1d, "UpsampleNearest1D")
-    FORMULAS(_upsample_nearest2d, "UpsampleNearest2D")
-    FORMULAS(_upsample_nearest_exact1d, "UpsampleNearestExact1D")
-    FORMULAS(_upsample_nearest_exact2d, "UpsampleNearestExact2D")
-    FORMULAS(_upsample_linear1d, "UpsampleLinear1D")
-    FORMULAS(_upsample_bilinear2d, "UpsampleBilinear2D")
-    FORMULAS(_upsample_bicubic2d, "UpsampleBicubic2D")
-};
 
-void em_formulas_interp(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

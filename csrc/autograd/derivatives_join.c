@@ -77,24 +77,24 @@ static int cat_grads(EmNode *n, EmTensor **go, EmTensor **gi, int how, int64_t d
     return 0;
 }
 
-static int bw_cat(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_cat(EmNode *n, EmTensor **go, EmTensor **gi) {
     int64_t dim = PyLong_AsLongLong(ARG(1));
     return dim == -1 && PyErr_Occurred() ? -1 : cat_grads(n, go, gi, AS_IS, dim);
 }
 /* hstack joins along dim 0 when its first input is 0-d or 1-d */
-static int bw_hstack(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_hstack(EmNode *n, EmTensor **go, EmTensor **gi) {
     return cat_grads(n, go, gi, AT1, n->in_meta[0].ndim <= 1 ? 0 : 1);
 }
-static int bw_vstack(EmNode *n, EmTensor **go, EmTensor **gi) { return cat_grads(n, go, gi, AT2, 0); }
-static int bw_dstack(EmNode *n, EmTensor **go, EmTensor **gi) { return cat_grads(n, go, gi, AT3, 2); }
-static int bw_column_stack(EmNode *n, EmTensor **go, EmTensor **gi) { return cat_grads(n, go, gi, COLUMN, 1); }
+int bw_vstack(EmNode *n, EmTensor **go, EmTensor **gi) { return cat_grads(n, go, gi, AT2, 0); }
+int bw_dstack(EmNode *n, EmTensor **go, EmTensor **gi) { return cat_grads(n, go, gi, AT3, 2); }
+int bw_column_stack(EmNode *n, EmTensor **go, EmTensor **gi) { return cat_grads(n, go, gi, COLUMN, 1); }
 
 static PyObject *stack_piece(PyObject *g, int dim, int k) {
     BEGIN;
     return take(S, OP3(select, g, INT(dim), INT(k)));
 }
 
-static int bw_stack(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_stack(EmNode *n, EmTensor **go, EmTensor **gi) {
     int64_t d64 = PyLong_AsLongLong(ARG(1));
     int dim;
     if ((d64 == -1 && PyErr_Occurred()) || em_wrap_dim(d64, n->in_meta[0].ndim + 1, &dim) < 0) return -1;
@@ -143,7 +143,7 @@ static int split_starts(EmNode *n, int dim, int64_t *start) {
     return 0;
 }
 
-static int bw_tensor_split(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_tensor_split(EmNode *n, EmTensor **go, EmTensor **gi) {
     int64_t d64 = PyLong_AsLongLong(ARG(2));
     int dim;
     if ((d64 == -1 && PyErr_Occurred()) || em_wrap_dim(d64, n->in_meta[0].ndim, &dim) < 0) return -1;
@@ -217,14 +217,14 @@ static int repeat_grad(EmNode *n, EmTensor **go, EmTensor **gi, int nr, const in
     END;
 }
 
-static int bw_repeat(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_repeat(EmNode *n, EmTensor **go, EmTensor **gi) {
     int nr;
     int64_t reps[EM_MAX_DIMS];
     if (em_parse_intlist(ARG(1), "repeat", &nr, reps) < 0) return -1;
     return repeat_grad(n, go, gi, nr, reps);
 }
 
-static int bw_tile(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_tile(EmNode *n, EmTensor **go, EmTensor **gi) {
     int nr, nd = n->in_meta[0].ndim;
     int64_t dims[EM_MAX_DIMS], reps[EM_MAX_DIMS];
     if (em_parse_intlist(ARG(1), "tile", &nr, dims) < 0) return -1;
@@ -238,7 +238,7 @@ static int bw_tile(EmNode *n, EmTensor **go, EmTensor **gi) {
  * flattened input when dim is None). One count for all: the gradient viewed
  * with dim split as (n, r) summed over r; counts per index: index_add of the
  * gradient at the indices repeat_interleave(repeats) gives. */
-static int bw_repeat_interleave(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_repeat_interleave(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     const EmMeta *m = &n->in_meta[0];
     bool flat = ARG(2) == Py_None;
@@ -280,26 +280,26 @@ static int bw_repeat_interleave(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* ------------------------------------------------ flip / roll / rot90 / moves */
 
-static int bw_flip(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_flip(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP2(flip, G(0), ARG(1)));
     END;
 }
 
-static int bw_fliplr(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_fliplr(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP1(fliplr, G(0)));
     END;
 }
 
-static int bw_flipud(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_flipud(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP1(flipud, G(0)));
     END;
 }
 
 /* roll back: shift each dim (or the flattened input) by size - shift mod size */
-static int bw_roll(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_roll(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     const EmMeta *m = &n->in_meta[0];
     int ns, nd = 0, w;
@@ -320,7 +320,7 @@ static int bw_roll(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_rot90(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_rot90(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     int64_t k = PyLong_AsLongLong(ARG(1));
     if (k == -1 && PyErr_Occurred()) return -1;
@@ -329,7 +329,7 @@ static int bw_rot90(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_movedim(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_movedim(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, OP3(movedim, G(0), ARG(2), ARG(1)));
     END;
@@ -338,14 +338,14 @@ static int bw_movedim(EmNode *n, EmTensor **go, EmTensor **gi) {
 /* ------------------------------------------------------- broadcasting views */
 
 /* broadcast_to: the engine sums the gradient back to the input's shape */
-static int bw_broadcast_to(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_broadcast_to(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, G(0));
     END;
 }
 
 /* broadcast_tensors: output k is input k expanded */
-static int bw_broadcast_tensors(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_broadcast_tensors(EmNode *n, EmTensor **go, EmTensor **gi) {
     for (int k = 0; k < n->num_next && k < n->num_outputs; k++)
         if (need(n, k) && go[k]) gi[k] = (EmTensor *)Py_NewRef(go[k]);
     return 0;
@@ -361,7 +361,7 @@ static PyObject *grid_grad(EmNode *n, PyObject *g, int k, int along) {
     return take(S, OP2(reshape, OP2(sum_to_size, g, ints_tuple(S, nd, keep_sh)), IN_SIZE(k)));
 }
 
-static int bw_meshgrid(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_meshgrid(EmNode *n, EmTensor **go, EmTensor **gi) {
     const char *ix = ARG(1) == Py_None ? "ij" : PyUnicode_AsUTF8(ARG(1));
     if (!ix) return -1;
     bool xy = !strcmp(ix, "xy") && n->num_next >= 2;
@@ -390,7 +390,7 @@ static PyObject *diff_adjoint(PyObject *g, int dim) {
 
 /* diff(input, n, dim, prepend, append): n differences of
  * cat(prepend, input, append), stopping when nothing is left */
-static int bw_diff(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_diff(EmNode *n, EmTensor **go, EmTensor **gi) {
     int64_t order = PyLong_AsLongLong(ARG(1)), d64 = PyLong_AsLongLong(ARG(2));
     int dim;
     if (PyErr_Occurred()) return -1;
@@ -419,46 +419,19 @@ static int bw_diff(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* ------------------------------------------------------------- names */
 
-static const char *name_repeat_interleave(EmCall *c, PyObject *result) {
+const char *name_repeat_interleave(EmCall *c, PyObject *result) {
     (void)result;
     return em_is_tensor(c->args[1]) ? "IndexSelectBackward0" : "ViewBackward0";
 }
 
-static const char *name_movedim(EmCall *c, PyObject *result) {
+const char *name_movedim(EmCall *c, PyObject *result) {
     (void)result;
     return em_is_tensor(c->args[0]) && ((EmTensor *)c->args[0])->ndim == 0 ? "AliasBackward0" : "PermuteBackward0";
 }
 
-static const char *name_diff(EmCall *c, PyObject *result) {
+const char *name_diff(EmCall *c, PyObject *result) {
     (void)result;
     return PyLong_Check(c->args[1]) && PyLong_AsLongLong(c->args[1]) == 0 ? "CopyBackwards" : "SubBackward0";
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(cat, 0, bw_cat, "CatBackward0")
-    FORMULA(concat, 0, bw_cat, "CatBackward0")
-    FORMULA(concatenate, 0, bw_cat, "CatBackward0")
-    FORMULA(stack, 0, bw_stack, "StackBackward0")
-    FORMULA(hstack, 0, bw_hstack, "CatBackward0")
-    FORMULA(vstack, 0, bw_vstack, "CatBackward0")
-    FORMULA(row_stack, 0, bw_vstack, "CatBackward0")
-    FORMULA(dstack, 0, bw_dstack, "CatBackward0")
-    FORMULA(column_stack, 0, bw_column_stack, "CatBackward0")
-    FORMULA(tensor_split, 0, bw_tensor_split, "SliceBackward0")
-    FORMULA(repeat, 0, bw_repeat, "RepeatBackward0")
-    FORMULA(tile, 0, bw_tile, "RepeatBackward0")
-    FORMULA_NAMED(repeat_interleave, IN1, bw_repeat_interleave, name_repeat_interleave)
-    FORMULA(flip, 0, bw_flip, "FlipBackward0")
-    FORMULA(fliplr, 0, bw_fliplr, "FlipBackward0")
-    FORMULA(flipud, 0, bw_flipud, "FlipBackward0")
-    FORMULA(roll, 0, bw_roll, "RollBackward0")
-    FORMULA(rot90, 0, bw_rot90, "Rot90Backward0")
-    FORMULA_NAMED(movedim, 0, bw_movedim, name_movedim)
-    FORMULA_NAMED(moveaxis, 0, bw_movedim, name_movedim)
-    FORMULA(broadcast_to, 0, bw_broadcast_to, "ExpandBackward0")
-    FORMULA(broadcast_tensors, 0, bw_broadcast_tensors, "ExpandBackward0")
-    FORMULA(meshgrid, 0, bw_meshgrid, "ExpandBackward0")
-    FORMULA_NAMED(diff, 0, bw_diff, name_diff)
-};
 
-void em_formulas_join(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

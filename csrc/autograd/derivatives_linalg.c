@@ -62,7 +62,7 @@ static int mm_grads_paired(Scratch *s, PyObject *g, PyObject *a, PyObject *b, Py
 }
 
 /* products: the conjugated factors of Note [complex gradients] (g @ b^H, a^H @ g) */
-static int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *ga, *gb, *a = CJ(IN(0)), *b = CJ(IN(1));
     int paired = need(n, 0) && need(n, 1) ? mm_grads_paired(S, G(0), a, b, &ga, &gb) : 1;
@@ -77,7 +77,7 @@ static int bw_mm(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_bmm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_bmm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, OP2(bmm, G(0), MT(CJ(IN(1)))));
     if (need(n, 1)) SET(1, OP2(bmm, MT(CJ(IN(0))), G(0)));
@@ -85,7 +85,7 @@ static int bw_bmm(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* matmul: vectors become 1-row / 1-column matrices, batches broadcast */
-static int bw_matmul(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_matmul(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     int na = n->in_meta[0].ndim, nb = n->in_meta[1].ndim;
     PyObject *g = G(0);
@@ -113,14 +113,14 @@ static int bw_matmul(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_mv(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_mv(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, OP2(outer, G(0), IN(1)));
     if (need(n, 1)) SET(1, OP2(mv, OP1(t, IN(0)), G(0)));
     END;
 }
 
-static int bw_dot(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_dot(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, MUL(G(0), IN(1)));
     if (need(n, 1)) SET(1, MUL(G(0), IN(0)));
@@ -129,7 +129,7 @@ static int bw_dot(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* inner(a, b) contracts the last dims: with A = a as (p, k) and B = b as
  * (q, k), out = A B^T as (p, q). 0-d operands scale the other. */
-static int bw_inner(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_inner(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     const EmMeta *ma = &n->in_meta[0], *mb = &n->in_meta[1];
     PyObject *a = IN(0), *b = IN(1), *g = G(0);
@@ -150,7 +150,7 @@ static int bw_inner(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_outer(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_outer(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, OP2(mv, G(0), IN(1)));
     if (need(n, 1)) SET(1, OP2(mv, OP1(t, G(0)), IN(0)));
@@ -161,7 +161,7 @@ static int bw_outer(EmNode *n, EmTensor **go, EmTensor **gi) {
 #define BETA ARG(3)
 #define ALPHA ARG(4)
 
-static int bw_addmm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_addmm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, SCALED(G(0), BETA));
     PyObject *ga, *gb;
@@ -177,7 +177,7 @@ static int bw_addmm(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_addmv(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_addmv(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, SCALED(G(0), BETA));
     if (need(n, 1)) SET(1, SCALED(OP2(outer, G(0), IN(2)), ALPHA));
@@ -185,7 +185,7 @@ static int bw_addmv(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_addr(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_addr(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, SCALED(G(0), BETA));
     if (need(n, 1)) SET(1, SCALED(OP2(mv, G(0), IN(2)), ALPHA));
@@ -193,7 +193,7 @@ static int bw_addr(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_baddbmm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_baddbmm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, SCALED(G(0), BETA));
     if (need(n, 1)) SET(1, SCALED(OP2(bmm, G(0), MT(IN(2))), ALPHA));
@@ -202,7 +202,7 @@ static int bw_baddbmm(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* addbmm sums the batch of products: each batch entry sees the same gradient */
-static int bw_addbmm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_addbmm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) SET(0, SCALED(G(0), BETA));
     if (need(n, 1)) SET(1, SCALED(MATMUL(G(0), MT(IN(2))), ALPHA));
@@ -213,7 +213,7 @@ static int bw_addbmm(EmNode *n, EmTensor **go, EmTensor **gi) {
 /* kron(a, b) over d = max(ndims) dims, each of size a_i * b_i: view the
  * gradient as (a_0, b_0, a_1, b_1, ...); a's gradient sums g * b over the b
  * positions, b's sums g * a over the a positions. */
-static int bw_kron(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_kron(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     const EmMeta *ma = &n->in_meta[0], *mb = &n->in_meta[1];
     int d = ma->ndim > mb->ndim ? ma->ndim : mb->ndim;
@@ -238,7 +238,7 @@ static int bw_kron(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* trace: the gradient on the diagonal, a constant mask times the gradient */
-static int bw_trace(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_trace(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     const EmMeta *m = &n->in_meta[0];
     EmTensor *eye = em_zeros(2, em_meta_sizes(m), (EmDType)go[0]->dtype, em_cpu());
@@ -255,7 +255,7 @@ static int bw_trace(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* einsum: ember/functional.py _einsum_backward rewrites the equation per
  * operand (einsum of the gradient with the other operands), with ember ops */
-static int bw_einsum(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_einsum(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *fn = em_py_helper("einsum_backward");
     PyObject *ops = keep(S, PyTuple_New(n->num_next)), *needs = keep(S, PyTuple_New(n->num_next));
@@ -273,24 +273,4 @@ static int bw_einsum(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(mm, IN0 | IN1, bw_mm, "MmBackward0")
-    FORMULA(bmm, IN0 | IN1, bw_bmm, "BmmBackward0")
-    FORMULA(matmul, IN0 | IN1, bw_matmul, "MatmulBackward0")
-    FORMULA(mv, IN0 | IN1, bw_mv, "MvBackward0")
-    FORMULA(dot, IN0 | IN1, bw_dot, "DotBackward0")
-    FORMULA(vdot, IN0 | IN1, bw_dot, "VdotBackward0")
-    FORMULA(inner, IN0 | IN1, bw_inner, "InnerBackward0")
-    FORMULA(outer, IN0 | IN1, bw_outer, "OuterBackward0")
-    FORMULA(ger, IN0 | IN1, bw_outer, "OuterBackward0")
-    FORMULA(addmm, IN1 | IN2, bw_addmm, "AddmmBackward0")
-    FORMULA(addmv, IN1 | IN2, bw_addmv, "AddmvBackward0")
-    FORMULA(addr, IN1 | IN2, bw_addr, "AddrBackward0")
-    FORMULA(baddbmm, IN1 | IN2, bw_baddbmm, "BaddbmmBackward0")
-    FORMULA(addbmm, IN1 | IN2, bw_addbmm, "AddbmmBackward0")
-    FORMULA(kron, IN0 | IN1, bw_kron, "KronBackward0")
-    FORMULA(trace, 0, bw_trace, "TraceBackward0")
-    FORMULA(einsum, ALLIN, bw_einsum, "EinsumBackward0")
-};
 
-void em_formulas_linalg(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

@@ -23,14 +23,14 @@ static int softmax_grad(EmNode *n, EmTensor **go, EmTensor **gi, bool lg) {
     }
     END;
 }
-static int bw_softmax(EmNode *n, EmTensor **go, EmTensor **gi) { return softmax_grad(n, go, gi, false); }
-static int bw_log_softmax(EmNode *n, EmTensor **go, EmTensor **gi) { return softmax_grad(n, go, gi, true); }
+int bw_softmax(EmNode *n, EmTensor **go, EmTensor **gi) { return softmax_grad(n, go, gi, false); }
+int bw_log_softmax(EmNode *n, EmTensor **go, EmTensor **gi) { return softmax_grad(n, go, gi, true); }
 
 #define OPT_IN(k) optional_in(S, n, (k))
 
 
 /* nll_loss(input, target, weight, reduction, ignore_index) */
-static int bw_nll_loss(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_nll_loss(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) {
         PyObject *args[6] = {G(0), IN(0), IN(1), OPT_IN(2), ARG(3), ARG(4)};
@@ -43,7 +43,7 @@ static int bw_nll_loss(EmNode *n, EmTensor **go, EmTensor **gi) {
  * ignore_index) is linear in grad_output and does not depend on input's
  * values: grad_output's gradient is nll_loss of the incoming gradient,
  * input's is zero (torch's formula), so nll_loss differentiates twice. */
-static int bw_nll_loss_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_nll_loss_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (need(n, 0)) {
         PyObject *args[5] = {G(0), IN(2), OPT_IN(3), ARG(4), ARG(5)};
@@ -61,7 +61,7 @@ static int bw_nll_loss_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
  *   gl = (1 - e) nll_loss_backward(g) - e / C * s * w     (w's view, or ones)
  *   gx = gl - softmax(x) * sum(gl, class dim)
  * with s the scale of each kept position (g, / total weight for 'mean'). */
-static int bw_cross_entropy(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_cross_entropy(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!need(n, 0)) END;
     const EmMeta *xm = &n->in_meta[0];
@@ -115,16 +115,16 @@ static const char *nll_name_for(int ndim, long reduction) {
     if (ndim <= 2) return "NllLossBackward0";
     return ndim == 4 || reduction != RED_NONE ? "NllLoss2DBackward0" : "ViewBackward0";
 }
-static const char *nll_loss_name(EmCall *c, PyObject *result) {
+const char *nll_loss_name(EmCall *c, PyObject *result) {
     (void)result;
     return nll_name_for(((EmTensor *)c->args[0])->ndim, PyLong_AsLong(c->args[3]));
 }
-static const char *nll_loss_backward_name(EmCall *c, PyObject *result) {
+const char *nll_loss_backward_name(EmCall *c, PyObject *result) {
     (void)result;
     return ((EmTensor *)c->args[1])->ndim <= 2 ? "NllLossBackwardBackward0" : "NllLoss2DBackwardBackward0";
 }
 /* cross_entropy's: nll_loss's, or the Add that mixes in the smoothing term */
-static const char *cross_entropy_name(EmCall *c, PyObject *result) {
+const char *cross_entropy_name(EmCall *c, PyObject *result) {
     (void)result;
     if (PyFloat_AsDouble(c->args[5]) > 0) return "AddBackward0";
     return nll_name_for(((EmTensor *)c->args[0])->ndim, PyLong_AsLong(c->args[3]));
@@ -149,7 +149,7 @@ static int64_t loss_numel(EmNode *n) {
 }
 
 /* _pointwise_loss(input, target, weight, pos_weight, kind, reduction, param) */
-static int bw_pointwise_loss(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_pointwise_loss(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     long kind = PyLong_AsLong(ARG(4)), red = PyLong_AsLong(ARG(5));
     double p = PyFloat_AsDouble(ARG(6));
@@ -207,7 +207,7 @@ static int bw_pointwise_loss(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const char *pointwise_name(EmCall *c, PyObject *result) {
+const char *pointwise_name(EmCall *c, PyObject *result) {
     (void)result;
     switch (PyLong_AsLong(c->args[4])) {
     case EM_LOSS_MSE: return "MseLossBackward0";
@@ -218,13 +218,4 @@ static const char *pointwise_name(EmCall *c, PyObject *result) {
     }
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(softmax, SOUT, bw_softmax, "SoftmaxBackward0")
-    FORMULA(log_softmax, SOUT, bw_log_softmax, "LogSoftmaxBackward0")
-    FORMULA_NAMED(_nll_loss, IN0 | IN1 | IN2, bw_nll_loss, nll_loss_name)
-    FORMULA_NAMED(_nll_loss_backward, IN2 | EM_SAVE_IN(3), bw_nll_loss_backward, nll_loss_backward_name)
-    FORMULA_NAMED(_cross_entropy, IN0 | IN1 | IN2 | SOUT, bw_cross_entropy, cross_entropy_name)
-    FORMULA_NAMED(_pointwise_loss, IN0 | IN1 | IN2 | EM_SAVE_IN(3), bw_pointwise_loss, pointwise_name)
-};
 
-void em_formulas_loss(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

@@ -25,7 +25,7 @@ static double normalized_count(EmNode *n, int k) {
  * (means over the normalized dims). mean and rstd are outputs 1 and 2: they
  * carry gradients only in double backward (the first backward read them),
  * through d mean/dx = 1/N and d rstd/dx = -rstd^2 xh / N. */
-static int bw_native_layer_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_native_layer_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     int k = (int)PySequence_Size(ARG(1));
     double count = normalized_count(n, k);
@@ -58,8 +58,10 @@ static int bw_native_layer_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* y = x * rstd * w, rstd = (mean(x^2) + eps)^-1/2:
  *   dw = sum(g * x * rstd), dx = rstd * (gw - x * rstd^2 * mean(gw * x));
- * rstd (output 1) in double backward: d rstd/dx = -rstd^3 x / N */
-static int bw_rms_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
+ * rstd (output 1) in double backward: d rstd/dx = -rstd^3 x / N.
+ * torch's CPU rms_norm is a composition ending in a multiply: its row names
+ * the node MulBackward0. */
+int bw_rms_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     int k = (int)PySequence_Size(ARG(1));
     PyObject *g = G(0), *x = IN(0), *rstd = OUT(1), *gx = NULL;
@@ -81,7 +83,7 @@ static int bw_rms_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
 /* rows of the weight gather the gradients of the positions that picked them
  * (index_add: repeated indices sum); padding_idx rows get none;
  * scale_grad_by_freq divides by how often each index appears in the batch */
-static int bw_embedding(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_embedding(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!need(n, 0)) END;
     const int64_t *ws = em_meta_sizes(&n->in_meta[0]);
@@ -118,8 +120,10 @@ static int bw_embedding(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-/* the kept elements pass the gradient, scaled by 1 / (1 - p) */
-static int bw_native_dropout(EmNode *n, EmTensor **go, EmTensor **gi) {
+/* the kept elements pass the gradient, scaled by 1 / (1 - p). torch's CPU
+ * dropout is a composition ending in a multiply: its row names the node
+ * MulBackward0. */
+int bw_native_dropout(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0) || !need(n, 0)) END;
     if (ARG(2) == Py_False) {
@@ -132,12 +136,4 @@ static int bw_native_dropout(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(embedding, IN1, bw_embedding, "EmbeddingBackward0")
-    /* torch's CPU dropout and rms_norm are compositions ending in a multiply: their nodes are MulBackward0 */
-    FORMULA(_native_dropout, SOUT, bw_native_dropout, "MulBackward0")
-    FORMULA(_native_layer_norm, IN0 | IN1 | SOUT, bw_native_layer_norm, "NativeLayerNormBackward0")
-    FORMULA(_rms_norm, IN0 | IN1 | SOUT, bw_rms_norm, "MulBackward0")
-};
 
-void em_formulas_nn(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

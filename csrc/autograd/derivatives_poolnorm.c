@@ -30,7 +30,7 @@ static PyObject *item(PyObject *t, int i) { return t ? PyTuple_GET_ITEM(t, i) : 
 /* ------------------------------------------------------------------ pools */
 
 /* max_pool2d_with_indices: the gradient goes to the chosen element */
-static int bw_max_pool2d(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_max_pool2d(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (G(0) && need(n, 0)) SET(0, OP3(_max_pool2d_backward, G(0), OUT(1), IN_SIZE(0)));
     END;
@@ -38,7 +38,7 @@ static int bw_max_pool2d(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* its backward (grad_output, indices, input_size) is linear in grad_output:
  * the derivative reads the incoming gradient at the indices */
-static int bw_max_pool2d_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_max_pool2d_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0) || !need(n, 0)) END;
     const EmMeta *m = &n->in_meta[0];
@@ -58,7 +58,7 @@ static int bw_max_pool2d_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) */
-static int bw_avg_pool2d(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_avg_pool2d(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (G(0) && need(n, 0))
         SET(0, OPN(_avg_pool2d_backward, G(0), IN_SIZE(0), ARG(1), ARG(2), ARG(3), ARG(4), ARG(5), ARG(6)));
@@ -67,19 +67,19 @@ static int bw_avg_pool2d(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* avg_pool2d_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode,
  * count_include_pad, divisor_override): its derivative is the pool itself */
-static int bw_avg_pool2d_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_avg_pool2d_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (G(0) && need(n, 0)) SET(0, OPN(_avg_pool2d, G(0), ARG(2), ARG(3), ARG(4), ARG(5), ARG(6), ARG(7)));
     END;
 }
 
-static int bw_adaptive_avg_pool2d(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_adaptive_avg_pool2d(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (G(0) && need(n, 0)) SET(0, OP2(_adaptive_avg_pool2d_backward, G(0), IN_SIZE(0)));
     END;
 }
 
-static int bw_adaptive_avg_pool2d_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_adaptive_avg_pool2d_backward(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     const EmMeta *m = &n->in_meta[0];
     if (G(0) && need(n, 0)) SET(0, OP2(_adaptive_avg_pool2d, G(0), int_tuple(S, 2, em_meta_sizes(m) + m->ndim - 2)));
@@ -121,7 +121,7 @@ static double numel_of(EmNode *n) {
  *   dx = invstd gw  (evaluation: the statistics are constants).
  * In double backward the statistics (outputs 1, 2) carry gradients when
  * training: d mean/dx = 1/M, d invstd/dx = -invstd^2 xh / M. */
-static int bw_native_batch_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_native_batch_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     bool train = ARG(5) == Py_True, has_w = n->in_meta[1].defined;
     if (G(0) && !G(1) && !G(2) && !em_grad_enabled()) { /* the statistics' gradients: below */
@@ -162,7 +162,7 @@ static int bw_native_batch_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
 /* native_group_norm(input, weight, bias, group, eps): per (sample, group) of
  * the (N, G, D * S) view, the layer-norm formula (dx through the group's
  * statistics, outputs 1 and 2 of shape (N, G)); dw, db per channel. */
-static int bw_native_group_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_native_group_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     bool has_w = n->in_meta[1].defined;
     if (G(0) && !G(1) && !G(2) && !em_grad_enabled()) { /* the statistics' gradients: below */
@@ -211,15 +211,4 @@ static int bw_native_group_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static const EmFormula formulas[] = {
-    FORMULA(_max_pool2d_with_indices, SOUT, bw_max_pool2d, "MaxPool2DWithIndicesBackward0")
-    FORMULA(_max_pool2d_backward, IN1, bw_max_pool2d_backward, "MaxPool2DWithIndicesBackwardBackward0")
-    FORMULA(_avg_pool2d, 0, bw_avg_pool2d, "AvgPool2DBackward0")
-    FORMULA(_avg_pool2d_backward, 0, bw_avg_pool2d_backward, "AvgPool2DBackwardBackward0")
-    FORMULA(_adaptive_avg_pool2d, 0, bw_adaptive_avg_pool2d, "AdaptiveAvgPool2DBackward0")
-    FORMULA(_adaptive_avg_pool2d_backward, 0, bw_adaptive_avg_pool2d_backward, "AdaptiveAvgPool2DBackwardBackward0")
-    FORMULA(_native_batch_norm, IN0 | IN1 | SOUT, bw_native_batch_norm, "NativeBatchNormBackward0")
-    FORMULA(_native_group_norm, IN0 | IN1 | SOUT, bw_native_group_norm, "NativeGroupNormBackward0")
-};
 
-void em_formulas_poolnorm(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

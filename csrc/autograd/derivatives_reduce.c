@@ -109,7 +109,7 @@ static int64_t int_arg(Scratch *s, PyObject *o) {
 
 /* ------------------------------------------------------- sum and mean */
 
-static int bw_sum(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_sum(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     uint64_t mask;
     if (reduced(S, n, ARG(1), &mask) == 0) SET(0, EXPAND(KEPT(G(0))));
@@ -117,7 +117,7 @@ static int bw_sum(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* NaNs contribute nothing, so they get no gradient */
-static int bw_nansum(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_nansum(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     uint64_t mask;
     if (reduced(S, n, ARG(1), &mask) == 0)
@@ -125,7 +125,7 @@ static int bw_nansum(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
-static int bw_mean(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_mean(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     uint64_t mask;
     if (reduced(S, n, ARG(1), &mask) == 0) SET(0, DIV(EXPAND(KEPT(G(0))), NUM(count_of(n, mask))));
@@ -133,7 +133,7 @@ static int bw_mean(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* torch computes nanmean as nansum / (number of non-NaNs): DivBackward0 */
-static int bw_nanmean(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_nanmean(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     uint64_t mask;
     if (reduced(S, n, ARG(1), &mask) == 0) {
@@ -148,7 +148,7 @@ static int bw_nanmean(EmNode *n, EmTensor **go, EmTensor **gi) {
  * with c zeros and P the product of the non-zeros: c == 1 -> the zero gets
  * g P, the others g P S / x; c == 2 -> each zero gets g P (S - x); c > 2 ->
  * 0. S, the sum of the zeros, is 0 but carries the second derivative. */
-static int bw_prod(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_prod(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     uint64_t mask;
     PyObject *x = IN(0), *dim = ARG(1);
@@ -177,7 +177,7 @@ static int bw_prod(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* ------------------------------------------------------------ extrema */
 
-static int bw_amax(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_amax(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     uint64_t mask;
     if (reduced(S, n, ARG(1), &mask) == 0) SET(0, extremum_grad(S, n, G(0), OUT(0), mask));
@@ -185,7 +185,7 @@ static int bw_amax(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* aminmax -> (min, max): each output's gradient goes to its extrema */
-static int bw_aminmax(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_aminmax(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     uint64_t mask;
     if (reduced(S, n, ARG(1), &mask) < 0) END;
@@ -217,11 +217,11 @@ static int max_min(EmNode *n, EmTensor **go, EmTensor **gi, EmOpId wins) {
     }
     END;
 }
-static int bw_max(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_gt); }
-static int bw_min(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_lt); }
+int bw_max(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_gt); }
+int bw_min(EmNode *n, EmTensor **go, EmTensor **gi) { return max_min(n, go, gi, EM_OP_lt); }
 
 /* median / nanmedian: (input, dim, keepdim) */
-static int bw_median(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_median(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (!G(0)) END;
     if (ARG(1) == Py_None)
@@ -232,33 +232,33 @@ static int bw_median(EmNode *n, EmTensor **go, EmTensor **gi) {
 }
 
 /* mode(input, dim, keepdim); kthvalue(input, k, dim, keepdim) */
-static int bw_mode(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_mode(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (G(0)) SET(0, picked(S, n, G(0), OUT(1), INT_ARG(1), TRUTH(2), false));
     END;
 }
 
-static int bw_kthvalue(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_kthvalue(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (G(0)) SET(0, picked(S, n, G(0), OUT(1), INT_ARG(2), TRUTH(3), false));
     END;
 }
 
 /* sort(input, dim, ...), topk(input, k, dim, ...): values keep the dim */
-static int bw_sort(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_sort(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (G(0)) SET(0, picked(S, n, G(0), OUT(1), INT_ARG(1), true, false));
     END;
 }
 
-static int bw_topk(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_topk(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (G(0)) SET(0, picked(S, n, G(0), OUT(1), INT_ARG(2), true, false));
     END;
 }
 
 /* msort returns no indices: the (stable) order is recomputed */
-static int bw_msort(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_msort(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *idx = n->in_meta[0].ndim ? OP2(argsort, IN(0), INT(0)) : NULL;
     SET(0, picked(S, n, G(0), idx, 0, true, false));
@@ -267,7 +267,7 @@ static int bw_msort(EmNode *n, EmTensor **go, EmTensor **gi) {
 
 /* cummax / cummin(input, dim): an element may be the running extremum of
  * several outputs: their gradients add up */
-static int bw_cummax(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_cummax(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     if (G(0)) SET(0, picked(S, n, G(0), OUT(1), INT_ARG(1), true, true));
     END;
@@ -327,8 +327,8 @@ static int var_std(EmNode *n, EmTensor **go, EmTensor **gi, bool root) {
     if (r) SET(0, r);
     END;
 }
-static int bw_var(EmNode *n, EmTensor **go, EmTensor **gi) { return var_std(n, go, gi, false); }
-static int bw_std(EmNode *n, EmTensor **go, EmTensor **gi) { return var_std(n, go, gi, true); }
+int bw_var(EmNode *n, EmTensor **go, EmTensor **gi) { return var_std(n, go, gi, false); }
+int bw_std(EmNode *n, EmTensor **go, EmTensor **gi) { return var_std(n, go, gi, true); }
 
 /* ---------------------------------------------------------------- norms */
 
@@ -363,21 +363,21 @@ static int vector_norm_grad(EmNode *n, EmTensor **go, EmTensor **gi, double p, P
 }
 
 /* norm(input, p='fro', dim, ...): 'fro' and None are the 2-norm */
-static int bw_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     PyObject *po = ARG(1);
     double p = po == Py_None || PyUnicode_Check(po) ? 2.0 : PyFloat_AsDouble(po);
     if (p == -1.0 && PyErr_Occurred()) return -1;
     return vector_norm_grad(n, go, gi, p, ARG(2));
 }
 
-static int bw_linalg_vector_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_linalg_vector_norm(EmNode *n, EmTensor **go, EmTensor **gi) {
     double p = PyFloat_AsDouble(ARG(1));
     if (p == -1.0 && PyErr_Occurred()) return -1;
     return vector_norm_grad(n, go, gi, p, ARG(2));
 }
 
 /* logsumexp: g * exp(x - result) */
-static int bw_logsumexp(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_logsumexp(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     uint64_t mask;
     if (reduced(S, n, ARG(1), &mask) == 0) SET(0, MUL(KEPT(G(0)), OP1(exp, SUB(IN(0), KEPT(OUT(0))))));
@@ -399,7 +399,7 @@ static PyObject *as_input_dtype(Scratch *s, EmNode *n, PyObject *g) {
     return call(s, EM_OP__to_copy, 2, g, em_dtype_object((EmDType)n->in_meta[0].dtype), NULL, NULL);
 }
 
-static int bw_cumsum(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_cumsum(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     PyObject *g = as_input_dtype(S, n, G(0));
     SET(0, n->in_meta[0].ndim == 0 ? g : reversed_cumsum(S, g, ARG(1)));
@@ -442,7 +442,7 @@ static PyObject *cumprod_zeros(Scratch *s, EmNode *n, PyObject *x, PyObject *g, 
 }
 
 /* cumprod: reversed_cumsum(g * out) / x without zeros (torch) */
-static int bw_cumprod(EmNode *n, EmTensor **go, EmTensor **gi) {
+int bw_cumprod(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     const EmMeta *m = &n->in_meta[0];
     PyObject *g = as_input_dtype(S, n, G(0));
@@ -465,54 +465,23 @@ static int bw_cumprod(EmNode *n, EmTensor **go, EmTensor **gi) {
 /* -------------------------------------------------------- node names */
 
 static const char *by_dim(EmCall *c, const char *all, const char *dims) { return c->args[1] == Py_None ? all : dims; }
-static const char *name_sum(EmCall *c, PyObject *r) { return by_dim(c, "SumBackward0", "SumBackward1"); }
-static const char *name_mean(EmCall *c, PyObject *r) { return by_dim(c, "MeanBackward0", "MeanBackward1"); }
-static const char *name_prod(EmCall *c, PyObject *r) { return by_dim(c, "ProdBackward0", "ProdBackward1"); }
-static const char *name_median(EmCall *c, PyObject *r) { return by_dim(c, "MedianBackward0", "MedianBackward1"); }
-static const char *name_nanmedian(EmCall *c, PyObject *r) {
+const char *name_sum(EmCall *c, PyObject *r) { return by_dim(c, "SumBackward0", "SumBackward1"); }
+const char *name_mean(EmCall *c, PyObject *r) { return by_dim(c, "MeanBackward0", "MeanBackward1"); }
+const char *name_prod(EmCall *c, PyObject *r) { return by_dim(c, "ProdBackward0", "ProdBackward1"); }
+const char *name_median(EmCall *c, PyObject *r) { return by_dim(c, "MedianBackward0", "MedianBackward1"); }
+const char *name_nanmedian(EmCall *c, PyObject *r) {
     return by_dim(c, "NanmedianBackward0", "NanmedianBackward1");
 }
-static const char *name_max(EmCall *c, PyObject *r) {
+const char *name_max(EmCall *c, PyObject *r) {
     if (c->args[3] != Py_None || em_is_tensor(c->args[1])) return "MaximumBackward0";
     return by_dim(c, "MaxBackward1", "MaxBackward0");
 }
-static const char *name_min(EmCall *c, PyObject *r) {
+const char *name_min(EmCall *c, PyObject *r) {
     if (c->args[3] != Py_None || em_is_tensor(c->args[1])) return "MinimumBackward0";
     return by_dim(c, "MinBackward1", "MinBackward0");
 }
 /* sort(stable=...) is torch's other overload (an explicit stable=False
  * can't be told from the default here) */
-static const char *name_sort(EmCall *c, PyObject *r) { return c->args[3] == Py_True ? "SortBackward1" : "SortBackward0"; }
+const char *name_sort(EmCall *c, PyObject *r) { return c->args[3] == Py_True ? "SortBackward1" : "SortBackward0"; }
 
-static const EmFormula formulas[] = {
-    FORMULA_NAMED(sum, 0, bw_sum, name_sum)
-    FORMULA(nansum, IN0, bw_nansum, "NansumBackward0")
-    FORMULA_NAMED(mean, 0, bw_mean, name_mean)
-    FORMULA(nanmean, IN0, bw_nanmean, "DivBackward0")
-    FORMULA_NAMED(prod, IN0 | SOUT, bw_prod, name_prod)
-    FORMULA(amax, IN0 | SOUT, bw_amax, "AmaxBackward0")
-    FORMULA(amin, IN0 | SOUT, bw_amax, "AminBackward0")
-    FORMULA(aminmax, IN0 | SOUT, bw_aminmax, "AminmaxBackward0")
-    FORMULA_NAMED(max, IN0 | IN1 | SOUT, bw_max, name_max)
-    FORMULA_NAMED(min, IN0 | IN1 | SOUT, bw_min, name_min)
-    FORMULA(var, IN0, bw_var, "VarBackward0")
-    FORMULA(std, IN0 | SOUT, bw_std, "StdBackward0")
-    FORMULA(var_mean, IN0, bw_var, "VarMeanBackward0")
-    FORMULA(std_mean, IN0 | SOUT, bw_std, "StdMeanBackward0")
-    FORMULA(norm, IN0 | SOUT, bw_norm, "LinalgVectorNormBackward0")
-    FORMULA(_linalg_vector_norm, IN0 | SOUT, bw_linalg_vector_norm, "LinalgVectorNormBackward0")
-    FORMULA(logsumexp, IN0 | SOUT, bw_logsumexp, "LogsumexpBackward0")
-    FORMULA(cumsum, 0, bw_cumsum, "CumsumBackward0")
-    FORMULA(cumprod, IN0 | SOUT, bw_cumprod, "CumprodBackward0")
-    FORMULA(cummax, SOUT, bw_cummax, "CummaxBackward0")
-    FORMULA(cummin, SOUT, bw_cummax, "CumminBackward0")
-    FORMULA_NAMED(median, IN0 | SOUT, bw_median, name_median)
-    FORMULA_NAMED(nanmedian, IN0 | SOUT, bw_median, name_nanmedian)
-    FORMULA(mode, SOUT, bw_mode, "ModeBackward0")
-    FORMULA(kthvalue, SOUT, bw_kthvalue, "KthvalueBackward0")
-    FORMULA_NAMED(sort, SOUT, bw_sort, name_sort)
-    FORMULA(msort, IN0, bw_msort, "SortBackward0")
-    FORMULA(topk, SOUT, bw_topk, "TopkBackward0")
-};
 
-void em_formulas_reduce(void) { em_formulas_add(formulas, (int)(sizeof formulas / sizeof formulas[0])); }

@@ -1,8 +1,9 @@
 /* formula.h — the small expression kit backward formulas are written in
  * (see derivatives.c): a scratch list owning temporaries, ember ops called
  * through em_op (recorded under create_graph), access to saved inputs and
- * outputs, and the registration of a file's formulas in the op table.
- * Included only by the csrc/autograd/derivatives*.c files. */
+ * outputs, and the prototypes of the formulas the op table's rows name.
+ * Included only by the csrc/autograd/derivatives*.c files and
+ * derivative_table.c. */
 #ifndef EMBER_AUTOGRAD_FORMULA_H
 #define EMBER_AUTOGRAD_FORMULA_H
 
@@ -170,36 +171,25 @@ static inline PyObject *conj_if_complex(Scratch *s, PyObject *x) {
 #define IN_SIZE(k) keep(S, em_size_new(n->in_meta[k].ndim, em_meta_sizes(&n->in_meta[k])))
 
 
-/* A file's formulas: {op, saves, formula, torch's node name, and the
- * function naming the node where the name depends on the call}. */
-typedef struct {
-    EmOpId op;
-    unsigned saves;
-    EmBackwardFn fn;
-    const char *name;
-    EmNodeNameFn namer;
-} EmFormula;
-void em_formulas_add(const EmFormula *f, int n);
-/* each derivatives_<area>.c registers its table */
-void em_formulas_linalg(void);
-void em_formulas_reduce(void);
-void em_formulas_join(void);
-void em_formulas_index(void);
-void em_formulas_nn(void);
-void em_formulas_loss(void);
-void em_formulas_act(void);
-void em_formulas_poolnorm(void);
-void em_formulas_interp(void);
-void em_formulas_conv(void);
-void em_formulas_attn(void);
-void em_formulas_fft(void);
-
-#define ALLIN EM_SAVE_ALL_IN
-#define IN0 EM_SAVE_IN(0)
-#define IN1 EM_SAVE_IN(1)
-#define IN2 EM_SAVE_IN(2)
-#define SOUT EM_SAVE_OUT
-#define FORMULA(op, saves, fn, name) {EM_OP_##op, saves, fn, name, NULL},
-#define FORMULA_NAMED(op, saves, fn, namer) {EM_OP_##op, saves, fn, NULL, namer},
+/* The formulas and node namers ops.def's rows name in their backward column
+ * (BW(fn, saves, "Node"), BW_NAMED(fn, saves, namer)): declared here from the
+ * rows themselves, so a definition that disagrees fails to compile and a row
+ * naming a formula nobody wrote fails to link: declared hidden, an undefined
+ * one is a link error (a shared object otherwise leaves it to load time). */
+#define EM_HIDDEN __attribute__((visibility("hidden")))
+#define EM_BW_FN(fn) EM_HIDDEN int fn(EmNode *n, EmTensor **go, EmTensor **gi);
+#define BW(fn, saves, name) EM_BW_FN(fn)
+#define BW_NAMED(fn, saves, namer) EM_BW_FN(fn) EM_HIDDEN const char *namer(EmCall *c, PyObject *result);
+#define NOGRAD
+#define NO_FORMULA
+#define OP(name, sig, impl, kernels, variants, devices, tags, autocast, backward) backward
+#include "../ops/ops.def"
+#undef OP
+#undef BW
+#undef BW_NAMED
+#undef NOGRAD
+#undef NO_FORMULA
+#undef EM_BW_FN
+#undef EM_HIDDEN
 
 #endif

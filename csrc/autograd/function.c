@@ -111,7 +111,7 @@ static PyMethodDef methods[] = {
 
 int em_init_autograd(PyObject *m) {
     em_autograd_hooks = (EmAutogradHooks){em_autograd_precheck, em_autograd_record, em_autograd_pre_clear};
-    if (em_init_grad_mode(m) < 0 || em_init_nodes(m) < 0 || em_init_derivatives() < 0 ||
+    if (em_init_grad_mode(m) < 0 || em_init_nodes(m) < 0 ||
         em_init_saved_hooks(m) < 0)
         return -1;
     return PyModule_AddFunctions(m, methods);

@@ -119,7 +119,7 @@ int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
         return 0;
     }
     if (!c->inplace && !def->writes_self) return 0;
-    if (op == EM_OP_detach) return 0; /* detach_ only leaves the graph */
+    if (def->tags & EM_TAG_DETACHES) return 0; /* detach_ only leaves the graph */
     EmTensor *target = (EmTensor *)c->args[0];
     if (target->is_inference && !em_inference_mode()) {
         PyErr_SetString(PyExc_RuntimeError,
@@ -316,7 +316,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
     /* an in-place write into a view changes its base's history (Note [in-place on views]) */
     if (inplace && nin > 0 && ins[0] && root_base(ins[0]) && em_requires_grad(root_base(ins[0]))) any = true;
     if (!any || (c->out && !c->inplace)) return result;
-    if (op == EM_OP_detach) return result; /* detach_: nothing to record */
+    if (def->tags & EM_TAG_DETACHES) return result; /* detach_: nothing to record */
     if (!d->fn && em_fallback_derivative(op, inplace)) d = em_fallback_derivative(op, inplace);
     if (!d->fn) return result;             /* not differentiable: outputs stay outside the graph */
     for (int i = 0; i < nin; i++) {
@@ -340,7 +340,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
         return result;
     }
 
-    EmNode *n = em_node_new(EM_NODE_OP, d == &em_derivatives[op] ? em_derivative_name(op, c, result) : d->name,
+    EmNode *n = em_node_new(EM_NODE_OP, em_derivative_node_name(d, c, result),
                             nin, nout);
     if (!n) goto fail;
     n->op = op;

@@ -47,7 +47,7 @@ static PyObject *call_run(EmCall *c) {
     }
     PyObject *r = EM_UNLIKELY(em_cuda_used | em_meta_used) ? em_device_dispatch(c) : def->impl(c);
     if (r && r != Py_NotImplemented) {
-        if (written && def != &em_op_defs[EM_OP_detach]) em_bump_version(written); /* detach_ writes no data */
+        if (written && !(def->tags & EM_TAG_DETACHES)) em_bump_version(written); /* detach_ writes no data */
         if (grad) r = em_autograd_hooks.record(def, c, r, &pre);
     }
     em_autograd_hooks.pre_clear(&pre);

@@ -2,7 +2,8 @@
  * row] in ember.h). Each row's tokens become the fields the dispatcher,
  * autocast and autograd read; a row naming an impl or kernel table that does
  * not exist fails to link, and a column token that is not one of those below
- * fails to compile. */
+ * fails to compile. The last column, the backward formula, is autograd's:
+ * this layer reads the row without it (autograd/derivative_table.c). */
 #include "../ember.h"
 
 /* impls and kernel tables named by the rows */
@@ -42,12 +43,13 @@ extern const EmKernels em_kernels_none;
 #define WRITES EM_TAG_WRITES
 #define GEOMETRY EM_TAG_GEOMETRY
 #define POINTWISE EM_TAG_POINTWISE
+#define DETACHES EM_TAG_DETACHES
 /* autocast */
 #define AC(cpu, cuda) {EM_CAST_##cpu, EM_CAST_##cuda}
 #define NOCAST AC(NONE, NONE)
 
 EmOpDef em_op_defs[EM_NUM_OPS] = {
-#define OP(name, sig, impl, kernels, variants, devices, tags, autocast) \
+#define OP(name, sig, impl, kernels, variants, devices, tags, autocast, backward) \
     [EM_OP_##name] = {#name, sig, em_impl_##impl, &em_kernels_##kernels, variants, devices, tags, autocast, \
                       .cuda_impl = ((devices) & EM_RUNS_CUDA_IMPL) ? em_impl_##impl##_cuda : NULL},
 #include "ops.def"

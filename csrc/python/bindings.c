@@ -125,7 +125,7 @@ PyObject *em_op_info(PyObject *self, PyObject *name) {
         {EM_RUNS_CUDA_IMPL, "cuda_impl"}};
     static const struct { unsigned bit; const char *name; } tags[] = {
         {EM_TAG_VIEW, "view"}, {EM_TAG_INPLACE, "inplace"}, {EM_TAG_WRITES, "writes"},
-        {EM_TAG_GEOMETRY, "geometry"}, {EM_TAG_POINTWISE, "pointwise"}};
+        {EM_TAG_GEOMETRY, "geometry"}, {EM_TAG_POINTWISE, "pointwise"}, {EM_TAG_DETACHES, "detaches"}};
     static const char *const casts[] = {"none", "lower", "fp32", "promote"};
     PyObject *d = PyList_New(0), *t = PyList_New(0), *r = NULL;
     if (!d || !t) goto done;
@@ -133,10 +133,15 @@ PyObject *em_op_info(PyObject *self, PyObject *name) {
         if ((def->devices & runs[i].bit) && list_append_str(d, runs[i].name) < 0) goto done;
     for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
         if ((def->tags & tags[i].bit) && list_append_str(t, tags[i].name) < 0) goto done;
-    r = Py_BuildValue("{s:s,s:s,s:O,s:O,s:{s:s,s:s},s:i}", "impl_kernels", def->kernels->name,
+    /* the backward column: the formula's C name and torch's node name (None
+     * when a function of the call names it), or why there is none */
+    const EmDerivative *bw = &em_derivatives[id];
+    const char *grad = bw->fn ? (bw->namer ? "named" : "formula") : bw->no_formula ? "no_formula" : "nograd";
+    r = Py_BuildValue("{s:s,s:s,s:O,s:O,s:{s:s,s:s},s:i,s:s,s:z,s:z,s:I}", "impl_kernels", def->kernels->name,
                       "signature", def->signature, "devices", d, "tags", t, "autocast",
                       "cpu", casts[def->autocast[EM_CAST_CPU]], "cuda", casts[def->autocast[EM_CAST_CUDA]],
-                      "variants", (int)def->variants);
+                      "variants", (int)def->variants, "grad", grad, "backward", bw->formula, "node", bw->name,
+                      "saves", bw->saves);
 done:
     Py_XDECREF(d);
     Py_XDECREF(t);
