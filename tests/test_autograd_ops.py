@@ -31,6 +31,7 @@ import autograd_cases_loss
 import autograd_cases_nn
 import autograd_cases_poolnorm
 import autograd_cases_reduce
+import autograd_cases_spectral
 from autograd_common import (ALL4, GC, S0, V4, X34, Y34, _calls, _ts, _vals, build)
 from op_db import DT, OPS_BY_NAME, TS, is_float, rng_for
 from test_ops import alias_expectation
@@ -253,7 +254,7 @@ INPLACE_VIEW_EXTRA = [
 AREAS = (autograd_cases_reduce, autograd_cases_join, autograd_cases_index, autograd_cases_nn,
          autograd_cases_loss, autograd_cases_act)
 AREAS += (autograd_cases_poolnorm, autograd_cases_interp, autograd_cases_conv, autograd_cases_attn,
-          autograd_cases_complex)
+          autograd_cases_complex, autograd_cases_spectral)
 DB_KINDS = {"ew", "view", "plain", "mm"}.union(*(m.DB_KINDS for m in AREAS))
 for _m in AREAS:
     for _op, _cs in _m.EXTRA.items():

@@ -690,6 +690,15 @@ int bw_i0(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
+/* I1'(x) = I0(x) - I1(x) / x, 1/2 at 0 (its limit) */
+int bw_special_i1(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    PyObject *x = IN(0);
+    PyObject *d = SUB(OP1(i0, x), DIV(OUT(0), x));
+    SET(0, MUL(G(0), OP3(where, OP2(eq, x, NUM(0.0)), NUM(0.5), d)));
+    END;
+}
+
 int bw_rad2deg(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, MUL(G(0), NUM(180.0 / M_PI)));
