@@ -1182,9 +1182,12 @@ PyObject *em_op_inplace(EmOpId id, int nargs, PyObject *const *args); /* the op_
  * autograd/derivative_table.c; the formulas live in autograd/derivatives*.c):
  * per op, which inputs (bit i) and outputs (EM_SAVE_OUT) the formula reads,
  * the formula, and torch's node name. */
-#define EM_SAVE_IN(i) (1u << (i))
+#define EM_SAVE_IN(i) (1u << (i)) /* i < 29 */
 #define EM_SAVE_ALL_IN (1u << 30) /* every tensor input (list ops: cat, einsum) */
 #define EM_SAVE_OUT (1u << 31)
+/* the outputs after the first only (a norm's mean and rstd): the result
+ * itself may then be written in place before backward, as in torch */
+#define EM_SAVE_AUX_OUT (1u << 29)
 /* torch's node name where it depends on the call (sum() vs sum(dim), pow's overloads) */
 typedef const char *(*EmNodeNameFn)(EmCall *c, PyObject *result);
 typedef struct {

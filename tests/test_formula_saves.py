@@ -37,7 +37,7 @@ def _mask(expr):
         part = part.strip()
         if part == "ALLIN":
             bits.add("all")
-        elif part == "SOUT":
+        elif part in ("SOUT", "SAUX"):  # SAUX: the outputs after the first
             bits.add("out")
         elif m := re.fullmatch(r"IN(\d)|EM_SAVE_IN\((\d)\)", part):
             bits.add(int(m.group(1) or m.group(2)))

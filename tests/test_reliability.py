@@ -233,3 +233,39 @@ def test_inplace_reading_own_alias(code, raises):
     else:
         ns["h"].sum().backward()
         assert a.grad is not None
+
+
+# --- a result written in place before backward, where torch's formula does not save it
+
+def _inplace_after(fn, x):
+    y = fn(x)
+    y.add_(1.0)  # ResNets add the shortcut into a BatchNorm's output; Trainer scales its loss
+    return y * ember.linspace(0.5, 2.0, y.numel(), dtype=ember.float64).reshape(y.shape)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("batch_norm", lambda x: ember.nn.functional.batch_norm(x, None, None, training=True)),
+    ("layer_norm", lambda x: ember.nn.functional.layer_norm(x, x.shape[-1:])),
+    ("group_norm", lambda x: ember.nn.functional.group_norm(x, 2)),
+])
+def test_norm_output_written_in_place_before_backward(name, fn):
+    x = ember.randn(3, 4, 5, dtype=ember.float64, generator=ember.Generator().manual_seed(0)).requires_grad_()
+    assert ember.autograd.gradcheck(lambda a: _inplace_after(fn, a), (x,)), name
+
+
+def test_softmax_output_written_in_place_still_raises_as_torch():
+    """torch's softmax saves its result: writing it in place is torch's error."""
+    x = ember.randn(3, 4, requires_grad=True)
+    y = ember.softmax(x, 1)
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_shape_only_arguments_are_not_graph_inputs():
+    p = ember.nn.Parameter(ember.ones(2, 2))
+    t = ember.zeros(4)
+    assert not t.view_as(p).requires_grad and not t.reshape_as(p).requires_grad
+    assert not ember.zeros(1, 2).expand_as(p).requires_grad
+    with pytest.raises(TypeError, match="must be Tensor, not int"):
+        t.view_as(3)

@@ -12,6 +12,7 @@
 #define IN1 EM_SAVE_IN(1)
 #define IN2 EM_SAVE_IN(2)
 #define SOUT EM_SAVE_OUT
+#define SAUX EM_SAVE_AUX_OUT
 #define BW(fn, saves, name) {fn, saves, name, NULL, #fn, false}
 #define BW_NAMED(fn, saves, namer) {fn, saves, NULL, namer, #fn, false}
 #define NOGRAD {NULL, 0, NULL, NULL, NULL, false}

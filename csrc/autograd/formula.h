@@ -122,7 +122,9 @@ static inline PyObject *optional_in(Scratch *s, EmNode *n, int k) {
 /* Saved output j (new reference kept by the scratch); a formula whose row does
  * not save outputs gets SystemError, never another slot. */
 static inline PyObject *output(Scratch *s, EmNode *n, int j) {
-    if (!n->saved_out) {
+    /* a released node's slots are empty too: em_saved_get raises torch's
+     * "backward through the graph a second time" for them */
+    if (!n->saved_out || (!n->released && !em_saved_holds(&n->saved_out[j]))) {
         PyErr_SetString(PyExc_SystemError, "ember: backward formula read an output it did not save");
         s->failed = true;
         return NULL;

@@ -294,10 +294,14 @@ fail:
     return -1;
 }
 
-/* Whether a formula that saves outputs (EM_SAVE_OUT) keeps output j. _cross_entropy's reads only
- * its lse (output 1), never the loss: like torch, which saves no loss, the loss may be written in
- * place before backward (transformers' Trainer scales it with `loss *= ...`). */
-static bool saves_output(EmOpId op, int j) { return !(op == EM_OP__cross_entropy && j == 0); }
+/* Whether the formula keeps output j: all of them (EM_SAVE_OUT), or those
+ * after the first (EM_SAVE_AUX_OUT: a norm's mean and rstd, cross-entropy's
+ * lse), so that the result itself may be written in place before backward,
+ * as in torch (transformers' Trainer scales its loss with `loss *= ...`;
+ * ResNets add the shortcut into a BatchNorm's output). */
+static bool saves_out(unsigned saves, int j) {
+    return (saves & EM_SAVE_OUT) || ((saves & EM_SAVE_AUX_OUT) && j > 0);
+}
 
 static bool is_input(const EmTensor *t, EmTensor **ins, int nin) {
     for (int i = 0; i < nin; i++)
@@ -355,7 +359,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
         } else if (em_meta_set(&n->in_meta[i], t) < 0) {
             goto fail_node;
         }
-        bool save = (d->saves & EM_SAVE_ALL_IN) || (i < 30 && (d->saves & EM_SAVE_IN(i)));
+        bool save = (d->saves & EM_SAVE_ALL_IN) || (i < 29 && (d->saves & EM_SAVE_IN(i)));
         if (save && em_saved_set(&n->saved[i], t, n, false) < 0) goto fail_node;
         /* an input sharing the written tensor's counter was read at the version before
          * this op's own bump (h.mul_(h.detach()): a later write must still be caught) */
@@ -363,7 +367,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
             n->saved[i].version--;
     }
     if (!(n->args = args_without_tensors(def, c))) goto fail_node;
-    if (d->saves & EM_SAVE_OUT) {
+    if (d->saves & (EM_SAVE_OUT | EM_SAVE_AUX_OUT)) {
         n->saved_out = PyMem_Calloc(nout, sizeof(EmSaved));
         if (!n->saved_out) {
             PyErr_NoMemory();
@@ -376,7 +380,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
         if (outs != one_out && !inplace && is_input(t, ins, nin)) continue;
         if (!em_is_float(t->dtype)) { /* indices, masks: not differentiable, but max(dim)'s
                                        * formula reads its indices */
-            if ((d->saves & EM_SAVE_OUT) && em_saved_set(&n->saved_out[j], t, n, true) < 0) goto fail_node;
+            if (saves_out(d->saves, j) && em_saved_set(&n->saved_out[j], t, n, true) < 0) goto fail_node;
             continue;
         }
         if (em_meta_set(&n->out_meta[j], t) < 0) goto fail_node;
@@ -388,8 +392,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
             t->output_nr = j;
             t->version_seen = em_version(t);
         }
-        if ((d->saves & EM_SAVE_OUT) && saves_output(op, j) && em_saved_set(&n->saved_out[j], t, n, true) < 0)
-            goto fail_node;
+        if (saves_out(d->saves, j) && em_saved_set(&n->saved_out[j], t, n, true) < 0) goto fail_node;
     }
     Py_DECREF(n);
     return result;

@@ -146,8 +146,22 @@ PyObject *em_impl_view(EmCall *c) {
     return (PyObject *)v;
 }
 
+/* view_as / reshape_as / expand_as: `other` gives only its shape, so it is
+ * an `object` in the row (not an input of the graph nor of the device check,
+ * as in torch) and is checked here */
+static EmTensor *shape_of_other(EmCall *c, const char *fname) {
+    PyObject *o = c->args[1];
+    if (!em_is_tensor(o)) {
+        PyErr_Format(PyExc_TypeError, "%s(): argument 'other' (position 1) must be Tensor, not %s", fname,
+                     Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    return (EmTensor *)o;
+}
+
 PyObject *em_impl_view_as(EmCall *c) {
-    EmTensor *t = em_arg_tensor(c, 0), *o = em_arg_tensor(c, 1);
+    EmTensor *t = em_arg_tensor(c, 0), *o = shape_of_other(c, "view_as");
+    if (!o) return NULL;
     int64_t shape[EM_MAX_DIMS];
     memcpy(shape, o->sizes, o->ndim * sizeof(int64_t));
     if (infer_size(o->ndim, shape, t->numel) < 0) return NULL;
@@ -169,7 +183,8 @@ PyObject *em_impl_reshape(EmCall *c) {
 }
 
 PyObject *em_impl_reshape_as(EmCall *c) {
-    EmTensor *o = em_arg_tensor(c, 1);
+    EmTensor *o = shape_of_other(c, "reshape_as");
+    if (!o) return NULL;
     int64_t shape[EM_MAX_DIMS];
     memcpy(shape, o->sizes, o->ndim * sizeof(int64_t));
     return (PyObject *)em_reshape(em_arg_tensor(c, 0), o->ndim, shape);
@@ -409,7 +424,8 @@ PyObject *em_impl_expand(EmCall *c) {
 }
 
 PyObject *em_impl_expand_as(EmCall *c) {
-    EmTensor *o = em_arg_tensor(c, 1);
+    EmTensor *o = shape_of_other(c, "expand_as");
+    if (!o) return NULL;
     return (PyObject *)em_expand(em_arg_tensor(c, 0), o->ndim, o->sizes);
 }
 
