@@ -183,6 +183,9 @@ EM_MATH_FN double em_zeta_d(double s, double q) {
         if (q == floor(q)) return INFINITY;
         if (s != floor(s)) return NAN;
     }
+    /* far below 0 the shift to q >= 10 would take -q steps: ember stops at 2^24
+     * of them and answers NaN rather than running for hours */
+    if (q < -16777216.0) return NAN;
     double sum = 0;
     while (q < 10) {
         sum += pow(q, -s);
@@ -212,8 +215,10 @@ EM_MATH_FN double em_polygamma_d(double n, double x) {
     if (n == 0) return em_digamma_d(x);
     if (x != x) return x;
     if (x == INFINITY) return n == 1 ? 0.0 : NAN;
-    double fact = 1;
-    for (int k = 2; k <= (int)n; k++) fact *= k;
+    double fact = 1; /* n! overflows a double from 171 on */
+    if (n > 170) fact = INFINITY;
+    else
+        for (int k = 2; k <= (int)n; k++) fact *= k;
     double sign = ((int64_t)n % 2 == 1) ? 1.0 : -1.0;
     return sign * fact * em_zeta_d(n + 1, x);
 }
