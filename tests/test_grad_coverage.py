@@ -726,8 +726,9 @@ class _no_raise:
         return False
 
 
-# 'dx' calls whose backward raises in ember as in torch (floor_divide, unique: no formula)
-RAISING_BACKWARD = {"torch floor_divide", "M floor_divide", "M floor_divide_", "torch unique",
+# 'dx' calls whose backward raises in ember as in torch (floor_divide, heaviside, unique: no formula)
+RAISING_BACKWARD = {"torch floor_divide", "M floor_divide", "M floor_divide_", "torch heaviside", "M heaviside",
+                    "M heaviside_", "torch unique",
                     "torch unique_consecutive", "M unique", "M unique_consecutive", "x // y", "unique(x)", "bincount(weights=x4)"}
 
 

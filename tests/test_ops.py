@@ -256,11 +256,14 @@ def dtype_params(pred):
 # tables are real), so tests/test_complex.py checks them against NumPy and gradcheck
 COMPLEX_ROWS = {"angle", "complex", "conj", "conj_physical", "imag", "polar", "real", "view_as_complex",
                 "view_as_real"}
+# rows whose dtype sweeps are still to write in op_db: covered by tests/test_fft.py (the FFT
+# primitives, against NumPy's FFT) and tests/test_special_rows.py (the special functions)
+NO_OPINFO_YET = {"_fft_c2c", "_fft_c2r", "_fft_r2c", "_special_i1", "frexp", "mvlgamma", "polygamma"}
 
 
 def test_every_op_has_an_entry():
     names = set(ember._C._op_names())
-    missing = sorted(names - set(OPS_BY_NAME) - COMPLEX_ROWS)
+    missing = sorted(names - set(OPS_BY_NAME) - COMPLEX_ROWS - NO_OPINFO_YET)
     assert not missing, f"ops without an entry in tests/op_db.py: {missing}"
     stale = sorted(set(OPS_BY_NAME) - names)
     assert not stale, f"entries for ops ember's table does not have: {stale}"

@@ -269,3 +269,13 @@ def test_shape_only_arguments_are_not_graph_inputs():
     assert not ember.zeros(1, 2).expand_as(p).requires_grad
     with pytest.raises(TypeError, match="must be Tensor, not int"):
         t.view_as(3)
+
+
+def test_integer_division_checks_the_divisor_in_the_dtype_it_divides_in():
+    """found by tools/fuzz.py: int32's -2^31 is 0 as uint8, the dtype a uint8
+    floor_divide_ computes in; checked in int32 it slipped through to a SIGFPE"""
+    x = ember.full((3, 5), 7).to(ember.uint8).transpose(0, 1)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        x.floor_divide_(ember.tensor(-2 ** 31, dtype=ember.int32))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ember.tensor([5], dtype=ember.uint8).remainder(ember.tensor(256, dtype=ember.int32))

@@ -141,11 +141,15 @@ static PyObject *sub_impl(EmCall *c, bool reversed) {
 PyObject *em_impl_sub(EmCall *c) { return sub_impl(c, false); }
 PyObject *em_impl_rsub(EmCall *c) { return sub_impl(c, true); }
 
-/* True when some element of t is zero (integer and bool dtypes). */
-static int tensor_has_zero(EmTensor *t) {
+/* True when some element of t is zero once cast to dt, the dtype the kernel
+ * divides in (int32's -2^31 is a uint8 0: a check in t's own dtype would
+ * let the kernel divide by zero). */
+static int tensor_has_zero(EmTensor *t, EmDType dt) {
     EmTensor *h = em_to_device(t, em_cpu(), false); /* a GPU divisor is read on the host */
-    EmTensor *ct = h ? em_contiguous(h) : NULL;
+    EmTensor *cast = h ? em_to_dtype(h, dt, false) : NULL;
     Py_XDECREF(h);
+    EmTensor *ct = cast ? em_contiguous(cast) : NULL;
+    Py_XDECREF(cast);
     if (!ct) return -1;
     int isz = em_itemsize(ct->dtype);
     const char *p = em_data(ct);
@@ -168,7 +172,7 @@ static int check_int_divisor(EmIterConfig *cfg) {
     const EmOperand *d = &cfg->inputs[1];
     int zero;
     if (d->t) {
-        zero = tensor_has_zero(d->t);
+        zero = tensor_has_zero(d->t, em_compute_dtype(common));
         if (zero < 0) return -1;
     } else {
         int64_t v = 0;

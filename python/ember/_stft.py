@@ -97,10 +97,16 @@ def _check_lengths(n_fft, hop_length, win_length, name):
     return hop, win
 
 
+def _check_tensor(name, x):
+    if not isinstance(x, _C.Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+
+
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     """Fourier transforms of the windowed frames of a 1-D signal (or a batch
     of them): (freq, frames) per signal."""
+    _check_tensor("stft", input)
     if return_complex is None:
         if not input.is_complex() and (window is None or not window.is_complex()):
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will "
@@ -146,6 +152,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
           onesided=None, length=None, return_complex=False):
     """The inverse of stft, by overlap-add of the inverse transforms of the
     frames, divided by the summed squared window."""
+    _check_tensor("istft", input)
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor")
     if input.dim() not in (2, 3):
