@@ -815,8 +815,7 @@ static PyObject *scan_gpu(EmCall *c, EmTensor *in, int dim, EmDType rt, int op, 
 }
 
 /* cumsum / cumprod: (input, dim, *, dtype, out); in place: self's dtype */
-static PyObject *cum_like(EmCall *c, bool gpu, const EmLineKernels *K) {
-    const char *name = c->def->name;
+static PyObject *cum_like(EmCall *c, bool gpu, const EmLineKernels *K, bool prod) {
     EmTensor *in = em_arg_tensor(c, 0), *out = c->out, *x = NULL, *res = NULL, *tmp = NULL;
     int64_t d;
     int dim;
@@ -846,8 +845,8 @@ static PyObject *cum_like(EmCall *c, bool gpu, const EmLineKernels *K) {
     }
     /* (a 0-d or empty input needs no kernel: torch takes bool then) */
     if (!K->fn[rt] && in->ndim && in->numel)
-        return not_implemented(strncmp(name, "cumprod", 7) ? "cumsum_out_cpu" : "cumprod_out_cpu", rt);
-    if (gpu) return scan_gpu(c, in, dim, rt, strncmp(name, "cumprod", 7) ? 0 : 1, c->inplace ? in : out);
+        return not_implemented(prod ? "cumprod_out_cpu" : "cumsum_out_cpu", rt);
+    if (gpu) return scan_gpu(c, in, dim, rt, prod ? 1 : 0, c->inplace ? in : out);
     x = em_to_dtype(in, rt, false);
     if (!x) return NULL;
     if (c->inplace) {
@@ -881,8 +880,8 @@ fail:
     return NULL;
 }
 
-static PyObject *cumsum_op(EmCall *c, bool gpu) { return cum_like(c, gpu, &em_scan_cumsum); }
-static PyObject *cumprod_op(EmCall *c, bool gpu) { return cum_like(c, gpu, &em_scan_cumprod); }
+static PyObject *cumsum_op(EmCall *c, bool gpu) { return cum_like(c, gpu, &em_scan_cumsum, false); }
+static PyObject *cumprod_op(EmCall *c, bool gpu) { return cum_like(c, gpu, &em_scan_cumprod, true); }
 EM_DEVICE_SLOTS(cumsum, cumsum_op)
 EM_DEVICE_SLOTS(cumprod, cumprod_op)
 

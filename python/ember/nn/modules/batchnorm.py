@@ -58,14 +58,19 @@ class _BatchNorm(Module):
     def forward(self, input):
         if input.dim() not in self._dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._dims)} input (got {input.dim()}D input)")
+        running_mean, running_var, use_batch, factor = self._statistics_step()
+        return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, use_batch, factor, self.eps)
+
+    def _statistics_step(self):
+        """(running mean, running var, whether to use the batch's statistics,
+        the running average's factor), counting this batch in training"""
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
             factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
-                            self.weight, self.bias, use_batch, factor, self.eps)
+        return (self.running_mean if track else None), (self.running_var if track else None), use_batch, factor
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs):
@@ -132,14 +137,7 @@ class SyncBatchNorm(_BatchNorm):
     def forward(self, input):
         if input.dim() < 2:
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
-            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
-        use_batch = self.training or (self.running_mean is None and self.running_var is None)
-        track = not self.training or self.track_running_stats
-        running_mean = self.running_mean if track else None
-        running_var = self.running_var if track else None
+        running_mean, running_var, use_batch, factor = self._statistics_step()
         group, world = self._group() if use_batch and self.training else (None, 1)
         if world <= 1:
             return F.batch_norm(input, running_mean, running_var, self.weight, self.bias, use_batch, factor, self.eps)
