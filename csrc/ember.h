@@ -1222,4 +1222,20 @@ int em_init_size(PyObject *m);
 int em_init_autograd(PyObject *m);
 int em_init_numpy(void);
 
+/* The __torch_function__ protocol at the Python entry points
+ * (ops/torch_function.c, Note [torch function]). */
+extern int em_tf_modes;    /* TorchFunctionModes on the stack */
+extern int em_tf_disabled; /* 1: subclasses off; 2: everything off */
+/* whether an override could take the call: a mode, or arguments to look at */
+static inline bool em_tf_active(void) { return em_tf_disabled == 0 || (em_tf_disabled == 1 && em_tf_modes); }
+bool em_tf_overrides(PyObject *o);
+bool em_tf_wanted_vector(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+bool em_tf_wanted_tuple(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *em_tf_dispatch_vector(PyObject *func, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames);
+PyObject *em_tf_dispatch_tuple(PyObject *func, PyObject *self, PyObject *args, PyObject *kw);
+PyObject *em_tf_dispatch_method(const char *name, PyObject *self, PyObject *args, PyObject *kw);
+PyObject *em_tf_dispatch_binary(const char *name, const char *rname, PyObject *a, PyObject *b);
+int em_init_torch_function(PyObject *m);
+
 #endif /* EMBER_H */

@@ -338,6 +338,8 @@ int em_arg_dtype(EmCall *c, int i, EmDType *out) {
 static PyObject *function_trampoline(PyObject *capsule, PyObject *const *args, Py_ssize_t nargs,
                                      PyObject *kwnames) {
     const EmOpDef *def = PyCapsule_GetPointer(capsule, NULL);
+    if (EM_UNLIKELY(em_tf_wanted_vector(NULL, args, nargs, kwnames))) /* Note [torch function] */
+        return em_tf_dispatch_vector(PyCapsule_GetContext(capsule), NULL, args, nargs, kwnames);
     EmCall c;
     c.def = def;
     if (em_bind_args(&def->sig, NULL, args, nargs, kwnames, &c) < 0) return NULL;
@@ -377,6 +379,8 @@ int em_register_functions(PyObject *m, EmOpDef *defs, int n) {
         if (!cap) goto fail;
         PyObject *f = PyCFunction_NewEx(md, cap, modname);
         Py_DECREF(cap);
+        /* the function itself, for __torch_function__ (borrowed: f owns the capsule) */
+        if (f && PyCapsule_SetContext(cap, f) < 0) Py_CLEAR(f);
         if (!f || PyModule_AddObject(m, defs[i].name, f) < 0) {
             Py_XDECREF(f);
             goto fail;

@@ -7,9 +7,15 @@
 
 enum { V_FN, V_METHOD, V_INPLACE };
 
+static PyObject *fn_objects[EM_NUM_OPS]; /* ember._C.<op>, the func a __torch_function__ override sees */
+static PyObject *torch_function(EmOpId id, int variant, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames);
+
 static PyObject *op_call(EmOpId id, int variant, PyObject *self, PyObject *const *args,
                          Py_ssize_t nargs, PyObject *kwnames) {
     const EmOpDef *def = &em_op_defs[id];
+    if (EM_UNLIKELY(em_tf_wanted_vector(self, args, nargs, kwnames))) /* Note [torch function] */
+        return torch_function(id, variant, self, args, nargs, kwnames);
     EmCall c;
     c.def = def;
     if (em_bind_args(&def->sig, variant == V_FN ? NULL : self, args, nargs, kwnames, &c) < 0)
@@ -58,6 +64,19 @@ static const struct {
 #undef OP
 };
 
+/* The call as torch's handle_torch_function sees it: func is ember.<op> or
+ * Tensor.<op>(_), args start with self for methods. */
+static PyObject *torch_function(EmOpId id, int variant, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames) {
+    if (variant == V_FN) return em_tf_dispatch_vector(fn_objects[id], NULL, args, nargs, kwnames);
+    PyObject *func = PyObject_GetAttrString((PyObject *)&EmTensorType,
+                                            variant == V_INPLACE ? wrappers[id].inplace_name : em_op_defs[id].name);
+    if (!func) return NULL;
+    PyObject *r = em_tf_dispatch_vector(func, self, args, nargs, kwnames);
+    Py_DECREF(func);
+    return r;
+}
+
 static PyMethodDef module_defs[EM_NUM_OPS + 1];
 static PyMethodDef method_defs[2 * EM_NUM_OPS + 1];
 
@@ -86,6 +105,9 @@ int em_init_ops(PyObject *m, PyMethodDef **tensor_methods) {
     module_defs[nf] = (PyMethodDef){NULL};
     method_defs[nm] = (PyMethodDef){NULL};
     if (PyModule_AddFunctions(m, module_defs) < 0) return -1;
+    for (int id = 0; id < EM_NUM_OPS; id++)
+        if ((em_op_defs[id].variants & EM_VARIANT_FN) && !(fn_objects[id] = PyObject_GetAttrString(m, em_op_defs[id].name)))
+            return -1;
     *tensor_methods = method_defs;
     return 0;
 }

@@ -154,7 +154,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         em_init_size(m) < 0 || em_init_generator(m) < 0 || em_init_tensor_type(m) < 0 ||
         em_init_factories(m) < 0 || em_init_random(m) < 0 || em_init_return_types(m) < 0 ||
         em_init_lapack(m) < 0 || em_init_autograd(m) < 0 || em_init_cuda(m) < 0 || em_init_autocast(m) < 0 ||
-        em_init_memory_formats(m) < 0 || em_init_distributed(m) < 0 || em_init_host_api(m) < 0) {
+        em_init_memory_formats(m) < 0 || em_init_distributed(m) < 0 || em_init_host_api(m) < 0 || em_init_torch_function(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -92,37 +92,90 @@ static PyObject *make_subclass(PyObject *unused, PyObject *args, PyObject *kw) {
     return (PyObject *)t;
 }
 
+/* Tensor.as_subclass(cls): a cls instance aliasing self, in self's graph
+ * (an autograd-recorded alias, as torch's). */
+static PyObject *m_as_subclass(PyObject *self, PyObject *cls) {
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &EmTensorType)) {
+        PyErr_Format(PyExc_TypeError, "as_subclass(): argument 'cls' must be a subclass of Tensor, not %.100s",
+                     PyType_Check(cls) ? ((PyTypeObject *)cls)->tp_name : Py_TYPE(cls)->tp_name);
+        return NULL;
+    }
+    PyObject *args[2] = {self, self};
+    EmTensor *v = em_op_t(EM_OP_view_as, 2, args); /* C call: no __torch_function__ (Note [torch function]) */
+    if (!v || (PyTypeObject *)cls == &EmTensorType) return (PyObject *)v;
+    EmTensor *t = em_tensor_alloc((PyTypeObject *)cls, v->storage, v->offset, v->ndim, v->sizes, v->strides,
+                                  (EmDType)v->dtype);
+    if (t) {
+        em_version_share(t, v);
+        t->requires_grad = v->requires_grad;
+        t->is_view = v->is_view;
+        t->is_inference = v->is_inference;
+        t->view_base = Py_XNewRef(v->view_base);
+        t->grad_fn = Py_XNewRef(v->grad_fn);
+        t->output_nr = v->output_nr;
+        t->version_seen = v->version_seen;
+    }
+    Py_DECREF(v);
+    return (PyObject *)t;
+}
+
 /* ------------------------------------------------------------ numbers */
 
-#define BINARY(slot, op)                                                      \
-    static PyObject *slot(PyObject *a, PyObject *b) { return em_binary_op(EM_OP_##op, a, b, NULL); } \
+/* Note [torch function]: a subclass or mode sees `a + b` as Tensor.__add__
+ * (Tensor.__radd__ when the tensor is on the right, __iadd__ for +=). */
+static inline bool tf_pair(PyObject *a, PyObject *b) {
+    return EM_UNLIKELY(em_tf_active()) && (em_tf_modes || em_tf_overrides(a) || (b && em_tf_overrides(b)));
+}
+#define BINARY(slot, op, name)                                                \
+    static PyObject *slot(PyObject *a, PyObject *b) {                         \
+        if (tf_pair(a, b)) return em_tf_dispatch_binary("__" name "__", "__r" name "__", a, b); \
+        return em_binary_op(EM_OP_##op, a, b, NULL);                          \
+    }                                                                         \
     static PyObject *slot##_inplace(PyObject *a, PyObject *b) {               \
+        if (tf_pair(a, b)) return em_tf_dispatch_binary("__i" name "__", NULL, a, b); \
         return em_binary_op(EM_OP_##op, a, b, (EmTensor *)a);                 \
     }
-BINARY(nb_add, add)
-BINARY(nb_sub, sub)
-BINARY(nb_mul, mul)
-BINARY(nb_truediv, div)
-BINARY(nb_floordiv, floor_divide)
-BINARY(nb_mod, remainder)
-BINARY(nb_and, bitwise_and)
-BINARY(nb_or, bitwise_or)
-BINARY(nb_xor, bitwise_xor)
-BINARY(nb_lshift, bitwise_left_shift)
-BINARY(nb_rshift, bitwise_right_shift)
+BINARY(nb_add, add, "add")
+BINARY(nb_sub, sub, "sub")
+BINARY(nb_mul, mul, "mul")
+BINARY(nb_truediv, div, "truediv")
+BINARY(nb_floordiv, floor_divide, "floordiv")
+BINARY(nb_mod, remainder, "mod")
+BINARY(nb_and, bitwise_and, "and")
+BINARY(nb_or, bitwise_or, "or")
+BINARY(nb_xor, bitwise_xor, "xor")
+BINARY(nb_lshift, bitwise_left_shift, "lshift")
+BINARY(nb_rshift, bitwise_right_shift, "rshift")
 
 static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    if (tf_pair(a, b)) return em_tf_dispatch_binary("__pow__", "__rpow__", a, b);
     return em_binary_op(EM_OP_pow, a, b, NULL);
 }
 static PyObject *nb_pow_inplace(PyObject *a, PyObject *b, PyObject *mod) {
     if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+    if (tf_pair(a, b)) return em_tf_dispatch_binary("__ipow__", NULL, a, b);
     return em_binary_op(EM_OP_pow, a, b, (EmTensor *)a);
 }
-static PyObject *nb_neg(PyObject *a) { return em_unary_op(EM_OP_neg, (EmTensor *)a, NULL); }
-static PyObject *nb_pos(PyObject *a) { return em_unary_op(EM_OP_positive, (EmTensor *)a, NULL); }
-static PyObject *nb_abs(PyObject *a) { return em_unary_op(EM_OP_abs, (EmTensor *)a, NULL); }
+/* hand-written methods that return tensors: Tensor.<name>(self, ...) */
+#define TF_METHOD(name, args, kw) \
+    if (EM_UNLIKELY(em_tf_wanted_tuple(self, args, kw))) return em_tf_dispatch_method(name, self, args, kw)
+#define TF_UNARY(name, a) \
+    if (tf_pair(a, NULL)) return em_tf_dispatch_method(name, a, NULL, NULL)
+static PyObject *nb_neg(PyObject *a) {
+    TF_UNARY("__neg__", a);
+    return em_unary_op(EM_OP_neg, (EmTensor *)a, NULL);
+}
+static PyObject *nb_pos(PyObject *a) {
+    TF_UNARY("__pos__", a);
+    return em_unary_op(EM_OP_positive, (EmTensor *)a, NULL);
+}
+static PyObject *nb_abs(PyObject *a) {
+    TF_UNARY("__abs__", a);
+    return em_unary_op(EM_OP_abs, (EmTensor *)a, NULL);
+}
 static PyObject *nb_invert(PyObject *a) {
+    TF_UNARY("__invert__", a);
     if (em_is_float(((EmTensor *)a)->dtype)) {
         PyErr_SetString(PyExc_TypeError,
                         "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
@@ -133,6 +186,7 @@ static PyObject *nb_invert(PyObject *a) {
 
 static PyObject *nb_matmul(PyObject *a, PyObject *b) {
     if (!em_is_tensor(a) || !em_is_tensor(b)) Py_RETURN_NOTIMPLEMENTED;
+    if (tf_pair(a, b)) return em_tf_dispatch_binary("__matmul__", NULL, a, b);
     return em_binary_op(EM_OP_matmul, a, b, NULL);
 }
 
@@ -206,6 +260,9 @@ static PyNumberMethods tensor_as_number = {
 static PyObject *richcompare(PyObject *a, PyObject *b, int op) {
     static const EmOpId ops[] = {[Py_LT] = EM_OP_lt, [Py_LE] = EM_OP_le, [Py_EQ] = EM_OP_eq,
                                  [Py_NE] = EM_OP_ne, [Py_GT] = EM_OP_gt, [Py_GE] = EM_OP_ge};
+    static const char *const names[] = {[Py_LT] = "__lt__", [Py_LE] = "__le__", [Py_EQ] = "__eq__",
+                                        [Py_NE] = "__ne__", [Py_GT] = "__gt__", [Py_GE] = "__ge__"};
+    if (tf_pair(a, b)) return em_tf_dispatch_binary(names[op], NULL, a, b);
     return em_binary_op(ops[op], a, b, NULL);
 }
 
@@ -220,10 +277,18 @@ static Py_ssize_t tensor_len(PyObject *self) {
 }
 
 static PyObject *tensor_getitem(PyObject *self, PyObject *key) {
+    if (tf_pair(self, key)) return em_tf_dispatch_binary("__getitem__", NULL, self, key);
     PyObject *args[2] = {self, key};
     return em_op(EM_OP__index, 2, args);
 }
 static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
+    if (value && tf_pair(self, key) | tf_pair(value, NULL)) {
+        PyObject *kv = PyTuple_Pack(2, key, value);
+        PyObject *r = kv ? em_tf_dispatch_method("__setitem__", self, kv, NULL) : NULL;
+        Py_XDECREF(kv);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
+    }
     return em_setitem(SELF, key, value);
 }
 
@@ -536,6 +601,7 @@ static PyObject *m_is_pinned(PyObject *self, PyObject *a, PyObject *k) {
 }
 
 static PyObject *m_pin_memory(PyObject *self, PyObject *a, PyObject *k) {
+    TF_METHOD("pin_memory", a, k);
     if (!em_is_cpu(SELF)) {
         char buf[32];
         PyErr_Format(PyExc_RuntimeError, "cannot pin '%s' memory: only dense CPU tensors can be pinned",
@@ -603,6 +669,7 @@ static PyObject *m_untyped_storage(PyObject *self, PyObject *u) { return Py_NewR
  * which it keeps (Note [version counter]; unlike torch, views made before
  * set_ don't see the tensor's later writes). */
 static PyObject *m_set_(PyObject *self, PyObject *args, PyObject *kw) {
+    TF_METHOD("set_", args, kw);
     static char *kwlist[] = {"source", "storage_offset", "size", "stride", NULL};
     PyObject *src = Py_None, *off_o = Py_None, *size_o = Py_None, *stride_o = Py_None;
     long long off = 0;
@@ -755,6 +822,7 @@ static PyObject *to_device(PyObject *self, EmDevice dev, EmDType d, bool non_blo
 }
 
 static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kw) {
+    TF_METHOD("to", args, kw);
     PyObject *dtype_o = NULL, *device_o = NULL, *copy_o = NULL, *non_blocking_o = NULL;
     EmTensor *like = NULL; /* to(other): other's dtype and device */
     Py_ssize_t n = PyTuple_GET_SIZE(args);
@@ -807,8 +875,11 @@ static PyObject *convert_to(PyObject *self, EmDType d) {
     PyObject *args[2] = {self, em_dtype_object(d)};
     return em_op(EM_OP__to_copy, 2, args);
 }
-#define CONVERT(name, dt) \
-    static PyObject *m_##name(PyObject *self, PyObject *a, PyObject *k) { return convert_to(self, dt); }
+#define CONVERT(name, dt)                                             \
+    static PyObject *m_##name(PyObject *self, PyObject *a, PyObject *k) { \
+        TF_METHOD(#name, a, k);                                       \
+        return convert_to(self, dt);                                  \
+    }
 CONVERT(float, EM_FLOAT32)
 CONVERT(double, EM_FLOAT64)
 CONVERT(half, EM_FLOAT16)
@@ -821,6 +892,7 @@ CONVERT(byte, EM_UINT8)
 CONVERT(bool, EM_BOOL)
 
 static PyObject *m_type(PyObject *self, PyObject *args, PyObject *kw) {
+    TF_METHOD("type", args, kw);
     static const char *names[EM_NUM_DTYPES] = {
         "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
         "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor",
@@ -854,12 +926,14 @@ static PyObject *m_type(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *m_cpu(PyObject *self, PyObject *a, PyObject *k) {
+    TF_METHOD("cpu", a, k);
     if (em_is_cpu(SELF)) return Py_NewRef(self);
     return to_device(self, em_cpu(), (EmDType)SELF->dtype, false);
 }
 
 /* cuda(device=None, non_blocking=False) */
 static PyObject *m_cuda(PyObject *self, PyObject *args, PyObject *kw) {
+    TF_METHOD("cuda", args, kw);
     static char *kwlist[] = {"device", "non_blocking", "memory_format", NULL};
     PyObject *dev_o = Py_None, *mf = Py_None;
     int non_blocking = 0;
@@ -878,6 +952,7 @@ static PyObject *m_cuda(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 static PyObject *m_requires_grad_(PyObject *self, PyObject *args, PyObject *kw) {
+    TF_METHOD("requires_grad_", args, kw);
     static char *kwlist[] = {"requires_grad", NULL};
     PyObject *v = Py_True;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:requires_grad_", kwlist, &v)) return NULL;
@@ -942,6 +1017,7 @@ static PyMethodDef hand_methods[] = {
     {"cuda", (PyCFunction)(void (*)(void))m_cuda, METH_VARARGS | METH_KEYWORDS, NULL},
     {"requires_grad_", (PyCFunction)(void (*)(void))m_requires_grad_, METH_VARARGS | METH_KEYWORDS, NULL},
     {"_raw_bytes", m_raw_bytes, METH_NOARGS, NULL},
+    {"as_subclass", m_as_subclass, METH_O, "as_subclass(cls): a cls instance with the same data, in the same graph."},
     {"_make_subclass", (PyCFunction)(void (*)(void))make_subclass,
      METH_VARARGS | METH_KEYWORDS | METH_STATIC, NULL},
     {NULL},

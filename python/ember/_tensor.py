@@ -4,7 +4,7 @@ last). Printing, formatting, pickling, copying, the NumPy array protocols,
 hooks and a few views are defined here; the rest are the torch functions of
 the other modules (comparison, shape functions, statistics, linalg, ...) as
 methods, and their in-place `_` twins made here."""
-from . import _C, _aliases, _calculus, _stft, _comparison, _distances, _products, _quantile
+from . import _C, overrides, _aliases, _calculus, _stft, _comparison, _distances, _products, _quantile
 from . import _shape_functions, _statistics, special
 from ._checks import _type_name
 from ._tensor_str import _repr
@@ -312,6 +312,7 @@ _METHODS = {
     "retain_grad": retain_grad, "retains_grad": retains_grad, "is_inference": is_inference,
     "is_same_size": is_same_size, "split_with_sizes": split_with_sizes, "fill_diagonal_": fill_diagonal_,
     "renorm_": renorm_, "share_memory_": share_memory_, "is_shared": is_shared,
+    "__torch_function__": classmethod(overrides._tensor_torch_function),
     # -- the torch functions of the other modules, as methods
     "equal": _comparison.equal, "allclose": _comparison.allclose, "isclose": _comparison.isclose,
     "ravel": _shape_functions.ravel, "diag": _shape_functions.diag, "diag_embed": _shape_functions.diag_embed,

@@ -157,6 +157,15 @@ def attach():
     _C.DispatchKey = DispatchKey
     _C.DispatchKeySet = DispatchKeySet
     sys.modules.setdefault("ember._C._nn", _nn)
+    from . import overrides  # torch._C's names for the __torch_function__ state
+    _C.DisableTorchFunctionSubclass = overrides.DisableTorchFunctionSubclass
+    _C.DisableTorchFunction = overrides.DisableTorchFunction
+    _C._is_torch_function_enabled = overrides._is_torch_function_enabled
+    _C._is_torch_function_mode_enabled = overrides._is_torch_function_mode_enabled
+    _C._len_torch_function_stack = overrides._len_torch_function_stack
+    _C._push_on_torch_function_stack = overrides._push_mode
+    _C._pop_torch_function_stack = overrides._pop_mode
+    _C._get_function_stack_at = lambda i: overrides._mode_stack[i]
 
 
 attach()

@@ -1,7 +1,9 @@
 """nn.init: fill tensors in place with the distributions torch's layers use.
 Every function runs under no_grad, returns the tensor, and takes
 generator= so initialization can be made reproducible without touching
-the global seed."""
+the global seed. Like torch's, they honour __torch_function__ on the tensor
+they fill (a mode such as Lightning's empty-init one can skip them)."""
+import functools
 import math
 import warnings
 
@@ -211,3 +213,19 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
             zero_rows = _C.randperm(rows, generator=generator)[:num_zeros]
             tensor[zero_rows, col] = 0
     return tensor
+
+
+def _overridable(fn):
+    """fn(tensor, ...) handed to the tensor's or a mode's __torch_function__ first."""
+    @functools.wraps(fn)
+    def wrapped(tensor, *args, **kwargs):
+        if _C._has_torch_function_unary(tensor):
+            from ..overrides import handle_torch_function
+            return handle_torch_function(wrapped, (tensor,), tensor, *args, **kwargs)
+        return fn(tensor, *args, **kwargs)
+    return wrapped
+
+
+for _name in __all__[1:]:
+    globals()[_name] = _overridable(globals()[_name])
+del _name

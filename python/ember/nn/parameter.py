@@ -17,6 +17,9 @@ class Parameter(Tensor):
             raise TypeError(f"Parameter(): data must be a Tensor, got {type(data).__name__}")
         return Tensor._make_subclass(cls, data.detach(), requires_grad)
 
+    # ops on a Parameter are ops on its data: plain Tensors out (Note [torch function])
+    __torch_function__ = _C._disabled_torch_function_impl
+
     def __init__(self, data=None, requires_grad=True):
         pass  # everything happened in __new__ (Tensor.__init__ must not run again)
 
@@ -51,6 +54,8 @@ class Buffer(Tensor):
         t = Tensor._make_subclass(cls, data.detach(), data.requires_grad)
         t.persistent = persistent
         return t
+
+    __torch_function__ = _C._disabled_torch_function_impl
 
     def __init__(self, data=None, *, persistent=True):
         pass
