@@ -512,3 +512,77 @@ def test_einops_unchanged_under_as_torch(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ember.as_torch", str(path)], capture_output=True, text=True,
                        timeout=120, env=env)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def _run_as_torch(tmp_path, name, source, timeout=240):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("EMBER_AS_TORCH", None)
+    return subprocess.run([sys.executable, "-m", "ember.as_torch", str(path)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=str(tmp_path))
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("lightning") is None,
+                    reason="lightning not installed (pip install --no-deps lightning lightning-utilities torchmetrics)")
+def test_lightning_fit_and_measure_flops_under_as_torch(tmp_path):
+    # the losses and FLOPs PyTorch 2.15 + Lightning 2.6.6 print for this script
+    r = _run_as_torch(tmp_path, "pl_script.py", """
+        import torch, lightning as L
+        from torch.utils.data import DataLoader, TensorDataset
+        from lightning.fabric.utilities.throughput import measure_flops
+        torch.manual_seed(0)
+        X = torch.randn(64, 8); Y = (X.sum(1) > 0).long()
+        class M(L.LightningModule):
+            def __init__(s):
+                super().__init__()
+                s.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+            def forward(s, x): return s.net(x)
+            def training_step(s, b, i):
+                x, y = b; loss = torch.nn.functional.cross_entropy(s(x), y); s.log("train_loss", loss); return loss
+            def validation_step(s, b, i):
+                x, y = b; s.log("val_loss", torch.nn.functional.cross_entropy(s(x), y))
+            def configure_optimizers(s): return torch.optim.SGD(s.parameters(), lr=0.1)
+        m = M()
+        dl = DataLoader(TensorDataset(X, Y), batch_size=16)
+        t = L.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                      enable_model_summary=False, accelerator="cpu")
+        t.fit(m, dl, dl)
+        print(float(t.callback_metrics["train_loss"]), float(t.callback_metrics["val_loss"]))
+        with torch.device("meta"):
+            mm = M()
+        print(measure_flops(mm, lambda: mm(torch.randn(4, 8, device="meta"))),
+              measure_flops(m, lambda: m(torch.randn(4, 8)), lambda y: y.sum()))
+        """)
+    assert r.returncode == 0, r.stderr[-3000:]
+    losses, flops = r.stdout.strip().splitlines()[-2:]
+    train, val = map(float, losses.split())
+    assert abs(train - 0.580567479133606) < 1e-6 and abs(val - 0.6262360215187073) < 1e-6
+    assert flops.split() == ["1280", "2816"]
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("torchvision") is None,
+                    reason="torchvision not installed (pip install --no-deps torchvision)")
+def test_torchvision_transforms_v2_on_tv_tensors_under_as_torch(tmp_path):
+    r = _run_as_torch(tmp_path, "tv2_script.py", """
+        import torch
+        from torchvision import tv_tensors
+        from torchvision.transforms import v2
+        img = tv_tensors.Image(torch.arange(3 * 4 * 6, dtype=torch.float32).reshape(3, 4, 6) / 72)
+        boxes = tv_tensors.BoundingBoxes(torch.tensor([[2.0, 1.0, 5.0, 3.0]]), format="XYXY", canvas_size=(4, 6))
+        assert type(img + 1) is torch.Tensor and type(img.to(torch.float64)) is tv_tensors.Image
+        t = v2.Compose([v2.RandomHorizontalFlip(p=1.0), v2.Normalize([0.5] * 3, [0.25] * 3)])
+        oi, ob = t(img, boxes)
+        assert type(oi) is tv_tensors.Image and type(ob) is tv_tensors.BoundingBoxes
+        import json
+        print(json.dumps([ob.tolist(), oi[0, 0].tolist()]))
+        print(repr(ob).split("(")[0])
+        """)
+    assert r.returncode == 0, r.stderr[-3000:]
+    box_line, name = r.stdout.strip().splitlines()[-2:]
+    # flipped box: x -> 6 - x; the first row of channel 0 reversed, then (v - 0.5) / 0.25
+    row = [(v / 72 - 0.5) / 0.25 for v in (5, 4, 3, 2, 1, 0)]
+    boxes, first = __import__("json").loads(box_line)
+    assert boxes == [[1.0, 1.0, 4.0, 3.0]]
+    np.testing.assert_allclose(first, row, rtol=1e-6)
+    assert name == "BoundingBoxes"

@@ -94,7 +94,11 @@ static PyObject *build_info(PyObject *m, PyObject *u) {
 #else
     int omp = 0;
 #endif
-    return Py_BuildValue("{s:s,s:O}", "blas", em_blas_name, "openmp", omp ? Py_True : Py_False);
+    /* the widest vector ISA ember's kernels pick at run time on this CPU */
+    const char *isa = __builtin_cpu_supports("avx512f") ? "AVX512"
+                      : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "AVX2" : "DEFAULT";
+    return Py_BuildValue("{s:s,s:O,s:s}", "blas", em_blas_name, "openmp", omp ? Py_True : Py_False,
+                         "cpu_capability", isa);
 }
 
 static PyObject *cpu_cache_info(PyObject *m, PyObject *u) {

@@ -142,4 +142,6 @@ def __getattr__(name):
         return importlib.import_module(".library", __name__).ops
     if name == "vmap":
         return importlib.import_module(".func", __name__).vmap
+    if name in ("ScriptModule", "ScriptFunction"):  # torch re-exports torch.jit's (nothing is compiled)
+        return getattr(importlib.import_module(".jit", __name__), name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

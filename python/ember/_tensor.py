@@ -343,4 +343,13 @@ from ._layout import strided as _strided  # noqa: E402
 _METHODS["layout"] = property(lambda self: _strided, doc="ember.strided: every tensor is dense")
 
 _C._add_attrs(_C.Tensor, _METHODS)
-_C._set_helpers({"repr": _repr})
+
+
+def _repr_of(t):
+    """torch's prefix: `tensor(` for Tensor and Parameter, a subclass's own name otherwise."""
+    from .nn.parameter import Parameter
+    cls = type(t)
+    return _repr(t) if cls is _C.Tensor or cls is Parameter else _repr(t, prefix=f"{cls.__name__}(")
+
+
+_C._set_helpers({"repr": _repr_of})

@@ -54,7 +54,7 @@ def _sdp_switches():
 
 
 cuda = types.SimpleNamespace(matmul=_CudaMatmul(), is_built=_cuda_is_built, **_sdp_switches())
-from . import cudnn  # noqa: E402,F401  (a module: `import torch.backends.cudnn` works)
+from . import cudnn, cpu  # noqa: E402,F401  (modules: `import torch.backends.cudnn` works)
 mps = types.SimpleNamespace(is_available=lambda: False, is_built=lambda: False)
 openmp = types.SimpleNamespace(is_available=lambda: True)
 mkldnn = types.SimpleNamespace(is_available=lambda: False, enabled=False)
