@@ -528,7 +528,7 @@ def _run_as_torch(tmp_path, name, source, timeout=240):
 def test_lightning_fit_and_measure_flops_under_as_torch(tmp_path):
     # the losses and FLOPs PyTorch 2.15 + Lightning 2.6.6 print for this script
     r = _run_as_torch(tmp_path, "pl_script.py", """
-        import torch, lightning as L
+        import torch, lightning as L, torchmetrics
         from torch.utils.data import DataLoader, TensorDataset
         from lightning.fabric.utilities.throughput import measure_flops
         torch.manual_seed(0)
@@ -536,19 +536,21 @@ def test_lightning_fit_and_measure_flops_under_as_torch(tmp_path):
         class M(L.LightningModule):
             def __init__(s):
                 super().__init__()
+                s.acc = torchmetrics.Accuracy(task="multiclass", num_classes=2)
                 s.net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
             def forward(s, x): return s.net(x)
             def training_step(s, b, i):
                 x, y = b; loss = torch.nn.functional.cross_entropy(s(x), y); s.log("train_loss", loss); return loss
             def validation_step(s, b, i):
-                x, y = b; s.log("val_loss", torch.nn.functional.cross_entropy(s(x), y))
+                x, y = b; o = s(x); s.acc(o, y)
+                s.log("val_loss", torch.nn.functional.cross_entropy(o, y)); s.log("val_acc", s.acc)
             def configure_optimizers(s): return torch.optim.SGD(s.parameters(), lr=0.1)
         m = M()
         dl = DataLoader(TensorDataset(X, Y), batch_size=16)
         t = L.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                       enable_model_summary=False, accelerator="cpu")
         t.fit(m, dl, dl)
-        print(float(t.callback_metrics["train_loss"]), float(t.callback_metrics["val_loss"]))
+        print(*(float(t.callback_metrics[k]) for k in ("train_loss", "val_loss", "val_acc")))
         with torch.device("meta"):
             mm = M()
         print(measure_flops(mm, lambda: mm(torch.randn(4, 8, device="meta"))),
@@ -556,8 +558,9 @@ def test_lightning_fit_and_measure_flops_under_as_torch(tmp_path):
         """)
     assert r.returncode == 0, r.stderr[-3000:]
     losses, flops = r.stdout.strip().splitlines()[-2:]
-    train, val = map(float, losses.split())
+    train, val, acc = map(float, losses.split())
     assert abs(train - 0.580567479133606) < 1e-6 and abs(val - 0.6262360215187073) < 1e-6
+    assert acc == 0.671875  # torchmetrics' Accuracy: 43 of 64
     assert flops.split() == ["1280", "2816"]
 
 
@@ -586,3 +589,73 @@ def test_torchvision_transforms_v2_on_tv_tensors_under_as_torch(tmp_path):
     assert boxes == [[1.0, 1.0, 4.0, 3.0]]
     np.testing.assert_allclose(first, row, rtol=1e-6)
     assert name == "BoundingBoxes"
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("timm") is None,
+                    reason="timm not installed (pip install --no-deps timm huggingface_hub safetensors)")
+def test_timm_models_forward_and_backward_under_as_torch(tmp_path):
+    # PyTorch 2.15 + timm 1.0.31 on this script (float64 after a float32 init): output sums and
+    # the sums of |grad| over the parameters; the init's float32 rounding leaves ~1e-6 between them
+    torch_ref = {"resnet18": (0.7538615245448649, 9241.51366182628),
+                 "vit_tiny_patch16_224": (3.098891345967955, 270468.376061109),
+                 "convnext_atto": (-1.2314773916437267, 50832.2801502279)}
+    r = _run_as_torch(tmp_path, "timm_script.py", """
+        import json, torch, timm
+        torch.manual_seed(0)
+        out = {}
+        for name in ["resnet18", "vit_tiny_patch16_224", "convnext_atto"]:
+            m = timm.create_model(name, pretrained=False, num_classes=10).double()
+            size = 224 if "vit" in name else 64
+            x = torch.randn(2, 3, size, size, dtype=torch.float64)
+            y = m(x)
+            y.sum().backward()
+            g = sum(float(p.grad.abs().sum()) for p in m.parameters() if p.grad is not None)
+            out[name] = [float(y.sum()), g]
+        # central differences on the first conv weight of resnet18 (a float64 reference of the gradient)
+        m = timm.create_model("resnet18", pretrained=False, num_classes=10).double().eval()
+        x = torch.randn(1, 3, 32, 32, dtype=torch.float64)
+        w = m.conv1.weight
+        m(x).sum().backward()
+        fd = []
+        with torch.no_grad():
+            for idx in [(0, 0, 0, 0), (5, 1, 3, 2), (63, 2, 6, 6)]:
+                old = w[idx].item(); h = 1e-6
+                w[idx] = old + h; up = m(x).sum().item()
+                w[idx] = old - h; down = m(x).sum().item()
+                w[idx] = old
+                fd.append([(up - down) / (2 * h), w.grad[idx].item()])
+        out["fd"] = fd
+        print(json.dumps(out))
+        """, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = __import__("json").loads(r.stdout.strip().splitlines()[-1])
+    for name, (y_sum, g_sum) in torch_ref.items():
+        np.testing.assert_allclose(got[name], [y_sum, g_sum], rtol=1e-5, err_msg=name)
+    for fd, grad in got["fd"]:
+        assert abs(fd - grad) <= 1e-5 * max(1.0, abs(fd)), (fd, grad)
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("x_transformers") is None,
+                    reason="x-transformers not installed (pip install --no-deps x-transformers einops einx ...)")
+def test_x_transformers_decoder_trains_and_samples_under_as_torch(tmp_path):
+    r = _run_as_torch(tmp_path, "xt_script.py", """
+        import json, torch
+        from x_transformers import TransformerWrapper, Decoder, AutoregressiveWrapper
+        torch.manual_seed(0)
+        model = TransformerWrapper(num_tokens=20, max_seq_len=16,
+                                   attn_layers=Decoder(dim=32, depth=2, heads=4, rotary_pos_emb=True))
+        ar = AutoregressiveWrapper(model)
+        opt = torch.optim.Adam(ar.parameters(), lr=1e-2)
+        data = torch.randint(0, 20, (8, 17))
+        losses = []
+        for i in range(5):
+            loss = ar(data); opt.zero_grad(); loss.backward(); opt.step()
+            losses.append(float(loss))
+        print(json.dumps([losses, ar.generate(data[:1, :4], 6, temperature=0.0).tolist()]))
+        """)
+    assert r.returncode == 0, r.stderr[-3000:]
+    losses, sample = __import__("json").loads(r.stdout.strip().splitlines()[-1])
+    # PyTorch 2.15 + x-transformers 2.31.10 on the same script
+    np.testing.assert_allclose(losses, [3.1455934047698975, 2.855634927749634, 2.7784981727600098,
+                                        2.5415358543395996, 2.357999801635742], rtol=1e-5)
+    assert sample == [[16, 13, 16, 7, 9, 9]]
