@@ -1172,7 +1172,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
     if antialias:
-        raise NotImplementedError(f"ember: interpolate(mode='{mode}', antialias=True) is not implemented")
+        from ._antialias import interpolate_antialias
+        if output_size is None:
+            output_size = [_interp_out_size(input.shape[i + 2], s) for i, s in enumerate(scale_factors)]
+        return interpolate_antialias(input, output_size, mode, align_corners, scale_factors)
     if mode == "area" and nd in (3, 4):
         return (adaptive_avg_pool1d if nd == 3 else adaptive_avg_pool2d)(input, output_size)
     op = _INTERP_OPS.get((mode, nd))
