@@ -326,6 +326,12 @@ def test_sort_family_shapes_and_dtypes():
         x.topk(10, dim=1)
 
 
+def test_integer_nansum():
+    # integers have no NaNs to zero: the sum's shape, in int64
+    check(ember.nansum(index(3, 4), 1), (3,), dtype=ember.int64)
+    check(ember.nansum(ember.empty(3, 4, dtype=ember.int32, device=META)), (), dtype=ember.int64)
+
+
 # ------------------------------------------------------------------ products
 def test_vector_products():
     check(ember.mv(meta(3, 4), meta(4)), (3,))

@@ -206,6 +206,7 @@ typedef enum { K_SUM, K_NANSUM, K_PROD, K_MEAN, K_NANMEAN } SumKind;
 
 /* A float64 copy of a float tensor with its NaNs replaced by 0. */
 static EmTensor *zero_nans(EmTensor *t) {
+    if (em_is_meta(t)) return em_empty(t->ndim, t->sizes, EM_FLOAT64, em_meta()); /* Note [meta device] */
     if (!em_is_cpu(t)) { /* a host loop: GPU inputs take Note [CUDA fallback] */
         PyErr_SetString(EmNoCudaKernel, "nansum into an integer dtype has no CUDA kernel");
         return NULL;
