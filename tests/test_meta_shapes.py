@@ -370,6 +370,25 @@ def test_sampling_and_foreach_rows():
     check(ts[1], (2, 2))
 
 
+def test_backward_formulas_that_branch_on_values_take_their_general_form_on_meta():
+    # prod / cumprod test for zeros on the CPU; on meta the zero-safe formula gives the shapes
+    for f in (lambda x: x.prod(1), lambda x: x.prod(), lambda x: x.cumprod(0)):
+        x = meta(3, 4, requires_grad=True)
+        f(x).sum().backward()
+        check(x.grad, (3, 4))
+    # einsum's diagonal gradient is scattered into zeros made on the gradient's device
+    x = meta(3, 3, requires_grad=True)
+    ember.einsum("ii->i", x).sum().backward()
+    check(x.grad, (3, 3))
+    # a 0-d meta value is never read
+    x = meta(3, 4, requires_grad=True)
+    value = ember.empty((), device=META, requires_grad=True)
+    y = x.masked_fill(ember.empty(3, 4, dtype=ember.bool, device=META), value) + x.index_fill(1, index(2), value)
+    y.sum().backward()
+    check(x.grad, (3, 4))
+    check(value.grad, ())
+
+
 # ------------------------------------------------------------------ Python conversions
 def test_truth_value_and_numbers_of_meta_tensors():
     one = meta(1)

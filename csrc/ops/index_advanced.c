@@ -719,7 +719,11 @@ PyObject *em_impl_argwhere(EmCall *c) { return (PyObject *)em_nonzero(em_arg_ten
 
 /* ------------------------------------------------------------ masked_* */
 
-static int value_scalar(PyObject *v, const char *opname, EmScalar *s) {
+static int value_scalar(EmTensor *self, PyObject *v, const char *opname, EmScalar *s) {
+    if (em_is_tensor(v) && em_is_meta((EmTensor *)v) && em_is_meta(self) && ((EmTensor *)v)->ndim == 0) {
+        *s = (EmScalar){'i', {0}}; /* Note [meta device]: a meta value is never read; nothing is written */
+        return 0;
+    }
     if (em_is_tensor(v) && ((EmTensor *)v)->ndim != 0) {
         PyErr_Format(PyExc_RuntimeError,
                      "%s only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
@@ -732,7 +736,7 @@ static int value_scalar(PyObject *v, const char *opname, EmScalar *s) {
 PyObject *em_impl_masked_fill(EmCall *c) {
     EmTensor *self = em_arg_tensor(c, 0), *mask = em_arg_tensor(c, 1);
     EmScalar s;
-    if (value_scalar(c->args[2], "masked_fill_", &s) < 0) return NULL;
+    if (value_scalar(self, c->args[2], "masked_fill_", &s) < 0) return NULL;
     return (PyObject *)em_masked_fill(self, mask, s, c->inplace);
 }
 

@@ -333,7 +333,10 @@ PyObject *em_impl_index_fill(EmCall *c) {
     EM_CHECK(!em_is_tensor(v) || ((EmTensor *)v)->ndim == 0, PyExc_RuntimeError,
              "index_fill_ only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
              em_is_tensor(v) ? ((EmTensor *)v)->ndim : 0);
-    EM_TRY(em_scalar_from_py(v, &s) == 0 && em_scalar_check_range(s, (EmDType)self->dtype) == 0);
+    if (em_is_tensor(v) && em_is_meta((EmTensor *)v) && em_is_meta(self))
+        s = (EmScalar){'i', {0}}; /* Note [meta device]: a meta value is never read; nothing is written */
+    else
+        EM_TRY(em_scalar_from_py(v, &s) == 0 && em_scalar_check_range(s, (EmDType)self->dtype) == 0);
     target = write_target(c, self, false);
     EM_TRY(target);
     EM_TRY(put_slices(target, dim, index, NULL, &s, EM_RED_ASSIGN, EM_WRAP_NEG, PyExc_IndexError,
