@@ -143,6 +143,8 @@ def same_structure(meta, cpu, name):
         assert isinstance(meta, ember.Tensor) and meta.is_meta, f"{name}: not a meta tensor"
         assert tuple(meta.shape) == tuple(cpu.shape), f"{name}: shape {tuple(meta.shape)} vs {tuple(cpu.shape)}"
         assert meta.dtype == cpu.dtype, f"{name}: dtype {meta.dtype} vs {cpu.dtype}"
+        # the layout the CPU front-end picks: what is built on meta is laid out as it will be on the CPU
+        assert cpu.numel() <= 1 or meta.stride() == cpu.stride(), f"{name}: strides {meta.stride()} vs {cpu.stride()}"
     elif isinstance(cpu, (tuple, list)):
         assert len(meta) == len(cpu), name
         for m, c in zip(meta, cpu):

@@ -197,13 +197,16 @@ static PyObject *cpu_forward(EmTensor *q, EmTensor *k, EmTensor *v, EmTensor *ma
     PyObject *res = NULL;
     if (setup(&p, &o, q, k, v, mask, dropout, causal, scale_arg) < 0) goto done;
     const int64_t os[4] = {q->sizes[0], q->sizes[1], q->sizes[2], v->sizes[3]};
-    if (!(out = empty_in_dim_order(q, os, p.dt, em_cpu(), p.out_st)) || !(lse = em_empty(3, os, p.dt, em_cpu()))) goto done;
-    PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
-    int rc = em_cpu_attention_forward(&p, em_data(out), em_data(lse));
-    if (ts) PyEval_RestoreThread(ts);
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto done;
+    const EmDevice dev = em_device(q); /* the CPU, or meta (Note [meta device]: no kernel) */
+    if (!(out = empty_in_dim_order(q, os, p.dt, dev, p.out_st)) || !(lse = em_empty(3, os, p.dt, dev))) goto done;
+    if (!em_is_meta(q)) {
+        PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
+        int rc = em_cpu_attention_forward(&p, em_data(out), em_data(lse));
+        if (ts) PyEval_RestoreThread(ts);
+        if (rc < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     if (!(out = to_user(out, (EmDType)q->dtype))) goto done;
     res = PyTuple_Pack(2, out, lse);
@@ -297,21 +300,24 @@ static PyObject *cpu_backward(const char *who, EmTensor *g, EmTensor *q, EmTenso
     const EmScalar zero = {'i', {0}};
     /* the gradients in the inputs' dim order (empty_in_dim_order): nanoGPT's
      * dq.transpose(1, 2).view(B, T, C) then needs no copy */
-    int shared = grads_sharing_storage(q, k, v, p.dt, &dq, &dk, &dv);
+    const bool meta = em_is_meta(q); /* Note [meta device]: the gradients' shapes and layouts only */
+    int shared = meta ? 0 : grads_sharing_storage(q, k, v, p.dt, &dq, &dk, &dv);
     if (shared < 0) goto done;
     if (shared)
         for (int d = 0; d < 3; d++) p.dq_st[d] = p.dk_st[d] = p.dv_st[d] = q->strides[d];
-    else if (!(dq = empty_in_dim_order(q, q->sizes, p.dt, em_cpu(), p.dq_st)) ||
-             !(dk = empty_in_dim_order(k, k->sizes, p.dt, em_cpu(), p.dk_st)) ||
-             !(dv = empty_in_dim_order(v, v->sizes, p.dt, em_cpu(), p.dv_st)) || em_fill_(dq, zero) < 0 ||
+    else if (!(dq = empty_in_dim_order(q, q->sizes, p.dt, em_device(q), p.dq_st)) ||
+             !(dk = empty_in_dim_order(k, k->sizes, p.dt, em_device(q), p.dk_st)) ||
+             !(dv = empty_in_dim_order(v, v->sizes, p.dt, em_device(q), p.dv_st)) || em_fill_(dq, zero) < 0 ||
              em_fill_(dk, zero) < 0 || em_fill_(dv, zero) < 0)
         goto done;
-    PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
-    int rc = em_cpu_attention_backward(&p, &go, &oo, em_data(lc), em_data(dq), em_data(dk), em_data(dv));
-    if (ts) PyEval_RestoreThread(ts);
-    if (rc < 0) {
-        PyErr_NoMemory();
-        goto done;
+    if (!meta) {
+        PyThreadState *ts = big(&p) ? PyEval_SaveThread() : NULL;
+        int rc = em_cpu_attention_backward(&p, &go, &oo, em_data(lc), em_data(dq), em_data(dk), em_data(dv));
+        if (ts) PyEval_RestoreThread(ts);
+        if (rc < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     EmDType dt = (EmDType)q->dtype;
     if (!(dq = to_user(dq, dt)) || !(dk = to_user(dk, dt)) || !(dv = to_user(dv, dt))) goto done;
@@ -613,7 +619,7 @@ PyObject *em_impl_sdpa_flash(EmCall *c) {
             return NULL;
         }
     }
-    return flash_results(out, lse, L, S, em_cpu(), 0, 0);
+    return flash_results(out, lse, L, S, em_device(q), 0, 0);
 }
 
 /* The CUDA front-end (Note [device slot]). */

@@ -191,6 +191,8 @@ static PyObject *im2col(EmCall *c, bool gpu) {
         return NULL;
     }
     shape[1] = rows, shape[2] = L;
+    if (em_is_meta(in)) /* Note [meta device]: the shape was the work */
+        return (PyObject *)em_empty(batched ? 3 : 2, batched ? shape : shape + 1, dt, em_meta());
     if (gpu) return (PyObject *)window_gpu(in, &g, N, batched ? 3 : 2, batched ? shape : shape + 1, false);
     EmDType ct = window_dtype(dt);
     EmTensor *x = contiguous_as(in, ct);
@@ -247,6 +249,8 @@ static PyObject *col2im(EmCall *c, bool gpu) {
     EmDType dt = (EmDType)in->dtype;
     if (!em_is_float(dt) && dt != EM_BOOL) return not_implemented("col2im_out_cpu", dt);
     int64_t shape[4] = {N, g.C, g.H, g.W};
+    if (em_is_meta(in)) /* Note [meta device] */
+        return (PyObject *)em_empty(batched ? 4 : 3, batched ? shape : shape + 1, dt, em_meta());
     if (gpu) return (PyObject *)window_gpu(in, &g, N, batched ? 4 : 3, batched ? shape : shape + 1, true);
     EmDType ct = window_dtype(dt);
     EmTensor *x = contiguous_as(in, ct);
@@ -662,6 +666,7 @@ static PyObject *convolution(EmCall *c, bool gpu) {
     }
     int64_t shape[5];
     int nd = out_shape(&cc, shape);
+    if (em_is_meta(in)) return (PyObject *)em_empty(nd, shape, cc.dt, em_meta()); /* Note [meta device] */
     if (gpu) return (PyObject *)conv_forward_gpu(&cc, in, w, bias, nd, shape);
     EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
     if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) ||
@@ -710,6 +715,19 @@ static PyObject *convolution_backward(EmCall *c, bool gpu) {
     }
     if (gpu) return conv_backward_gpu(&cc, gy, in, w, mask);
     int64_t zero = 0, O = cc.s.O;
+    if (em_is_meta(gy)) { /* Note [meta device]: the gradients' shapes, as below */
+        EmTensor *m[3] = {NULL, NULL, NULL};
+        const EmTensor *like[3] = {in, w, NULL};
+        PyObject *tuple = NULL;
+        for (int k = 0; k < 3; k++)
+            if (!(m[k] = !mask[k] ? em_empty(1, &zero, cc.dt, em_meta())
+                                  : em_empty(k < 2 ? like[k]->ndim : 1, k < 2 ? like[k]->sizes : &O, cc.dt, em_meta())))
+                goto meta_done;
+        tuple = PyTuple_Pack(3, m[0], m[1], m[2]);
+    meta_done:
+        for (int k = 0; k < 3; k++) Py_XDECREF(m[k]);
+        return tuple;
+    }
     EmTensor *g = NULL, *x = NULL, *wc = NULL, *res[3] = {NULL, NULL, NULL};
     PyObject *tuple = NULL;
     /* the input's values only feed gw: a transposed convolution (gx alone)
@@ -906,6 +924,7 @@ static PyObject *convolution_transpose(EmCall *c, bool gpu) {
     cc.s.N = in->sizes[0], cc.s.O = cin, cc.s.groups = groups;
     int64_t shape[5] = {cc.s.N, cout};
     for (int k = 0; k < sp; k++) shape[2 + k] = osz[3 - sp + k];
+    if (em_is_meta(in)) return (PyObject *)em_empty(sp + 2, shape, dt, em_meta()); /* Note [meta device] */
     if (gpu) return conv_transpose_gpu(&cc, in, w, bias, sp + 2, shape);
     EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
     if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) ||

@@ -93,6 +93,12 @@ static PyObject *cross_entropy_op(EmCall *c, bool gpu) {
     }
     if (em_nll_prepare(gpu, in, target, weight, ignore, &a) < 0) return NULL;
     if (gpu) return xent_gpu(in, target, &a, reduction, e);
+    if (em_is_meta(in)) { /* Note [meta device]: (loss, lse) shapes, as below */
+        EM_TRY(lse = em_empty(target->ndim, target->sizes, a.p.dt, em_meta()));
+        EM_TRY(out = em_empty(reduction == RED_NONE ? target->ndim : 0, target->sizes, (EmDType)in->dtype, em_meta()));
+        res = PyTuple_Pack(2, out, lse);
+        goto fail;
+    }
     EmXent p = {a.p, e};
     int64_t m = target->numel;
     EM_TRY(lse = em_empty(target->ndim, target->sizes, a.p.dt, em_cpu()));
@@ -165,6 +171,10 @@ static PyObject *cross_entropy_backward_op(EmCall *c, bool gpu) {
              "cross_entropy_backward: lse of shape %s and dtype %s does not fit a target of shape %s",
              em_shape_str(lse_in->ndim, lse_in->sizes, b1, sizeof b1), em_dtype_name((EmDType)lse_in->dtype),
              em_shape_str(target->ndim, target->sizes, b2, sizeof b2));
+    if (em_is_meta(in)) { /* Note [meta device] */
+        em_nll_clear(&a);
+        return (PyObject *)em_empty(in->ndim, in->sizes, (EmDType)in->dtype, em_meta());
+    }
     if (gpu) {
         EmDevice dev = em_device(in);
         int64_t bad = 0;

@@ -423,7 +423,7 @@ PyObject *em_impl_einsum(EmCall *c) {
                          i, Py_TYPE(o)->tp_name);
             goto done;
         }
-        if (em_check_cpu((EmTensor *)o, "einsum") < 0) goto done;
+        if (!em_is_meta((EmTensor *)o) && em_check_cpu((EmTensor *)o, "einsum") < 0) goto done;
     }
     p.nops = (int)n;
     p.in = (EmTensor **)PySequence_Fast_ITEMS(seq);

@@ -118,6 +118,7 @@ static int plan_build_on(EmTensor *view, EmTensor **idx, AdvPlan *pl, const EmTe
         nent++;
         if (is_mask(idx[d]) && check_mask_shape(view, d, idx[d]) < 0) return -1;
     }
+    if (nmask && em_is_meta(view)) return em_index_meta_nonzero_error();
     /* one mask and nothing else: its offsets directly, no nonzero() */
     if (nent == 1 && nmask == 1) {
         int d = 0;
@@ -207,6 +208,10 @@ static int plan_build_on(EmTensor *view, EmTensor **idx, AdvPlan *pl, const EmTe
         EM_CHECK(pl->nj == 0 || pl->src->sizes[pl->first + i] != 0, PyExc_IndexError,
                  "index is out of bounds for dimension with size 0");
     if (values && check_values_shape(pl, values) < 0) goto fail;
+    if (em_is_meta(view)) { /* Note [meta device]: the result's shape; no offsets, no values read */
+        Py_DECREF(keep);
+        return 0;
+    }
     pl->off = em_index_offsets_alloc(em_device(view), pl->nj, &pl->off_hold);
     if (!pl->off) goto fail;
     /* torch checks the index values as it copies: nothing to copy, no check
@@ -302,7 +307,7 @@ EmTensor *em_index_advanced(EmTensor *view, EmTensor **idx) {
     if (em_index_device_ok(view, "index") < 0 || plan_build(view, idx, &pl, NULL, false) < 0) return NULL;
     EmTensor *out = em_empty(pl.rdim, pl.rshape, (EmDType)view->dtype, em_device(view));
     if (!out) goto done;
-    if (out->numel > 0) {
+    if (out->numel > 0 && !em_is_meta(view)) { /* Note [meta device]: the shape only */
         int isz = em_itemsize(view->dtype);
         int64_t rs[EM_MAX_DIMS];
         for (int i = 0; i < pl.rdim; i++) rs[i] = out->strides[i] * isz;
@@ -440,7 +445,32 @@ static int put_as_masked_fill(EmTensor *view, EmTensor **idx, EmTensor *values) 
     return 1;
 }
 
+/* Note [meta device]: index_put_ on meta checks what needs no data and
+ * writes nothing; with a mask (its count is data) it checks the mask's
+ * shape only, as torch's meta index_put_ does. */
+static int meta_index_put_(EmTensor *view, EmTensor **idx, EmTensor *values, bool accumulate) {
+    int masks = 0;
+    for (int d = 0; d < view->ndim; d++)
+        if (idx[d] && is_mask(idx[d])) {
+            if (check_mask_shape(view, d, idx[d]) < 0) return -1;
+            masks++;
+        }
+    if (masks) return 0;
+    if (values->dtype != view->dtype) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "Index put requires the source and destination dtypes match, got %s for the "
+                     "destination and %s for the source.",
+                     em_dtype_name((EmDType)view->dtype), em_dtype_name((EmDType)values->dtype));
+        return -1;
+    }
+    AdvPlan pl;
+    if (plan_build(view, idx, &pl, values, accumulate) < 0) return -1;
+    plan_clear(&pl);
+    return 0;
+}
+
 int em_index_put_(EmTensor *view, EmTensor **idx, EmTensor *values, bool accumulate) {
+    if (em_is_meta(view)) return meta_index_put_(view, idx, values, accumulate);
     if (em_index_device_ok(view, "index_put_") < 0 || em_index_device_ok(values, "index_put_") < 0) return -1;
     if (!accumulate) {
         int r = put_as_masked_fill(view, idx, values);
@@ -602,6 +632,7 @@ PyObject *em_impl_setitem_put(EmCall *c) { return index_put(c, true); }
 /* ---------------------------------------------------------- nonzero */
 
 EmTensor *em_nonzero(EmTensor *t) {
+    if (em_is_meta(t)) return em_index_meta_nonzero_error(), NULL;
     if (em_index_device_ok(t, "nonzero") < 0) return NULL;
     if (!em_is_cpu(t)) return em_index_nonzero_gpu(t);
     int nch = em_cpu_nonzero_chunks(t);
@@ -688,7 +719,11 @@ PyObject *em_impl_argwhere(EmCall *c) { return (PyObject *)em_nonzero(em_arg_ten
 
 /* ------------------------------------------------------------ masked_* */
 
-static int value_scalar(PyObject *v, const char *opname, EmScalar *s) {
+static int value_scalar(EmTensor *self, PyObject *v, const char *opname, EmScalar *s) {
+    if (em_is_tensor(v) && em_is_meta((EmTensor *)v) && em_is_meta(self) && ((EmTensor *)v)->ndim == 0) {
+        *s = (EmScalar){'i', {0}}; /* Note [meta device]: a meta value is never read; nothing is written */
+        return 0;
+    }
     if (em_is_tensor(v) && ((EmTensor *)v)->ndim != 0) {
         PyErr_Format(PyExc_RuntimeError,
                      "%s only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
@@ -701,7 +736,7 @@ static int value_scalar(PyObject *v, const char *opname, EmScalar *s) {
 PyObject *em_impl_masked_fill(EmCall *c) {
     EmTensor *self = em_arg_tensor(c, 0), *mask = em_arg_tensor(c, 1);
     EmScalar s;
-    if (value_scalar(c->args[2], "masked_fill_", &s) < 0) return NULL;
+    if (value_scalar(self, c->args[2], "masked_fill_", &s) < 0) return NULL;
     return (PyObject *)em_masked_fill(self, mask, s, c->inplace);
 }
 
@@ -776,6 +811,10 @@ PyObject *em_impl_masked_scatter(EmCall *c) {
         Py_DECREF(es);
         if (!target) goto fail;
     }
+    if (em_is_meta(target)) { /* Note [meta device]: self's (broadcast) shape; the count needs data */
+        Py_DECREF(m);
+        return (PyObject *)target;
+    }
     int isz = em_itemsize(target->dtype);
     int64_t ost[EM_MAX_DIMS];
     for (int d = 0; d < target->ndim; d++) ost[d] = target->strides[d] * isz;
@@ -823,7 +862,7 @@ PyObject *em_impl_take(EmCall *c) {
     }
     if (em_index_device_ok(self, "take") < 0) return NULL;
     out = em_empty(index->ndim, index->sizes, (EmDType)self->dtype, em_device(self));
-    if (!out || out->numel == 0) goto done;
+    if (!out || out->numel == 0 || em_is_meta(self)) goto done; /* meta: Note [meta device] */
     /* a GPU self is read contiguous: flat positions are then offsets */
     x = em_is_cpu(self) ? (EmTensor *)Py_NewRef(self) : em_contiguous(self);
     EM_TRY(x);

@@ -11,7 +11,7 @@ static bool has_entries(void) {
 }
 
 int em_index_device_ok(const EmTensor *t, const char *opname) {
-    if (em_is_cpu(t) || has_entries()) return 0;
+    if (em_is_cpu(t) || em_is_meta(t) || has_entries()) return 0; /* meta: the caller reads nothing */
     return em_check_cpu(t, opname);
 }
 
@@ -178,8 +178,18 @@ static int64_t *nonzero_offsets_cpu(EmTensor *mask, const int64_t *ostrides, int
     return off;
 }
 
+int em_index_meta_nonzero_error(void) {
+    PyErr_SetString(PyExc_NotImplementedError,
+                    "The register_meta function for torch.nonzero() raises unimplemented by default, as a correct "
+                    "data-independent implementation does not exist. This implementation returns a fake value, "
+                    "assuming all elements of the tensor are non-zero. To enable this registration, please set "
+                    "'torch.fx.experimental._config.meta_nonzero_assume_all_nonzero' to True.");
+    return -1;
+}
+
 int64_t *em_index_nonzero_offsets(EmTensor *t, const int64_t *ostrides, int64_t *n, EmTensor **hold) {
     *hold = NULL;
+    if (em_is_meta(t)) return em_index_meta_nonzero_error(), NULL;
     if (em_is_cpu(t)) return nonzero_offsets_cpu(t, ostrides, n);
     if (em_index_device_ok(t, "nonzero") < 0) return NULL;
     EmTensor *scan = nonzero_scan(t, n);

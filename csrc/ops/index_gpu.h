@@ -38,6 +38,9 @@ int em_gather_on(EmDevice dev, const EmScatterLoop *g, int itemsize);
 /* The byte offsets (strides ostrides) of t's nonzero elements in row-major
  * order on t's device, *n their count (em_index_offsets_free them). */
 int64_t *em_index_nonzero_offsets(EmTensor *t, const int64_t *ostrides, int64_t *n, EmTensor **hold);
+/* Note [meta device]: a mask's nonzero count is data, so what needs it
+ * (x[mask], nonzero) raises torch's NotImplementedError on meta. -1. */
+int em_index_meta_nonzero_error(void);
 /* nonzero(t) as [n, ndim] int64 on t's device (a GPU t with the entries). */
 EmTensor *em_index_nonzero_gpu(EmTensor *t);
 

@@ -171,7 +171,7 @@ static PyObject *upsample(EmCall *c, const UpsampleSpec *sp, bool gpu) {
         shape[3] = ow;
         EM_TRY(y = em_empty(nd, shape, cdt, em_device(t)));
     }
-    if (planes > 0) {
+    if (planes > 0 && !em_is_meta(t)) { /* Note [meta device]: the result's shape was the work */
         /* the tables after the result: an impossible size fails there, before any work */
         EmInterpMode mode = sp->mode == EM_INTERP_NEAREST && sp->spatial == 2 ? EM_INTERP_NEAREST_2D : sp->mode;
         if (sp->spatial == 2) EM_TRY(em_interp_axis(&ah, mode, ih, oh, ac, scales[0], wdt) == 0);

@@ -558,11 +558,21 @@ static EmTensor *interleave_gpu(EmTensor *src, int dim, const int64_t *cum, int6
     return out;
 }
 
+/* Note [meta device]: meta repeats have no values, so the result's size is
+ * output_size, which torch then requires. -1 with its RuntimeError. */
+static int meta_repeats_size(EmCall *c, int64_t *total) {
+    if (!em_arg_is_none(c, 3)) return em_arg_int(c, 3, total);
+    PyErr_SetString(PyExc_RuntimeError, "cannot repeat_interleave a meta tensor without output_size");
+    return -1;
+}
+
 /* torch.repeat_interleave(repeats): indices i repeated repeats[i] times */
 static PyObject *interleave_indices(EmTensor *rt, EmCall *c, bool gpu) {
     int64_t n, *rep = NULL, total = 0, osize;
     EmTensor *r = NULL;
     EM_CHECK(rt->ndim == 1, PyExc_RuntimeError, "repeat_interleave only accept 1D vector as repeat");
+    if (em_is_meta(rt))
+        return meta_repeats_size(c, &total) < 0 ? NULL : (PyObject *)em_empty(1, &total, (EmDType)rt->dtype, em_meta());
     if (gpu && (!em_cuda->repeat_interleave || !em_cuda->arange_fill))
         return em_fused_no_kernel("repeat_interleave");
     if (!(rep = read_repeats(rt, &n))) return NULL;
@@ -621,6 +631,22 @@ static PyObject *repeat_interleave_op(EmCall *c, bool gpu) {
     if (em_is_tensor(reps)) {
         rt = (EmTensor *)reps;
         EM_CHECK(rt->ndim <= 1, PyExc_RuntimeError, "repeats must be 0-dim or 1-dim tensor");
+        if (em_is_meta(rt)) { /* the size along dim is output_size (Note [meta device]) */
+            int64_t shape[EM_MAX_DIMS], at = 0;
+            int md = 0;
+            if (meta_repeats_size(c, &total) < 0) return NULL;
+            if (em_arg_is_none(c, 2)) {
+                shape[0] = total;
+            } else {
+                if (em_arg_int(c, 2, &at) < 0) return NULL;
+                EM_CHECK(t->ndim > 0, PyExc_IndexError,
+                         "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+                if (em_wrap_dim(at, t->ndim, &md) < 0) return NULL;
+                memcpy(shape, t->sizes, t->ndim * sizeof(int64_t));
+                shape[md] = total;
+            }
+            return (PyObject *)em_empty(em_arg_is_none(c, 2) ? 1 : t->ndim, shape, (EmDType)t->dtype, em_meta());
+        }
         if (!(rep = read_repeats(rt, &nrep))) return NULL;
     } else {
         EM_CHECK(PyLong_Check(reps) && !PyBool_Check(reps), PyExc_TypeError,
@@ -698,8 +724,8 @@ static PyObject *repeat_interleave_op(EmCall *c, bool gpu) {
     shape[dim] = total;
     for (int d = 0; d < dim; d++) outer *= src->sizes[d];
     for (int d = dim + 1; d < src->ndim; d++) inner *= src->sizes[d];
-    r = em_empty(src->ndim, shape, (EmDType)src->dtype, em_cpu());
-    if (r && r->numel > 0) {
+    r = em_empty(src->ndim, shape, (EmDType)src->dtype, em_device(src)); /* the CPU, or meta: no copy */
+    if (r && r->numel > 0 && !em_is_meta(src)) {
         PyThreadState *ts = r->numel >= 65536 ? PyEval_SaveThread() : NULL;
         interleave_copy(em_data(src), em_data(r), outer, n, inner * em_itemsize(src->dtype), per, cum, rep[0], total);
         if (ts) PyEval_RestoreThread(ts);
@@ -1171,6 +1197,14 @@ static PyObject *one_hot_op(EmCall *c, bool gpu) {
              "one_hot is only applicable to index tensor of type LongTensor.");
     if (em_index_device_ok(t, "one_hot") < 0) return NULL;
     if (gpu) return one_hot_gpu(t, ncls);
+    if (em_is_meta(t) && t->numel) { /* Note [meta device]: no values to check or to count classes by */
+        EM_CHECK(ncls != -1, PyExc_RuntimeError, "Tensor.item() cannot be called on meta tensors");
+        EM_CHECK(t->ndim < EM_MAX_DIMS, PyExc_RuntimeError, "one_hot: too many dimensions");
+        int64_t mshape[EM_MAX_DIMS];
+        memcpy(mshape, t->sizes, t->ndim * sizeof(int64_t));
+        mshape[t->ndim] = ncls;
+        return (PyObject *)em_empty(t->ndim + 1, mshape, EM_INT64, em_meta());
+    }
     if (t->numel == 0) {
         EM_CHECK(ncls > 0, PyExc_RuntimeError, "Can not infer total number of classes from empty tensor.");
     } else {
@@ -1191,7 +1225,7 @@ static PyObject *one_hot_op(EmCall *c, bool gpu) {
     int64_t shape[EM_MAX_DIMS];
     memcpy(shape, t->sizes, t->ndim * sizeof(int64_t));
     shape[t->ndim] = ncls;
-    r = em_zeros(t->ndim + 1, shape, EM_INT64, em_cpu());
+    r = em_zeros(t->ndim + 1, shape, EM_INT64, em_device(t)); /* the CPU, or an empty meta input */
     if (r && src) {
         int64_t *o = (int64_t *)em_data(r);
         const int64_t *v = (const int64_t *)em_data(src);

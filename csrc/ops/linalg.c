@@ -548,7 +548,8 @@ static EmTensor *dot_impl(EmTensor *a, EmTensor *b, EmTensor *out) {
     EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
              "dot : expected both vectors to have same dtype, but found %s and %s",
              em_dtype_name((EmDType)a->dtype), em_dtype_name((EmDType)b->dtype));
-    EM_TRY(em_check_cpu(a, "dot") == 0 && em_check_cpu(b, "dot") == 0);
+    const bool meta = em_is_meta(a); /* Note [meta device]: a 0-d result, no product */
+    EM_TRY(meta || (em_check_cpu(a, "dot") == 0 && em_check_cpu(b, "dot") == 0));
     EmDType d = (EmDType)a->dtype;
     if (d == EM_BOOL) EM_TRY(not_implemented("dot", d) == 0);
     EM_CHECK(!out || out->dtype == d, PyExc_RuntimeError,
@@ -556,6 +557,7 @@ static EmTensor *dot_impl(EmTensor *a, EmTensor *b, EmTensor *out) {
              em_dtype_name(d));
     res = result_on(out, 0, NULL, d, a);
     EM_TRY(res);
+    if (meta) return res;
     int64_t n = a->sizes[0], sa = a->strides[0], sb = b->strides[0];
     int isz = em_itemsize(d);
     const char *pa = em_data(a), *pb = em_data(b);
@@ -606,7 +608,7 @@ static EmTensor *addmv_impl(EmTensor *self, EmTensor *mat, EmTensor *vec, EmScal
     EM_CHECK(sd == mat->dtype && mat->dtype == vec->dtype, PyExc_RuntimeError,
              "addmv input tensors must have the same dtype, but got %s, %s, and %s",
              em_dtype_name(sd), em_dtype_name((EmDType)mat->dtype), em_dtype_name((EmDType)vec->dtype));
-    EM_TRY(em_check_cpu(mat, "addmv") == 0 && em_check_cpu(vec, "addmv") == 0);
+    EM_TRY(em_is_meta(mat) || (em_check_cpu(mat, "addmv") == 0 && em_check_cpu(vec, "addmv") == 0));
     EmDType d = sd;
     if (d == EM_BOOL && m > 0 && k > 0) EM_TRY(not_implemented("addmv_impl_cpu", d) == 0);
     EM_TRY(check_out_dtype(out, d) == 0);
@@ -1012,7 +1014,7 @@ PyObject *em_impl_inner(EmCall *c) {
     if (d == EM_BOOL && A->sizes[0] * Bt->sizes[1] > 0 && k > 0)
         EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
     int64_t mn[2] = {A->sizes[0], Bt->sizes[1]};
-    r = em_empty(2, mn, d, em_cpu());
+    r = em_empty(2, mn, d, em_device(a)); /* the CPU, or meta (gemm_batched then does nothing) */
     EM_TRY(r && gemm_batched(A, Bt, r, ONE, ZERO, false) == 0);
     Py_SETREF(r, em_reshape(r, nd, shape));
     EM_TRY(r);
@@ -1248,8 +1250,8 @@ EmTensor *em_linalg_sum(EmTensor *t, const bool *mask, bool keepdim) {
     for (int i = 0; i < nd; i++)
         if (!mask[i] || keepdim) shape[ns++] = mask[i] ? 1 : t->sizes[i];
     EmTensor *p = em_permute(t, nd, perm), *v = p ? em_reshape(p, 2, rs) : NULL;
-    EmTensor *r = v ? em_empty(ns, shape, rd, em_cpu()) : NULL;
-    if (r && r->numel > 0) {
+    EmTensor *r = v ? em_empty(ns, shape, rd, em_device(t)) : NULL;
+    if (r && r->numel > 0 && !em_is_meta(t)) { /* Note [meta device]: the shape only */
         if ((double)rs[0] * (double)rs[1] >= 65536.0) {
             Py_BEGIN_ALLOW_THREADS
             sum_rows(v, rd, em_data(r));
@@ -1273,7 +1275,7 @@ PyObject *em_impl_trace(EmCall *c) {
         PyErr_Format(PyExc_RuntimeError, "trace: expected a matrix, but got tensor with dim %d", t->ndim);
         return NULL;
     }
-    if (em_check_cpu(t, "trace") < 0) return NULL;
+    if (!em_is_meta(t) && em_check_cpu(t, "trace") < 0) return NULL;
     int64_t len = t->sizes[0] < t->sizes[1] ? t->sizes[0] : t->sizes[1];
     int64_t stride = t->strides[0] + t->strides[1];
     EmTensor *diag = em_view_of(t, 1, &len, &stride, t->offset);

@@ -42,7 +42,7 @@ int em_nll_prepare(bool gpu, EmTensor *in, EmTensor *target, EmTensor *weight, i
     memset(a, 0, sizeof *a);
     /* GPU operands (the CUDA front-ends): the kernel checks the targets on
      * the device, so the host never reads them */
-    if (!gpu && (em_check_cpu(in, "nll_loss") < 0 || em_check_cpu(target, "nll_loss") < 0 ||
+    if (!gpu && !em_is_meta(in) && (em_check_cpu(in, "nll_loss") < 0 || em_check_cpu(target, "nll_loss") < 0 ||
                  (weight && em_check_cpu(weight, "nll_loss") < 0)))
         return -1;
     EM_CHECK(in->ndim >= 1, PyExc_RuntimeError, "input tensor should be 1D or 2D, got a %dD tensor", in->ndim);
@@ -92,7 +92,7 @@ int em_nll_prepare(bool gpu, EmTensor *in, EmTensor *target, EmTensor *weight, i
     a->p.inner = 1;
     for (int d = 2; d < in->ndim; d++) a->p.inner *= in->sizes[d];
     a->p.ignore = ignore;
-    if (gpu) return 0;
+    if (gpu || em_is_meta(in)) return 0; /* Note [meta device]: no targets to read */
     int64_t bad = em_cpu_nll_check(&a->p);
     EM_CHECK(bad < 0, PyExc_IndexError, "Target %lld is out of bounds.", (long long)(bad >= 0 ? a->p.t[bad] : 0));
     return 0;
@@ -146,6 +146,11 @@ static PyObject *nll_loss_op(EmCall *c, bool gpu) {
     if (gpu && !em_cuda->nll_loss) return em_fused_no_kernel("nll_loss");
     if (em_nll_prepare(gpu, in, target, weight, ignore, &a) < 0) return NULL;
     if (gpu) return nll_gpu(in, target, &a, reduction);
+    if (em_is_meta(in)) { /* Note [meta device]: the loss's shape */
+        em_nll_clear(&a);
+        return (PyObject *)em_empty(reduction == RED_NONE ? target->ndim : 0, target->sizes, (EmDType)in->dtype,
+                                    em_meta());
+    }
     double total, total_w;
     if (reduction == RED_NONE) {
         EM_TRY(out = em_empty(target->ndim, target->sizes, a.p.dt, em_cpu()));
@@ -180,6 +185,10 @@ static PyObject *nll_loss_backward_op(EmCall *c, bool gpu) {
     int64_t want = reduction == RED_NONE ? target->numel : 1;
     EM_CHECK(go->numel == want, PyExc_RuntimeError,
              "nll_loss_backward: expected a gradient of %lld elements, got %lld", (long long)want, (long long)go->numel);
+    if (em_is_meta(in)) { /* Note [meta device] */
+        em_nll_clear(&a);
+        return (PyObject *)em_empty(in->ndim, in->sizes, (EmDType)in->dtype, em_meta());
+    }
     EM_TRY(g = contig_as(go, a.p.dt));
     if (gpu) { /* the scatter on the device */
         EmDevice dev = em_device(in);
@@ -356,7 +365,7 @@ static PyObject *pointwise_loss_op(EmCall *c, bool gpu) {
     double param;
     if (em_arg_int(c, 4, &kind) < 0 || em_arg_reduction(c, 5, &reduction) < 0 || em_arg_float(c, 6, &param) < 0)
         return NULL;
-    if (kind == EM_LOSS_BCE && check_unit_interval(in, gpu) < 0) return NULL;
+    if (kind == EM_LOSS_BCE && !em_is_meta(in) && check_unit_interval(in, gpu) < 0) return NULL;
     bool grad = em_grad_enabled();
     em_set_grad_enabled(false); /* the op records one node of its own */
     Keep keep = {{0}, 0, false};

@@ -167,7 +167,8 @@ static PyObject *native_dropout_op(EmCall *c, bool gpu) {
         res = PyTuple_Pack(2, out, mask);
         goto done;
     }
-    if (!(draw = em_empty(in->ndim, in->sizes, (EmDType)in->dtype, em_cpu()))) goto done;
+    /* the CPU, or meta (Note [meta device]: bernoulli_ and mul then give shapes only) */
+    if (!(draw = em_empty(in->ndim, in->sizes, (EmDType)in->dtype, em_device(in)))) goto done;
     if (!(keep = PyFloat_FromDouble(1.0 - p)) || !(scale = PyFloat_FromDouble(p < 1 ? 1.0 / (1.0 - p) : 0.0)))
         goto done;
     PyObject *r = inner(EM_OP_bernoulli_, 2, (PyObject *)draw, keep, NULL);

@@ -158,7 +158,9 @@ static PyObject *normalize(EmCall *c, bool gpu, bool rms) {
     if (!(y = em_empty(in->ndim, in->sizes, gpu ? dt : ct, dev))) goto done;
     if (!rms && !(mean = em_empty(in->ndim, stat_shape, ct, dev))) goto done;
     if (!(rstd = em_empty(in->ndim, stat_shape, ct, dev))) goto done;
-    if (gpu && rows && n) {
+    if (em_is_meta(in)) {
+        /* Note [meta device]: the results' shapes were the work */
+    } else if (gpu && rows && n) {
         if (em_cuda->layer_norm(dev.index, dt, em_data(y), mean ? em_data(mean) : NULL, em_data(rstd),
                                 em_data(xc), wc ? em_data(wc) : NULL, bc ? em_data(bc) : NULL, rows, n, eps) < 0) {
             em_cuda_error(rms ? "rms_norm" : "native_layer_norm");
@@ -320,9 +322,11 @@ static PyObject *native_layer_norm_backward_op(EmCall *c, bool gpu) {
         }
         goto convert;
     }
-    if (!(dx = em_empty(in->ndim, in->sizes, ct, em_cpu())) || !(dw = em_empty(nn, ns, ct, em_cpu())) ||
-        !(db = em_empty(nn, ns, ct, em_cpu())) || !(part = em_zeros(1, &psize, ct, em_cpu())))
+    if (!(dx = em_empty(in->ndim, in->sizes, ct, dev)) || !(dw = em_empty(nn, ns, ct, dev)) ||
+        !(db = em_empty(nn, ns, ct, dev)))
         goto done;
+    if (em_is_meta(in)) goto convert; /* Note [meta device] */
+    if (!(part = em_zeros(1, &psize, ct, em_cpu()))) goto done;
     {
         PyThreadState *ts = rows * n >= 65536 ? PyEval_SaveThread() : NULL;
         if (ct == EM_FLOAT32)

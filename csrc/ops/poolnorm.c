@@ -160,7 +160,7 @@ static PyObject *max_pool2d_with_indices_op(EmCall *c, bool gpu) {
             em_cuda_error("max_pool2d");
             goto done;
         }
-    } else if (planes) {
+    } else if (planes && !em_is_meta(in)) { /* Note [meta device]: no kernel */
         PyThreadState *ts = planes * g.in[0] * g.in[1] >= BIG_WORK ? PyEval_SaveThread() : NULL;
         em_cpu_max_pool2d(&p, (EmDType)ct, em_data(x), em_data(y), (int64_t *)em_data(idx));
         if (ts) PyEval_RestoreThread(ts);
@@ -229,6 +229,7 @@ static PyObject *max_pool2d_backward_op(EmCall *c, bool gpu) {
     int64_t planes = 1, H = isz[n - 2], W = isz[n - 1];
     for (int d = 0; d < n - 2; d++) planes *= isz[d];
     if (gpu) return max_pool_backward_gpu(go, ind, n, isz, planes);
+    if (em_is_meta(go)) return (PyObject *)em_empty(n, isz, (EmDType)go->dtype, em_meta()); /* Note [meta device] */
     if (!(g = contiguous_as(go, ct)) || !(ix = em_contiguous(ind)) || !(gi = em_zeros(n, isz, ct, em_cpu())))
         goto fail;
     const int64_t *iv = (const int64_t *)em_data(ix);
@@ -337,6 +338,10 @@ static PyObject *avg_run(EmTensor *src, EmDType ct, EmDType out_dt, int ndim, co
     if (gpu && !em_cuda->avg_pool2d) {
         windows_free(w);
         return em_fused_no_kernel("avg_pool2d");
+    }
+    if (em_is_meta(src)) { /* Note [meta device]: the result's shape only */
+        y = em_empty(ndim, out_shape, out_dt, em_meta());
+        goto done;
     }
     if (!(x = contiguous_as(src, ct))) goto done;
     if (gpu) { /* the windows go up, the device sums them */
@@ -611,7 +616,8 @@ done:
  * runs natively when the backend has the run kernels (EmNoCudaKernel
  * otherwise: Note [CUDA fallback]). */
 static int norm_input(bool gpu, EmTensor *in, const char *name, int64_t *N, int64_t *C, int64_t *S) {
-    if (gpu ? !em_cuda->norm_runs_stats || !em_cuda->norm_runs_affine : em_check_cpu(in, name) < 0) {
+    if (gpu ? !em_cuda->norm_runs_stats || !em_cuda->norm_runs_affine
+            : !em_is_meta(in) && em_check_cpu(in, name) < 0) {
         if (gpu) PyErr_Format(EmNoCudaKernel, "\"%s\" has no CUDA kernel in this backend", name);
         return -1;
     }
@@ -631,8 +637,19 @@ static int norm_input(bool gpu, EmTensor *in, const char *name, int64_t *N, int6
     return 0;
 }
 
-/* a per-channel vector of C elements (or all `fill` when t is NULL) */
+/* a per-channel vector of C elements (or all `fill` when t is NULL); out
+ * NULL checks the count only (Note [meta device]: there is nothing to read) */
 static int channel_vec(EmTensor *t, int64_t C, double fill, const char *what, double *out) {
+    if (!out) {
+        int64_t n = 1;
+        for (int d = 0; t && d < t->ndim; d++) n *= t->sizes[d];
+        if (t && n != C) {
+            PyErr_Format(PyExc_RuntimeError, "%s should contain %lld elements not %lld", what, (long long)C,
+                         (long long)n);
+            return -1;
+        }
+        return 0;
+    }
     if (!t) {
         for (int64_t c = 0; c < C; c++) out[c] = fill;
         return 0;
@@ -644,6 +661,16 @@ static int channel_vec(EmTensor *t, int64_t C, double fill, const char *what, do
         return -1;
     }
     return read_doubles(t, out, C);
+}
+
+/* Note [meta device]: a norm's results on meta, (out of in's shape in dt,
+ * two statistics of `shape` in st): the shapes the kernels would fill */
+static PyObject *meta_norm_results(const EmTensor *in, EmDType dt, int nd, const int64_t *shape, EmDType st) {
+    EmTensor *r[3] = {em_empty(in->ndim, in->sizes, dt, em_meta()), em_empty(nd, shape, st, em_meta()),
+                      em_empty(nd, shape, st, em_meta())};
+    PyObject *res = r[0] && r[1] && r[2] ? PyTuple_Pack(3, r[0], r[1], r[2]) : NULL;
+    for (int i = 0; i < 3; i++) Py_XDECREF(r[i]);
+    return res;
 }
 
 /* doubles for the coefficient arrays: `k` blocks of n each */
@@ -690,6 +717,12 @@ static PyObject *native_batch_norm_op(EmCall *c, bool gpu) {
     }
     int64_t R = N * C, M = N * S;
     EmDType dt = (EmDType)in->dtype, ct = em_compute_dtype(dt);
+    if (em_is_meta(in)) { /* Note [meta device]: sizes checked, nothing read, no running statistic written */
+        if (channel_vec(w, C, 1.0, "weight", NULL) < 0 || channel_vec(b, C, 0.0, "bias", NULL) < 0 ||
+            channel_vec(rm, C, 0.0, "running_mean", NULL) < 0 || channel_vec(rv, C, 0.0, "running_var", NULL) < 0)
+            return NULL;
+        return meta_norm_results(in, dt, 1, &C, ct);
+    }
     /* per channel: mean, invstd, weight, bias, scratch (running values) */
     if (!(ch = doubles(5, C)) || !(run = doubles(3, R))) goto done;
     double *mean = ch, *invstd = ch + C, *wv = ch + 2 * C, *bv = ch + 3 * C, *tmp = ch + 4 * C;
@@ -792,6 +825,15 @@ static PyObject *native_batch_norm_backward_op(EmCall *c, bool gpu) {
     int64_t N, C, S;
     if (norm_input(gpu, in, "batch_norm_backward", &N, &C, &S) < 0 || em_arg_bool(c, 5, &train) < 0) return NULL;
     int64_t R = N * C, M = N * S;
+    if (em_is_meta(in)) { /* Note [meta device] */
+        if (channel_vec(w, C, 1.0, "weight", NULL) < 0 || channel_vec(smt, C, 0, "save_mean", NULL) < 0 ||
+            channel_vec(sit, C, 0, "save_invstd", NULL) < 0 ||
+            grad_and_input(go, in, "batch_norm_backward", &g, &x) < 0)
+            return NULL;
+        Py_DECREF(g);
+        Py_DECREF(x);
+        return meta_norm_results(in, (EmDType)in->dtype, 1, &C, (EmDType)in->dtype);
+    }
     if (!(ch = doubles(6, C)) || !(run = doubles(4, R))) goto done;
     double *mean = ch, *invstd = ch + C, *wv = ch + 2 * C, *sg = ch + 3 * C, *dot = ch + 4 * C, *gw = ch + 5 * C;
     double *ra = run, *rb = run + R, *rc = run + 2 * R, *rs = run + 3 * R;
@@ -859,6 +901,12 @@ static PyObject *native_group_norm_op(EmCall *c, bool gpu) {
     int64_t R = N * C, D = C / G, NG = N * G;
     double cnt = (double)(D * S);
     EmDType dt = (EmDType)in->dtype, ct = em_compute_dtype(dt);
+    if (em_is_meta(in)) { /* Note [meta device] */
+        int64_t gshape[2] = {N, G};
+        if (group_affine_vec(w, in, C, 1.0, "weight", NULL) < 0 || group_affine_vec(b, in, C, 0.0, "bias", NULL) < 0)
+            return NULL;
+        return meta_norm_results(in, dt, 2, gshape, ct);
+    }
     if (!(ch = doubles(2, C)) || !(run = doubles(5, R > NG ? R : NG))) goto done;
     double *wv = ch, *bv = ch + C;
     double *ra = run, *rb = run + R, *rs = run + 2 * R, *mean = run + 3 * R, *rstd = run + 4 * R;
@@ -906,6 +954,14 @@ static PyObject *native_group_norm_backward_op(EmCall *c, bool gpu) {
     if (norm_input(gpu, in, "group_norm_backward", &N, &C, &S) < 0 || groups_of(c, 5, in, C, &G) < 0) return NULL;
     int64_t R = N * C, D = C / G, NG = N * G, big = R > NG ? R : NG;
     double cnt = (double)(D * S);
+    if (em_is_meta(in)) { /* Note [meta device] */
+        if (group_affine_vec(w, in, C, 1.0, "weight", NULL) < 0 || channel_vec(tm, NG, 0, "mean", NULL) < 0 ||
+            channel_vec(tr, NG, 0, "rstd", NULL) < 0 || grad_and_input(go, in, "group_norm_backward", &g, &x) < 0)
+            return NULL;
+        Py_DECREF(g);
+        Py_DECREF(x);
+        return meta_norm_results(in, (EmDType)in->dtype, 1, &C, (EmDType)in->dtype);
+    }
     if (!(ch = doubles(3, C)) || !(run = doubles(9, big))) goto done;
     double *wv = ch, *gw = ch + C, *gb = ch + 2 * C;
     double *ra = run, *rb = run + big, *rc = run + 2 * big, *sg = run + 3 * big, *sgc = run + 4 * big;

@@ -562,11 +562,16 @@ PyObject *em_impl_multinomial(EmCall *c) {
         Py_SETREF(p, pc);
     }
     int64_t shape[2] = {rows, n};
-    r = c->out ? (EmTensor *)Py_NewRef(c->out) : em_empty(t->ndim, t->ndim == 2 ? shape : shape + 1, EM_INT64, em_cpu());
+    r = c->out ? (EmTensor *)Py_NewRef(c->out)
+               : em_empty(t->ndim, t->ndim == 2 ? shape : shape + 1, EM_INT64, em_device(t));
     EM_TRY(r);
     if (c->out) EM_TRY(em_tensor_resize(r, t->ndim, t->ndim == 2 ? shape : shape + 1, false) == 0);
     EM_CHECK(r->dtype == EM_INT64 && em_is_contiguous(r), PyExc_RuntimeError,
              "multinomial expects a contiguous int64 out tensor");
+    if (em_is_meta(r)) { /* Note [meta device]: the samples' shape; nothing drawn */
+        Py_DECREF(p);
+        return (PyObject *)r;
+    }
     keys = PyMem_Malloc(ncat * sizeof(double));
     cdf = PyMem_Malloc(ncat * sizeof(double));
     order = PyMem_Malloc(ncat * sizeof(int64_t));

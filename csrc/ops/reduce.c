@@ -206,6 +206,7 @@ typedef enum { K_SUM, K_NANSUM, K_PROD, K_MEAN, K_NANMEAN } SumKind;
 
 /* A float64 copy of a float tensor with its NaNs replaced by 0. */
 static EmTensor *zero_nans(EmTensor *t) {
+    if (em_is_meta(t)) return em_empty(t->ndim, t->sizes, EM_FLOAT64, em_meta()); /* Note [meta device] */
     if (!em_is_cpu(t)) { /* a host loop: GPU inputs take Note [CUDA fallback] */
         PyErr_SetString(EmNoCudaKernel, "nansum into an integer dtype has no CUDA kernel");
         return NULL;
@@ -860,13 +861,13 @@ static PyObject *cum_like(EmCall *c, bool gpu, const EmLineKernels *K, bool prod
                    !(res == x || (em_data(res) == em_data(x) && res->ndim == x->ndim &&
                                   !memcmp(res->strides, x->strides, x->ndim * sizeof(int64_t))));
     if (aliased) {
-        tmp = em_empty(in->ndim, in->sizes, rt, em_cpu());
+        tmp = em_empty(in->ndim, in->sizes, rt, em_device(in));
         if (!tmp) goto fail;
         target = tmp;
     }
     if (x->ndim == 0) { /* one element: itself */
         if (em_copy_(target, (PyObject *)x) < 0) goto fail;
-    } else if (x->numel && em_lines_run(K->fn[rt], x, dim, target, NULL) < 0) {
+    } else if (x->numel && !em_is_meta(x) && em_lines_run(K->fn[rt], x, dim, target, NULL) < 0) {
         goto fail;
     }
     if (tmp && em_copy_(res, (PyObject *)tmp) < 0) goto fail;
@@ -901,9 +902,9 @@ static PyObject *cumext(EmCall *c, bool gpu, const EmLineKernels *K) {
         v = scan_gpu_run(in, dim, (EmDType)in->dtype, K == &em_scan_cummax ? 2 : 3, &i);
         if (!v) return NULL;
     } else {
-        v = em_empty(in->ndim, in->sizes, (EmDType)in->dtype, em_cpu());
-        i = v ? em_empty(in->ndim, in->sizes, EM_INT64, em_cpu()) : NULL;
-        if (!i || em_lines_run(K->fn[in->dtype], in, dim, v, i) < 0) goto fail;
+        v = em_empty(in->ndim, in->sizes, (EmDType)in->dtype, em_device(in)); /* the CPU, or meta */
+        i = v ? em_empty(in->ndim, in->sizes, EM_INT64, em_device(in)) : NULL;
+        if (!i || (!em_is_meta(in) && em_lines_run(K->fn[in->dtype], in, dim, v, i) < 0)) goto fail;
     }
     if (oa) {
         EmTensor *outs[2] = {oa, ob}, *vals[2] = {v, i};
@@ -965,7 +966,7 @@ static PyObject *select_dim(bool gpu, EmTensor *in, int dim, bool keepdim, PyObj
             em_cuda_error(name);
             goto fail;
         }
-    } else if (lines > 0) {
+    } else if (lines > 0 && !em_is_meta(in)) { /* Note [meta device]: shapes only */
         int nt = 1;
         if (em_num_threads > 1 && lines > 1 && lines * n >= 2 * EM_GRAIN)
             nt = em_num_threads < lines ? em_num_threads : (int)lines;

@@ -129,6 +129,8 @@ PyObject *em_impl_index_select(EmCall *c) {
     if (self->ndim) shape[dim] = index->numel;
     out = em_empty(self->ndim, shape, (EmDType)self->dtype, em_device(self));
     EM_TRY(out);
+    if (em_is_meta(self)) /* Note [meta device]: the result's shape; no index is read */
+        return c->out ? em_index_into_out(c->out, out, true) : (PyObject *)out;
     int isz = em_itemsize(self->dtype);
     off = slice_offsets(em_device(self), index, size_or_one(self, dim), self->ndim ? self->strides[dim] * isz : 0,
                         EM_WRAP_NONE, &bad, &failed, &hold);
@@ -164,7 +166,7 @@ fail:
 static int put_slices(EmTensor *target, int dim, EmTensor *index, EmTensor *source, const EmScalar *value,
                       EmReduceOp op, int wrap, PyObject *exc, const char *range_fmt) {
     int isz = em_itemsize(target->dtype), failed, rc = -1;
-    if (target->numel == 0 && target->ndim > 1) return 0;
+    if ((target->numel == 0 && target->ndim > 1) || em_is_meta(target)) return 0; /* meta: Note [meta device] */
     if (em_index_device_ok(target, "index_put") < 0) return -1;
     EmDevice dev = em_device(target);
     EmTensor *hold = NULL, *scalar = NULL;
@@ -331,7 +333,10 @@ PyObject *em_impl_index_fill(EmCall *c) {
     EM_CHECK(!em_is_tensor(v) || ((EmTensor *)v)->ndim == 0, PyExc_RuntimeError,
              "index_fill_ only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
              em_is_tensor(v) ? ((EmTensor *)v)->ndim : 0);
-    EM_TRY(em_scalar_from_py(v, &s) == 0 && em_scalar_check_range(s, (EmDType)self->dtype) == 0);
+    if (em_is_tensor(v) && em_is_meta((EmTensor *)v) && em_is_meta(self))
+        s = (EmScalar){'i', {0}}; /* Note [meta device]: a meta value is never read; nothing is written */
+    else
+        EM_TRY(em_scalar_from_py(v, &s) == 0 && em_scalar_check_range(s, (EmDType)self->dtype) == 0);
     target = write_target(c, self, false);
     EM_TRY(target);
     EM_TRY(put_slices(target, dim, index, NULL, &s, EM_RED_ASSIGN, EM_WRAP_NEG, PyExc_IndexError,
@@ -420,6 +425,7 @@ static EmTensor *gather_impl(EmTensor *self, int dim, EmTensor *index, const cha
                  "dimension %d",
                  d, em_shape_str(index->ndim, index->sizes, a, sizeof a),
                  em_shape_str(self->ndim, self->sizes, b, sizeof b), dim);
+    if (em_is_meta(self)) return out; /* Note [meta device] */
     idx = as_int64(index, self);
     EM_TRY(idx);
     EmScatterLoop g;
@@ -494,7 +500,7 @@ static EmTensor *scatter_check(EmTensor *self, int dim, EmTensor *index, EmTenso
         return NULL;
     }
     EM_CHECK(!not_implemented, PyExc_NotImplementedError, "%s", not_implemented); /* torch: after the shapes */
-    EM_TRY(check_values(index, dim, size_or_one(self, dim)) == 0);
+    EM_TRY(em_is_meta(self) || check_values(index, dim, size_or_one(self, dim)) == 0); /* meta: no values */
     return as_int64(index, self);
 fail:
     return NULL;
@@ -507,6 +513,7 @@ static int scatter_run(EmTensor *target, int dim, EmTensor *idx, EmTensor *src, 
     char *y = buf;
     EmTensor *scalar = NULL;
     EmDevice dev = em_device(target);
+    if (dev.type == EM_META) return 0; /* Note [meta device]: nothing to write */
     if (src) {
         y = em_data(src);
     } else if (dev.type != EM_CPU) { /* the value where the kernel reads it */

@@ -77,6 +77,7 @@ static PyObject *softmax_common(EmCall *c, bool gpu, bool lg) {
         return NULL;
     }
     if (gpu) return softmax_gpu(in, dim, dtype, lg);
+    if (em_is_meta(in)) return (PyObject *)em_empty(in->ndim, in->sizes, dtype, em_meta()); /* Note [meta device] */
     if (em_check_cpu(in, name) < 0) return NULL;
     EmDType cdt = em_compute_dtype(dtype);
     EM_TRY(x = kernel_input(in, cdt));
@@ -144,6 +145,8 @@ static PyObject *softmax_backward_data_op(EmCall *c, bool gpu) {
         Py_DECREF(y);
         return (PyObject *)gi;
     }
+    if (em_is_meta(out)) /* Note [meta device] */
+        return (PyObject *)em_empty(out->ndim, out->sizes, (EmDType)out->dtype, em_meta());
     if (em_check_cpu(go, "_softmax_backward_data") < 0 || em_check_cpu(out, "_softmax_backward_data") < 0)
         return NULL;
     EmDType cdt = em_compute_dtype((EmDType)out->dtype);

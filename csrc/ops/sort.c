@@ -48,7 +48,7 @@ static int prepare_out(EmTensor *o, EmDType want, int ndim, const int64_t *shape
                      em_dtype_ctype(want), em_dtype_ctype((EmDType)o->dtype));
         return -1;
     }
-    if (em_check_cpu(o, fname) < 0) return -1;
+    if (!em_is_meta(o) && em_check_cpu(o, fname) < 0) return -1;
     bool same = o->ndim == ndim && !memcmp(o->sizes, shape, ndim * sizeof(int64_t));
     return same ? 0 : em_tensor_resize(o, ndim, shape, true);
 }
@@ -218,19 +218,20 @@ static PyObject *select_op(bool gpu, EmTensor *t, int dim, EmSelectMode mode, in
     }
     if (gpu)
         return select_gpu(t, dim, mode, k, desc, m, nd, shape, rname, want_v, want_i, vout, iout, fname);
-    if (em_check_cpu(t, fname) < 0) return NULL;
+    const bool meta = em_is_meta(t); /* Note [meta device]: the results' shapes only */
+    if (!meta && em_check_cpu(t, fname) < 0) return NULL;
     if (want_v && vout && prepare_out(vout, (EmDType)t->dtype, nd, shape, fname) < 0) return NULL;
     if (want_i && iout && prepare_out(iout, EM_INT64, nd, shape, fname) < 0) return NULL;
     /* out= tensors that alias the input (or each other) get the result by copy */
     bool direct_v = vout && !shares(vout, t), direct_i = iout && !shares(iout, t) && !shares(iout, vout);
-    if (want_v) v = direct_v ? (EmTensor *)Py_NewRef(vout) : em_empty(nd, shape, (EmDType)t->dtype, em_cpu());
-    if (want_i) ix = direct_i ? (EmTensor *)Py_NewRef(iout) : em_empty(nd, shape, EM_INT64, em_cpu());
+    if (want_v) v = direct_v ? (EmTensor *)Py_NewRef(vout) : em_empty(nd, shape, (EmDType)t->dtype, em_device(t));
+    if (want_i) ix = direct_i ? (EmTensor *)Py_NewRef(iout) : em_empty(nd, shape, EM_INT64, em_device(t));
     if ((want_v && !v) || (want_i && !ix)) goto fail;
     bool insert = squeeze && t->ndim > 0;
     if (v) kv = insert ? with_dim(v, dim) : (EmTensor *)Py_NewRef(v);
     if (ix) ki = insert ? with_dim(ix, dim) : (EmTensor *)Py_NewRef(ix);
     if ((v && !kv) || (ix && !ki)) goto fail;
-    if (em_cpu_sort_select(t, dim, mode, k, desc, kv, ki) < 0) goto fail;
+    if (!meta && em_cpu_sort_select(t, dim, mode, k, desc, kv, ki) < 0) goto fail;
     if (v && vout && !direct_v) {
         if (em_copy_(vout, (PyObject *)v) < 0) goto fail;
         Py_SETREF(v, (EmTensor *)Py_NewRef(vout));
@@ -397,7 +398,8 @@ static PyObject *search_impl(EmCall *c, bool gpu, EmTensor *bd, PyObject *input,
         Py_SETREF(in, em_to_device(in, em_device(bd), false));
         EM_TRY(in);
     }
-    EM_TRY(gpu || (em_check_cpu(bd, fname) == 0 && em_check_cpu(in, fname) == 0));
+    const bool meta = em_is_meta(bd); /* Note [meta device]: the result's shape only, no sorter read */
+    EM_TRY(gpu || meta || (em_check_cpu(bd, fname) == 0 && em_check_cpu(in, fname) == 0));
     EM_CHECK(bd->ndim > 0, PyExc_RuntimeError,
              "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension");
     EM_CHECK(bd->ndim == 1 || in->ndim > 0, PyExc_RuntimeError,
@@ -428,7 +430,7 @@ static PyObject *search_impl(EmCall *c, bool gpu, EmTensor *bd, PyObject *input,
                  "torch.searchsorted(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) "
                  "depending on whether out_int32 flag is True, but we got output tensor's dtype %s and out_int32 "
                  "flag is %s", em_dtype_name((EmDType)c->out->dtype), out_int32 ? "True" : "False");
-        EM_TRY(gpu || em_check_cpu(c->out, fname) == 0);
+        EM_TRY(gpu || meta || em_check_cpu(c->out, fname) == 0);
     }
     EmDType common = em_promote_types((EmDType)bd->dtype, (EmDType)in->dtype);
     EM_CHECK(common != EM_BOOL, PyExc_NotImplementedError, "\"searchsorted_out_cpu\" not implemented for 'Bool'");
@@ -445,11 +447,11 @@ static PyObject *search_impl(EmCall *c, bool gpu, EmTensor *bd, PyObject *input,
     int64_t L = bd->sizes[bd->ndim - 1];
     if (sorter) {
         EM_TRY(sc = as_contig(sorter, EM_INT64));
-        const int64_t *s = gpu ? NULL : (const int64_t *)em_data(sc);
+        const int64_t *s = gpu || meta ? NULL : (const int64_t *)em_data(sc);
         for (int64_t i = 0; s && i < sc->numel; i++)
             EM_CHECK(s[i] >= 0 && s[i] < L, PyExc_RuntimeError, "torch.searchsorted(): sorter index out of range");
     }
-    r = em_empty(in->ndim, in->sizes, out_dt, gpu ? em_device(bd) : em_cpu());
+    r = em_empty(in->ndim, in->sizes, out_dt, em_device(bd));
     EM_TRY(r);
     if (gpu) { /* the backend checks the sorter on the device first (1: out of range) */
         int64_t per_row = bd->ndim > 1 ? in->sizes[in->ndim - 1] : 0;
@@ -461,7 +463,7 @@ static PyObject *search_impl(EmCall *c, bool gpu, EmTensor *bd, PyObject *input,
             em_cuda_error(fname);
             goto fail;
         }
-    } else if (r->numel > 0) {
+    } else if (r->numel > 0 && !meta) {
         int64_t per_row = bd->ndim > 1 ? in->sizes[in->ndim - 1] : 0;
         const int64_t *srt = sc ? (const int64_t *)em_data(sc) : NULL;
         char *o = em_data(r);

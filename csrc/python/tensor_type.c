@@ -201,6 +201,10 @@ static int single_value(EmTensor *t, const char *what) {
 
 static int nb_bool(PyObject *self) {
     if (single_value(SELF, "Boolean") < 0) return -1;
+    if (em_is_meta(SELF)) { /* Note [meta device]: no value to test (torch's item() error) */
+        PyErr_SetString(PyExc_RuntimeError, "Tensor.item() cannot be called on meta tensors");
+        return -1;
+    }
     EmScalar s;
     if (em_scalar_from_py(self, &s) < 0) return -1;
     return s.kind == 'c' ? s.v.f != 0 || s.im != 0 : s.kind == 'f' ? s.v.f != 0 : s.v.i != 0;

@@ -137,7 +137,7 @@ def _einsum_backward(equation, operands, grad, needs):
                 r = r.unsqueeze(k)
         r = r.expand(*[-1 if c in elsewhere else size[c] for c in seen])  # kept dims may broadcast
         if len(seen) != len(t):  # repeated letters: the gradient lives on the diagonal
-            z = _C.zeros(tuple(x.shape), dtype=r.dtype)
+            z = _C.zeros(tuple(x.shape), dtype=r.dtype, device=r.device)
             contiguous = [1] * len(t)
             for k in range(len(t) - 2, -1, -1):
                 contiguous[k] = contiguous[k + 1] * x.shape[k + 1]

@@ -744,7 +744,7 @@ def _composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scal
     else:
         scores = scores.masked_fill(~keep, float("-inf"))
         rows_used = keep.any(-1, keepdim=True)
-        if bool(rows_used.all()):
+        if not rows_used.is_meta and bool(rows_used.all()):  # (meta: no values, the general form's shapes)
             attn = _C.softmax(scores, -1)
         else:  # an all -inf row would be 0/0: give it zeros (and no gradient)
             attn = _C.softmax(scores.masked_fill(~rows_used, 0.0), -1) * rows_used
