@@ -1197,16 +1197,16 @@ typedef struct {
     EmNodeNameFn namer; /* or NULL: always `name` */
     const char *formula; /* the formula's C name ("bw_mul"), for _C._op_info */
     bool no_formula;     /* NO_FORMULA: torch differentiates it, ember has no formula yet */
+    bool raises;         /* RAISES: the node's backward raises torch's "not implemented" */
 } EmDerivative;
 extern const EmDerivative em_derivatives[EM_NUM_OPS];
 /* torch's node name for this call of the op's formula. */
 static inline const char *em_derivative_node_name(const EmDerivative *d, EmCall *c, PyObject *result) {
     return d->namer ? d->namer(c, result) : d->name;
 }
-/* For an op without a formula whose results torch still records: torch's
- * zero gradient for the in-place comparisons (x.eq_(y) on a float tensor), a
- * node that raises when reached for floor_divide(_) and unique; else NULL. */
-const EmDerivative *em_fallback_derivative(EmOpId op, bool inplace);
+/* The node of a NOGRAD_IN_PLACE row's in-place form (torch's zero gradient
+ * for x.eq_(y) on a graph tensor); {0} for every other row. */
+extern const EmDerivative em_in_place_derivatives[EM_NUM_OPS];
 
 /* The engine (autograd/engine.c). */
 PyObject *em_run_backward(PyObject *m, PyObject *args, PyObject *kw);

@@ -261,7 +261,7 @@ def test_cpu_autocast_column_gives_torchs_dtype(name):
 
 
 # ------------------------------------------------------------------ autograd
-GRADS = {"formula", "named", "no_formula", "nograd"}
+GRADS = {"formula", "named", "raises", "no_formula", "nograd"}
 WITH_FORMULA = sorted(n for n, i in INFO.items() if i["grad"] in ("formula", "named"))
 # torch differentiates these, ember has no formula yet (their rows say NO_FORMULA):
 # second derivatives of fused kernels' backward ops, two foreach ops, positive
@@ -276,13 +276,18 @@ NO_FORMULA = {"positive", "_native_layer_norm_backward", "_foreach_norm", "_fore
 def test_every_row_says_its_backward():
     for n, info in INFO.items():
         assert info["grad"] in GRADS, n
-        has = info["grad"] in ("formula", "named")
+        has = info["grad"] in ("formula", "named", "raises")
         assert (info["backward"] is not None) == has, n
-        assert has or info["saves"] == 0, n
+        assert info["grad"] in ("formula", "named") or info["saves"] == 0, n
         if info["grad"] == "formula":  # a fixed node name, torch's spelling
             assert info["node"].endswith(("Backward0", "Backward1", "Backward2", "Backward3", "Backwards")), n
+        elif info["grad"] == "raises":
+            assert info["node"] in ("NotImplemented", "Unique2Backward0", "UniqueConsecutiveBackward0"), n
         else:
             assert info["node"] is None, n
+    # torch records these, and their backward raises
+    assert {n for n, i in INFO.items() if i["grad"] == "raises"} == {"floor_divide", "heaviside", "unique",
+                                                                       "unique_consecutive"}
     assert {n for n, i in INFO.items() if i["grad"] == "no_formula"} == NO_FORMULA
 
 
@@ -343,7 +348,6 @@ NOGRAD_CALLS = {
     "signbit": lambda x: ember.signbit(x), "argmax": lambda x: x.argmax(), "argsort": lambda x: x.argsort(),
     "nonzero": lambda x: x.nonzero(), "new_zeros": lambda x: x.new_zeros(2), "all": lambda x: x.all(),
     "count_nonzero": lambda x: ember.count_nonzero(x), "detach": lambda x: x.detach(),
-    "floor_divide": None,  # a node that raises torch's "not implemented" (em_fallback_derivative)
 }
 
 
@@ -355,9 +359,36 @@ def test_nograd_rows_leave_the_graph(name):
     assert not r.requires_grad and r.grad_fn is None
 
 
-def test_floor_divide_backward_raises_torchs_error():
-    assert INFO["floor_divide"]["grad"] == "nograd"
+@pytest.mark.parametrize("name,call,node,error,message", [
+    ("floor_divide", lambda x: ember.floor_divide(x, 2.0), "NotImplemented", RuntimeError,
+     "derivative for aten::floor_divide is not implemented"),
+    ("heaviside", lambda x: ember.heaviside(x, ember.tensor([0.5, 0.5])), "NotImplemented", RuntimeError,
+     "derivative for aten::heaviside is not implemented"),
+    ("unique", lambda x: ember.unique(x), "Unique2Backward0", NotImplementedError,
+     "the derivative for '_unique2' is not implemented."),
+    ("unique_consecutive", lambda x: ember.unique_consecutive(x), "UniqueConsecutiveBackward0",
+     NotImplementedError, "the derivative for 'unique_consecutive' is not implemented."),
+])
+def test_raising_rows_record_torchs_node_and_raise_its_error(name, call, node, error, message):
+    # node names and errors read from torch 2.15
+    assert INFO[name]["grad"] == "raises" and INFO[name]["node"] == node
     x = ember.tensor([3.0, 5.0], requires_grad=True)
-    y = ember.floor_divide(x, 2.0)
-    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+    y = call(x)
+    assert type(y.grad_fn).__name__ == node
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("op", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_in_place_comparisons_record_a_zero_gradient(op):
+    # torch: x.clone().eq_(3.0) is EqBackward0 (a number), eq_(tensor) EqBackward1; the gradient is zero
+    assert INFO[op]["grad"] == "nograd"
+    x = ember.tensor([3.0, 5.0], requires_grad=True)
+    cap = op.capitalize()
+    y = getattr(x.clone(), op + "_")(3.0)
+    assert type(y.grad_fn).__name__ == f"{cap}Backward0"
+    z = getattr(x.clone(), op + "_")(ember.tensor([3.0, 1.0]))
+    assert type(z.grad_fn).__name__ == f"{cap}Backward1"
+    (y.sum() + z.sum()).backward()
+    assert x.grad.tolist() == [0.0, 0.0]
+    assert not getattr(ember, op)(x, 3.0).requires_grad  # out of place: outside the graph

@@ -766,6 +766,16 @@ static bool inplace_call(EmCall *c) { return c->inplace || c->def->writes_self; 
 #define NAMER(op) const char *name_##op(EmCall *c, PyObject *result)
 #define A (c->args)
 
+/* the comparisons' in-place forms (NOGRAD_IN_PLACE): Backward0 for a number, 1 for a tensor */
+NAMER(compare_in_place) {
+    static const char *const names[][2] = {{"EqBackward0", "EqBackward1"}, {"NeBackward0", "NeBackward1"},
+                                           {"LtBackward0", "LtBackward1"}, {"LeBackward0", "LeBackward1"},
+                                           {"GtBackward0", "GtBackward1"}, {"GeBackward0", "GeBackward1"}};
+    const EmOpId ops[] = {EM_OP_eq, EM_OP_ne, EM_OP_lt, EM_OP_le, EM_OP_gt, EM_OP_ge};
+    for (int i = 0; i < 6; i++)
+        if (c->def == &em_op_defs[ops[i]]) return names[i][is_t(A[1])];
+    return "NotImplemented";
+}
 NAMER(pow) { return !is_t(A[0]) ? "PowBackward2" : is_t(A[1]) ? "PowBackward1" : "PowBackward0"; }
 NAMER(clamp) { return is_t(A[1]) || is_t(A[2]) ? "ClampBackward0" : "ClampBackward1"; }
 NAMER(clamp_min) { return is_t(A[1]) ? "ClampMinBackward1" : "ClampMinBackward0"; }
@@ -847,50 +857,27 @@ NAMER(einsum) { /* torch's name comes from the last step of its decomposition */
 #undef A
 #undef NAMER
 
-/* ops without a formula whose results torch still puts in the graph
- * (em_fallback_derivative): the result keeps a node, so that the history of a
- * tensor written in place does not pass gradient through the write (without
- * one, x.clone().eq_(y) passed the gradient on as x's), and a backward
- * through floor_divide or unique raises torch's error instead of finding no
- * path. */
-static int bw_fallback_not_implemented(EmNode *n, EmTensor **go, EmTensor **gi) {
+/* RAISES rows: torch records a node, so that the history of a tensor
+ * written in place does not pass gradient through the write, and reaching it
+ * in backward raises torch's error (instead of finding no path). */
+int bw_derivative_not_implemented(EmNode *n, EmTensor **go, EmTensor **gi) {
     (void)go, (void)gi;
-    if (n->op == EM_OP_unique || n->op == EM_OP_unique_consecutive)
-        PyErr_Format(PyExc_NotImplementedError, "the derivative for '%s' is not implemented.",
-                     n->op == EM_OP_unique ? "_unique2" : "unique_consecutive");
-    else
-        PyErr_Format(PyExc_RuntimeError, "derivative for aten::%s is not implemented", em_op_defs[n->op].name);
+    PyErr_Format(PyExc_RuntimeError, "derivative for aten::%s is not implemented", em_op_defs[n->op].name);
     return -1;
 }
 
-const EmDerivative *em_fallback_derivative(EmOpId op, bool inplace) {
-    static const EmDerivative cmp[6] = {
-        {bw_zero, 0, "EqBackward1", NULL}, {bw_zero, 0, "NeBackward1", NULL}, {bw_zero, 0, "LtBackward1", NULL},
-        {bw_zero, 0, "LeBackward1", NULL}, {bw_zero, 0, "GtBackward1", NULL}, {bw_zero, 0, "GeBackward1", NULL}};
-    static const EmDerivative not_implemented = {bw_fallback_not_implemented, 0, "NotImplemented", NULL};
-    static const EmDerivative unique = {bw_fallback_not_implemented, 0, "Unique2Backward0", NULL};
-    static const EmDerivative unique_consecutive = {bw_fallback_not_implemented, 0, "UniqueConsecutiveBackward0",
-                                                    NULL};
-    switch (op) {
-    case EM_OP_eq: return inplace ? &cmp[0] : NULL;
-    case EM_OP_ne: return inplace ? &cmp[1] : NULL;
-    case EM_OP_lt: return inplace ? &cmp[2] : NULL;
-    case EM_OP_le: return inplace ? &cmp[3] : NULL;
-    case EM_OP_gt: return inplace ? &cmp[4] : NULL;
-    case EM_OP_ge: return inplace ? &cmp[5] : NULL;
-    case EM_OP_floor_divide:
-    case EM_OP_heaviside: return &not_implemented;
-    case EM_OP_unique: return &unique;
-    case EM_OP_unique_consecutive: return &unique_consecutive;
-    default: return NULL;
-    }
+int bw_unique_not_implemented(EmNode *n, EmTensor **go, EmTensor **gi) {
+    (void)go, (void)gi;
+    PyErr_Format(PyExc_NotImplementedError, "the derivative for '%s' is not implemented.",
+                 n->op == EM_OP_unique ? "_unique2" : "unique_consecutive");
+    return -1;
 }
 
 /* _C._differentiable_ops(): {op name: node name} for every op with a formula */
 PyObject *em_differentiable_ops(PyObject *m, PyObject *u) {
     PyObject *d = PyDict_New();
     for (int op = 0; d && op < EM_NUM_OPS; op++) {
-        if (!em_derivatives[op].fn) continue;
+        if (!em_derivatives[op].fn || em_derivatives[op].raises) continue;
         const char *node = em_derivatives[op].name ? em_derivatives[op].name : "(depends on the call)";
         PyObject *name = PyUnicode_FromString(node);
         if (!name || PyDict_SetItemString(d, em_op_defs[op].name, name) < 0) Py_CLEAR(d);

@@ -182,14 +182,18 @@ static inline PyObject *conj_if_complex(Scratch *s, PyObject *x) {
 #define EM_BW_FN(fn) EM_HIDDEN int fn(EmNode *n, EmTensor **go, EmTensor **gi);
 #define BW(fn, saves, name) EM_BW_FN(fn)
 #define BW_NAMED(fn, saves, namer) EM_BW_FN(fn) EM_HIDDEN const char *namer(EmCall *c, PyObject *result);
+#define RAISES(fn, name) EM_BW_FN(fn)
 #define NOGRAD
+#define NOGRAD_IN_PLACE(namer) EM_HIDDEN const char *namer(EmCall *c, PyObject *result);
 #define NO_FORMULA
 #define OP(name, sig, impl, kernels, variants, devices, tags, autocast, backward) backward
 #include "../ops/ops.def"
 #undef OP
 #undef BW
 #undef BW_NAMED
+#undef RAISES
 #undef NOGRAD
+#undef NOGRAD_IN_PLACE
 #undef NO_FORMULA
 #undef EM_BW_FN
 #undef EM_HIDDEN

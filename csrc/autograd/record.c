@@ -321,7 +321,7 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
     if (inplace && nin > 0 && ins[0] && root_base(ins[0]) && em_requires_grad(root_base(ins[0]))) any = true;
     if (!any || (c->out && !c->inplace)) return result;
     if (def->tags & EM_TAG_DETACHES) return result; /* detach_: nothing to record */
-    if (!d->fn && em_fallback_derivative(op, inplace)) d = em_fallback_derivative(op, inplace);
+    if (!d->fn && inplace && em_in_place_derivatives[op].fn) d = &em_in_place_derivatives[op];
     if (!d->fn) return result;             /* not differentiable: outputs stay outside the graph */
     for (int i = 0; i < nin; i++) {
         if (ins[i] && ins[i]->is_inference && em_requires_grad(ins[i])) goto inference;

@@ -158,7 +158,8 @@ PyObject *em_op_info(PyObject *self, PyObject *name) {
     /* the backward column: the formula's C name and torch's node name (None
      * when a function of the call names it), or why there is none */
     const EmDerivative *bw = &em_derivatives[id];
-    const char *grad = bw->fn ? (bw->namer ? "named" : "formula") : bw->no_formula ? "no_formula" : "nograd";
+    const char *grad = bw->raises ? "raises" : bw->fn ? (bw->namer ? "named" : "formula")
+                       : bw->no_formula ? "no_formula" : "nograd";
     r = Py_BuildValue("{s:s,s:s,s:O,s:O,s:{s:s,s:s},s:i,s:s,s:z,s:z,s:I}", "impl_kernels", def->kernels->name,
                       "signature", def->signature, "devices", d, "tags", t, "autocast",
                       "cpu", casts[def->autocast[EM_CAST_CPU]], "cuda", casts[def->autocast[EM_CAST_CUDA]],
