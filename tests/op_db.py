@@ -671,7 +671,53 @@ def _heaviside(a, v):
     return np.where(a == 0, v, (a > 0).astype(v.dtype))
 
 
+def _i1_1(v):
+    """I1(v) = sum_k (v/2)^(2k+1) / (k! (k+1)!), for the |v| <= 5 the samples use."""
+    if math.isnan(v):
+        return v
+    term = total = v / 2
+    for k in range(1, 60):
+        term *= (v / 2) ** 2 / (k * (k + 1))
+        total += term
+    return total
+
+
+def _hurwitz_zeta1(s, q):
+    """zeta(s, q) by Euler-Maclaurin: 20 direct terms, the integral tail and three Bernoulli corrections."""
+    n = 20
+    total = sum((q + k) ** -s for k in range(n))
+    a = q + n
+    total += a ** (1 - s) / (s - 1) + a ** -s / 2
+    rising, bern = s, (1 / 6, -1 / 30, 1 / 42, -1 / 30)
+    fact = 2.0
+    for j, b in enumerate(bern, 1):
+        total += b / fact * rising * a ** (-s - 2 * j + 1)
+        rising *= (s + 2 * j - 1) * (s + 2 * j)
+        fact *= (2 * j + 1) * (2 * j + 2)
+    return total
+
+
+def _polygamma(x, n):
+    x = np.asarray(x, np.float64)
+    if n == 0:
+        return _digamma(x)
+    return np.vectorize(lambda v: (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta1(n + 1, v), otypes=[float])(x)
+
+
+def _mvlgamma(x, p):
+    x = np.asarray(x, np.float64)
+    return p * (p - 1) / 4 * math.log(math.pi) + sum(_lgamma(x - i / 2) for i in range(p))
+
+
 OPS += [
+    EW("_special_i1", lambda x: np.vectorize(_i1_1, otypes=[float])(np.asarray(x, np.float64)), rule="float",
+       doms=[(-5, 5)], specials=False, variants="FO", tol={"float32": (1e-5, 1e-5)}, fn=lambda L: L.special.i1),
+    EW("mvlgamma", lambda x, p: _mvlgamma(x, p), rule="float", doms=[(1.6, 6)], specials=False,
+       dtypes=tuple(d for d in DTYPES if d != "bool"), unsupported=RuntimeError, kwargs=lambda dt: [{"p": 1}, {"p": 3}],
+       tol={"float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10)}),
+    EW("polygamma", lambda x, n: _polygamma(x, n), rule="float", doms=[(0.5, 5)], specials=False, variants="FO",
+       kwargs=lambda dt: [{"n": 0}, {"n": 1}, {"n": 3}], fn=lambda L: lambda x, n, **kw: L.polygamma(n, x, **kw),
+       tol={"float32": (1e-4, 1e-4), "float64": (1e-9, 1e-9)}),
     EW("lgamma", lambda x: _lgamma(np.asarray(x, np.float64)), rule="float", doms=[(0.1, 6)],
        tol={"float32": (1e-5, 1e-5)}),
     EW("digamma", lambda x: _digamma(np.asarray(x, np.float64)), rule="float", doms=[(0.1, 6)],

@@ -127,6 +127,8 @@ def test_mvlgamma():
         ember.mvlgamma(f64(x), 0)
     with pytest.raises(TypeError):
         ember.mvlgamma(f64(x), 1.5)
+    with pytest.raises(RuntimeError, match="The input tensor may not be a boolean tensor."):  # torch's check
+        ember.mvlgamma(ember.tensor([True]), 1)
 
 
 def test_i0_and_i1():

@@ -66,6 +66,10 @@ PyObject *em_impl_mvlgamma(EmCall *c) {
     int64_t p;
     EmTensor *x = em_arg_tensor(c, 0);
     if (em_arg_int(c, 1, &p) < 0) return NULL;
+    if (x->dtype == EM_BOOL) {
+        PyErr_SetString(PyExc_RuntimeError, "The input tensor may not be a boolean tensor.");
+        return NULL;
+    }
     if (p < 1) {
         PyErr_SetString(PyExc_RuntimeError, "p has to be greater than or equal to 1");
         return NULL;
