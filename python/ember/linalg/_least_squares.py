@@ -25,6 +25,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     _tensor("linalg.lstsq", B, "b", 2)
     if A.dim() < 2:
         raise RuntimeError(f"{fname}: input must have at least 2 dimensions.")
+    if A.dtype.is_complex or B.dtype.is_complex:  # torch has it (cgelsd/zgelsd): ember not yet
+        raise NotImplementedError(f"{fname}: ember has no complex least squares yet")
     if A.dtype not in (_F32, _F64) or B.dtype not in (_F32, _F64):
         raise RuntimeError("This function doesn't handle types other than float and double")
     if driver is None:

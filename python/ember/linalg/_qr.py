@@ -2,7 +2,7 @@
 householder_product, and torch's geqrf and ormqr (conventions: _lapack.py)."""
 from .. import _C
 from ._lapack import (_Geqrf, _LinalgQR, _back, _check, _eye_like, _finish, _finish_tuple, _function,
-                      _lapack_in, _lazy, _on, _same_dtype, _tensor)
+                      _lapack_in, _lazy, _on, _real_only_backward, _same_dtype, _tensor)
 from ._solve import _solve_tri
 
 
@@ -43,6 +43,7 @@ def _build_qr():
 
     def backward(ctx, gQ, gR):
         Q, R, A = ctx.saved_tensors
+        _real_only_backward("linalg.qr", A)
         m, n = A.shape[-2], A.shape[-1]
         if ctx.mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "

@@ -9,7 +9,7 @@ from .._shape_functions import diag_embed as _diag_embed
 from ._lapack import (_I32, _I64, _InvEx, _LU, _LUFactor, _LUFactorEx, _LUUnpack, _LinalgSlogdet, _Slogdet,
                       _SolveEx, _TriSolve, _back, _broadcast_batch, _check, _diag, _eye_like, _finish,
                       _finish_tuple, _first_error, _function, _lapack_in, _lazy, _on, _raise_info,
-                      _same_dtype, _tensor)
+                      _same_dtype, _tensor, _conj)
 from ._spectral import _svd_raw
 
 
@@ -40,8 +40,8 @@ def _build_solve_triangular():
     def backward(ctx, g):
         A, X = ctx.saved_tensors
         upper, left, unit = ctx.flags
-        gB = _solve_tri(A.mT, g, not upper, left, unit)
-        gA = -(gB @ X.mT) if left else -(X.mT @ gB)
+        gB = _solve_tri(A.mH, g, not upper, left, unit)
+        gA = -(gB @ X.mH) if left else -(X.mH @ gB)
         return _tri_part(gA, upper, unit), gB, None, None, None
     return _function("LinalgSolveTriangular", forward, backward)
 
@@ -131,8 +131,8 @@ def _build_solve():
 
     def backward(ctx, g, _ginfo):
         A, X = ctx.saved_tensors
-        gB = _solve(A.mT, g)
-        return -(gB @ X.mT), gB, None, None
+        gB = _solve(A.mH, g)
+        return -(gB @ X.mH), gB, None, None
     return _function("LinalgSolveEx", forward, backward)
 
 
@@ -348,7 +348,7 @@ def _det_parts(A):
     d = _diag(LU)
     swaps = (piv != _C.arange(1, n + 1, dtype=_I32, device=A.device)).sum(-1)
     psign = 1 - 2 * (swaps % 2).to(A.dtype)
-    sign = psign * _C.sign(d).prod(-1)
+    sign = psign * _C.sgn(d).prod(-1)  # complex: the unit-modulus phase of det
     logabs = _C.log(_C.abs(d)).sum(-1)
     return sign, logabs, psign * d.prod(-1)
 
@@ -373,10 +373,11 @@ def _build_det():
         return det
 
     def backward(ctx, g):
+        # complex A: g * conj(det A^-T) (Note [complex gradients])
         A, det = ctx.saved_tensors
         if A.requires_grad and _C.is_grad_enabled():  # double backward: stay differentiable
-            return g.unsqueeze(-1).unsqueeze(-1) * det.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
-        return g.unsqueeze(-1).unsqueeze(-1) * _cofactor(A.detach(), det.detach())
+            return g.unsqueeze(-1).unsqueeze(-1) * _conj(det).unsqueeze(-1).unsqueeze(-1) * inv(A).mH
+        return g.unsqueeze(-1).unsqueeze(-1) * _conj(_cofactor(A.detach(), det.detach()))
     return _function("LinalgDet", forward, backward)
 
 
@@ -397,8 +398,9 @@ def _build_slogdet():
         return sign, logabs
 
     def backward(ctx, _gsign, g):
+        # the sign (a phase for complex A) carries no gradient here
         A, = ctx.saved_tensors
-        return g.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+        return g.unsqueeze(-1).unsqueeze(-1) * inv(A).mH
     return _function("LinalgSlogdet", forward, backward)
 
 

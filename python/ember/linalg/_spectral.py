@@ -1,11 +1,12 @@
 """ember.linalg's spectral decompositions: the SVD (LAPACK gesdd: svd,
-svdvals, torch.svd) and the symmetric eigendecomposition (syevd: eigh,
-eigvalsh), with their gradients as autograd Functions (conventions:
+svdvals, torch.svd), the symmetric / Hermitian eigendecomposition (syevd,
+heevd: eigh, eigvalsh) and the general one (geev: eig, eigvals, complex
+results), with their gradients as autograd Functions (conventions:
 _lapack.py)."""
 from .. import _C
 from .._shape_functions import diag_embed as _diag_embed
-from ._lapack import (_Eigh, _LinalgSVD, _SVD, _back, _check, _diag, _eye_like, _finish, _finish_tuple,
-                      _function, _lapack_in, _lazy, _on, _raise_info)
+from ._lapack import (_Eig, _Eigh, _LinalgSVD, _SVD, _back, _check, _diag, _eye_like, _finish, _finish_tuple,
+                      _function, _lapack_in, _lazy, _on, _raise_info, _real_only_backward)
 
 
 # -- SVD: gesdd ------------------------------------------------------------------------------
@@ -71,6 +72,7 @@ def _build_svd():
 
     def backward(ctx, gU, gS, gVh):
         U, S, Vh = ctx.saved_tensors
+        _real_only_backward("linalg.svd", U)
         k = S.shape[-1]
         U, Vh = U[..., :k], Vh[..., :k, :]  # full_matrices: the extra columns carry no gradient
         gU = gU[..., :k] if gU is not None else None
@@ -156,6 +158,7 @@ def _build_eigh():
     def backward(ctx, gL, gV):
         # gA = V (diag(gL) + (V^T gV) / E) V^T, E[i, j] = l_j - l_i off the diagonal
         L, V = ctx.saved_tensors
+        _real_only_backward("linalg.eigh", V)
         n = L.shape[-1]
         inner = _C.zeros(*L.shape, n, dtype=L.dtype, device=L.device)
         if gV is not None:
@@ -189,7 +192,7 @@ def _build_eigvalsh():
         V, A = ctx.saved_tensors
         if _C.is_grad_enabled():  # create_graph: V as a function of A
             V = _EighFn().apply(A, ctx.upper)[1]
-        return (V * gL.unsqueeze(-2)) @ V.mT, None
+        return (V * gL.unsqueeze(-2)) @ V.mH, None
     return _function("LinalgEigvalsh", forward, backward)
 
 
@@ -200,3 +203,91 @@ def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues of symmetric A, ascending."""
     _check("linalg.eigh", A)
     return _finish(_EigvalshFn().apply(A, _uplo(UPLO)), out)
+
+
+# -- general eigen: geev ---------------------------------------------------------------------
+
+_C64, _C128 = (_C._dtypes[n] for n in ("complex64", "complex128"))
+
+
+def _eig_raw(A, vectors, fname):
+    """(w, V) of A (..., n, n), both complex (complex64 for float32 / complex64 input, complex128
+    otherwise); V's columns are unit-norm eigenvectors (LAPACK's normalization, as torch); no
+    autograd. Real input goes through the complex routine (cgeev / zgeev) as a complex matrix."""
+    cdt = _C64 if str(A.dtype).endswith(("float32", "complex64")) else _C128
+    if not bool(_C.isfinite(A).all()):
+        raise RuntimeError(f"torch.{fname}: input tensor should not contain infs or NaNs.")
+    a = _lapack_in(A.detach().to(cdt))
+    w, vr, info = _C._lapack_geev(a, vectors)
+    _raise_info(info, A.dim() > 2, lambda v: (
+        fname, "The algorithm failed to converge because the input matrix is ill-conditioned or has "
+               f"too many repeated eigenvalues (error code: {v})."))
+    return _on(w, A), (_back(vr, A) if vectors else None)
+
+
+def _real_if(g, A):
+    """The gradient of a real A is the real part of the complex one."""
+    return g if A.dtype.is_complex else _C.real(g).contiguous()
+
+
+def _build_eig():
+    def forward(ctx, A):
+        L, V = _eig_raw(A, True, "linalg.eig")
+        ctx.save_for_backward(L, V)
+        ctx.real_input = not A.dtype.is_complex
+        return L, V
+
+    def backward(ctx, gL, gV):
+        # A = V diag(L) V^-1 with unit-norm columns of V: the gradient is
+        # V^-H (diag(gL) + (V^H gV - V^H V diag(Re diag(V^H gV))) / conj(E)) V^H,
+        # E[i, j] = L_j - L_i off the diagonal (torch's formula for eig).
+        L, V = ctx.saved_tensors
+        n = L.shape[-1]
+        inner = _C.zeros(*L.shape, n, dtype=L.dtype, device=L.device)
+        if gV is not None:
+            VhgV = V.mH @ gV
+            inner = VhgV - V.mH @ (V * _C.real(_diag(VhgV)).unsqueeze(-2))
+            E = (L.unsqueeze(-2) - L.unsqueeze(-1)).conj() + _C.eye(n, dtype=L.dtype, device=L.device)
+            inner = inner / E
+            inner = inner - _diag_embed(_diag(inner))
+        if gL is not None:
+            inner = inner + _diag_embed(gL)
+        from ._solve import solve
+        gA = solve(V.mH, inner @ V.mH)
+        return _C.real(gA).contiguous() if ctx.real_input else gA
+    return _function("LinalgEig", forward, backward)
+
+
+_EigFn = _lazy(_build_eig)
+
+
+def eig(A, *, out=None):
+    """(eigenvalues, eigenvectors as unit-norm columns) of a general square A, always complex."""
+    _check("linalg.eig", A)
+    return _finish_tuple(_Eig(*_EigFn().apply(A)), out)
+
+
+def _build_eigvals():
+    def forward(ctx, A):
+        L, V = _eig_raw(A, A.requires_grad, "linalg.eigvals")
+        ctx.save_for_backward(V, A)
+        ctx.real_input = not A.dtype.is_complex
+        return L
+
+    def backward(ctx, gL):
+        V, A = ctx.saved_tensors
+        if _C.is_grad_enabled():  # create_graph: V as a function of A
+            V = _EigFn().apply(A)[1]
+        from ._solve import solve
+        gA = solve(V.mH, gL.unsqueeze(-1) * V.mH)  # V^-H diag(gL) V^H
+        return _real_if(gA, A)
+    return _function("LinalgEigvals", forward, backward)
+
+
+_EigvalsFn = _lazy(_build_eigvals)
+
+
+def eigvals(A, *, out=None):
+    """The eigenvalues of a general square A, always complex."""
+    _check("linalg.eigvals", A)
+    return _finish(_EigvalsFn().apply(A), out)
