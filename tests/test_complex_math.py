@@ -289,8 +289,15 @@ def test_eig_known_values_and_errors():
         ember.linalg.eig(ember.ones(2, 3))
     with pytest.raises(RuntimeError, match="infs or NaNs"):
         ember.linalg.eig(ember.tensor([[float("nan"), 0.0], [0.0, 1.0]]))
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(RuntimeError, match="floating point or complex"):
         ember.linalg.eigvals(ember.ones(2, 2, dtype=ember.int64))
+    # real input: LAPACK's real routine gives exact conjugate pairs and real eigenvalues
+    w, V = ember.linalg.eig(ember.tensor([[0.0, -1.0], [1.0, 0.0]]))
+    assert w.tolist() == [1j, -1j]
+    np.testing.assert_allclose(V[:, 0].numpy(), [np.sqrt(0.5), -1j * np.sqrt(0.5)], atol=1e-7)
+    assert (V[:, 1].numpy() == V[:, 0].numpy().conj()).all()
+    w = ember.linalg.eigvals(ember.tensor([[2.0, 1.0], [0.0, 3.0]], dtype=ember.float64))
+    assert sorted(w.tolist(), key=lambda c: c.real) == [2 + 0j, 3 + 0j]
     w, V = ember.linalg.eig(ember.zeros(0, 0))
     assert tuple(w.shape) == (0,) and w.dtype == C64
 

@@ -105,6 +105,9 @@ static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
                              const int *lwork, int *info);
 #define DECLARE(p, T)                                                                                  \
     DECLARE_COMMON(p, T)                                                                               \
+    void EM_LAPACK(p##geev)(const char *jobvl, const char *jobvr, const int *n, T *a, const int *lda,  \
+                            T *wr, T *wi, T *vl, const int *ldvl, T *vr, const int *ldvr, T *work,     \
+                            const int *lwork, int *info, size_t, size_t);                              \
     void EM_LAPACK(p##orgqr)(const int *m, const int *n, const int *k, T *a, const int *lda,           \
                              const T *tau, T *work, const int *lwork, int *info);                      \
     void EM_LAPACK(p##gesdd)(const char *jobz, const int *m, const int *n, T *a, const int *lda, T *s,  \
@@ -251,6 +254,49 @@ static int lwork_of(double q) {
 #define KERNELS(p, T)                                                                                        \
     KERNELS_COMMON(p, T)                                                                                     \
     KERNEL_ORGQR(p, T, orgqr)                                                                                \
+    /* the general eigendecomposition of a real matrix, written out complex: a                               \
+     * pair wr +- i wi (wi > 0 first) has eigenvectors vr[:, j] +- i vr[:, j+1] */                           \
+    static int p##_geev(T *a, int n, int64_t batch, T _Complex *w, T _Complex *v, int *info) {               \
+        char jl = 'N', jr = v ? 'V' : 'N';                                                                   \
+        int lda = (int)imax(1, n), ldvl = 1, ldvr = (int)imax(1, n), lwork = -1;                             \
+        T q = 0, dummy = 0;                                                                                  \
+        int64_t nn = (int64_t)n * n, scratch = 2 * (int64_t)n + (v ? nn : 0);                                \
+        EM_LAPACK(p##geev)(&jl, &jr, &n, a, &lda, &dummy, &dummy, &dummy, &ldvl, &dummy, &ldvr, &q, &lwork,  \
+                           info, 1, 1);                                                                      \
+        lwork = lwork_of(q);                                                                                 \
+        int nt = em_threads_for(batch, (double)batch * n * n * n * 10);                                      \
+        T *work = malloc(sizeof(T) * ((int64_t)lwork + scratch) * nt);                                       \
+        if (!work) return -1;                                                                                \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * nn, *wr = work + ((int64_t)lwork + scratch) * TID(), *wi = wr + n, *vr = wi + n; \
+            if (!p##_finite(ab, nn)) { /* Note [non-finite input] */                                         \
+                info[b] = -4;                                                                                \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##geev)(&jl, &jr, &n, ab, &lda, wr, wi, &dummy, &ldvl, v ? vr : &dummy, &ldvr,        \
+                               vr + (v ? nn : 0), &lwork, info + b, 1, 1);                                   \
+            T _Complex *wb = w + b * n, *vb = v ? v + b * nn : NULL;                                         \
+            for (int j = 0; j < n; j++) {                                                                    \
+                wb[j] = wr[j] + wi[j] * (T _Complex)I;                                                       \
+                if (!vb) continue;                                                                           \
+                const T *re = vr + (int64_t)j * n;                                                           \
+                if (wi[j] > 0 && j + 1 < n) {                                                                \
+                    const T *im = re + n;                                                                    \
+                    for (int i = 0; i < n; i++) {                                                            \
+                        vb[(int64_t)j * n + i] = re[i] + im[i] * (T _Complex)I;                              \
+                        vb[(int64_t)(j + 1) * n + i] = re[i] - im[i] * (T _Complex)I;                        \
+                    }                                                                                        \
+                    wb[j + 1] = wr[j + 1] + wi[j + 1] * (T _Complex)I;                                       \
+                    j++;                                                                                     \
+                } else {                                                                                     \
+                    for (int i = 0; i < n; i++) vb[(int64_t)j * n + i] = re[i];                              \
+                }                                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
+        free(work);                                                                                          \
+        return 0;                                                                                            \
+    }                                                                                                        \
     /* jobz 'N': s only; 'S': u m x k, vt k x n; 'A': u m x m, vt n x n */                                   \
     static int p##_gesdd(T *a, int m, int n, int64_t batch, char jobz, T *s, T *u, int ucols, T *vt, int vtrows, \
                          int *info) {                                                                        \
@@ -795,9 +841,10 @@ fail:
 #endif
 }
 
-/* _lapack_geev(a, compute_v) -> (w, vr, info): a complex64/complex128 a's
- * eigenvalues (..., n) and, when compute_v, its right eigenvectors as the
- * columns of vr (column-major like a; None otherwise). a is destroyed. */
+/* _lapack_geev(a, compute_v) -> (w, vr, info): a's eigenvalues (..., n) and,
+ * when compute_v, its right eigenvectors as the columns of vr (column-major
+ * like a; None otherwise), both complex (complex64 for float32 / complex64
+ * a). a is destroyed. */
 static PyObject *f_geev(EmCall *c) {
     NO_LAPACK_CHECK();
 #ifdef EM_LAPACK
@@ -806,18 +853,15 @@ static PyObject *f_geev(EmCall *c) {
     int64_t n, n2, batch;
     if (em_arg_bool(c, 1, &v) < 0 || check_mat(a, "eig", "A", &n, &n2, &batch) < 0) return NULL;
     EM_CHECK(n == n2, PyExc_RuntimeError, "eig: A must be square");
-    EM_CHECK(em_is_complex(a->dtype), PyExc_RuntimeError, "eig: A must be complex (real input is converted)");
     int64_t vs[2] = {n, n};
-    w = batch_tensor(a, 1, &n, a->dtype);
+    EmDType cdt = em_complex_of(a->dtype); /* complex results for real input too (sgeev/dgeev) */
+    w = batch_tensor(a, 1, &n, cdt);
     info = INFO_T(a);
     if (!w || !info) goto fail;
-    if (v && !(vr = batch_tensor(a, 2, vs, a->dtype))) goto fail;
+    if (v && !(vr = batch_tensor(a, 2, vs, cdt))) goto fail;
     if (n > 0 && batch > 0)
-        RUN_NOGIL(a->dtype == EM_COMPLEX64
-                      ? c_geev((float _Complex *)em_data(a), (int)n, batch, (void *)em_data(w), vr ? (void *)em_data(vr) : NULL,
-                               (int *)em_data(info))
-                      : z_geev((double _Complex *)em_data(a), (int)n, batch, (void *)em_data(w), vr ? (void *)em_data(vr) : NULL,
-                               (int *)em_data(info)));
+        RUN_NOGIL(TYPED(a, geev, (int)n, batch, (void *)em_data(w), vr ? (void *)em_data(vr) : NULL,
+                        (int *)em_data(info)));
     if (!vr) vr = (EmTensor *)Py_NewRef(Py_None);
     return Py_BuildValue("(NNN)", w, vr, info);
 fail:

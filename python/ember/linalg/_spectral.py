@@ -6,7 +6,7 @@ _lapack.py)."""
 from .. import _C
 from .._shape_functions import diag_embed as _diag_embed
 from ._lapack import (_Eig, _Eigh, _LinalgSVD, _SVD, _back, _check, _diag, _eye_like, _finish, _finish_tuple,
-                      _function, _lapack_in, _lazy, _on, _raise_info, _real_only_backward)
+                      _function, _lapack_in, _lazy, _on, _raise_info, _real_only_backward, _tensor, _tname)
 
 
 # -- SVD: gesdd ------------------------------------------------------------------------------
@@ -207,17 +207,13 @@ def eigvalsh(A, UPLO="L", *, out=None):
 
 # -- general eigen: geev ---------------------------------------------------------------------
 
-_C64, _C128 = (_C._dtypes[n] for n in ("complex64", "complex128"))
-
-
 def _eig_raw(A, vectors, fname):
     """(w, V) of A (..., n, n), both complex (complex64 for float32 / complex64 input, complex128
     otherwise); V's columns are unit-norm eigenvectors (LAPACK's normalization, as torch); no
-    autograd. Real input goes through the complex routine (cgeev / zgeev) as a complex matrix."""
-    cdt = _C64 if str(A.dtype).endswith(("float32", "complex64")) else _C128
+    autograd. Real input takes sgeev / dgeev (exact conjugate pairs), complex input cgeev / zgeev."""
     if not bool(_C.isfinite(A).all()):
         raise RuntimeError(f"torch.{fname}: input tensor should not contain infs or NaNs.")
-    a = _lapack_in(A.detach().to(cdt))
+    a = _lapack_in(A)
     w, vr, info = _C._lapack_geev(a, vectors)
     _raise_info(info, A.dim() > 2, lambda v: (
         fname, "The algorithm failed to converge because the input matrix is ill-conditioned or has "
@@ -261,9 +257,17 @@ def _build_eig():
 _EigFn = _lazy(_build_eig)
 
 
+def _eig_check(fname, A):
+    _tensor(fname, A)
+    if A.dim() >= 2 and not (A.dtype.is_floating_point or A.dtype.is_complex):
+        # torch fails looking for the complex dtype of an integer one: a RuntimeError
+        raise RuntimeError(f"{fname}: Expected a floating point or complex tensor as input. Got {_tname(A.dtype)}")
+    _check(fname, A)
+
+
 def eig(A, *, out=None):
     """(eigenvalues, eigenvectors as unit-norm columns) of a general square A, always complex."""
-    _check("linalg.eig", A)
+    _eig_check("linalg.eig", A)
     return _finish_tuple(_Eig(*_EigFn().apply(A)), out)
 
 
@@ -289,5 +293,5 @@ _EigvalsFn = _lazy(_build_eigvals)
 
 def eigvals(A, *, out=None):
     """The eigenvalues of a general square A, always complex."""
-    _check("linalg.eigvals", A)
+    _eig_check("linalg.eigvals", A)
     return _finish(_EigvalsFn().apply(A), out)
