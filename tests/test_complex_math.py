@@ -239,11 +239,38 @@ def test_gradcheck_complex_cholesky_and_eigvalsh():
     assert gradcheck(lambda a: ember.linalg.svdvals(a @ B), (A,))
 
 
-def test_complex_decomposition_backward_not_implemented_says_so():
-    A = ember.tensor(rnd((3, 3), seed=1), requires_grad=True)
-    Q, R = ember.linalg.qr(A)
-    with pytest.raises(NotImplementedError, match="complex input"):
-        Q.abs().sum().backward()
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4)])
+def test_gradcheck_complex_qr_svd(shape):
+    A = ember.tensor(rnd(shape, seed=14), requires_grad=True)
+    assert gradcheck(ember.linalg.qr, (A,))
+
+    def svd(a):
+        return ember.linalg.svd(a, full_matrices=False)
+    # losses that do not depend on the phase each pair (u_i, v_i) may take
+    assert gradcheck(lambda a: (lambda U, S, Vh: U @ Vh)(*svd(a)), (A,))
+    assert gradcheck(lambda a: (lambda U, S, Vh: (U * S.to(U.dtype).unsqueeze(-2)) @ Vh)(*svd(a)), (A,))
+    assert gradcheck(lambda a: svd(a)[0].abs() ** 2, (A,))
+    assert gradcheck(lambda a: svd(a)[1], (A,))
+
+
+def test_gradcheck_complex_eigh_vectors():
+    A = ember.tensor(rnd((3, 3), seed=15), requires_grad=True)
+
+    def herm(a):
+        return (a + a.mH) / 2
+    assert gradcheck(lambda a: ember.linalg.eigh(herm(a))[1].abs() ** 2, (A,))
+    assert gradcheck(lambda a: (lambda w, V: (V * w.to(V.dtype).unsqueeze(-2)) @ V.mH)(*ember.linalg.eigh(herm(a))),
+                     (A,))
+
+
+def test_gradcheck_broadcast_complex_product():
+    # the broadcast dim of the gradient is summed away in complex (sum_to_size of a complex tensor)
+    a = ember.tensor(rnd((3, 4), seed=16), requires_grad=True)
+    w = ember.tensor(rnd((4,), seed=17), requires_grad=True)
+    r = ember.tensor(np.random.default_rng(3).standard_normal((3, 1)), requires_grad=True)
+    assert gradcheck(lambda a, w, r: a * w * r, (a, w, r))
+    g = ember.tensor(rnd((3, 4), seed=18))
+    close(g.sum_to_size(1, 4), g.numpy().sum(0, keepdims=True), 1e-12, 1e-12)
 
 
 # -------------------------------------------------------------------- eig

@@ -9,7 +9,7 @@ torch does, turn info into torch's errors, and give the decompositions their
 gradients as autograd Functions whose backward formulas are written with
 ember ops (so they are differentiable again). Complex matrices go to the
 c/z routines; their backward formulas are the real ones with conjugate
-transposes (mH) where that is the complex formula. A build without LAPACK
+transposes (mH), plus the phase terms of the SVD and eig. A build without LAPACK
 raises RuntimeError from the C functions.
 """
 import collections
@@ -226,10 +226,3 @@ def _diag(x):
 def _conj(x):
     """conj for complex tensors, x itself for real ones (no copy)."""
     return _C.conj(x) if x.dtype.is_complex else x
-
-
-def _real_only_backward(fname, *tensors):
-    """The decompositions whose complex gradient ember does not have yet say so in backward."""
-    if any(t is not None and t.dtype.is_complex for t in tensors):
-        raise NotImplementedError(f"{fname}: the backward of this decomposition for complex input is not "
-                                  "implemented in ember yet")

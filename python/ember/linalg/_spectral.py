@@ -6,7 +6,7 @@ _lapack.py)."""
 from .. import _C
 from .._shape_functions import diag_embed as _diag_embed
 from ._lapack import (_Eig, _Eigh, _LinalgSVD, _SVD, _back, _check, _diag, _eye_like, _finish, _finish_tuple,
-                      _function, _lapack_in, _lazy, _on, _raise_info, _real_only_backward, _tensor, _tname)
+                      _function, _lapack_in, _lazy, _on, _raise_info, _tensor, _tname)
 
 
 # -- SVD: gesdd ------------------------------------------------------------------------------
@@ -36,31 +36,42 @@ def _svd_raw(A, compute_uv, full):
 
 
 def _svd_backward(U, S, Vh, gU, gS, gVh):
-    """gA of A = U diag(S) Vh (reduced factors, real, distinct singular values)."""
+    """gA of A = U diag(S) Vh (reduced factors, distinct singular values). Complex factors: the
+    same with conjugate transposes, and the phase the pair (u_i, v_i) shares adds
+    i (Im diag(U^H gU) - Im diag(V^H gV)) / (2 S) on the diagonal (a loss that does not depend
+    on the pairs' common phase has Im diag(U^H gU) = -Im diag(V^H gV))."""
     m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
+    gSc = gS.to(U.dtype) if gS is not None and U.dtype.is_complex else gS
     if gU is None and gVh is None:
-        return (U * gS.unsqueeze(-2)) @ Vh
-    V = Vh.mT
+        return (U * gSc.unsqueeze(-2)) @ Vh
+    V = Vh.mH
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1)          # E[i, j] = s_j^2 - s_i^2
     E = E + _C.eye(k, dtype=S.dtype, device=S.device)  # the diagonal is replaced below
-    J = _C.zeros_like(E)
+    J = _C.zeros(*E.shape, dtype=U.dtype, device=U.device)
     if gU is not None:
-        X = U.mT @ gU
-        J = J + (X - X.mT) * S.unsqueeze(-2)
+        X = U.mH @ gU
+        J = J + (X - X.mH) * S.unsqueeze(-2)
     if gVh is not None:
-        Y = V.mT @ gVh.mT
-        J = J + S.unsqueeze(-1) * (Y - Y.mT)
+        Y = V.mH @ gVh.mH
+        J = J + S.unsqueeze(-1) * (Y - Y.mH)
     J = J / E
     J = J - _diag_embed(_diag(J))
     if gS is not None:
-        J = J + _diag_embed(gS)
+        J = J + _diag_embed(gSc)
+    if U.dtype.is_complex:
+        phase = _C.zeros_like(S)
+        if gU is not None:
+            phase = phase + _C.imag(_diag(X))
+        if gVh is not None:
+            phase = phase - _C.imag(_diag(Y))
+        J = J + _diag_embed(1j * phase / (2 * S))
     if m > k and gU is not None:
         gUS = gU / S.unsqueeze(-2)
-        return (U @ J + gUS - U @ (U.mT @ gUS)) @ Vh
+        return (U @ J + gUS - U @ (U.mH @ gUS)) @ Vh
     if n > k and gVh is not None:
-        gVS = gVh.mT / S.unsqueeze(-2)
-        return U @ (J @ Vh + gVS.mT - (gVS.mT @ V) @ Vh)
+        gVS = gVh.mH / S.unsqueeze(-2)
+        return U @ (J @ Vh + gVS.mH - (gVS.mH @ V) @ Vh)
     return U @ J @ Vh
 
 
@@ -72,7 +83,6 @@ def _build_svd():
 
     def backward(ctx, gU, gS, gVh):
         U, S, Vh = ctx.saved_tensors
-        _real_only_backward("linalg.svd", U)
         k = S.shape[-1]
         U, Vh = U[..., :k], Vh[..., :k, :]  # full_matrices: the extra columns carry no gradient
         gU = gU[..., :k] if gU is not None else None
@@ -97,7 +107,7 @@ def _build_svdvals():
         U, Vh, A = ctx.saved_tensors
         if _C.is_grad_enabled():  # create_graph: U and Vh as functions of A
             U, _, Vh = _SVDFn().apply(A, False)
-        return (U * gS.unsqueeze(-2)) @ Vh
+        return (U * gS.to(U.dtype).unsqueeze(-2)) @ Vh
     return _function("LinalgSvdvals", forward, backward)
 
 
@@ -157,18 +167,19 @@ def _build_eigh():
 
     def backward(ctx, gL, gV):
         # gA = V (diag(gL) + (V^T gV) / E) V^T, E[i, j] = l_j - l_i off the diagonal
+        # complex V: the same with V^H; the diagonal of V^H gV (the eigenvectors' phases, on which
+        # a well-defined loss does not depend) is dropped as on reals
         L, V = ctx.saved_tensors
-        _real_only_backward("linalg.eigh", V)
         n = L.shape[-1]
-        inner = _C.zeros(*L.shape, n, dtype=L.dtype, device=L.device)
+        inner = _C.zeros(*L.shape, n, dtype=V.dtype, device=L.device)
         if gV is not None:
             E = L.unsqueeze(-2) - L.unsqueeze(-1)
             E = E + _C.eye(n, dtype=L.dtype, device=L.device)
-            inner = (V.mT @ gV) / E
+            inner = (V.mH @ gV) / E
             inner = inner - _diag_embed(_diag(inner))
         if gL is not None:
             inner = inner + _diag_embed(gL)
-        return V @ inner @ V.mT, None
+        return V @ inner @ V.mH, None
     return _function("LinalgEigh", forward, backward)
 
 
