@@ -191,6 +191,8 @@ def test_gradcheck_complex_solve_inv_det():
     assert gradcheck(ember.linalg.inv, (A,))
     assert gradcheck(ember.linalg.det, (A,))
     assert gradcheck(lambda a: ember.linalg.slogdet(a)[1], (A,))
+    assert gradcheck(lambda a: ember.linalg.slogdet(a)[0], (A,))  # the phase of det is differentiable
+    assert gradcheck(lambda a: ember.linalg.slogdet(a), (A,))
     assert gradcheck(lambda a, b: ember.linalg.solve_triangular(a.triu(), b, upper=True), (A, B))
     # a real matrix with a complex right-hand side (the promotion is the caller's)
     Ar = ember.tensor(_well_conditioned(3, np.complex128, 8).real, requires_grad=True)

@@ -393,13 +393,19 @@ def det(A, *, out=None):
 def _build_slogdet():
     def forward(ctx, A):
         sign, logabs, _ = _det_parts(A)
-        ctx.save_for_backward(A)
-        ctx.mark_non_differentiable(sign)
+        ctx.save_for_backward(A, sign)
+        if not A.dtype.is_complex:  # a real sign is piecewise constant; a complex one is e^{i arg det}
+            ctx.mark_non_differentiable(sign)
         return sign, logabs
 
-    def backward(ctx, _gsign, g):
-        # the sign (a phase for complex A) carries no gradient here
-        A, = ctx.saved_tensors
+    def backward(ctx, gsign, g):
+        # d log det = tr(A^-1 dA): log|det| takes its real part, arg det its imaginary part, so the
+        # gradient is (g + i Im(gsign conj(sign))) A^-H (g alone for real A)
+        A, sign = ctx.saved_tensors
+        if A.dtype.is_complex:
+            g = _C.zeros_like(sign, dtype=_C.real(sign).dtype) if g is None else g
+            if gsign is not None:
+                g = g + 1j * _C.imag(gsign * _conj(sign))
         return g.unsqueeze(-1).unsqueeze(-1) * inv(A).mH
     return _function("LinalgSlogdet", forward, backward)
 
