@@ -177,6 +177,34 @@ def test_solve_inv_det(dt, npdt, tol):
     close(logabs, rl, tol * 10, tol)
 
 
+def test_pinv_rank_matrix_norms_exp_lu_solve():
+    A = rnd((2, 4, 3), seed=21)
+    At = ember.tensor(A)
+    close(ember.linalg.pinv(At), np.linalg.pinv(A), 1e-10, 1e-10)
+    H = _hermitian_pd(3, np.complex128, 22)
+    close(ember.linalg.pinv(ember.tensor(H), hermitian=True), np.linalg.inv(H), 1e-10, 1e-10)
+    low = A[0] @ rnd((3, 3), seed=23)[:, :1] @ rnd((1, 3), seed=24)   # rank 1
+    assert ember.linalg.matrix_rank(ember.tensor(low)).item() == 1
+    assert ember.linalg.matrix_rank(At).tolist() == [3, 3]
+    for ordv in ["fro", "nuc", 2, -2, 1, -1, float("inf"), -float("inf")]:
+        r = ember.linalg.matrix_norm(At, ordv)
+        assert r.dtype == ember.float64
+        close(r, np.linalg.norm(A, ordv, axis=(-2, -1)), 1e-10, 1e-10)
+    # matrix_exp against the eigendecomposition (NumPy's): V e^w V^-1
+    M = rnd((3, 3), seed=25) * 0.7
+    w, V = np.linalg.eig(M)
+    close(ember.linalg.matrix_exp(ember.tensor(M)), V @ np.diag(np.exp(w)) @ np.linalg.inv(V), 1e-9, 1e-9)
+    # lu_solve: adjoint is the conjugate transpose; left=False solves X A = B
+    S = _well_conditioned(3, np.complex128, 26)
+    B = rnd((3, 2), seed=27)
+    LU, piv = ember.linalg.lu_factor(ember.tensor(S))
+    close(ember.linalg.lu_solve(LU, piv, ember.tensor(B)), np.linalg.solve(S, B), 1e-10, 1e-10)
+    close(ember.linalg.lu_solve(LU, piv, ember.tensor(B), adjoint=True), np.linalg.solve(S.conj().T, B), 1e-10, 1e-10)
+    close(ember.linalg.lu_solve(LU, piv, ember.tensor(B.T), left=False), B.T @ np.linalg.inv(S), 1e-10, 1e-10)
+    close(ember.linalg.lu_solve(LU, piv, ember.tensor(B.T), left=False, adjoint=True),
+          B.T @ np.linalg.inv(S.conj().T), 1e-10, 1e-10)
+
+
 def test_solve_singular_complex_raises():
     A = ember.tensor([[1 + 1j, 2 + 2j], [1 + 1j, 2 + 2j]])
     with pytest.raises(ember.linalg.LinAlgError, match="singular"):

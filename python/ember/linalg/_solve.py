@@ -303,7 +303,7 @@ def lu(A, *, pivot=True, out=None):
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
-    """X with A X = B (A^T X = B when adjoint; X A = B when not left) from
+    """X with A X = B (A^H X = B when adjoint; X A = B when not left) from
     lu_factor's (LU, pivots). Composed of triangular solves: differentiable
     in LU and B."""
     fname = "linalg.lu_solve"
@@ -311,7 +311,8 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     _check(fname, B, square=False, arg="B")
     _same_dtype(fname, LU, B, "LU")
     if not left:
-        return _finish(lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT, out)
+        # X A = B is A^H X^H = B^H (X A^H = B is A X^H = B^H)
+        return _finish(lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH, out)
     if B.shape[-2] != LU.shape[-1]:
         raise RuntimeError(f"{fname}: Incompatible shapes of A and B for the equation AX = B "
                            f"({LU.shape[-2]}x{LU.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
@@ -319,9 +320,9 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
         Y = _solve_tri(LU, P.mT @ B, upper=False, unit=True)
         X = _solve_tri(LU, Y, upper=True)
-    else:            # A^T = U^T L^T P^T: X = P L^-T U^-T B
-        Y = _solve_tri(LU.mT, B, upper=False)
-        X = P @ _solve_tri(LU.mT, Y, upper=True, unit=True)
+    else:            # A^H = U^H L^H P^T: X = P L^-H U^-H B
+        Y = _solve_tri(LU.mH, B, upper=False)
+        X = P @ _solve_tri(LU.mH, Y, upper=True, unit=True)
     return _finish(X, out)
 
 
