@@ -205,6 +205,32 @@ def test_pinv_rank_matrix_norms_exp_lu_solve():
           B.T @ np.linalg.inv(S.conj().T), 1e-10, 1e-10)
 
 
+@pytest.mark.parametrize("dt,npdt,tol", DTS)
+def test_lstsq_complex(dt, npdt, tol):
+    A = rnd((2, 5, 3), npdt, seed=31)
+    B = rnd((2, 5, 2), npdt, seed=32)
+    X, res, rank, sv = ember.linalg.lstsq(ember.tensor(A), ember.tensor(B), driver="gelsd")
+    rdt = ember.float32 if dt == C64 else ember.float64
+    assert X.dtype == dt and res.dtype == rdt and sv.dtype == rdt
+    ref = np.stack([np.linalg.lstsq(A[i], B[i], rcond=None)[0] for i in range(2)])
+    close(X, ref, tol * 100, tol * 100)
+    close(res, (np.abs(A @ ref - B) ** 2).sum(-2), tol * 100, tol * 100)
+    assert rank.tolist() == [3, 3]
+    close(sv, np.linalg.svd(A, compute_uv=False), tol * 10, tol * 10)
+    assert ember.linalg.lstsq(ember.tensor(A), ember.tensor(B)).residuals.dtype == rdt
+
+
+def test_gradcheck_complex_pinv_lstsq_matrix_functions():
+    A = ember.tensor(rnd((4, 3), seed=33), requires_grad=True)
+    B = ember.tensor(rnd((4, 2), seed=34), requires_grad=True)
+    H = ember.tensor(rnd((3, 3), seed=35), requires_grad=True)
+    assert gradcheck(ember.linalg.pinv, (A,))
+    assert gradcheck(lambda a, b: ember.linalg.lstsq(a, b).solution, (A, B))
+    assert gradcheck(lambda h: ember.linalg.matrix_exp(h * 0.5), (H,))
+    assert gradcheck(lambda h: ember.linalg.matrix_norm(h, "nuc"), (H,))
+    assert gradcheck(lambda h: ember.linalg.pinv((h + h.mH) / 2, hermitian=True), (H,))
+
+
 def test_solve_singular_complex_raises():
     A = ember.tensor([[1 + 1j, 2 + 2j], [1 + 1j, 2 + 2j]])
     with pytest.raises(ember.linalg.LinAlgError, match="singular"):

@@ -137,6 +137,9 @@ DECLARE(d, double)
     void EM_LAPACK(p##geev)(const char *jobvl, const char *jobvr, const int *n, T *a, const int *lda,  \
                             T *w, T *vl, const int *ldvl, T *vr, const int *ldvr, T *work,             \
                             const int *lwork, R *rwork, int *info, size_t, size_t);                    \
+    void EM_LAPACK(p##gelsd)(const int *m, const int *n, const int *nrhs, T *a, const int *lda, T *b,  \
+                             const int *ldb, R *s, const R *rcond, int *rank, T *work,                 \
+                             const int *lwork, R *rwork, int *iwork, int *info);                       \
     void EM_CBLAS_L(p##trsm)(int order, int side, int uplo, int trans, int diag, int m, int n,         \
                              const void *alpha, const void *a, int lda, void *b, int ldb);
 DECLARE_COMPLEX(c, float _Complex, float)
@@ -521,6 +524,45 @@ KERNELS(d, double)
         free(rwork);                                                                                         \
         return 0;                                                                                            \
     }                                                                                                        \
+    /* as the real gelsd, with rwork (its size from the query) */                                            \
+    static int p##_gelsd(T *a, T *x, int m, int n, int nrhs, int64_t batch, double rcond, R *s, int *rank,   \
+                         int *info) {                                                                        \
+        int lda = (int)imax(1, m), ldb = (int)imax(1, imax(m, n)), k = (int)imin(m, n);                      \
+        int lwork = -1, iq = 0, liwork, lrwork;                                                              \
+        T q = 0;                                                                                             \
+        R rq = 0, rc = (R)rcond;                                                                             \
+        EM_LAPACK(p##gelsd)(&m, &n, &nrhs, a, &lda, x, &ldb, s, &rc, rank, &q, &lwork, &rq, &iq, info);      \
+        lwork = lwork_of(creal(q));                                                                          \
+        lrwork = lwork_of(rq);                                                                               \
+        liwork = iq > 1 ? iq : 1;                                                                            \
+        int nt = em_threads_for(batch, (double)batch * m * n * k * 40);                                      \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        R *rwork = malloc(sizeof(R) * lrwork * nt);                                                          \
+        int *iwork = malloc(sizeof(int) * liwork * nt);                                                      \
+        if (!work || !iwork || !rwork) {                                                                     \
+            free(work);                                                                                      \
+            free(rwork);                                                                                     \
+            free(iwork);                                                                                     \
+            return -1;                                                                                       \
+        }                                                                                                    \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * (int64_t)m * n, *xb = x + b * (int64_t)ldb * nrhs;                               \
+            if (!p##_finite(ab, (int64_t)m * n) || !p##_finite(xb, (int64_t)ldb * nrhs)) {                   \
+                for (int64_t i = 0; i < (int64_t)ldb * nrhs; i++) xb[i] = (R)NAN; /* Note [non-finite input] */ \
+                for (int i = 0; i < k; i++) s[b * k + i] = (R)NAN;                                           \
+                rank[b] = 0;                                                                                 \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##gelsd)(&m, &n, &nrhs, ab, &lda, xb, &ldb, s + b * k, &rc, rank + b,                 \
+                                work + (int64_t)lwork * TID(), &lwork, rwork + (int64_t)lrwork * TID(),      \
+                                iwork + (int64_t)liwork * TID(), info + b);                                  \
+        }                                                                                                    \
+        free(work);                                                                                          \
+        free(rwork);                                                                                         \
+        free(iwork);                                                                                         \
+        return 0;                                                                                            \
+    }                                                                                                        \
     /* trans is the conjugate transpose: the complex solves' adjoint */                                      \
     static int p##_trsm(const T *a, T *x, int m, int n, int64_t batch, bool left, bool upper, bool trans,    \
                         bool unit) {                                                                         \
@@ -792,21 +834,17 @@ static PyObject *f_gelsd(EmCall *c) {
     if (em_arg_float(c, 2, &rcond) < 0 || check_mat(a, "lstsq", "A", &n, &m, &batch) < 0 ||
         check_mat(x, "lstsq", "B", &nrhs, &ldb, &b2) < 0 || same_batch(a, x, "lstsq") < 0)
         return NULL;
-    EM_CHECK(!em_is_complex(a->dtype), PyExc_NotImplementedError, "lstsq: ember has no complex least squares yet");
     EM_CHECK(ldb == imax(m, n), PyExc_RuntimeError, "lstsq: B must have max(m, n) rows");
     int64_t k = imin(m, n);
-    s = batch_tensor(a, 1, &k, a->dtype);
+    s = batch_tensor(a, 1, &k, em_complex_part(a->dtype)); /* real singular values */
     rank = batch_tensor(a, 0, NULL, EM_INT64);
     info = INFO_T(a);
     rk = calloc(imax(1, batch), sizeof(int));
     if (!s || !rank || !info) goto fail;
     EM_CHECK(rk, PyExc_MemoryError, "lstsq: out of memory");
     if (k > 0 && nrhs > 0 && batch > 0)
-        RUN_NOGIL(a->dtype == EM_FLOAT32
-                      ? s_gelsd((float *)em_data(a), (float *)em_data(x), (int)m, (int)n, (int)nrhs, batch,
-                                rcond, (float *)em_data(s), rk, (int *)em_data(info))
-                      : d_gelsd((double *)em_data(a), (double *)em_data(x), (int)m, (int)n, (int)nrhs, batch,
-                                rcond, (double *)em_data(s), rk, (int *)em_data(info)));
+        RUN_NOGIL(TYPED(a, gelsd, (void *)em_data(x), (int)m, (int)n, (int)nrhs, batch, rcond, (void *)em_data(s), rk,
+                        (int *)em_data(info)));
     for (int64_t i = 0; i < batch; i++) ((int64_t *)em_data(rank))[i] = rk[i];
     free(rk);
     return Py_BuildValue("(NNN)", s, rank, info);

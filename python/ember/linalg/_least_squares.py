@@ -30,9 +30,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     _tensor("linalg.lstsq", B, "b", 2)
     if A.dim() < 2:
         raise RuntimeError(f"{fname}: input must have at least 2 dimensions.")
-    if A.dtype.is_complex or B.dtype.is_complex:  # torch has it (cgelsd/zgelsd): ember not yet
-        raise NotImplementedError(f"{fname}: ember has no complex least squares yet")
-    if A.dtype not in (_F32, _F64) or B.dtype not in (_F32, _F64):
+    if _real_dtype(A.dtype) not in (_F32, _F64) or _real_dtype(B.dtype) not in (_F32, _F64):
         raise RuntimeError("This function doesn't handle types other than float and double")
     if driver is None:
         driver = "gelsy"
@@ -58,10 +56,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
     X = _back(b, A)[..., :n, :]
     if A.requires_grad or B.requires_grad:
         X = pinv(A2, rtol=rcond) @ B2
-    empty = _C.empty(0, dtype=A.dtype, device=A.device)
+    empty = _C.empty(0, dtype=_real_dtype(A.dtype), device=A.device)  # residuals and singular values are real
     full_rank = bool((rank == min(m, n)).all()) if rank.numel() else True
     if m > n and driver != "gelsy" and full_rank:
-        residuals = ((A2 @ X - B2) ** 2).sum(-2)
+        residuals = (_C.abs(A2 @ X - B2) ** 2).sum(-2)  # real for complex input too
         if vector:
             residuals = residuals.squeeze(-1)
     else:
