@@ -334,7 +334,7 @@ def test_gradcheck_broadcast_complex_product():
 def _match(w, ref):
     """w's eigenvalues reordered to ref's (nearest-first matching; NumPy's order is LAPACK's too but
     float rounding can swap a conjugate pair)."""
-    w, left, out = list(w), [], []
+    w, out = list(w), []
     for r in ref:
         i = int(np.argmin([abs(x - r) for x in w]))
         out.append(w.pop(i))
