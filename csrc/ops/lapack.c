@@ -1,5 +1,6 @@
 /* lapack.c — the LAPACK routines behind ember.linalg's decompositions (LU,
- * Cholesky, QR, SVD, symmetric eigen, least squares, triangular solves),
+ * Cholesky, QR, SVD, symmetric / Hermitian eigen, the general eigen (geev),
+ * least squares, triangular solves),
  * exposed as private functions _C._lapack_<routine> that python/ember/linalg
  * builds torch's API on.
  *
