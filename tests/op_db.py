@@ -28,11 +28,15 @@ INTS = DTYPES[1:6]
 FLOATS = DTYPES[6:]
 NUMERIC = DTYPES[1:]
 INT_BOOL = DTYPES[:6]
+# complex dtypes are swept separately (OpInfo.complex_dtypes, test_ops.test_complex_sweep):
+# DTYPES, the real ones, is what every other sweep and the unsupported-dtype checks walk
+COMPLEX = ("complex64", "complex128")
 NP = {"bool": np.bool_, "uint8": np.uint8, "int8": np.int8, "int16": np.int16,
       "int32": np.int32, "int64": np.int64, "float16": np.float16, "float32": np.float32,
-      "float64": np.float64}  # bfloat16 values live in float64 arrays (see quantize)
+      "float64": np.float64, "complex64": np.complex64,
+      "complex128": np.complex128}  # bfloat16 values live in float64 arrays (see quantize)
 ITEMSIZE = {"bool": 1, "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
-            "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+            "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
 BF16_MAX = 3.3895313892515355e38
 LAYOUTS = ("contig", "T", "slice", "expand", "0d", "empty")
 
@@ -41,8 +45,19 @@ def is_float(d):
     return d in FLOATS
 
 
+def is_complex(d):
+    return d in COMPLEX
+
+
 def category(d):
-    return 0 if d == "bool" else 2 if is_float(d) else 1
+    return 0 if d == "bool" else 3 if is_complex(d) else 2 if is_float(d) else 1
+
+
+def _complex_promote(a, b):
+    """torch: a complex dtype with any other takes the wider of the float precisions
+    (complex64 with float64 is complex128; integers and half types do not widen it)."""
+    prec = {"complex128": 8, "float64": 8}
+    return "complex128" if max(prec.get(a, 4), prec.get(b, 4)) == 8 else "complex64"
 
 
 def finfo_max(d):
@@ -57,6 +72,8 @@ def promote_types(a, b):
     if a == "bool" or b == "bool":
         return b if a == "bool" else a
     ca, cb = category(a), category(b)
+    if ca == 3 or cb == 3:
+        return _complex_promote(a, b)
     if ca != cb:
         return a if ca > cb else b
     if ca == 2:  # float16 + bfloat16 -> float32; else the wider
@@ -74,12 +91,16 @@ def _scalar_dtype(x):
         return "bool"
     if isinstance(x, (int, np.integer)):
         return "int64"
+    if isinstance(x, complex):
+        return "complex128"
     return "float64"
 
 
 def _combine(higher, lower):
     """torch's combine_categories (None: no operand of that kind)."""
-    if higher is not None and is_float(higher):
+    if higher is not None and lower is not None and category(lower) == 3 > category(higher):
+        return promote_types(higher, lower)  # a complex 0-d tensor or scalar makes real tensors complex
+    if higher is not None and (is_float(higher) or is_complex(higher)):
         return higher
     if lower is not None and (higher == "bool" or is_float(lower)):
         return lower if higher is None else promote_types(higher, lower)
@@ -104,7 +125,7 @@ def result_type(*operands):
                 zero = o[0] if zero is None else promote_types(zero, o[0])
         else:
             d = _scalar_dtype(o)
-            d = "float32" if d == "float64" else d
+            d = {"float64": "float32", "complex128": "complex64"}.get(d, d)  # weak: the default precision
             wrapped = d if wrapped is None else promote_types(wrapped, d)
     return _combine(dim, _combine(zero, wrapped))
 
@@ -132,6 +153,8 @@ def quantize(x, dtype):
     with np.errstate(all="ignore"):
         if dtype == "bfloat16":
             return bf16_round(x)
+        if is_complex(dtype):
+            return x.astype(NP[dtype]).astype(np.complex128)
         if is_float(dtype):
             return x.astype(NP[dtype]).astype(np.float64)
         if dtype == "bool":
@@ -192,6 +215,11 @@ def gen_values(rng, dtype, shape, dom=(-5, 5)):
     nz = "nz" in dom
     if dtype == "bool":
         return np.ones(shape, bool) if (nz or lo > 0) else rng.random(shape) < 0.5
+    if is_complex(dtype):  # both parts in dom; 'nz': |z| >= 0.5
+        v = rng.uniform(lo, hi, shape) + 1j * rng.uniform(lo, hi, shape)
+        if nz:
+            v = np.where(np.abs(v) < 0.5, v + 0.5 * np.exp(1j * np.angle(v)), v)
+        return quantize(v, dtype)
     if not is_float(dtype):
         tmin, tmax = int_range(dtype)
         ilo, ihi = max(math.ceil(lo), tmin, -9), min(math.floor(hi), tmax, 9)
@@ -219,7 +247,8 @@ def layout_shape(layout, base=(3, 4)):
 class OpInfo:
     name: str
     ref: Callable                     # NumPy reference
-    dtypes: tuple = DTYPES            # dtypes torch supports
+    dtypes: tuple = DTYPES            # real dtypes torch supports
+    complex_dtypes: tuple = ()        # complex ones (test_ops.test_complex_sweep; NumPy's complex reference)
     unsupported: type = NotImplementedError  # what torch raises for the others
     variants: str = "FMIO"            # F torch.op, M Tensor.op, I Tensor.op_, O out=
     kind: str = "ew"                  # ew | view | fill | new | mm | random | reduce
@@ -277,7 +306,7 @@ def ew_expected(op, sample, values):
     rule = op.rule_for(kw)
     pos = op.promote if op.promote is not None else range(len(sample.args))
     common = result_type(*[sample.args[i] for i in pos if i < len(sample.args)], *op.extra)
-    compute = {"float": "float32" if not is_float(common) else common,
+    compute = {"float": "float32" if not (is_float(common) or is_complex(common)) else common,
                "f64": "float64"}.get(rule, common)
     args = [quantize(v, compute) if (i in pos and v is not None and rule != "logical") else v
             for i, v in enumerate(values)]
@@ -4383,3 +4412,18 @@ OPS += [OpInfo("_convolution_transpose", fn=_conv_fn("_convolution_transpose"), 
                dtypes=FLOATS, unsupported=None, variants="F", kind="conv", samples=_conv_t_samples,
                layouts=("contig", "T", "slice"), tol=_CONV_TOL)]
 OPS_BY_NAME[OPS[-1].name] = OPS[-1]
+
+
+# ---------------------------------------------------------------------------
+# complex dtypes: the elementwise entries torch supports complex64 / complex128 for. Their
+# references are the entries' own NumPy functions, which take complex arrays (np.sign is
+# z/|z| for complex input, torch's sgn); the random points have both parts in the entry's
+# domain, off the branch cuts of the inverse functions. Left out: abs (a real result: its
+# own test in test_complex.py), div (rounding_mode refuses complex), the orderings, and the
+# predicates (their reference reads real parts; test_complex.py checks them on NaN / inf parts).
+COMPLEX_EW = ("neg", "negative", "positive", "sgn", "square", "reciprocal", "exp", "exp2", "expm1", "log",
+              "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+              "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "add", "sub",
+              "rsub", "mul", "true_divide", "eq", "ne")
+for _n in COMPLEX_EW:
+    OPS_BY_NAME[_n].complex_dtypes = COMPLEX

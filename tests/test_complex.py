@@ -226,7 +226,7 @@ def test_comparisons():
 
 def test_unsupported_ops_raise():
     a = ember.tensor([1 + 1j])
-    for fn in [ember.floor, ember.relu, ember.sigmoid, ember.erf]:
+    for fn in [ember.floor, ember.relu, ember.erf]:
         with pytest.raises((RuntimeError, NotImplementedError), match="not implemented for 'ComplexFloat'"):
             fn(a)
     with pytest.raises(RuntimeError):
@@ -486,8 +486,6 @@ def test_predicates_and_unordered_ops():
         z.max()
     with pytest.raises(NotImplementedError, match="ComplexFloat"):
         z.argmax()
-    with pytest.raises(NotImplementedError, match="complex"):
-        ember.linalg.solve(ember.eye(2, dtype=C64), ember.ones(2, 1, dtype=C64))
 
 
 def test_inplace_through_complex_views_under_autograd_is_refused():

@@ -16,7 +16,7 @@ import pytest
 
 import ember
 from op_db import (DT, DTYPES, ERRORS, FLOATS, LAYOUTS, NP, OPS, OPS_BY_NAME, RANDOM, TS, Sample, can_cast,
-                   contiguous_strides, gen_values, is_float, layout_strides, promote_types, quantize,
+                   contiguous_strides, gen_values, is_complex, is_float, layout_strides, promote_types, quantize,
                    result_type, rng_for, torch_view_strides)
 
 try:
@@ -25,8 +25,9 @@ except ImportError:
     _torch = None
 needs_torch = pytest.mark.skipif(_torch is None, reason="torch not installed")
 
-TOL = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2), "float32": (1e-5, 1e-6), "float64": (1e-10, 1e-12)}
-JUNK = {"b": True, "f": np.nan, "i": 111, "u": 111}  # by NumPy kind: fills the gaps of sliced layouts
+TOL = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2), "float32": (1e-5, 1e-6), "float64": (1e-10, 1e-12),
+       "complex64": (1e-5, 1e-6), "complex128": (1e-10, 1e-12)}
+JUNK = {"b": True, "f": np.nan, "i": 111, "u": 111, "c": np.nan}  # by NumPy kind: fills the gaps of sliced layouts
 
 
 # ---------------------------------------------------------------------------
@@ -135,7 +136,11 @@ def check(L, actual, expected, dt, values=True, tol=None, scaled=False):
     if not values:
         return
     a = to_np(actual)
-    if is_float(dt):
+    if is_complex(dt):
+        rtol, atol = (tol or TOL).get(dt, TOL[dt])
+        np.testing.assert_allclose(a.astype(np.complex128), quantize(expected, dt), rtol=rtol, atol=atol,
+                                   equal_nan=True)
+    elif is_float(dt):
         rtol, atol = (tol or TOL).get(dt, TOL[dt])
         if scaled and dt in ("float16", "bfloat16"):  # intermediate roundings: an ulp of the operands' scale
             finite = np.abs(expected[np.isfinite(expected)])
@@ -252,14 +257,57 @@ def dtype_params(pred):
             for d in op.dtypes]
 
 
-# the complex-number rows: op_db's harness has no complex dtypes yet (its NumPy dtype
-# tables are real), so tests/test_complex.py checks them against NumPy and gradcheck
+# the complex-number rows (views and constructors of complex tensors): tests/test_complex.py
+# checks them against NumPy and gradcheck; the elementwise entries' complex dtypes are swept
+# by test_complex_sweep
 COMPLEX_ROWS = {"angle", "complex", "conj", "conj_physical", "imag", "polar", "real", "view_as_complex",
                 "view_as_real"}
 # rows whose dtype sweeps are still to write in op_db: covered by tests/test_fft.py (the FFT
 # primitives, against NumPy's FFT) and tests/test_special_rows.py (the special functions)
 # multi-output and complex rows: their checks are in test_fft.py and test_special_rows.py
 NO_OPINFO_YET = {"_fft_c2c", "_fft_c2r", "_fft_r2c", "frexp"}
+
+
+def complex_params():
+    return [pytest.param(op.name, d, id=f"{op.name}-{d}") for op in OPS for d in op.complex_dtypes]
+
+
+@pytest.mark.parametrize("name,dtype", complex_params())
+def test_complex_sweep(name, dtype):
+    """The entries' complex dtypes against their NumPy references: the function form in every
+    layout, the method, in-place and out= forms on contiguous input."""
+    op, fails, n = OPS_BY_NAME[name], Failures(), 0
+    for layout in op.layouts:
+        for s in op.get_samples(dtype, layout):
+            s = prepare(s, layout)
+            n += 1
+            with fails.case(s, layout, "F"):
+                run_sample(ember, op, s, layout, "F")
+            if layout != "contig" or s.tile > 1 or not is_tensor_arg(s.args[0]):
+                continue
+            if "M" in op.variants:
+                with fails.case(s, layout, "M"):
+                    run_sample(ember, op, s, layout, "M")
+            if "I" in op.variants:
+                with fails.case(s, layout, "I"):
+                    args, kwargs, values = materialize(ember, s, layout)
+                    exp = inplace_expectation(op, s, *op.expected(s, values), layout)
+                    if isinstance(exp, Raises):
+                        with pytest.raises(exp.exc, match=exp or None):
+                            call(ember, op, "I", args, kwargs)
+                    else:
+                        res = call(ember, op, "I", args, kwargs)
+                        assert res is args[0], f"{name}_ must return self"
+                        check(ember, res, *exp, tol=op.tol)
+            if "O" in op.variants and out_ok(op, s):
+                with fails.case(s, layout, "out="):
+                    args, kwargs, values = materialize(ember, s, layout)
+                    expect, dt = expected_of(op, s, values)
+                    out = ember.empty(0, dtype=getattr(ember, dt))
+                    assert call(ember, op, "O", args, kwargs, out=out) is out
+                    check(ember, out, expect, dt, tol=op.tol)
+    assert n
+    fails.check()
 
 
 def test_every_op_has_an_entry():

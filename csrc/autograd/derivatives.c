@@ -292,6 +292,21 @@ int bw_zero(EmNode *n, EmTensor **go, EmTensor **gi) {
     END;
 }
 
+/* sgn: piecewise constant on reals; on complex z, s = z/|z| has
+ * ds/dz = 1/(2|z|) and ds/dz* = -s^2/(2|z|), so the input's gradient is
+ * (g - s^2 conj(g)) / (2|z|), taken as 0 at z = 0 as torch does */
+int bw_sgn(EmNode *n, EmTensor **go, EmTensor **gi) {
+    BEGIN;
+    if (!em_is_complex(n->in_meta[0].dtype)) {
+        SET(0, ZEROS(0));
+    } else {
+        PyObject *g = G(0), *sg = OUT(0), *r = OP1(abs, IN(0)), *zero = NUM(0.0);
+        PyObject *num = SUB(g, MUL(MUL(sg, sg), CJ(g)));
+        SET(0, OP3(where, OP2(eq, r, zero), zero, DIV(num, MUL(r, NUM(2.0)))));
+    }
+    END;
+}
+
 int bw_neg(EmNode *n, EmTensor **go, EmTensor **gi) {
     BEGIN;
     SET(0, NEG(G(0)));
@@ -308,6 +323,20 @@ static PyObject *abs_direction(Scratch *s, PyObject *x) {
     return call(s, EM_OP_where, 3, at0, zero, call(s, EM_OP_div, 2, x, r, NULL, NULL), NULL);
 }
 
+/* acosh'(x) = 1 / sqrt(x^2 - 1) on reals; on complex z, where clog's branch
+ * cut makes acosh(z) = log(z + sqrt(z - 1) sqrt(z + 1)), the derivative is
+ * 1 / (sqrt(z - 1) sqrt(z + 1)) (it differs from 1/sqrt(z^2 - 1) by sign off the cut) */
+static PyObject *acosh_derivative(Scratch *s, PyObject *x) {
+    PyObject *one = keep(s, PyFloat_FromDouble(1.0));
+    if (!x || !em_is_tensor(x) || !em_is_complex(((EmTensor *)x)->dtype)) {
+        PyObject *sq = call(s, EM_OP_square, 1, x, NULL, NULL, NULL);
+        return call(s, EM_OP_rsqrt, 1, call(s, EM_OP_sub, 2, sq, one, NULL, NULL), NULL, NULL, NULL);
+    }
+    PyObject *lo = call(s, EM_OP_sqrt, 1, call(s, EM_OP_sub, 2, x, one, NULL, NULL), NULL, NULL, NULL);
+    PyObject *hi = call(s, EM_OP_sqrt, 1, call(s, EM_OP_add, 2, x, one, NULL, NULL), NULL, NULL, NULL);
+    return call(s, EM_OP_reciprocal, 1, call(s, EM_OP_mul, 2, lo, hi, NULL, NULL), NULL, NULL, NULL);
+}
+
 #define UNARY(name, expr)                                                      \
     int bw_##name(EmNode *n, EmTensor **go, EmTensor **gi) {            \
         BEGIN;                                                                 \
@@ -321,27 +350,27 @@ UNARY(abs, MUL(g, abs_direction(S, X)))
 UNARY(square, MUL(g, CJ(MUL(X, NUM(2.0)))))
 UNARY(relu, OP3(where, OP2(le, R, NUM(0.0)), NUM(0.0), g)) /* NaN passes g, as torch's */
 UNARY(exp, MUL(g, CJ(R)))
-UNARY(exp2, MUL(g, MUL(R, NUM(M_LN2))))
-UNARY(expm1, MUL(g, ADD(R, NUM(1.0))))
+UNARY(exp2, MUL(g, CJ(MUL(R, NUM(M_LN2)))))
+UNARY(expm1, MUL(g, CJ(ADD(R, NUM(1.0)))))
 UNARY(log, DIV(g, CJ(X)))
-UNARY(log2, DIV(g, MUL(X, NUM(M_LN2))))
-UNARY(log10, DIV(g, MUL(X, NUM(M_LN10))))
-UNARY(log1p, DIV(g, ADD(X, NUM(1.0))))
+UNARY(log2, DIV(g, CJ(MUL(X, NUM(M_LN2)))))
+UNARY(log10, DIV(g, CJ(MUL(X, NUM(M_LN10)))))
+UNARY(log1p, DIV(g, CJ(ADD(X, NUM(1.0)))))
 UNARY(sqrt, DIV(g, CJ(MUL(R, NUM(2.0)))))
 UNARY(rsqrt, MUL(g, MUL(OP2(pow, R, NUM(3.0)), NUM(-0.5))))
 UNARY(sin, MUL(g, CJ(OP1(cos, X))))
 UNARY(cos, MUL(g, CJ(NEG(OP1(sin, X)))))
 UNARY(tan, MUL(g, CJ(ADD(OP1(square, R), NUM(1.0)))))
-UNARY(asin, MUL(g, OP1(rsqrt, OP2(rsub, OP1(square, X), NUM(1.0)))))
-UNARY(acos, NEG(MUL(g, OP1(rsqrt, OP2(rsub, OP1(square, X), NUM(1.0))))))
-UNARY(atan, DIV(g, ADD(OP1(square, X), NUM(1.0))))
+UNARY(asin, MUL(g, CJ(OP1(rsqrt, OP2(rsub, OP1(square, X), NUM(1.0))))))
+UNARY(acos, NEG(MUL(g, CJ(OP1(rsqrt, OP2(rsub, OP1(square, X), NUM(1.0)))))))
+UNARY(atan, DIV(g, CJ(ADD(OP1(square, X), NUM(1.0)))))
 UNARY(sinh, MUL(g, CJ(OP1(cosh, X))))
 UNARY(cosh, MUL(g, CJ(OP1(sinh, X))))
 UNARY(tanh, MUL(g, CJ(OP2(rsub, OP1(square, R), NUM(1.0)))))
-UNARY(asinh, MUL(g, OP1(rsqrt, ADD(OP1(square, X), NUM(1.0)))))
-UNARY(acosh, MUL(g, OP1(rsqrt, SUB(OP1(square, X), NUM(1.0)))))
-UNARY(atanh, DIV(g, OP2(rsub, OP1(square, X), NUM(1.0))))
-UNARY(sigmoid, MUL(g, MUL(R, OP2(rsub, R, NUM(1.0)))))
+UNARY(asinh, MUL(g, CJ(OP1(rsqrt, ADD(OP1(square, X), NUM(1.0))))))
+UNARY(acosh, MUL(g, CJ(acosh_derivative(S, X))))
+UNARY(atanh, DIV(g, CJ(OP2(rsub, OP1(square, X), NUM(1.0)))))
+UNARY(sigmoid, MUL(g, CJ(MUL(R, OP2(rsub, R, NUM(1.0))))))
 UNARY(erf, MUL(g, MUL(OP1(exp, NEG(OP1(square, X))), NUM(M_2_SQRTPI))))
 UNARY(erfc, MUL(g, MUL(OP1(exp, NEG(OP1(square, X))), NUM(-M_2_SQRTPI))))
 UNARY(erfinv, MUL(g, MUL(OP1(exp, OP1(square, R)), NUM(0.88622692545275801365))))

@@ -9,6 +9,7 @@
 #include "loops.h"
 #include "fast_exp.h"
 #include "vec_math.h"
+#include "complex_math.h"
 
 EM_KERNELS(UNARY, neg, EM_TYPES_NUMC, -x)
 /* conj_physical: the identity on real dtypes (torch returns them as they are) */
@@ -20,6 +21,12 @@ EM_TYPES_INT(EM_INST_UNARY, sign, (x > 0) - (x < 0))
 EM_INST_UNARY(sign, x, BOOL, bool)
 EM_TYPES_FLOAT(EM_INST_UNARY, sign, em_sign_float(x))
 EM_TABLE(sign, EM_TYPES_INTB(EM_ENTRY, sign) EM_TYPES_FLOAT(EM_ENTRY, sign))
+/* sgn: sign on real dtypes, z / |z| on complex ones (sign refuses complex) */
+EM_TYPES_INT(EM_INST_UNARY, sgn, (x > 0) - (x < 0))
+EM_INST_UNARY(sgn, x, BOOL, bool)
+EM_TYPES_FLOAT(EM_INST_UNARY, sgn, em_sign_float(x))
+EM_TYPES_COMPLEX(EM_INST_UNARY, sgn, em_csgn(x))
+EM_TABLE(sgn, EM_TYPES_INTB(EM_ENTRY, sgn) EM_TYPES_FLOATC(EM_ENTRY, sgn))
 EM_KERNELS(UNARY, square, EM_TYPES_NUMC, x * x)
 EM_KERNELS_SPLIT(UNARY, relu, EM_TYPES_INT, x > 0 ? x : 0, x > 0 ? x : (x != x ? x : 0))
 
@@ -78,30 +85,41 @@ F32_VECTOR_KERNEL(sigmoid, sigmoid_f32)
 EM_INST_UNARY(exp, exp(x), FLOAT64, double)
 EM_TYPES_COMPLEX(EM_INST_UNARY, exp, exp(x))
 EM_TABLE(exp, EM_TYPES_FLOATC(EM_ENTRY, exp))
-EM_KERNELS(UNARY, exp2, EM_TYPES_FLOAT, exp2(x))
-EM_KERNELS(UNARY, expm1, EM_TYPES_FLOAT, expm1(x))
+EM_TYPES_FLOAT(EM_INST_UNARY, exp2, exp2(x))
+EM_TYPES_COMPLEX(EM_INST_UNARY, exp2, em_cexp2(x))
+EM_TABLE(exp2, EM_TYPES_FLOATC(EM_ENTRY, exp2))
+EM_TYPES_FLOAT(EM_INST_UNARY, expm1, expm1(x))
+EM_TYPES_COMPLEX(EM_INST_UNARY, expm1, em_cexpm1(x))
+EM_TABLE(expm1, EM_TYPES_FLOATC(EM_ENTRY, expm1))
 EM_KERNELS(UNARY, log, EM_TYPES_FLOATC, log(x)) /* tgmath.h: clog */
-EM_KERNELS(UNARY, log2, EM_TYPES_FLOAT, log2(x))
-EM_KERNELS(UNARY, log10, EM_TYPES_FLOAT, log10(x))
-EM_KERNELS(UNARY, log1p, EM_TYPES_FLOAT, log1p(x))
+EM_TYPES_FLOAT(EM_INST_UNARY, log2, log2(x))
+EM_TYPES_COMPLEX(EM_INST_UNARY, log2, em_clog2(x))
+EM_TABLE(log2, EM_TYPES_FLOATC(EM_ENTRY, log2))
+EM_TYPES_FLOAT(EM_INST_UNARY, log10, log10(x))
+EM_TYPES_COMPLEX(EM_INST_UNARY, log10, em_clog10(x))
+EM_TABLE(log10, EM_TYPES_FLOATC(EM_ENTRY, log10))
+EM_TYPES_FLOAT(EM_INST_UNARY, log1p, log1p(x))
+EM_TYPES_COMPLEX(EM_INST_UNARY, log1p, em_clog1p(x))
+EM_TABLE(log1p, EM_TYPES_FLOATC(EM_ENTRY, log1p))
 EM_KERNELS(UNARY, sqrt, EM_TYPES_FLOATC, sqrt(x)) /* tgmath.h: csqrt */
 EM_KERNELS(UNARY, rsqrt, EM_TYPES_FLOATC, 1 / sqrt(x))
 EM_KERNELS(UNARY, sin, EM_TYPES_FLOATC, sin(x)) /* tgmath.h: csin */
 EM_KERNELS(UNARY, cos, EM_TYPES_FLOATC, cos(x)) /* tgmath.h: ccos */
 EM_KERNELS(UNARY, tan, EM_TYPES_FLOATC, tan(x)) /* tgmath.h: ctan */
-EM_KERNELS(UNARY, asin, EM_TYPES_FLOAT, asin(x))
-EM_KERNELS(UNARY, acos, EM_TYPES_FLOAT, acos(x))
-EM_KERNELS(UNARY, atan, EM_TYPES_FLOAT, atan(x))
+EM_KERNELS(UNARY, asin, EM_TYPES_FLOATC, asin(x)) /* tgmath.h: casin */
+EM_KERNELS(UNARY, acos, EM_TYPES_FLOATC, acos(x)) /* tgmath.h: cacos */
+EM_KERNELS(UNARY, atan, EM_TYPES_FLOATC, atan(x)) /* tgmath.h: catan */
 EM_KERNELS(UNARY, sinh, EM_TYPES_FLOATC, sinh(x)) /* tgmath.h: csinh */
 EM_KERNELS(UNARY, cosh, EM_TYPES_FLOATC, cosh(x)) /* tgmath.h: ccosh */
 EM_INST_UNARY(tanh, tanh(x), FLOAT64, double)
 EM_TYPES_COMPLEX(EM_INST_UNARY, tanh, tanh(x))
 EM_TABLE(tanh, EM_TYPES_FLOATC(EM_ENTRY, tanh))
-EM_KERNELS(UNARY, asinh, EM_TYPES_FLOAT, asinh(x))
-EM_KERNELS(UNARY, acosh, EM_TYPES_FLOAT, acosh(x))
-EM_KERNELS(UNARY, atanh, EM_TYPES_FLOAT, atanh(x))
+EM_KERNELS(UNARY, asinh, EM_TYPES_FLOATC, asinh(x)) /* tgmath.h: casinh */
+EM_KERNELS(UNARY, acosh, EM_TYPES_FLOATC, acosh(x)) /* tgmath.h: cacosh */
+EM_KERNELS(UNARY, atanh, EM_TYPES_FLOATC, atanh(x)) /* tgmath.h: catanh */
 EM_INST_UNARY(sigmoid, em_sigmoid(x), FLOAT64, double)
-EM_TABLE(sigmoid, EM_TYPES_FLOAT(EM_ENTRY, sigmoid))
+EM_TYPES_COMPLEX(EM_INST_UNARY, sigmoid, em_csigmoid(x))
+EM_TABLE(sigmoid, EM_TYPES_FLOATC(EM_ENTRY, sigmoid))
 EM_KERNELS(UNARY, erf, EM_TYPES_FLOAT, erf(x))
 EM_KERNELS(UNARY, erfc, EM_TYPES_FLOAT, erfc(x))
 EM_KERNELS(UNARY, erfinv, EM_TYPES_FLOAT, em_erfinv(x))

@@ -346,6 +346,11 @@ EW_DEF(sign, X, T, T,
        if constexpr (IS_FLOAT) return (T)em_sign_float(x);
        else if constexpr (IS_BOOL) return x;
        else return (T)((x > 0) - (x < 0));)
+/* sgn on real dtypes is sign (the CPU's complex sgn has no GPU kernel yet) */
+EW_DEF(sgn, X, T, T,
+       if constexpr (IS_FLOAT) return (T)em_sign_float(x);
+       else if constexpr (IS_BOOL) return x;
+       else return (T)((x > 0) - (x < 0));)
 EW_1(square, X, x * x)
 EW_SPLIT(relu, X, x > 0 ? x : 0, x > 0 ? x : (x != x ? x : 0))
 EW_SPLIT(floor, X, x, floor(x))
@@ -810,7 +815,7 @@ static EwEntry ew_table[] = {
     EW_ENTRY(polygamma, M_FLOAT) EW_ENTRY(mvlgamma, M_FLOAT) EW_ENTRY(rad2deg, M_FLOAT)
     EW_ENTRY(deg2rad, M_FLOAT) EW_ENTRY(frexp_mantissa, M_FLOAT) EW_ENTRY(frexp_exponent, M_FLOAT)
     /* unary.c */
-    EW_ENTRY(neg, M_NUM) EW_ENTRY(abs, M_NUM) EW_ENTRY(sign, M_ALL) EW_ENTRY(square, M_NUM)
+    EW_ENTRY(neg, M_NUM) EW_ENTRY(abs, M_NUM) EW_ENTRY(sign, M_ALL) EW_ENTRY(sgn, M_ALL) EW_ENTRY(square, M_NUM)
     EW_ENTRY(relu, M_NUM) EW_ENTRY(floor, M_NUM) EW_ENTRY(ceil, M_NUM) EW_ENTRY(trunc, M_NUM)
     EW_ENTRY(round, M_NUM) EW_ENTRY(frac, M_FLOAT) EW_ENTRY(exp, M_FLOAT) EW_ENTRY(exp2, M_FLOAT)
     EW_ENTRY(expm1, M_FLOAT) EW_ENTRY(log, M_FLOAT) EW_ENTRY(log2, M_FLOAT) EW_ENTRY(log10, M_FLOAT)

@@ -11,7 +11,7 @@
 extern const EmKernels em_kernels_add, em_kernels_add_alpha, em_kernels_sub, em_kernels_div,
     em_kernels_div_trunc, em_kernels_floor_divide, em_kernels_round_scaled_up,
     em_kernels_round_scaled_down, em_kernels_copy, em_kernels_clamp_min, em_kernels_clamp_max,
-    em_kernels_clamp, em_kernels_pow, em_kernels_square, em_kernels_abs;
+    em_kernels_clamp, em_kernels_pow, em_kernels_square, em_kernels_abs, em_kernels_sign;
 
 /* Bind the first n args as operands; at least one must be a tensor. */
 static int bind_inputs(EmCall *c, EmIterConfig *cfg, int n) {
@@ -48,6 +48,11 @@ PyObject *em_impl_ew_unary(EmCall *c) {
             return NULL;
         }
         return em_complex_abs(t, c->out);
+    }
+    if (c->def->kernels == &em_kernels_sign && t && em_is_complex(t->dtype)) {
+        PyErr_SetString(PyExc_RuntimeError, "Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                                            "Please use torch.sgn instead.");
+        return NULL;
     }
     return run_generic(c, EM_PROMOTE_NONE, 0);
 }

@@ -1,10 +1,13 @@
 /* lapack.c — the LAPACK routines behind ember.linalg's decompositions (LU,
- * Cholesky, QR, SVD, symmetric eigen, least squares, triangular solves),
+ * Cholesky, QR, SVD, symmetric / Hermitian eigen, the general eigen (geev),
+ * least squares, triangular solves),
  * exposed as private functions _C._lapack_<routine> that python/ember/linalg
  * builds torch's API on.
  *
  * Note [LAPACK layout]: every matrix argument arrives as a contiguous
- * float32/float64 CPU tensor of shape (..., cols, rows): the row-major
+ * float32/float64/complex64/complex128 CPU tensor (complex ones go to the
+ * c/z routines: ungqr for orgqr, heevd for syevd; their singular values and
+ * eigenvalues are real) of shape (..., cols, rows): the row-major
  * transpose of the matrix, i.e. the matrix itself in Fortran (column-major)
  * order with leading dimension `rows`. The Python layer makes these copies
  * (A.mT.contiguous()) and reads results back through .mT, so this file never
@@ -22,6 +25,7 @@
  * RuntimeError("ember was built without LAPACK ...") — so do the linalg
  * decompositions built on them. */
 #include "../ember.h"
+#include <complex.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -46,8 +50,9 @@
 static int check_mat(EmTensor *t, const char *fn, const char *what, int64_t *cols, int64_t *rows,
                      int64_t *batch) {
     EM_CHECK(t->ndim >= 2, PyExc_RuntimeError, "%s: %s must have at least 2 dimensions", fn, what);
-    EM_CHECK(t->dtype == EM_FLOAT32 || t->dtype == EM_FLOAT64, PyExc_RuntimeError,
-             "%s: %s must be float32 or float64, got %s", fn, what, em_dtype_info[t->dtype].name);
+    EM_CHECK(t->dtype == EM_FLOAT32 || t->dtype == EM_FLOAT64 || em_is_complex(t->dtype), PyExc_RuntimeError,
+             "%s: %s must be float32, float64, complex64 or complex128, got %s", fn, what,
+             em_dtype_info[t->dtype].name);
     EM_CHECK(em_device(t).type == EM_CPU && em_is_contiguous(t), PyExc_RuntimeError,
              "%s: %s must be a contiguous CPU tensor", fn, what);
     *cols = t->sizes[t->ndim - 2];
@@ -90,7 +95,7 @@ static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Fortran prototypes: every argument by address; gfortran appends the
  * lengths of CHARACTER arguments (size_t) after the others. */
-#define DECLARE(p, T)                                                                                  \
+#define DECLARE_COMMON(p, T)                                                                           \
     void EM_LAPACK(p##getrf)(const int *m, const int *n, T *a, const int *lda, int *ipiv, int *info);  \
     void EM_LAPACK(p##getrs)(const char *tr, const int *n, const int *nrhs, const T *a, const int *lda, \
                              const int *ipiv, T *b, const int *ldb, int *info, size_t);                \
@@ -98,7 +103,12 @@ static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
     void EM_LAPACK(p##potrs)(const char *uplo, const int *n, const int *nrhs, const T *a,              \
                              const int *lda, T *b, const int *ldb, int *info, size_t);                 \
     void EM_LAPACK(p##geqrf)(const int *m, const int *n, T *a, const int *lda, T *tau, T *work,        \
-                             const int *lwork, int *info);                                             \
+                             const int *lwork, int *info);
+#define DECLARE(p, T)                                                                                  \
+    DECLARE_COMMON(p, T)                                                                               \
+    void EM_LAPACK(p##geev)(const char *jobvl, const char *jobvr, const int *n, T *a, const int *lda,  \
+                            T *wr, T *wi, T *vl, const int *ldvl, T *vr, const int *ldvr, T *work,     \
+                            const int *lwork, int *info, size_t, size_t);                              \
     void EM_LAPACK(p##orgqr)(const int *m, const int *n, const int *k, T *a, const int *lda,           \
                              const T *tau, T *work, const int *lwork, int *info);                      \
     void EM_LAPACK(p##gesdd)(const char *jobz, const int *m, const int *n, T *a, const int *lda, T *s,  \
@@ -114,7 +124,28 @@ static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
                              T alpha, const T *a, int lda, T *b, int ldb);
 DECLARE(s, float)
 DECLARE(d, double)
-enum { CB_COL_MAJOR = 102, CB_NO_TRANS = 111, CB_TRANS = 112, CB_UPPER = 121, CB_LOWER = 122,
+/* the complex routines: T complex, R its real type (singular values, eigenvalues, rwork) */
+#define DECLARE_COMPLEX(p, T, R)                                                                       \
+    DECLARE_COMMON(p, T)                                                                               \
+    void EM_LAPACK(p##ungqr)(const int *m, const int *n, const int *k, T *a, const int *lda,           \
+                             const T *tau, T *work, const int *lwork, int *info);                      \
+    void EM_LAPACK(p##gesdd)(const char *jobz, const int *m, const int *n, T *a, const int *lda, R *s,  \
+                             T *u, const int *ldu, T *vt, const int *ldvt, T *work, const int *lwork,   \
+                             R *rwork, int *iwork, int *info, size_t);                                 \
+    void EM_LAPACK(p##heevd)(const char *jobz, const char *uplo, const int *n, T *a, const int *lda,   \
+                             R *w, T *work, const int *lwork, R *rwork, const int *lrwork, int *iwork, \
+                             const int *liwork, int *info, size_t, size_t);                            \
+    void EM_LAPACK(p##geev)(const char *jobvl, const char *jobvr, const int *n, T *a, const int *lda,  \
+                            T *w, T *vl, const int *ldvl, T *vr, const int *ldvr, T *work,             \
+                            const int *lwork, R *rwork, int *info, size_t, size_t);                    \
+    void EM_LAPACK(p##gelsd)(const int *m, const int *n, const int *nrhs, T *a, const int *lda, T *b,  \
+                             const int *ldb, R *s, const R *rcond, int *rank, T *work,                 \
+                             const int *lwork, R *rwork, int *iwork, int *info);                       \
+    void EM_CBLAS_L(p##trsm)(int order, int side, int uplo, int trans, int diag, int m, int n,         \
+                             const void *alpha, const void *a, int lda, void *b, int ldb);
+DECLARE_COMPLEX(c, float _Complex, float)
+DECLARE_COMPLEX(z, double _Complex, double)
+enum { CB_COL_MAJOR = 102, CB_NO_TRANS = 111, CB_TRANS = 112, CB_CONJ_TRANS = 113, CB_UPPER = 121, CB_LOWER = 122,
        CB_NON_UNIT = 131, CB_UNIT = 132, CB_LEFT = 141, CB_RIGHT = 142 };
 
 /* A workspace query's answer (a float holding an int) as an allocation
@@ -144,10 +175,13 @@ static int lwork_of(double q) {
 #define OMP_BATCH (void)nt;
 #define TID() 0
 #endif
-#define KERNELS(p, T)                                                                                        \
+/* NaN / finite tests that read both parts of a complex value (__imag__ of a real is 0) */
+#define ANY_NAN(v) (isnan(__real__(v)) || isnan(__imag__(v)))
+#define ALL_FINITE(v) (isfinite(__real__(v)) && isfinite(__imag__(v)))
+#define KERNELS_COMMON(p, T)                                                                                 \
     static bool p##_finite(const T *x, int64_t n) {                                                          \
         for (int64_t i = 0; i < n; i++)                                                                      \
-            if (!isfinite(x[i])) return false;                                                               \
+            if (!ALL_FINITE(x[i])) return false;                                                             \
         return true;                                                                                         \
     }                                                                                                        \
     static int p##_getrf(T *a, int m, int n, int64_t batch, int *ipiv, int *info) {                          \
@@ -175,7 +209,7 @@ static int lwork_of(double q) {
             T *ab = a + b * (int64_t)n * n;                                                                  \
             EM_LAPACK(p##potrf)(&uplo, &n, ab, &lda, info + b, 1);                                           \
             for (int j = 0; j < n && info[b] == 0; j++)                                                      \
-                if (isnan(ab[(int64_t)j * lda + j])) info[b] = j + 1;                                        \
+                if (ANY_NAN(ab[(int64_t)j * lda + j])) info[b] = j + 1;                                      \
         }                                                                                                    \
         return 0;                                                                                            \
     }                                                                                                        \
@@ -203,19 +237,67 @@ static int lwork_of(double q) {
                                 &lwork, info + b);                                                           \
         free(work);                                                                                          \
         return 0;                                                                                            \
-    }                                                                                                        \
+    }
+/* orgqr (real) / ungqr (complex): Q from geqrf's Householder vectors */
+#define KERNEL_ORGQR(p, T, routine)                                                                          \
     static int p##_orgqr(T *a, int m, int n, int k, int64_t batch, const T *tau, int *info) {                \
         int lda = (int)imax(1, m), lwork = -1;                                                               \
         T q = 0;                                                                                             \
-        EM_LAPACK(p##orgqr)(&m, &n, &k, a, &lda, tau, &q, &lwork, info);                                     \
+        EM_LAPACK(p##routine)(&m, &n, &k, a, &lda, tau, &q, &lwork, info);                                   \
         lwork = lwork_of(q);                                                                                 \
         int nt = em_threads_for(batch, (double)batch * m * n * k);                                           \
         T *work = malloc(sizeof(T) * lwork * nt);                                                            \
         if (!work) return -1;                                                                                \
         OMP_BATCH                                                                                            \
         for (int64_t b = 0; b < batch; b++)                                                                  \
-            EM_LAPACK(p##orgqr)(&m, &n, &k, a + b * (int64_t)m * n, &lda, tau + b * k,                       \
-                                work + (int64_t)lwork * TID(), &lwork, info + b);                            \
+            EM_LAPACK(p##routine)(&m, &n, &k, a + b * (int64_t)m * n, &lda, tau + b * k,                     \
+                                  work + (int64_t)lwork * TID(), &lwork, info + b);                          \
+        free(work);                                                                                          \
+        return 0;                                                                                            \
+    }
+#define KERNELS(p, T)                                                                                        \
+    KERNELS_COMMON(p, T)                                                                                     \
+    KERNEL_ORGQR(p, T, orgqr)                                                                                \
+    /* the general eigendecomposition of a real matrix, written out complex: a                               \
+     * pair wr +- i wi (wi > 0 first) has eigenvectors vr[:, j] +- i vr[:, j+1] */                           \
+    static int p##_geev(T *a, int n, int64_t batch, T _Complex *w, T _Complex *v, int *info) {               \
+        char jl = 'N', jr = v ? 'V' : 'N';                                                                   \
+        int lda = (int)imax(1, n), ldvl = 1, ldvr = (int)imax(1, n), lwork = -1;                             \
+        T q = 0, dummy = 0;                                                                                  \
+        int64_t nn = (int64_t)n * n, scratch = 2 * (int64_t)n + (v ? nn : 0);                                \
+        EM_LAPACK(p##geev)(&jl, &jr, &n, a, &lda, &dummy, &dummy, &dummy, &ldvl, &dummy, &ldvr, &q, &lwork,  \
+                           info, 1, 1);                                                                      \
+        lwork = lwork_of(q);                                                                                 \
+        int nt = em_threads_for(batch, (double)batch * n * n * n * 10);                                      \
+        T *work = malloc(sizeof(T) * ((int64_t)lwork + scratch) * nt);                                       \
+        if (!work) return -1;                                                                                \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * nn, *wr = work + ((int64_t)lwork + scratch) * TID(), *wi = wr + n, *vr = wi + n; \
+            if (!p##_finite(ab, nn)) { /* Note [non-finite input] */                                         \
+                info[b] = -4;                                                                                \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##geev)(&jl, &jr, &n, ab, &lda, wr, wi, &dummy, &ldvl, v ? vr : &dummy, &ldvr,        \
+                               vr + (v ? nn : 0), &lwork, info + b, 1, 1);                                   \
+            T _Complex *wb = w + b * n, *vb = v ? v + b * nn : NULL;                                         \
+            for (int j = 0; j < n; j++) {                                                                    \
+                wb[j] = wr[j] + wi[j] * (T _Complex)I;                                                       \
+                if (!vb) continue;                                                                           \
+                const T *re = vr + (int64_t)j * n;                                                           \
+                if (wi[j] > 0 && j + 1 < n) {                                                                \
+                    const T *im = re + n;                                                                    \
+                    for (int i = 0; i < n; i++) {                                                            \
+                        vb[(int64_t)j * n + i] = re[i] + im[i] * (T _Complex)I;                              \
+                        vb[(int64_t)(j + 1) * n + i] = re[i] - im[i] * (T _Complex)I;                        \
+                    }                                                                                        \
+                    wb[j + 1] = wr[j + 1] + wi[j + 1] * (T _Complex)I;                                       \
+                    j++;                                                                                     \
+                } else {                                                                                     \
+                    for (int i = 0; i < n; i++) vb[(int64_t)j * n + i] = re[i];                              \
+                }                                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
         free(work);                                                                                          \
         return 0;                                                                                            \
     }                                                                                                        \
@@ -329,6 +411,175 @@ static int lwork_of(double q) {
 KERNELS(s, float)
 KERNELS(d, double)
 
+/* The complex kernels: T complex, R real. gesdd's rwork size is LAPACK's
+ * documented minimum; heevd's and geev's sizes come from their queries. */
+#define KERNELS_COMPLEX(p, T, R)                                                                             \
+    KERNELS_COMMON(p, T)                                                                                     \
+    KERNEL_ORGQR(p, T, ungqr)                                                                                \
+    static int p##_gesdd(T *a, int m, int n, int64_t batch, char jobz, R *s, T *u, int ucols, T *vt, int vtrows, \
+                         int *info) {                                                                        \
+        int lda = (int)imax(1, m), k = (int)imin(m, n), mx = (int)imax(m, n), lwork = -1;                   \
+        int liwork = (int)imax(1, 8 * k), ldu = (int)imax(1, m), ldvt = (int)imax(1, vtrows);                \
+        int64_t lrwork = jobz == 'N' ? 7 * (int64_t)k                                                        \
+                                     : imax(5 * (int64_t)k * k + 5 * k, 2 * (int64_t)mx * k + 2 * (int64_t)k * k + k); \
+        lrwork = imax(1, lrwork);                                                                            \
+        T q = 0, dummy = 0;                                                                                  \
+        int nt = em_threads_for(batch, (double)batch * m * n * k * 40);                                      \
+        int *iwork = malloc(sizeof(int) * liwork * nt);                                                      \
+        R *rwork = malloc(sizeof(R) * lrwork * nt);                                                          \
+        if (!iwork || !rwork) {                                                                              \
+            free(iwork);                                                                                     \
+            free(rwork);                                                                                     \
+            return -1;                                                                                       \
+        }                                                                                                    \
+        EM_LAPACK(p##gesdd)(&jobz, &m, &n, a, &lda, s, u ? u : &dummy, &ldu, vt ? vt : &dummy, &ldvt, &q, &lwork, \
+                            rwork, iwork, info, 1);                                                          \
+        lwork = lwork_of(creal(q));                                                                          \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        if (!work) {                                                                                         \
+            free(iwork);                                                                                     \
+            free(rwork);                                                                                     \
+            return -1;                                                                                       \
+        }                                                                                                    \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * (int64_t)m * n, dum = 0;                                                         \
+            if (!p##_finite(ab, (int64_t)m * n)) { /* Note [non-finite input] */                             \
+                info[b] = -4;                                                                                \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##gesdd)(&jobz, &m, &n, ab, &lda, s + b * k, u ? u + b * (int64_t)m * ucols : &dum, &ldu, \
+                                vt ? vt + b * (int64_t)vtrows * n : &dum, &ldvt, work + (int64_t)lwork * TID(), \
+                                &lwork, rwork + lrwork * TID(), iwork + (int64_t)liwork * TID(), info + b, 1); \
+        }                                                                                                    \
+        free(work);                                                                                          \
+        free(rwork);                                                                                         \
+        free(iwork);                                                                                         \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    static int p##_syevd(T *a, int n, int64_t batch, char jobz, char uplo, void *wv, int *info) {            \
+        R *w = wv, rq = 0;                                                                                   \
+        int lda = (int)imax(1, n), lwork = -1, lrwork = -1, liwork = -1, iq = 0;                             \
+        T q = 0;                                                                                             \
+        EM_LAPACK(p##heevd)(&jobz, &uplo, &n, a, &lda, w, &q, &lwork, &rq, &lrwork, &iq, &liwork, info, 1, 1); \
+        lwork = lwork_of(creal(q));                                                                          \
+        lrwork = lwork_of(rq);                                                                               \
+        liwork = iq > 1 ? iq : 1;                                                                            \
+        int nt = em_threads_for(batch, (double)batch * n * n * n * 40);                                      \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        R *rwork = malloc(sizeof(R) * lrwork * nt);                                                          \
+        int *iwork = malloc(sizeof(int) * liwork * nt);                                                      \
+        if (!work || !iwork || !rwork) {                                                                     \
+            free(work);                                                                                      \
+            free(rwork);                                                                                     \
+            free(iwork);                                                                                     \
+            return -1;                                                                                       \
+        }                                                                                                    \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * (int64_t)n * n;                                                                  \
+            if (!p##_finite(ab, (int64_t)n * n)) { /* Note [non-finite input] */                             \
+                for (int64_t i = 0; i < (int64_t)n * n; i++) ab[i] = (R)NAN;                                 \
+                for (int i = 0; i < n; i++) w[b * n + i] = (R)NAN;                                           \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##heevd)(&jobz, &uplo, &n, ab, &lda, w + b * n, work + (int64_t)lwork * TID(), &lwork, \
+                                rwork + (int64_t)lrwork * TID(), &lrwork, iwork + (int64_t)liwork * TID(),   \
+                                &liwork, info + b, 1, 1);                                                    \
+        }                                                                                                    \
+        free(work);                                                                                          \
+        free(rwork);                                                                                         \
+        free(iwork);                                                                                         \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    /* the general eigendecomposition: w (..., n) and, when vr, the right                                    \
+     * eigenvectors as columns (unit 2-norm, as LAPACK normalizes them) */                                   \
+    static int p##_geev(T *a, int n, int64_t batch, T *w, T *vr, int *info) {                                \
+        char jl = 'N', jr = vr ? 'V' : 'N';                                                                  \
+        int lda = (int)imax(1, n), ldvl = 1, ldvr = (int)imax(1, n), lwork = -1;                             \
+        T q = 0, dummy = 0;                                                                                  \
+        R rdummy = 0;                                                                                        \
+        EM_LAPACK(p##geev)(&jl, &jr, &n, a, &lda, w, &dummy, &ldvl, vr ? vr : &dummy, &ldvr, &q, &lwork,     \
+                           &rdummy, info, 1, 1);                                                             \
+        lwork = lwork_of(creal(q));                                                                          \
+        int nt = em_threads_for(batch, (double)batch * n * n * n * 40);                                      \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        R *rwork = malloc(sizeof(R) * imax(1, 2 * (int64_t)n) * nt);                                         \
+        if (!work || !rwork) {                                                                               \
+            free(work);                                                                                      \
+            free(rwork);                                                                                     \
+            return -1;                                                                                       \
+        }                                                                                                    \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * (int64_t)n * n, dum = 0;                                                         \
+            if (!p##_finite(ab, (int64_t)n * n)) { /* Note [non-finite input] */                             \
+                info[b] = -4;                                                                                \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##geev)(&jl, &jr, &n, ab, &lda, w + b * n, &dum, &ldvl,                               \
+                               vr ? vr + b * (int64_t)n * n : &dum, &ldvr, work + (int64_t)lwork * TID(),    \
+                               &lwork, rwork + 2 * (int64_t)n * TID(), info + b, 1, 1);                      \
+        }                                                                                                    \
+        free(work);                                                                                          \
+        free(rwork);                                                                                         \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    /* as the real gelsd, with rwork (its size from the query) */                                            \
+    static int p##_gelsd(T *a, T *x, int m, int n, int nrhs, int64_t batch, double rcond, R *s, int *rank,   \
+                         int *info) {                                                                        \
+        int lda = (int)imax(1, m), ldb = (int)imax(1, imax(m, n)), k = (int)imin(m, n);                      \
+        int lwork = -1, iq = 0, liwork, lrwork;                                                              \
+        T q = 0;                                                                                             \
+        R rq = 0, rc = (R)rcond;                                                                             \
+        EM_LAPACK(p##gelsd)(&m, &n, &nrhs, a, &lda, x, &ldb, s, &rc, rank, &q, &lwork, &rq, &iq, info);      \
+        lwork = lwork_of(creal(q));                                                                          \
+        lrwork = lwork_of(rq);                                                                               \
+        liwork = iq > 1 ? iq : 1;                                                                            \
+        int nt = em_threads_for(batch, (double)batch * m * n * k * 40);                                      \
+        T *work = malloc(sizeof(T) * lwork * nt);                                                            \
+        R *rwork = malloc(sizeof(R) * lrwork * nt);                                                          \
+        int *iwork = malloc(sizeof(int) * liwork * nt);                                                      \
+        if (!work || !iwork || !rwork) {                                                                     \
+            free(work);                                                                                      \
+            free(rwork);                                                                                     \
+            free(iwork);                                                                                     \
+            return -1;                                                                                       \
+        }                                                                                                    \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++) {                                                                \
+            T *ab = a + b * (int64_t)m * n, *xb = x + b * (int64_t)ldb * nrhs;                               \
+            if (!p##_finite(ab, (int64_t)m * n) || !p##_finite(xb, (int64_t)ldb * nrhs)) {                   \
+                for (int64_t i = 0; i < (int64_t)ldb * nrhs; i++) xb[i] = (R)NAN; /* Note [non-finite input] */ \
+                for (int i = 0; i < k; i++) s[b * k + i] = (R)NAN;                                           \
+                rank[b] = 0;                                                                                 \
+                continue;                                                                                    \
+            }                                                                                                \
+            EM_LAPACK(p##gelsd)(&m, &n, &nrhs, ab, &lda, xb, &ldb, s + b * k, &rc, rank + b,                 \
+                                work + (int64_t)lwork * TID(), &lwork, rwork + (int64_t)lrwork * TID(),      \
+                                iwork + (int64_t)liwork * TID(), info + b);                                  \
+        }                                                                                                    \
+        free(work);                                                                                          \
+        free(rwork);                                                                                         \
+        free(iwork);                                                                                         \
+        return 0;                                                                                            \
+    }                                                                                                        \
+    /* trans is the conjugate transpose: the complex solves' adjoint */                                      \
+    static int p##_trsm(const T *a, T *x, int m, int n, int64_t batch, bool left, bool upper, bool trans,    \
+                        bool unit) {                                                                         \
+        int k = left ? m : n, lda = (int)imax(1, k), ldb = (int)imax(1, m);                                  \
+        int nt = em_threads_for(batch, (double)batch * m * n * k * 4);                                       \
+        const T one = 1;                                                                                     \
+        OMP_BATCH                                                                                            \
+        for (int64_t b = 0; b < batch; b++)                                                                  \
+            EM_CBLAS_L(p##trsm)(CB_COL_MAJOR, left ? CB_LEFT : CB_RIGHT, upper ? CB_UPPER : CB_LOWER,        \
+                                trans ? CB_CONJ_TRANS : CB_NO_TRANS, unit ? CB_UNIT : CB_NON_UNIT, m, n,     \
+                                &one, a + b * (int64_t)k * k, lda, x + b * (int64_t)m * n, ldb);             \
+        return 0;                                                                                            \
+    }
+KERNELS_COMPLEX(c, float _Complex, float)
+KERNELS_COMPLEX(z, double _Complex, double)
+
 /* Run `call` (an int expression) with the GIL released; MemoryError on -1. */
 #define RUN_NOGIL(call)                                                \
     do {                                                               \
@@ -337,8 +588,15 @@ KERNELS(d, double)
         Py_END_ALLOW_THREADS                                           \
         EM_CHECK(rc_ == 0, PyExc_MemoryError, "LAPACK: out of memory for its workspace"); \
     } while (0)
-/* the float32 or float64 kernel, by t's dtype */
-#define TYPED(t, name, ...)                                                                 \
+/* the float32, float64, complex64 or complex128 kernel, by t's dtype (the
+ * other buffers are passed as em_data's void pointers) */
+#define TYPED(t, name, ...)                                                                          \
+    ((t)->dtype == EM_FLOAT32   ? s_##name((float *)em_data(t), __VA_ARGS__)                         \
+     : (t)->dtype == EM_FLOAT64 ? d_##name((double *)em_data(t), __VA_ARGS__)                        \
+     : (t)->dtype == EM_COMPLEX64 ? c_##name((float _Complex *)em_data(t), __VA_ARGS__)              \
+                                  : z_##name((double _Complex *)em_data(t), __VA_ARGS__))
+/* the kernels that exist for real dtypes only */
+#define TYPED_REAL(t, name, ...)                                                            \
     ((t)->dtype == EM_FLOAT32 ? s_##name((float *)em_data(t), __VA_ARGS__)                  \
                               : d_##name((double *)em_data(t), __VA_ARGS__))
 #define NO_LAPACK_CHECK()
@@ -400,11 +658,8 @@ static PyObject *f_getrs(EmCall *c) {
         for (int64_t i = 0; i < batch * n; i++) /* a bad pivot would make getrs read out of bounds */
             EM_CHECK(pv[i] >= 1 && pv[i] <= n, PyExc_RuntimeError,
                      "lu_solve: pivots must be in [1, %lld], got %d", (long long)n, pv[i]);
-        RUN_NOGIL(a->dtype == EM_FLOAT32
-                      ? s_getrs((float *)em_data(a), pv, (float *)em_data(x), (int)n, (int)nrhs, batch,
-                                trans ? 'T' : 'N', (int *)em_data(info))
-                      : d_getrs((double *)em_data(a), pv, (double *)em_data(x), (int)n, (int)nrhs, batch,
-                                trans ? 'T' : 'N', (int *)em_data(info)));
+        char tr = !trans ? 'N' : em_is_complex(a->dtype) ? 'C' : 'T'; /* the adjoint for complex */
+        RUN_NOGIL(TYPED(a, getrs, pv, (void *)em_data(x), (int)n, (int)nrhs, batch, tr, (int *)em_data(info)));
     }
     return (PyObject *)info;
 fail:
@@ -448,11 +703,7 @@ static PyObject *f_potrs(EmCall *c) {
     info = INFO_T(a);
     if (!info) goto fail;
     if (n > 0 && nrhs > 0 && batch > 0)
-        RUN_NOGIL(a->dtype == EM_FLOAT32
-                      ? s_potrs((float *)em_data(a), (float *)em_data(x), (int)n, (int)nrhs, batch,
-                                upper ? 'U' : 'L', (int *)em_data(info))
-                      : d_potrs((double *)em_data(a), (double *)em_data(x), (int)n, (int)nrhs, batch,
-                                upper ? 'U' : 'L', (int *)em_data(info)));
+        RUN_NOGIL(TYPED(a, potrs, (void *)em_data(x), (int)n, (int)nrhs, batch, upper ? 'U' : 'L', (int *)em_data(info)));
     return (PyObject *)info;
 fail:
     Py_XDECREF(info);
@@ -471,7 +722,7 @@ static PyObject *f_geqrf(EmCall *c) {
     tau = batch_tensor(a, 1, &k, a->dtype);
     info = INFO_T(a);
     if (!tau || !info) goto fail;
-    if (k > 0 && batch > 0) RUN_NOGIL(TYPED(a, geqrf, (int)m, (int)n, batch, em_data(tau), (int *)em_data(info)));
+    if (k > 0 && batch > 0) RUN_NOGIL(TYPED(a, geqrf, (int)m, (int)n, batch, (void *)em_data(tau), (int *)em_data(info)));
     Py_DECREF(info);
     return (PyObject *)tau;
 fail:
@@ -496,11 +747,7 @@ static PyObject *f_orgqr(EmCall *c) {
     info = INFO_T(a);
     if (!info) goto fail;
     if (n > 0 && batch > 0)
-        RUN_NOGIL(a->dtype == EM_FLOAT32
-                      ? s_orgqr((float *)em_data(a), (int)m, (int)n, (int)k, batch, (float *)em_data(tau),
-                                (int *)em_data(info))
-                      : d_orgqr((double *)em_data(a), (int)m, (int)n, (int)k, batch, (double *)em_data(tau),
-                                (int *)em_data(info)));
+        RUN_NOGIL(TYPED(a, orgqr, (int)m, (int)n, (int)k, batch, (void *)em_data(tau), (int *)em_data(info)));
     Py_DECREF(info);
     Py_RETURN_NONE;
 fail:
@@ -523,7 +770,7 @@ static PyObject *f_gesdd(EmCall *c) {
         return NULL;
     int64_t k = imin(m, n), ucols = full ? m : k, vtrows = full ? n : k;
     int64_t us[2] = {ucols, m}, vs[2] = {n, vtrows};
-    s = batch_tensor(a, 1, &k, a->dtype);
+    s = batch_tensor(a, 1, &k, em_complex_part(a->dtype)); /* real singular values */
     info = INFO_T(a);
     if (!s || !info) goto fail;
     if (uv) {
@@ -533,13 +780,8 @@ static PyObject *f_gesdd(EmCall *c) {
     }
     if (k > 0 && batch > 0) {
         char jobz = !uv ? 'N' : full ? 'A' : 'S';
-        RUN_NOGIL(a->dtype == EM_FLOAT32
-                      ? s_gesdd((float *)em_data(a), (int)m, (int)n, batch, jobz, (float *)em_data(s),
-                                u ? (float *)em_data(u) : NULL, (int)ucols, vt ? (float *)em_data(vt) : NULL,
-                                (int)vtrows, (int *)em_data(info))
-                      : d_gesdd((double *)em_data(a), (int)m, (int)n, batch, jobz, (double *)em_data(s),
-                                u ? (double *)em_data(u) : NULL, (int)ucols, vt ? (double *)em_data(vt) : NULL,
-                                (int)vtrows, (int *)em_data(info)));
+        RUN_NOGIL(TYPED(a, gesdd, (int)m, (int)n, batch, jobz, (void *)em_data(s), u ? (void *)em_data(u) : NULL, (int)ucols,
+                        vt ? (void *)em_data(vt) : NULL, (int)vtrows, (int *)em_data(info)));
     }
     if (!uv) {
         u = (EmTensor *)Py_NewRef(Py_None);
@@ -567,11 +809,11 @@ static PyObject *f_syevd(EmCall *c) {
         check_mat(a, "eigh", "A", &n, &n2, &batch) < 0)
         return NULL;
     EM_CHECK(n == n2, PyExc_RuntimeError, "eigh: A must be square");
-    w = batch_tensor(a, 1, &n, a->dtype);
+    w = batch_tensor(a, 1, &n, em_complex_part(a->dtype)); /* real eigenvalues (heevd for complex) */
     info = INFO_T(a);
     if (!w || !info) goto fail;
     if (n > 0 && batch > 0)
-        RUN_NOGIL(TYPED(a, syevd, (int)n, batch, v ? 'V' : 'N', upper ? 'U' : 'L', em_data(w),
+        RUN_NOGIL(TYPED(a, syevd, (int)n, batch, v ? 'V' : 'N', upper ? 'U' : 'L', (void *)em_data(w),
                         (int *)em_data(info)));
     return Py_BuildValue("(NN)", w, info);
 fail:
@@ -595,18 +837,15 @@ static PyObject *f_gelsd(EmCall *c) {
         return NULL;
     EM_CHECK(ldb == imax(m, n), PyExc_RuntimeError, "lstsq: B must have max(m, n) rows");
     int64_t k = imin(m, n);
-    s = batch_tensor(a, 1, &k, a->dtype);
+    s = batch_tensor(a, 1, &k, em_complex_part(a->dtype)); /* real singular values */
     rank = batch_tensor(a, 0, NULL, EM_INT64);
     info = INFO_T(a);
     rk = calloc(imax(1, batch), sizeof(int));
     if (!s || !rank || !info) goto fail;
     EM_CHECK(rk, PyExc_MemoryError, "lstsq: out of memory");
     if (k > 0 && nrhs > 0 && batch > 0)
-        RUN_NOGIL(a->dtype == EM_FLOAT32
-                      ? s_gelsd((float *)em_data(a), (float *)em_data(x), (int)m, (int)n, (int)nrhs, batch,
-                                rcond, (float *)em_data(s), rk, (int *)em_data(info))
-                      : d_gelsd((double *)em_data(a), (double *)em_data(x), (int)m, (int)n, (int)nrhs, batch,
-                                rcond, (double *)em_data(s), rk, (int *)em_data(info)));
+        RUN_NOGIL(TYPED(a, gelsd, (void *)em_data(x), (int)m, (int)n, (int)nrhs, batch, rcond, (void *)em_data(s), rk,
+                        (int *)em_data(info)));
     for (int64_t i = 0; i < batch; i++) ((int64_t *)em_data(rank))[i] = rk[i];
     free(rk);
     return Py_BuildValue("(NNN)", s, rank, info);
@@ -634,13 +873,40 @@ static PyObject *f_trsm(EmCall *c) {
         return NULL;
     EM_CHECK(k == k2 && k == (left ? m : ncol), PyExc_RuntimeError, "solve_triangular: A and B do not match");
     if (m > 0 && ncol > 0 && batch > 0)
-        RUN_NOGIL(a->dtype == EM_FLOAT32
-                      ? s_trsm((float *)em_data(a), (float *)em_data(x), (int)m, (int)ncol, batch, left, upper,
-                               trans, unit)
-                      : d_trsm((double *)em_data(a), (double *)em_data(x), (int)m, (int)ncol, batch, left, upper,
-                               trans, unit));
+        RUN_NOGIL(TYPED(a, trsm, (void *)em_data(x), (int)m, (int)ncol, batch, left, upper, trans, unit));
     Py_RETURN_NONE;
 fail:
+    return NULL;
+#endif
+}
+
+/* _lapack_geev(a, compute_v) -> (w, vr, info): a's eigenvalues (..., n) and,
+ * when compute_v, its right eigenvectors as the columns of vr (column-major
+ * like a; None otherwise), both complex (complex64 for float32 / complex64
+ * a). a is destroyed. */
+static PyObject *f_geev(EmCall *c) {
+    NO_LAPACK_CHECK();
+#ifdef EM_LAPACK
+    EmTensor *a = em_arg_tensor(c, 0), *w = NULL, *vr = NULL, *info = NULL;
+    bool v;
+    int64_t n, n2, batch;
+    if (em_arg_bool(c, 1, &v) < 0 || check_mat(a, "eig", "A", &n, &n2, &batch) < 0) return NULL;
+    EM_CHECK(n == n2, PyExc_RuntimeError, "eig: A must be square");
+    int64_t vs[2] = {n, n};
+    EmDType cdt = em_complex_of(a->dtype); /* complex results for real input too (sgeev/dgeev) */
+    w = batch_tensor(a, 1, &n, cdt);
+    info = INFO_T(a);
+    if (!w || !info) goto fail;
+    if (v && !(vr = batch_tensor(a, 2, vs, cdt))) goto fail;
+    if (n > 0 && batch > 0)
+        RUN_NOGIL(TYPED(a, geev, (int)n, batch, (void *)em_data(w), vr ? (void *)em_data(vr) : NULL,
+                        (int *)em_data(info)));
+    if (!vr) vr = (EmTensor *)Py_NewRef(Py_None);
+    return Py_BuildValue("(NNN)", w, vr, info);
+fail:
+    Py_XDECREF(w);
+    Py_XDECREF(vr);
+    Py_XDECREF(info);
     return NULL;
 #endif
 }
@@ -654,6 +920,7 @@ static EmOpDef lapack_functions[] = {
     {"_lapack_orgqr", "_lapack_orgqr(Tensor a, Tensor tau)", f_orgqr},
     {"_lapack_gesdd", "_lapack_gesdd(Tensor a, bool compute_uv=True, bool full_matrices=False)", f_gesdd},
     {"_lapack_syevd", "_lapack_syevd(Tensor a, bool upper=False, bool compute_v=True)", f_syevd},
+    {"_lapack_geev", "_lapack_geev(Tensor a, bool compute_v=True)", f_geev},
     {"_lapack_gelsd", "_lapack_gelsd(Tensor a, Tensor b, float rcond=-1)", f_gelsd},
     {"_lapack_trsm", "_lapack_trsm(Tensor a, Tensor b, bool left=True, bool upper=True, bool trans=False, bool unit=False)", f_trsm},
 };

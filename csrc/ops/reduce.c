@@ -647,7 +647,20 @@ static PyObject *vector_norm(EmCall *c, double p, PyObject *dim, bool keepdim, i
     } else {
         dt = in_dt;
     }
-    if (check_out_dtype(out, dt) < 0 || red_setup(&r, in, dim, keepdim) < 0) return NULL;
+    /* complex input: the norm of |z| (hypot of the parts, in dt's precision), a real result */
+    EmTensor *mag = NULL;
+    if (em_is_complex(dt)) {
+        EmTensor *z = needs_cast(in_dt, dt) ? em_to_dtype(in, dt, false) : (EmTensor *)Py_NewRef(in);
+        mag = z ? (EmTensor *)em_complex_abs(z, NULL) : NULL;
+        Py_XDECREF(z);
+        if (!mag) return NULL;
+        in = mag;
+        in_dt = dt = em_complex_part(dt);
+    }
+    if (check_out_dtype(out, dt) < 0 || red_setup(&r, in, dim, keepdim) < 0) {
+        Py_XDECREF(mag);
+        return NULL;
+    }
     if ((p < 0 || isinf(p)) && r.count == 0) {
         int64_t outn = 1;
         for (int d = 0; d < r.ndim; d++) outn *= r.shape[d];
@@ -655,6 +668,7 @@ static PyObject *vector_norm(EmCall *c, double p, PyObject *dim, bool keepdim, i
             em_error(PyExc_RuntimeError,
                      "linalg.vector_norm cannot compute the %g norm on an empty tensor because the "
                      "operation does not have an identity", p);
+            Py_XDECREF(mag);
             return NULL;
         }
     }
@@ -668,9 +682,11 @@ static PyObject *vector_norm(EmCall *c, double p, PyObject *dim, bool keepdim, i
     if (!res || reduce_into(K, x, &r, res, NULL, NULL, prm) < 0) {
         Py_XDECREF(x);
         Py_XDECREF(res);
+        Py_XDECREF(mag);
         return NULL;
     }
     Py_DECREF(x);
+    Py_XDECREF(mag);
     return (PyObject *)res;
 }
 

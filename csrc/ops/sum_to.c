@@ -25,6 +25,20 @@ EmTensor *em_sum_to(EmTensor *t, int nd, const int64_t *shape) {
         return NULL;
     }
     if (nd == t->ndim && !memcmp(shape, t->sizes, nd * sizeof(int64_t))) return (EmTensor *)Py_NewRef(t);
+    if (em_is_complex((EmDType)t->dtype)) { /* the sum of the float view (..., 2), read back as complex */
+        if (nd + 1 > EM_MAX_DIMS - 1) {
+            PyErr_Format(PyExc_RuntimeError, "sum_to_size: a complex tensor of %d dims is too deep", t->ndim);
+            return NULL;
+        }
+        int64_t pairs[EM_MAX_DIMS];
+        memcpy(pairs, shape, nd * sizeof(int64_t));
+        pairs[nd] = 2;
+        EmTensor *r = em_view_as_real(t), *s = r ? em_sum_to(r, nd + 1, pairs) : NULL, *z;
+        Py_XDECREF(r);
+        z = s ? em_view_as_complex(s) : NULL;
+        Py_XDECREF(s);
+        return z;
+    }
     /* one reduction over the leading dims and the dims the target has as 1 */
     EmDType d = (EmDType)t->dtype, acc = em_is_float(d) ? d : EM_INT64;
     int lead = t->ndim - nd;

@@ -4,7 +4,7 @@
   _solve.py             triangular solves and the LU family: solve, inv, lu_factor, lu, lu_solve, det, slogdet
   _cholesky.py          cholesky, cholesky_ex (and torch's cholesky_solve / cholesky_inverse)
   _qr.py                qr, householder_product (and torch's geqrf / ormqr)
-  _spectral.py          svd, svdvals, eigh, eigvalsh
+  _spectral.py          svd, svdvals, eigh, eigvalsh, eig, eigvals
   _least_squares.py     lstsq, pinv, matrix_rank, cond
   _matrix_functions.py  matrix_power, matrix_exp, multi_dot, vecdot, diagonal, vander, tensorinv, tensorsolve
   _lapack.py            what the LAPACK-backed ones share (csrc/ops/lapack.c): errors, result types, checks
@@ -23,7 +23,7 @@ from ._norms import matrix_norm, norm, vector_norm  # noqa: F401
 from ._qr import householder_product, qr  # noqa: F401
 from ._solve import (det, inv, inv_ex, lu, lu_factor, lu_factor_ex, lu_solve, slogdet, solve,  # noqa: F401
                      solve_ex, solve_triangular)
-from ._spectral import eigh, eigvalsh, svd, svdvals  # noqa: F401
+from ._spectral import eig, eigh, eigvals, eigvalsh, svd, svdvals  # noqa: F401
 
 # torch.* functions of these families (ember/__init__.py exports them; Tensor methods: ember/_tensor_methods.py)
 _TORCH_FUNCTIONS = {

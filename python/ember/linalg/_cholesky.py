@@ -34,11 +34,11 @@ def _build_cholesky():
     def backward(ctx, gL, _ginfo):
         # gA = sym(L^-T Phi(L^T gL) L^-1), Phi: the lower triangle, diagonal halved
         L, = ctx.saved_tensors
-        P = _C.tril(L.mT @ _C.tril(gL))
+        P = _C.tril(L.mH @ _C.tril(gL))
         P = P - 0.5 * _diag_embed(_diag(P))
-        S = _solve_tri(L.mT, P, upper=True)
+        S = _solve_tri(L.mH, P, upper=True)
         S = _solve_tri(L, S, upper=False, left=False)
-        return 0.5 * (S + S.mT), None, None
+        return 0.5 * (S + S.mH), None, None
     return _function("LinalgCholeskyEx", forward, backward)
 
 
@@ -49,14 +49,14 @@ def cholesky(A, *, upper=False, out=None):
     """L with A = L L^T (or U = L^T when upper) for symmetric positive-definite A."""
     _check("linalg.cholesky", A)
     L = _CholFn().apply(A, True, "linalg.cholesky")[0]
-    return _finish(L.mT if upper else L, out)
+    return _finish(L.mH if upper else L, out)
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): info > 0 marks matrices that are not positive-definite."""
     _check("linalg.cholesky_ex", A)
     L, info = _CholFn().apply(A, check_errors, "linalg.cholesky_ex")
-    return _finish_tuple(_CholEx(L.mT if upper else L, info), out)
+    return _finish_tuple(_CholEx(L.mH if upper else L, info), out)
 
 
 def _torch_cholesky(input, upper=False, *, out=None):
@@ -76,9 +76,9 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     if B.shape[-2] != L.shape[-1]:
         raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {L.shape[-2]} by "
                            f"{L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
-    Lo = L.mT if upper else L
+    Lo = L.mH if upper else L
     Y = _solve_tri(Lo, B, upper=False)
-    return _finish(_solve_tri(Lo.mT, Y, upper=True), out)
+    return _finish(_solve_tri(Lo.mH, Y, upper=True), out)
 
 
 def cholesky_inverse(L, upper=False, *, out=None):

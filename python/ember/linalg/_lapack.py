@@ -7,9 +7,10 @@ layout] in lapack.c: the (..., cols, rows) tensor A.mT.contiguous()) and
 return `info` per matrix; the modules of this package check arguments the way
 torch does, turn info into torch's errors, and give the decompositions their
 gradients as autograd Functions whose backward formulas are written with
-ember ops (so they are differentiable again). Complex dtypes (and so
-eig/eigvals) do not exist in ember; a build without LAPACK raises
-RuntimeError from the C functions.
+ember ops (so they are differentiable again). Complex matrices go to the
+c/z routines; their backward formulas are the real ones with conjugate
+transposes (mH), plus the phase terms of the SVD and eig. A build without LAPACK
+raises RuntimeError from the C functions.
 """
 import collections
 
@@ -55,6 +56,7 @@ _LinalgQR = _result_type("linalg_qr", ["Q", "R"])
 _LinalgSVD = _result_type("linalg_svd", ["U", "S", "Vh"])
 _SVD = _result_type("svd", ["U", "S", "V"])
 _Eigh = _result_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_Eig = _result_type("linalg_eig", ["eigenvalues", "eigenvectors"])
 _Lstsq = _result_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 _LUFactor = _result_type("linalg_lu_factor", ["LU", "pivots"])
 _LUFactorEx = _result_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
@@ -74,13 +76,16 @@ def _tensor(fname, x, arg="A", pos=1):
 
 
 def _check(fname, A, square=True, arg="A"):
-    """torch's checks on a matrix argument: a tensor of >= 2 dims, float32 or
-    float64, square when `square`."""
+    """torch's checks on a matrix argument: a tensor of >= 2 dims, float32,
+    float64, complex64 or complex128, square when `square`."""
     _tensor(fname, A, arg)
     if A.dim() < 2:
         raise RuntimeError(f"{fname}: The input tensor {arg} must have at least 2 dimensions.")
-    if A.dtype.is_complex:  # torch takes complex matrices; ember's LAPACK bindings are real only
-        raise NotImplementedError(f"{fname}: ember has no complex linear algebra yet. Got {_tname(A.dtype)}")
+    if A.dtype.is_complex:
+        if square and A.shape[-1] != A.shape[-2]:
+            raise RuntimeError(f"{fname}: {arg} must be batches of square matrices, but they are "
+                               f"{A.shape[-2]} by {A.shape[-1]} matrices")
+        return A
     if not A.dtype.is_floating_point:
         raise NotImplementedError(f"{fname}: Expected a floating point or complex tensor as input. "
                                   f"Got {_tname(A.dtype)}")
@@ -216,3 +221,8 @@ def _lazy(builder):
 
 def _diag(x):
     return _C.diagonal(x, 0, -2, -1)
+
+
+def _conj(x):
+    """conj for complex tensors, x itself for real ones (no copy)."""
+    return _C.conj(x) if x.dtype.is_complex else x

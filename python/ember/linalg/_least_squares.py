@@ -13,7 +13,12 @@ from ._spectral import eigh, eigvalsh, svd, svdvals
 # -- least squares (gelsd), pseudo-inverse, rank, condition number ---------------------------
 
 def _eps(dtype):
-    return 1.1920928955078125e-07 if dtype == _F32 else 2.220446049250313e-16
+    return 1.1920928955078125e-07 if dtype in (_F32, _C._dtypes["complex64"]) else 2.220446049250313e-16
+
+
+def _real_dtype(dtype):
+    """The dtype of |z| for dtype's values (singular values, tolerances)."""
+    return {"complex64": _F32, "complex128": _F64}.get(str(dtype).split(".")[-1], dtype)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
@@ -25,7 +30,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     _tensor("linalg.lstsq", B, "b", 2)
     if A.dim() < 2:
         raise RuntimeError(f"{fname}: input must have at least 2 dimensions.")
-    if A.dtype not in (_F32, _F64) or B.dtype not in (_F32, _F64):
+    if _real_dtype(A.dtype) not in (_F32, _F64) or _real_dtype(B.dtype) not in (_F32, _F64):
         raise RuntimeError("This function doesn't handle types other than float and double")
     if driver is None:
         driver = "gelsy"
@@ -51,10 +56,10 @@ def lstsq(A, B, rcond=None, *, driver=None):
     X = _back(b, A)[..., :n, :]
     if A.requires_grad or B.requires_grad:
         X = pinv(A2, rtol=rcond) @ B2
-    empty = _C.empty(0, dtype=A.dtype, device=A.device)
+    empty = _C.empty(0, dtype=_real_dtype(A.dtype), device=A.device)  # residuals and singular values are real
     full_rank = bool((rank == min(m, n)).all()) if rank.numel() else True
     if m > n and driver != "gelsy" and full_rank:
-        residuals = ((A2 @ X - B2) ** 2).sum(-2)
+        residuals = (_C.abs(A2 @ X - B2) ** 2).sum(-2)  # real for complex input too
         if vector:
             residuals = residuals.squeeze(-1)
     else:
@@ -69,7 +74,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
 def _tolerances(fname, A, atol, rtol, smax):
     """max(atol, rtol * smax) with torch's defaults (rtol = eps * max(m, n) when atol is not given)."""
     def as_t(x):  # a tensor tolerance has A's batch shape: one per matrix
-        return x.unsqueeze(-1) if isinstance(x, _C.Tensor) else _C.tensor(float(x), dtype=A.dtype, device=A.device)
+        return x.unsqueeze(-1) if isinstance(x, _C.Tensor) else _C.tensor(float(x), dtype=_real_dtype(A.dtype),
+                                                                          device=A.device)
     if rtol is None:
         given = atol is not None and (isinstance(atol, _C.Tensor) or atol > 0)
         rtol = 0.0 if given else _eps(A.dtype) * max(A.shape[-2], A.shape[-1])
@@ -84,7 +90,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
     singular values at most max(atol, rtol * largest) count as zero."""
     fname = "linalg.pinv"
     _tensor(fname, A, "input")
-    if A.dim() < 2 or A.dtype not in (_F32, _F64):
+    if A.dim() < 2 or _real_dtype(A.dtype) not in (_F32, _F64):
         raise RuntimeError(f"{fname}({_tname(A.dtype)}{{{list(A.shape)}}}): expected a tensor with 2 or more "
                            "dimensions of float, double, cfloat or cdouble types")
     if rcond is not None:
@@ -98,12 +104,12 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None, rcond=None):
         tol = _tolerances(fname, A, atol, rtol, absL.amax(-1, keepdim=True))
         keep = absL > tol
         inv_l = _C.where(keep, 1 / _C.where(keep, L, _C.ones_like(L)), _C.zeros_like(L))
-        return _finish((V * inv_l.unsqueeze(-2)) @ V.mT, out)
+        return _finish((V * inv_l.to(V.dtype).unsqueeze(-2)) @ V.mH, out)
     U, S, Vh = svd(A, full_matrices=False)
     tol = _tolerances(fname, A, atol, rtol, S[..., :1])
     keep = S > tol
     inv_s = _C.where(keep, 1 / _C.where(keep, S, _C.ones_like(S)), _C.zeros_like(S))
-    return _finish((Vh.mT * inv_s.unsqueeze(-2)) @ U.mT, out)
+    return _finish((Vh.mH * inv_s.to(U.dtype).unsqueeze(-2)) @ U.mH, out)
 
 
 def pinverse(input, rcond=1e-15):
@@ -117,7 +123,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None, tol=None)
     _tensor(fname, A, "input")
     if A.dim() < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
-    if A.dtype not in (_F32, _F64):
+    if _real_dtype(A.dtype) not in (_F32, _F64):
         raise RuntimeError("This function doesn't handle types other than float and double")
     _check(fname, A, square=hermitian)
     if tol is not None:

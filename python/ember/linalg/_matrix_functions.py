@@ -50,7 +50,7 @@ def matrix_exp(A):
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{fname}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise NotImplementedError(f"{fname}: Expected a floating point or complex tensor as input. "
                                   f"Got {_tname(A.dtype)}")
     if A.numel() == 0:

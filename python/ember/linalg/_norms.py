@@ -36,7 +36,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         return vector_norm(A, 2, dims, keepdim, dtype=dtype, out=out)
     if ord in ("nuc", 2, -2):  # from the singular values (_spectral.svdvals)
-        if not A.is_floating_point():
+        if not (A.is_floating_point() or A.is_complex()):
             raise NotImplementedError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
                                       f"input. Got {_tname(A.dtype)}")
         x = A if dtype is None else A.to(dtype)
@@ -48,12 +48,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         return _finish(r, out)
     if isinstance(ord, str) or ord not in (1, -1, _math.inf, -_math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    if not A.is_floating_point():
+    if not (A.is_floating_point() or A.is_complex()):
         raise NotImplementedError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
                                   f"input. Got {str(A.dtype).split('.')[-1].capitalize()}")
     # ord 1: the largest column sum (sum over rows, dims[0]); inf: the largest row sum
     inner, outer = (dims[0], dims[1]) if abs(ord) == 1 else (dims[1], dims[0])
-    s = _C.sum(_C.abs(A), inner, keepdim, dtype=dtype)
+    x = A if dtype is None else A.to(dtype)  # |z| of complex entries: the sums are real
+    s = _C.sum(_C.abs(x), inner, keepdim)
     if not keepdim and inner < outer:
         outer -= 1
     if ord > 0 and s.shape[outer] == 0:  # the max of no (non-negative) sums: 0, as torch

@@ -1,6 +1,7 @@
 """ember.linalg's QR family (LAPACK geqrf / orgqr): qr with its gradient,
 householder_product, and torch's geqrf and ormqr (conventions: _lapack.py)."""
 from .. import _C
+from .._shape_functions import diag_embed as _diag_embed
 from ._lapack import (_Geqrf, _LinalgQR, _back, _check, _eye_like, _finish, _finish_tuple, _function,
                       _lapack_in, _lazy, _on, _same_dtype, _tensor)
 from ._solve import _solve_tri
@@ -28,10 +29,14 @@ def _qr_raw(A, mode):
 
 
 def _qr_back_tall(Q, R, gQ, gR):
-    """gA of A = Q R, m >= n (reduced): (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q."""
-    M = R @ gR.mT - gQ.mT @ Q
-    M = _C.tril(M) + _C.tril(M, -1).mT
-    return _solve_tri(R.mT, gQ + Q @ M, upper=False, left=False)
+    """gA of A = Q R, m >= n (reduced): (gQ + Q copyltu(M)) R^-H, M = R gR^H - gQ^H Q (complex:
+    conjugate transposes; R's diagonal is real, so only M's real diagonal enters)."""
+    M = R @ gR.mH - gQ.mH @ Q
+    if M.dtype.is_complex:
+        M = _C.tril(M, -1) + _C.tril(M, -1).mH + _diag_embed(_C.real(_C.diagonal(M, 0, -2, -1)).to(M.dtype))
+    else:
+        M = _C.tril(M) + _C.tril(M, -1).mT
+    return _solve_tri(R.mH, gQ + Q @ M, upper=False, left=False)
 
 
 def _build_qr():
@@ -54,7 +59,7 @@ def _build_qr():
             return _qr_back_tall(Q, R, gQ, gR), None
         # wide: A = Q [R1 R2] with X = A[:, :m] = Q R1 and Y = A[:, m:] = Q R2
         Y = A[..., m:]
-        gX = _qr_back_tall(Q, R[..., :m], gQ + Y @ gR[..., m:].mT, gR[..., :m])
+        gX = _qr_back_tall(Q, R[..., :m], gQ + Y @ gR[..., m:].mH, gR[..., :m])
         return _C.cat([gX, Q @ gR[..., m:]], -1), None
     return _function("LinalgQr", forward, backward)
 

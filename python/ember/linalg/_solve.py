@@ -9,7 +9,7 @@ from .._shape_functions import diag_embed as _diag_embed
 from ._lapack import (_I32, _I64, _InvEx, _LU, _LUFactor, _LUFactorEx, _LUUnpack, _LinalgSlogdet, _Slogdet,
                       _SolveEx, _TriSolve, _back, _broadcast_batch, _check, _diag, _eye_like, _finish,
                       _finish_tuple, _first_error, _function, _lapack_in, _lazy, _on, _raise_info,
-                      _same_dtype, _tensor)
+                      _same_dtype, _tensor, _conj)
 from ._spectral import _svd_raw
 
 
@@ -40,8 +40,8 @@ def _build_solve_triangular():
     def backward(ctx, g):
         A, X = ctx.saved_tensors
         upper, left, unit = ctx.flags
-        gB = _solve_tri(A.mT, g, not upper, left, unit)
-        gA = -(gB @ X.mT) if left else -(X.mT @ gB)
+        gB = _solve_tri(A.mH, g, not upper, left, unit)
+        gA = -(gB @ X.mH) if left else -(X.mH @ gB)
         return _tri_part(gA, upper, unit), gB, None, None, None
     return _function("LinalgSolveTriangular", forward, backward)
 
@@ -131,8 +131,8 @@ def _build_solve():
 
     def backward(ctx, g, _ginfo):
         A, X = ctx.saved_tensors
-        gB = _solve(A.mT, g)
-        return -(gB @ X.mT), gB, None, None
+        gB = _solve(A.mH, g)
+        return -(gB @ X.mH), gB, None, None
     return _function("LinalgSolveEx", forward, backward)
 
 
@@ -303,7 +303,7 @@ def lu(A, *, pivot=True, out=None):
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
-    """X with A X = B (A^T X = B when adjoint; X A = B when not left) from
+    """X with A X = B (A^H X = B when adjoint; X A = B when not left) from
     lu_factor's (LU, pivots). Composed of triangular solves: differentiable
     in LU and B."""
     fname = "linalg.lu_solve"
@@ -311,7 +311,8 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     _check(fname, B, square=False, arg="B")
     _same_dtype(fname, LU, B, "LU")
     if not left:
-        return _finish(lu_solve(LU, pivots, B.mT, left=True, adjoint=not adjoint).mT, out)
+        # X A = B is A^H X^H = B^H (X A^H = B is A X^H = B^H)
+        return _finish(lu_solve(LU, pivots, B.mH, left=True, adjoint=not adjoint).mH, out)
     if B.shape[-2] != LU.shape[-1]:
         raise RuntimeError(f"{fname}: Incompatible shapes of A and B for the equation AX = B "
                            f"({LU.shape[-2]}x{LU.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
@@ -319,9 +320,9 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     if not adjoint:  # A = P L U: X = U^-1 L^-1 P^T B
         Y = _solve_tri(LU, P.mT @ B, upper=False, unit=True)
         X = _solve_tri(LU, Y, upper=True)
-    else:            # A^T = U^T L^T P^T: X = P L^-T U^-T B
-        Y = _solve_tri(LU.mT, B, upper=False)
-        X = P @ _solve_tri(LU.mT, Y, upper=True, unit=True)
+    else:            # A^H = U^H L^H P^T: X = P L^-H U^-H B
+        Y = _solve_tri(LU.mH, B, upper=False)
+        X = P @ _solve_tri(LU.mH, Y, upper=True, unit=True)
     return _finish(X, out)
 
 
@@ -348,7 +349,7 @@ def _det_parts(A):
     d = _diag(LU)
     swaps = (piv != _C.arange(1, n + 1, dtype=_I32, device=A.device)).sum(-1)
     psign = 1 - 2 * (swaps % 2).to(A.dtype)
-    sign = psign * _C.sign(d).prod(-1)
+    sign = psign * _C.sgn(d).prod(-1)  # complex: the unit-modulus phase of det
     logabs = _C.log(_C.abs(d)).sum(-1)
     return sign, logabs, psign * d.prod(-1)
 
@@ -373,10 +374,11 @@ def _build_det():
         return det
 
     def backward(ctx, g):
+        # complex A: g * conj(det A^-T) (Note [complex gradients])
         A, det = ctx.saved_tensors
         if A.requires_grad and _C.is_grad_enabled():  # double backward: stay differentiable
-            return g.unsqueeze(-1).unsqueeze(-1) * det.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
-        return g.unsqueeze(-1).unsqueeze(-1) * _cofactor(A.detach(), det.detach())
+            return g.unsqueeze(-1).unsqueeze(-1) * _conj(det).unsqueeze(-1).unsqueeze(-1) * inv(A).mH
+        return g.unsqueeze(-1).unsqueeze(-1) * _conj(_cofactor(A.detach(), det.detach()))
     return _function("LinalgDet", forward, backward)
 
 
@@ -392,13 +394,20 @@ def det(A, *, out=None):
 def _build_slogdet():
     def forward(ctx, A):
         sign, logabs, _ = _det_parts(A)
-        ctx.save_for_backward(A)
-        ctx.mark_non_differentiable(sign)
+        ctx.save_for_backward(A, sign)
+        if not A.dtype.is_complex:  # a real sign is piecewise constant; a complex one is e^{i arg det}
+            ctx.mark_non_differentiable(sign)
         return sign, logabs
 
-    def backward(ctx, _gsign, g):
-        A, = ctx.saved_tensors
-        return g.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+    def backward(ctx, gsign, g):
+        # d log det = tr(A^-1 dA): log|det| takes its real part, arg det its imaginary part, so the
+        # gradient is (g + i Im(gsign conj(sign))) A^-H (g alone for real A)
+        A, sign = ctx.saved_tensors
+        if A.dtype.is_complex:
+            g = _C.zeros_like(sign, dtype=_C.real(sign).dtype) if g is None else g
+            if gsign is not None:
+                g = g + 1j * _C.imag(gsign * _conj(sign))
+        return g.unsqueeze(-1).unsqueeze(-1) * inv(A).mH
     return _function("LinalgSlogdet", forward, backward)
 
 
