@@ -1229,7 +1229,21 @@ extern int em_tf_disabled; /* 1: subclasses off; 2: everything off */
 /* whether an override could take the call: a mode, or arguments to look at */
 static inline bool em_tf_active(void) { return em_tf_disabled == 0 || (em_tf_disabled == 1 && em_tf_modes); }
 bool em_tf_overrides(PyObject *o);
-bool em_tf_wanted_vector(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+/* the argument types that never override, told apart without a call */
+static inline bool em_tf_plain(PyObject *o) {
+    PyTypeObject *tp = Py_TYPE(o);
+    return tp == &EmTensorType || tp == &PyFloat_Type || tp == &PyLong_Type || o == Py_None;
+}
+static inline bool em_tf_wanted_vector(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                       PyObject *kwnames) {
+    if (!em_tf_active()) return false;
+    if (em_tf_modes) return true;
+    if (self && !em_tf_plain(self) && em_tf_overrides(self)) return true;
+    Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!em_tf_plain(args[i]) && em_tf_overrides(args[i])) return true;
+    return false;
+}
 bool em_tf_wanted_tuple(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *em_tf_dispatch_vector(PyObject *func, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames);

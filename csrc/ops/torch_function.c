@@ -59,16 +59,6 @@ bool em_tf_overrides(PyObject *o) {
     return type_overrides(tp);
 }
 
-bool em_tf_wanted_vector(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    if (!em_tf_active()) return false;
-    if (em_tf_modes) return true;
-    if (self && em_tf_overrides(self)) return true;
-    Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (em_tf_overrides(args[i])) return true;
-    return false;
-}
-
 bool em_tf_wanted_tuple(PyObject *self, PyObject *args, PyObject *kw) {
     if (!em_tf_active()) return false;
     if (em_tf_modes) return true;

@@ -124,7 +124,8 @@ static PyObject *m_as_subclass(PyObject *self, PyObject *cls) {
 /* Note [torch function]: a subclass or mode sees `a + b` as Tensor.__add__
  * (Tensor.__radd__ when the tensor is on the right, __iadd__ for +=). */
 static inline bool tf_pair(PyObject *a, PyObject *b) {
-    return EM_UNLIKELY(em_tf_active()) && (em_tf_modes || em_tf_overrides(a) || (b && em_tf_overrides(b)));
+    return em_tf_active() && (em_tf_modes || (!em_tf_plain(a) && em_tf_overrides(a)) ||
+                              (b && !em_tf_plain(b) && em_tf_overrides(b)));
 }
 #define BINARY(slot, op, name)                                                \
     static PyObject *slot(PyObject *a, PyObject *b) {                         \
