@@ -22,7 +22,20 @@ EMBER_CUDA=0 CFLAGS="$SAN -O1 -g" LDFLAGS="$SAN" $PY setup.py build_ext --inplac
 ASAN_LIB=$(gcc -print-file-name=libasan.so)
 UBSAN_LIB=$(gcc -print-file-name=libubsan.so)
 [ $# -eq 0 ] && exit 0
+# reports go to files (DIR/sanitizer.<pid>), not stderr: a pytest-xdist worker
+# that a report aborts takes its stderr with it, and the run goes on with a new one
+rm -f "$DIR"/sanitizer.*
+LOG="$DIR/sanitizer"
+set +e
 LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" \
-ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_segv=1 \
-UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_segv=1:log_path=$LOG \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$LOG \
 PYTHONPATH="$DIR/python" EMBER_FUZZ_SECONDS=0 $PY -m pytest -q -p no:randomly -p no:cacheprovider "$@"
+rc=$?
+for f in "$DIR"/sanitizer.*; do
+    [ -e "$f" ] || continue
+    echo "==== sanitizer report $f"
+    cat "$f"
+    rc=1
+done
+exit $rc
