@@ -13,8 +13,14 @@ DIR=${1:-/tmp/ember-asan}
 [ $# -gt 0 ] && shift
 PY=${PYTHON:-python}
 mkdir -p "$DIR"
-# the sources, the Python package and the tests (no build outputs)
-(cd "$SRC" && tar cf - setup.py pyproject.toml csrc python tests tools) | (cd "$DIR" && tar xf -)
+# the project's files, tracked or new, no build outputs (tests read packaging/,
+# benchmarks/, examples/ too); outside git, the sources, package and tests
+if git -C "$SRC" rev-parse --git-dir >/dev/null 2>&1; then
+    (cd "$SRC" && git ls-files -z -c -o --exclude-standard | xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\n" "$f"; done' sh \
+        | tar cf - -T -) | (cd "$DIR" && tar xf -)
+else
+    (cd "$SRC" && tar cf - setup.py pyproject.toml csrc python tests tools) | (cd "$DIR" && tar xf -)
+fi
 rm -f "$DIR"/python/ember/_C*.so
 cd "$DIR"
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
@@ -22,6 +28,16 @@ EMBER_CUDA=0 CFLAGS="$SAN -O1 -g" LDFLAGS="$SAN" $PY setup.py build_ext --inplac
 ASAN_LIB=$(gcc -print-file-name=libasan.so)
 UBSAN_LIB=$(gcc -print-file-name=libubsan.so)
 [ $# -eq 0 ] && exit 0
+# compilers the tests start (nvcc, the host builds of the CUDA kernels) run
+# without the preloaded runtimes: nvcc's front end crashes under them
+BIN="$DIR/.sanitizer-free-bin"
+mkdir -p "$BIN"
+for tool in nvcc gcc g++ cc c++; do
+    real=$(command -v $tool || true)
+    [ -n "$real" ] || continue
+    printf '#!/bin/sh\nunset LD_PRELOAD\nexec %s "$@"\n' "$real" > "$BIN/$tool"
+    chmod +x "$BIN/$tool"
+done
 # reports go to files (DIR/sanitizer.<pid>), not stderr: a pytest-xdist worker
 # that a report aborts takes its stderr with it, and the run goes on with a new one
 rm -f "$DIR"/sanitizer.*
@@ -30,12 +46,14 @@ set +e
 LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" \
 ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_segv=1:log_path=$LOG \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$LOG \
-PYTHONPATH="$DIR/python" EMBER_FUZZ_SECONDS=0 $PY -m pytest -q -p no:randomly -p no:cacheprovider "$@"
+PATH="$BIN:$PATH" PYTHONPATH="$DIR/python" EMBER_FUZZ_SECONDS=0 $PY -m pytest -q -p no:randomly -p no:cacheprovider "$@"
 rc=$?
+# a report fails the run; a warning alone (a huge allocation refused, which
+# allocator_may_return_null turns into MemoryError) does not
 for f in "$DIR"/sanitizer.*; do
     [ -e "$f" ] || continue
-    echo "==== sanitizer report $f"
+    echo "==== sanitizer output $f"
     cat "$f"
-    rc=1
+    if grep -q -e "ERROR: AddressSanitizer" -e "runtime error:" -e "^SUMMARY:" "$f"; then rc=1; fi
 done
 exit $rc
