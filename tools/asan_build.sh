@@ -38,22 +38,33 @@ for tool in nvcc gcc g++ cc c++; do
     printf '#!/bin/sh\nunset LD_PRELOAD\nexec %s "$@"\n' "$real" > "$BIN/$tool"
     chmod +x "$BIN/$tool"
 done
-# reports go to files (DIR/sanitizer.<pid>), not stderr: a pytest-xdist worker
-# that a report aborts takes its stderr with it, and the run goes on with a new one
-rm -f "$DIR"/sanitizer.*
+# ASan reports go to files (DIR/sanitizer.<pid>): a pytest-xdist worker that
+# one aborts takes its stderr with it. UBSan ignores log_path, so capture is
+# sys-level only: a worker's C-level stderr, UBSan's reports with it, reaches
+# the output (kept in DIR/pytest.out).
+rm -f "$DIR"/sanitizer.* "$DIR"/pytest.out
 LOG="$DIR/sanitizer"
 set +e
-LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" \
-ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_segv=1:log_path=$LOG \
-UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$LOG \
-PATH="$BIN:$PATH" PYTHONPATH="$DIR/python" EMBER_FUZZ_SECONDS=0 $PY -m pytest -q -p no:randomly -p no:cacheprovider "$@"
-rc=$?
+{
+    LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" \
+    ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:handle_segv=1:log_path=$LOG \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    PATH="$BIN:$PATH" PYTHONPATH="$DIR/python" EMBER_FUZZ_SECONDS=0 \
+    $PY -m pytest -q -p no:randomly -p no:cacheprovider --capture=sys "$@"
+    echo $? > "$DIR/pytest.rc"
+} 2>&1 | tee "$DIR/pytest.out"
+rc=$(cat "$DIR/pytest.rc")
 # a report fails the run; a warning alone (a huge allocation refused, which
 # allocator_may_return_null turns into MemoryError) does not
 for f in "$DIR"/sanitizer.*; do
     [ -e "$f" ] || continue
     echo "==== sanitizer output $f"
     cat "$f"
-    if grep -q -e "ERROR: AddressSanitizer" -e "runtime error:" -e "^SUMMARY:" "$f"; then rc=1; fi
+    if grep -q -e "ERROR: AddressSanitizer" -e "^SUMMARY:" "$f"; then rc=1; fi
 done
+if grep -q "runtime error:" "$DIR/pytest.out"; then
+    echo "==== UBSan reports:"
+    grep -A12 "runtime error:" "$DIR/pytest.out"
+    rc=1
+fi
 exit $rc
