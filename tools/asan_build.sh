@@ -7,6 +7,11 @@
 # e.g. sh tools/asan_build.sh /tmp/ember-asan tests/test_reliability.py tests/test_autograd_engine.py
 # A report names the file and line; UBSan stops at the first finding
 # (halt_on_error). Leak checking is off: CPython's own allocations would drown it.
+# Run with -n 1 (pytest-xdist) so a report that aborts a worker ends one test,
+# not the run; but a file whose tests fork (tests/test_data.py's DataLoader
+# workers) runs without -n: gcc 12's libasan does not lock its allocator
+# across fork, and a fork while a worker's I/O thread holds that lock leaves
+# the child waiting on it forever.
 set -e
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${1:-/tmp/ember-asan}
