@@ -1172,6 +1172,8 @@ extern EmAutogradHooks em_autograd_hooks;
 /* Note [stale views]: a view whose storage was written in place since its
  * grad_fn was set gets a fresh grad_fn from its base. 0 / -1. */
 int em_view_refresh(EmTensor *t);
+/* t's history becomes a node whose backward raises torch's set_ error (Note [set_ under autograd]). */
+int em_history_without_derivative(EmTensor *t, const char *node_name);
 /* Call op `id` from C with positional arguments (recorded when grad mode is
  * on, so backward formulas are themselves differentiable). New reference. */
 PyObject *em_op(EmOpId id, int nargs, PyObject *const *args);

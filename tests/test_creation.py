@@ -486,6 +486,20 @@ def test_linspace_logspace_misc():
         ember.linspace(0, 1, 2.5)
 
 
+def test_linspace_logspace_refuse_before_filling():
+    # the fuzzer's hang: 2**31-1 bool steps with requires_grad filled for a
+    # minute before failing; torch refuses Bool (NotImplementedError) and an
+    # integer tensor that requires grad (RuntimeError), both before any work
+    for f, name in ((ember.linspace, "linspace_cpu"), (ember.logspace, "logspace_cpu")):
+        with pytest.raises(NotImplementedError, match=f'"{name}" not implemented for \'Bool\''):
+            f(2, 3, 2**31 - 1, dtype=ember.bool, requires_grad=True)
+        with pytest.raises(NotImplementedError, match=f'"{name}" not implemented for \'Bool\''):
+            f(0, 1, 3, dtype=ember.bool)
+        with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype can require gradients"):
+            f(2, 3, 2**31 - 1, dtype=ember.int8, requires_grad=True)
+    assert ember.logspace(0, 2, 3, dtype=ember.uint8).tolist() == [1, 10, 100]
+
+
 def test_linspace_accepts_0d_tensors():
     # torch.linspace(Tensor start, Tensor end, int steps) is a documented overload
     t = ember.linspace(ember.tensor(0.), ember.tensor(1.), 3)

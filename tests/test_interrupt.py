@@ -7,6 +7,7 @@ ops are sized to take several seconds uninterrupted; the bound on the delay
 is loose because these machines are shared."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -65,10 +66,17 @@ CHILD = textwrap.dedent(r"""
 """)
 
 
+def _default_sigint():
+    # a shell starts background jobs with SIGINT ignored, and an ignored
+    # signal stays ignored across exec: Python would then install no handler
+    # and the child's SIGINT would do nothing (the suite run as `pytest &`)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(case, extra=""):
     env = dict(os.environ, PYTHONPATH=ROOT)
     p = subprocess.run([sys.executable, "-c", extra + CHILD, case], capture_output=True, text=True,
-                       timeout=600, env=env)
+                       timeout=600, env=env, preexec_fn=_default_sigint)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -89,7 +97,7 @@ def test_a_handler_of_the_users_own_keeps_ops_whole():
     child = CHILD.replace('timer = threading.Timer(0.3, fire)', 'timer = threading.Timer(0.05, fire)')
     env = dict(os.environ, PYTHONPATH=ROOT)
     p = subprocess.run([sys.executable, "-c", extra + child, "sort"], capture_output=True, text=True,
-                       timeout=600, env=env)
+                       timeout=600, env=env, preexec_fn=_default_sigint)
     assert p.returncode == 0, p.stderr[-2000:]
     r = json.loads(p.stdout.strip().splitlines()[-1])
     assert r["outcome"] == "completed" and r["untouched"] and r["healthy"], r

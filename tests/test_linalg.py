@@ -138,6 +138,24 @@ def test_matmul_out():
     assert any("resized" in str(x.message) for x in w)
 
 
+def test_vector_products_into_a_0d_out():
+    # the result's shape is empty (no sizes array): comparing it with out's
+    # was a memcmp of a NULL pointer (UBSan, tests/test_ops.py::test_out[matmul-*])
+    a, b = rand(4), rand(4)
+    for fn in (ember.matmul, ember.dot, ember.vdot):
+        out = ember.empty((), dtype=ember.float64)
+        assert fn(T(a), T(b), out=out) is out and out.shape == ()
+        close(out, np.dot(a, b))
+        out = ember.empty(0, dtype=ember.float64)  # resized to 0-d
+        fn(T(a), T(b), out=out)
+        assert out.shape == ()
+        close(out, np.dot(a, b))
+    x = ember.tensor([3, -2, 7], dtype=ember.int16)
+    out = ember.empty((), dtype=ember.int16)
+    ember.matmul(x, x, out=out)
+    assert out.item() == 62
+
+
 def test_out_aliasing_an_input():
     a = rand(4, 4)
     x = T(a)

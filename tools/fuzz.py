@@ -151,6 +151,10 @@ INT_NAMES = {"dim", "axis", "k", "n", "groups", "num_classes", "bins", "diagonal
              "length", "size"}
 SIZE_NAMES = {"size", "shape", "kernel_size", "stride", "padding", "dilation", "output_size", "pad",
               "normalized_shape", "output_padding", "s", "dims", "sizes", "split_size", "scale_factor"}
+# Counts of iterations that torch runs as asked (svd_lowrank's niter: a Python
+# loop, 2**31 rounds are hours there too): drawn small, so a slow call by
+# request is not reported as a hang
+ITER_NAMES = {"niter"}
 NUM_NAMES = {"p", "eps", "alpha", "beta", "momentum", "lambd", "negative_slope", "threshold", "margin",
              "min_val", "max_val", "lower", "upper", "min", "max", "rtol", "atol", "delta", "beta1", "label_smoothing",
              "max_norm", "norm_type", "scale", "rcond", "tol", "q", "base", "weight_decay", "lr", "fill_value"}
@@ -255,6 +259,8 @@ def typed_arg(g, ty, name):
     if r.random() < 0.06:  # the wrong kind of thing
         return g.arg()
     t = ty.rstrip("?")
+    if name in ITER_NAMES:
+        return r.choice(["0", "1", "2", "3", "-1", "None"])
     if t == "?":
         t = ("Tensor" if name in TENSOR_NAMES else "IntList" if name in SIZE_NAMES and r.random() < 0.6
              else "int" if name in INT_NAMES else "Number" if name in NUM_NAMES

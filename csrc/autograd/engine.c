@@ -510,6 +510,10 @@ done:
 /* Note [in-place on views]: CopySlices (ctx = the in-place op's node) and
  * the as_strided view node (no ctx) share the base/view geometry. */
 static int run_copy_slices(EmNode *n, EmTensor **go, EmTensor **gi) {
+    if (!n->view_geom) { /* Note [set_ under autograd] */
+        PyErr_SetString(PyExc_RuntimeError, "derivative for set_ is not implemented");
+        return -1;
+    }
     Geom b, v;
     geom_get(geom_get(n->view_geom, &b), &v);
     if (em_grad_enabled()) return run_copy_slices_recorded(n, go, gi, &b, &v);

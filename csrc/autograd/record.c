@@ -212,9 +212,31 @@ static int check_view_replayable(const EmTensor *view, const EmTensor *base) {
     return -1;
 }
 
+/* Note [set_ under autograd]: set_ points a tensor at other data, which has
+ * no derivative. As in torch, the tensor's history becomes a node that raises
+ * "derivative for set_ is not implemented" when backward reaches it, and so
+ * does a view of it regenerated afterwards: the view still addresses the old
+ * storage, so replaying it as an as_strided view of the base would read and
+ * write outside the base's gradient. The node is a COPY_SLICES node without
+ * geometry (engine.c run_copy_slices raises for it). */
+int em_history_without_derivative(EmTensor *t, const char *node_name) {
+    EmNode *n = em_node_new(EM_NODE_COPY_SLICES, node_name, 1, 1);
+    if (!n) return -1;
+    t->version_seen = em_version(t); /* the edge is to t's history as it is, not a refreshed one */
+    if (em_gradient_edge(t, &n->next[0]) < 0 || em_meta_set(&n->in_meta[0], t) < 0 ||
+        em_meta_set(&n->out_meta[0], t) < 0) {
+        Py_DECREF(n);
+        return -1;
+    }
+    Py_XSETREF(t->grad_fn, (PyObject *)n);
+    t->output_nr = 0;
+    return 0;
+}
+
 /* The view as an as_strided view of its base's current history: a node
  * with the base/view geometry and no inner op (engine.c run_copy_slices). */
 static int set_view_node(EmTensor *view, EmTensor *base) {
+    if (view->storage != base->storage) return em_history_without_derivative(view, "AsStridedBackward0");
     if (check_view_replayable(view, base) < 0) return -1;
     EmNode *vn = em_node_new(EM_NODE_COPY_SLICES, "AsStridedBackward0", 1, 1);
     if (!vn) return -1;
@@ -384,7 +406,8 @@ static PyObject *record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutog
             continue;
         }
         if (em_meta_set(&n->out_meta[j], t) < 0) goto fail_node;
-        if (inplace && j == 0 && root_base(t) && !changes_only_geometry(op) &&
+        /* a view that set_ pointed at other data is a tensor of its own (Note [set_ under autograd]) */
+        if (inplace && j == 0 && root_base(t) && root_base(t)->storage == t->storage && !changes_only_geometry(op) &&
             (em_requires_grad(root_base(t)) || em_requires_grad(t) || any)) {
             if (rebase_view(t, n) < 0) goto fail_node;
         } else {

@@ -339,6 +339,10 @@ static PyObject *linspace_impl(EmCall *c, bool log, double base) {
         return NULL;
     }
     EmDType d = o.dtype != EM_AUTO ? (EmDType)o.dtype : em_default_float;
+    if (d == EM_BOOL) {
+        PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for 'Bool'", log ? "logspace_cpu" : "linspace_cpu");
+        return NULL;
+    }
     bool gpu = gpu_target(c);
     if (gpu && (!em_cuda_get() || !em_cuda->linspace_fill))
         return em_cuda ? em_fused_no_kernel(log ? "logspace" : "linspace") : NULL;
@@ -352,6 +356,7 @@ static PyObject *linspace_impl(EmCall *c, bool log, double base) {
         }
         return em_factory_finish(t, &o);
     }
+    if (o.requires_grad && !em_is_float(d)) return em_factory_finish(t, &o); /* its error, before filling steps */
     char *p = em_data(t);
     int64_t es = t->strides[0] * em_itemsize(d), half = steps / 2;
     bool single = d == EM_FLOAT32 || d == EM_FLOAT16 || d == EM_BFLOAT16;

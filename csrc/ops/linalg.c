@@ -43,7 +43,7 @@ static int64_t prod(int n, const int64_t *v) {
 }
 
 static bool same_shape(const EmTensor *t, int nd, const int64_t *shape) {
-    return t->ndim == nd && memcmp(t->sizes, shape, nd * sizeof(int64_t)) == 0;
+    return t->ndim == nd && (nd == 0 || memcmp(t->sizes, shape, nd * sizeof(int64_t)) == 0); /* shape is NULL for 0-d */
 }
 
 /* The tensor a result goes to: out (resized to shape, as torch does with a

@@ -67,7 +67,7 @@ static int red_setup_dim(Red *r, EmTensor *in, int dim, bool keepdim) {
 }
 
 static bool same_shape(const EmTensor *t, int ndim, const int64_t *shape) {
-    return t->ndim == ndim && memcmp(t->sizes, shape, ndim * sizeof(int64_t)) == 0;
+    return t->ndim == ndim && (ndim == 0 || memcmp(t->sizes, shape, ndim * sizeof(int64_t)) == 0); /* shape is NULL for 0-d */
 }
 
 /* A result in the reduced shape on like's device: `out` resized when its

@@ -761,6 +761,9 @@ static PyObject *m_set_(PyObject *self, PyObject *args, PyObject *kw) {
     if (!SELF->vc && em_version_own(SELF, em_version(SELF)) < 0) goto fail;
     if (em_tensor_set_geometry(SELF, nd, sizes, strides, off) < 0) goto fail;
     Py_SETREF(SELF->storage, st);
+    /* in a graph, the new data has no derivative (Note [set_ under autograd]) */
+    if (em_grad_enabled() && SELF->grad_fn && em_history_without_derivative(SELF, "NotImplemented") < 0)
+        return NULL;
     return Py_NewRef(self);
 fail:
     Py_XDECREF(st);
