@@ -68,3 +68,8 @@ def test_errors_are_torchs():
         F.interpolate(ember.rand(1, 1, 4), size=2, mode="linear", antialias=True)
     with pytest.raises(ValueError, match="Lanczos mode requires antialias=True"):
         F.interpolate(x, size=(2, 2), mode="lanczos")
+    with pytest.raises(RuntimeError, match=r"Non-empty 4D data tensor expected but got a tensor with sizes \[1, 0, 8, 8\]"):
+        F.interpolate(ember.rand(1, 0, 8, 8), size=(4, 4), mode="bilinear", antialias=True)
+    with pytest.raises(RuntimeError, match=r"input \(H: 0, W: 8\) output \(H: 4, W: 4\)"):
+        F.interpolate(ember.rand(1, 3, 0, 8), size=(4, 4), mode="bilinear", antialias=True)
+    assert F.interpolate(ember.rand(0, 3, 8, 8), size=(4, 4), mode="bicubic", antialias=True).shape == (0, 3, 4, 4)

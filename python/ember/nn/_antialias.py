@@ -64,7 +64,9 @@ def interpolate_antialias(input, output_size, mode, align_corners, scale_factors
     out_h, out_w = output_size
     in_h, in_w = input.shape[-2], input.shape[-1]
     sh, sw = scale_factors if scale_factors is not None else (None, None)
-    if out_h <= 0 or out_w <= 0:
+    if input.shape[1] == 0:
+        raise RuntimeError(f"Non-empty 4D data tensor expected but got a tensor with sizes {list(input.shape)}")
+    if in_h <= 0 or in_w <= 0 or out_h <= 0 or out_w <= 0:
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input (H: {in_h}, W: {in_w}) "
                            f"output (H: {out_h}, W: {out_w})")
     integer = not input.is_floating_point()
