@@ -93,3 +93,36 @@ def test_gpt2_loss_gradients_and_greedy_generation_match_pytorch(tmp_path):
             out = m.generate(ids[:1], max_new_tokens=6, do_sample=False, pad_token_id=0)
         np.testing.assert_array_equal(out.numpy(), exp["gpt2_greedy"])
     """)
+
+
+@pytest.mark.skipif(not os.environ.get("EMBER_TORCH_PYTHON"),
+                    reason="set EMBER_TORCH_PYTHON to a Python that has real torch + transformers")
+def test_real_torch_loads_what_ember_saves(tmp_path):
+    """save_pretrained on ember (safetensors; transformers 5 writes no other format) and torch.save
+    of a state_dict, loaded by real PyTorch: the same hidden states, the same tensors."""
+    r = run_as_torch(tmp_path, """
+        import numpy as np, torch
+        from transformers import BertConfig, BertModel
+        torch.manual_seed(0)
+        m = BertModel(BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                 intermediate_size=64)).eval()
+        m.save_pretrained("saved")
+        torch.save(m.state_dict(), "state.pt")
+        np.save("hidden.npy", m(torch.tensor([[1, 5, 7, 9, 2]])).last_hidden_state.detach().numpy())
+        """)
+    assert r.returncode == 0, r.stderr[-3000:]
+    script = tmp_path / "load_in_torch.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np, torch
+        from transformers import BertModel
+        m = BertModel.from_pretrained("saved")
+        h = m(torch.tensor([[1, 5, 7, 9, 2]])).last_hidden_state.detach().numpy()
+        sd = torch.load("state.pt")
+        assert set(sd) == set(m.state_dict()) and all(torch.equal(sd[k], v) for k, v in m.state_dict().items())
+        print(float(np.abs(h - np.load("hidden.npy")).max()))
+        """))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EMBER_AS_TORCH")}
+    r = subprocess.run([os.environ["EMBER_TORCH_PYTHON"], str(script)], capture_output=True, text=True,
+                       timeout=600, env=dict(env, HF_HUB_OFFLINE="1"), cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert float(r.stdout.strip().splitlines()[-1]) < 1e-5
