@@ -200,7 +200,7 @@ def test_cuda_column_never_takes_the_fallback(name, cuda):
 # ------------------------------------------------------------------ autocast
 # torch's CUDA autocast lists, restricted to the ops ember's table has
 TORCH_CUDA_LOWER = {"mm", "bmm", "matmul", "mv", "addmm", "addmv", "addr", "baddbmm", "addbmm",
-                    "einsum", "_convolution", "_scaled_dot_product_flash_attention_for_cpu",
+                    "einsum", "_convolution", "_convolution_transpose", "_scaled_dot_product_flash_attention_for_cpu",
                     "_scaled_dot_product_efficient_attention"}
 TORCH_CUDA_FP32 = {"acos", "asin", "cosh", "sinh", "tan", "erfinv", "exp", "expm1", "log", "log10",
                    "log2", "log1p", "reciprocal", "rsqrt", "pow", "_softplus", "_native_layer_norm",
@@ -230,6 +230,7 @@ CPU_CALLS = {  # op -> a call whose result dtype shows the policy
     "baddbmm": lambda: ember.baddbmm(bf(2, 2, 2), bf(2, 2, 3), bf(2, 3, 2)),
     "addbmm": lambda: ember.addbmm(bf(2, 2), bf(2, 2, 3), bf(2, 3, 2)),
     "_convolution": lambda: ember.nn.functional.conv2d(bf(1, 2, 4, 4), bf(3, 2, 3, 3)),
+    "_convolution_transpose": lambda: ember.nn.functional.conv_transpose2d(bf(1, 2, 4, 4), bf(2, 3, 3, 3)),
     "_scaled_dot_product_flash_attention_for_cpu":
         lambda: ember.nn.functional.scaled_dot_product_attention(bf(1, 2, 4, 8), bf(1, 2, 4, 8), bf(1, 2, 4, 8)),
     "prod": lambda: ember.prod(bf(3).to(ember.bfloat16)),

@@ -4,12 +4,14 @@ renorm (slices whose norm exceeds a cap scaled down to it). Differentiable."""
 import builtins
 
 from . import _C
+from ._autocast_policy import fp32_policy as _fp32_policy
 from ._checks import _dt, _require_tensor, _type_name, _wrap_dim
 from .linalg import vector_norm
 
 _py_float = builtins.float
 
 
+@_fp32_policy
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distances between each row of x1 and each row of x2 (batched)."""
     _require_tensor("cdist", x1, "x1")

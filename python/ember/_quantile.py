@@ -6,6 +6,7 @@ comes for free. A row holding a NaN gives NaN (quantile) or is read over its non
 values only (nanquantile; all-NaN rows give NaN).
 """
 from . import _C
+from ._autocast_policy import fp32_policy as _fp32_policy
 
 _MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -92,11 +93,13 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan, name):
     return out[0] if scalar_q else out
 
 
+@_fp32_policy
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     result = _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
     return out.resize_(result.shape).copy_(result) if out is not None else result
 
 
+@_fp32_policy
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     result = _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
     return out.resize_(result.shape).copy_(result) if out is not None else result

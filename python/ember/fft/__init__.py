@@ -9,6 +9,7 @@ lengths. `norm` is "backward" (the default: the inverse transforms scale by
 The gradient of each primitive is its adjoint transform, so every function
 here is differentiable."""
 from .. import _C
+from .._autocast_policy import fp32_policy as _fp32_policy
 from .._checks import _write_out
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
@@ -118,6 +119,7 @@ def _irfft_last(m):
 
 # ------------------------------------------------------------ complex to complex
 
+@_fp32_policy
 def _c2c(name, input, s, dim, norm, forward, out):
     x = _complex_input(input, name)
     dims, sizes = _dims_and_sizes(x, s, dim)
@@ -153,6 +155,7 @@ def ifftn(input, s=None, dim=None, norm=None, *, out=None):
 
 # ------------------------------------------------------------ real to half spectrum
 
+@_fp32_policy
 def _r2c(name, input, s, dim, norm, forward, out, conj=False):
     x = _real_input(input, name)
     dims, sizes = _dims_and_sizes(x, s, dim)
@@ -191,6 +194,7 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
 
 # ------------------------------------------------------------ half spectrum to real
 
+@_fp32_policy
 def _c2r(name, input, s, dim, norm, forward, out, conj=False):
     x = _complex_input(input, name)
     dims, sizes = _dims_and_sizes(x, s, dim, default_last=_irfft_last)

@@ -2,6 +2,7 @@
 cholesky, cholesky_ex, cholesky_solve and cholesky_inverse, with the
 factor's gradient as an autograd Function (conventions: _lapack.py)."""
 from .. import _C
+from .._autocast_policy import fp32_policy as _fp32_policy
 from .._shape_functions import diag_embed as _diag_embed
 from ._lapack import (_CholEx, _back, _check, _diag, _eye_like, _finish, _finish_tuple, _function, _lapack_in,
                       _lazy, _on, _raise_info, _same_dtype)
@@ -45,6 +46,7 @@ def _build_cholesky():
 _CholFn = _lazy(_build_cholesky)
 
 
+@_fp32_policy
 def cholesky(A, *, upper=False, out=None):
     """L with A = L L^T (or U = L^T when upper) for symmetric positive-definite A."""
     _check("linalg.cholesky", A)

@@ -5,6 +5,7 @@ gradient as an autograd Function (conventions: _lapack.py)."""
 import math
 
 from .. import _C
+from .._autocast_policy import fp32_policy as _fp32_policy
 from .._shape_functions import diag_embed as _diag_embed
 from ._lapack import (_I32, _I64, _InvEx, _LU, _LUFactor, _LUFactorEx, _LUUnpack, _LinalgSlogdet, _Slogdet,
                       _SolveEx, _TriSolve, _back, _broadcast_batch, _check, _diag, _eye_like, _finish,
@@ -180,6 +181,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     return _finish_tuple(_SolveEx(X, info), out)
 
 
+@_fp32_policy
 def inv(A, *, out=None):
     """The inverse of square matrices (LinAlgError when one is singular)."""
     _check("linalg.inv", A)

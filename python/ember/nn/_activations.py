@@ -2,6 +2,7 @@
 RReLU (random slopes in training), the hard / soft / tanh shrinks and
 gumbel_softmax (functional.py has the ones that are C ops)."""
 from .. import _C
+from .._autocast_policy import lower_policy as _lower_policy
 from .functional import _tensors, leaky_relu, softmax
 
 
@@ -12,6 +13,7 @@ def _float_only(kernel, input):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input.dtype)}'")
 
 
+@_lower_policy
 def prelu(input, weight):
     """x where x > 0, else weight * x; weight has one entry or one per channel (dim 1)."""
     _tensors("prelu", input=input, weight=weight)

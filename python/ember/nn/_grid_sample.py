@@ -17,6 +17,7 @@ import warnings
 from .._lazy import numpy as np  # NumPy on first use: import ember stays fast
 
 from .. import _C
+from .._autocast_policy import fp32_policy as _fp32_policy
 
 _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
                   "Please specify align_corners=True if the old behavior is desired. See the documentation of "
@@ -111,6 +112,7 @@ def _cubic_weights(t):
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
+@_fp32_policy
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample input (N, C, H, W) / (N, C, D, H, W) at grid (N, Ho, Wo, 2) / (N, Do, Ho, Wo, 3), coordinates in [-1, 1]."""
     if mode not in ("bilinear", "nearest", "bicubic"):

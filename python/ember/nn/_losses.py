@@ -6,6 +6,7 @@ The checks, their exception types and the formulas are torch's."""
 import math
 
 from .. import _C
+from .._autocast_policy import fp32_policy as _fp32_policy
 from .functional import _legacy_reduction, _tensors, logsigmoid, pairwise_distance
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
@@ -33,6 +34,7 @@ def _sizes(t):
     return f"torch.Size({list(t.shape)})"
 
 
+@_fp32_policy
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), target in {1, -1}."""
     reduction = _reduction(reduction, size_average, reduce)
@@ -42,6 +44,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
+@_fp32_policy
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """input where target is 1, max(0, margin - input) where it is -1 (both terms where it is neither)."""
     reduction = _reduction(reduction, size_average, reduce)
@@ -51,6 +54,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(hinge + same, reduction)
 
 
+@_fp32_policy
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1; cos along the last dim."""
     reduction = _reduction(reduction, size_average, reduce)
@@ -81,6 +85,7 @@ def _same_ndim(anchor, positive, negative):
                            f"dimensions, but got: anchor {a}D, positive {p}D, and negative {n}D inputs")
 
 
+@_fp32_policy
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     """max(0, d(a, p) - d(a, n) + margin) with d the p-norm pairwise distance
@@ -115,6 +120,7 @@ def _check_int_target(target, name):
         raise RuntimeError(f"{name}: expected target of an integer dtype (Long), but got {target.dtype}")
 
 
+@_fp32_policy
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """Per sample: sum over j != y of max(0, margin - x[y] + x[j])^p (times weight[y]), divided by C."""
@@ -151,6 +157,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss, reduction)
 
 
+@_fp32_policy
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """target holds class indices, ended by the first -1; per sample:
     sum over targets j and non-targets k of max(0, 1 - (x[j] - x[k])), divided by C."""
@@ -193,6 +200,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+@_fp32_policy
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)), target in {1, -1}."""
     reduction = _reduction(reduction, size_average, reduce)
@@ -203,6 +211,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return _reduce(loss if loss.dtype == input.dtype else loss.to(input.dtype), reduction)
 
 
+@_fp32_policy
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     """exp(input) - target * input (log_input), else input - target * log(input + eps);

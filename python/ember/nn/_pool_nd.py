@@ -21,6 +21,7 @@ The window tables are small NumPy arrays built per call."""
 from .._lazy import numpy as np  # NumPy on first use: import ember stays fast
 
 from .. import _C
+from .._autocast_policy import fp32_policy as _fp32_policy
 from .functional import avg_pool1d, avg_pool2d
 
 _NAMES = {"kernel_size": "kernel_size must either be a single int, or a tuple of three ints",
@@ -148,6 +149,7 @@ def _finish(vals, idx, batched, return_indices):
     return (vals, idx) if return_indices else vals
 
 
+@_fp32_policy
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max over kd x kh x kw windows of (N, C, D, H, W) or (C, D, H, W); indices into each D*H*W volume."""
     x, batched = _volume(input, "max_pool3d")
@@ -190,6 +192,7 @@ def _sum_windows(x, mats):
     return y.reshape(N, C, OD, OH, OW)
 
 
+@_fp32_policy
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Average over kd x kh x kw windows of (N, C, D, H, W) or (C, D, H, W), divisors as torch's."""
@@ -244,6 +247,7 @@ def _adaptive_args(input, output_size, fn):
     return x, batched, out
 
 
+@_fp32_policy
 def adaptive_avg_pool3d(input, output_size):
     """Average over torch's adaptive windows [floor(o n / out), ceil((o + 1) n / out)) per axis."""
     x, batched, out = _adaptive_args(input, output_size, "adaptive_avg_pool3d")

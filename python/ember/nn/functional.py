@@ -1,5 +1,6 @@
 """ember.nn.functional (torch.nn.functional)."""
 from .. import _C
+from .._autocast_policy import fp32_policy as _fp32_policy
 
 one_hot = _C._one_hot  # one_hot(input, num_classes=-1): int64 one-hot rows, in C
 
@@ -333,6 +334,7 @@ def _weighted(loss, input, weight, red, mean_by_weight):
     return loss.sum() / weight.sum() if mean_by_weight else loss.mean()
 
 
+@_fp32_policy
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|, reduced with ember's mean / sum (torch's graph: MeanBackward0 over AbsBackward0)."""
     red = _reduction_enum(reduction, size_average, reduce)
@@ -354,6 +356,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _C._pointwise_loss(input, target, None, None, 1, red, float(beta))
 
 
+@_fp32_policy
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     red = _reduction_enum(reduction)
     if delta <= 0:
@@ -394,6 +397,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _C._pointwise_loss(input, target, weight, pos_weight, 4, red, 1.0)
 
 
+@_fp32_policy
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise target * (log target - input) (input holds log-probabilities), as torch composes it."""
     if size_average is not None or reduce is not None:
