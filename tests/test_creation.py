@@ -517,3 +517,24 @@ def test_empty_strided():
         ember.empty_strided((2, 3), (1,))
     with pytest.raises(RuntimeError):
         ember.empty_strided((2, 3), (-1, 1))
+
+
+@pytest.mark.parametrize("fn", ["linspace", "logspace"])
+def test_integer_endpoints_are_checked_as_torch(fn):
+    # torch 2.15: start/end converted to the integer dtype with an overflow check, before any work
+    f = getattr(ember, fn)
+    for dtype, bad, good in [(ember.uint8, [-0.5, 256.0, float("-inf"), float("nan")], [255.9, -0.0]),
+                             (ember.int8, [128.0, -128.5], [127.99, -128.0]),
+                             (ember.int32, [2.0 ** 31, float("inf")], [-2.0 ** 31]),
+                             (ember.int64, [9.3e18, -9.3e18], [9.2e18])]:
+        name = {ember.uint8: "uint8_t", ember.int8: "int8_t", ember.int32: "int", ember.int64: "int64_t"}[dtype]
+        for v in bad:
+            with pytest.raises(RuntimeError, match=f"value cannot be converted to type {name} without overflow"):
+                f(v, 1.0, 2 ** 31 - 1, dtype=dtype)  # refused before filling 2**31 elements
+            with pytest.raises(RuntimeError, match="without overflow"):
+                f(0.0, v, 3, dtype=dtype)
+        for v in good:
+            assert f(v, 1.0, 3, dtype=dtype).dtype == dtype
+    assert ember.logspace(0.0, 3.0, 5, dtype=ember.uint8).tolist() == [1, 5, 31, 177, 232]  # torch's values
+    assert ember.logspace(0.0, 3.0, 5, base=-2.0, dtype=ember.uint8).tolist() == [1, 0, 0, 0, 248]
+

@@ -327,6 +327,24 @@ static PyObject *f_arange(EmCall *c) {
 
 /* torch's symmetric linspace: the first half counts up from start, the
  * second half down from end, so both endpoints are exact. */
+/* torch converts start and end to an integer result dtype with its overflow
+ * check (NaN, infinities and values outside [min, max + 1) refused) before
+ * any work: linspace(-inf, 1, 2**31, dtype=uint8) fails at once. */
+static int check_integer_endpoints(EmDType d, double xs, double xe) {
+    static const struct { EmDType d; double lo, hi; const char *name; } ints[] = {
+        {EM_UINT8, 0.0, 256.0, "uint8_t"}, {EM_INT8, -128.0, 128.0, "int8_t"},
+        {EM_INT16, -32768.0, 32768.0, "int16_t"}, {EM_INT32, -2147483648.0, 2147483648.0, "int"},
+        {EM_INT64, -9223372036854775808.0, 9223372036854775808.0, "int64_t"}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (ints[i].d != d) continue;
+        if (!(xs >= ints[i].lo && xs < ints[i].hi) || !(xe >= ints[i].lo && xe < ints[i].hi)) {
+            PyErr_Format(PyExc_RuntimeError, "value cannot be converted to type %s without overflow", ints[i].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *linspace_impl(EmCall *c, bool log, double base) {
     double xs, xe;
     int64_t steps;
@@ -343,6 +361,7 @@ static PyObject *linspace_impl(EmCall *c, bool log, double base) {
         PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for 'Bool'", log ? "logspace_cpu" : "linspace_cpu");
         return NULL;
     }
+    if (check_integer_endpoints(d, xs, xe) < 0) return NULL;
     bool gpu = gpu_target(c);
     if (gpu && (!em_cuda_get() || !em_cuda->linspace_fill))
         return em_cuda ? em_fused_no_kernel(log ? "logspace" : "linspace") : NULL;
