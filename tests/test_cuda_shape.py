@@ -556,7 +556,12 @@ def test_host_build_arange(host_lib, dtype, args):
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize("args", [(0, 1, 5), (-2.5, 7.25, 13), (3, 3, 4), (1, -1, 1), (0.1, 1.7, 100), (-4, 4, 9)])
 def test_host_build_linspace_logspace(host_lib, dtype, args):
-    for log, want in ((False, ember.linspace(*args, dtype=dtype)), (True, ember.logspace(*args, base=3.0, dtype=dtype))):
+    try:
+        wants = ((False, ember.linspace(*args, dtype=dtype)), (True, ember.logspace(*args, base=3.0, dtype=dtype)))
+    except RuntimeError as e:  # endpoints an integer dtype cannot hold: refused before any device work, as torch
+        assert "without overflow" in str(e)
+        return
+    for log, want in wants:
         n = want.numel()
         out = np.zeros(n, NP_BITS[want.element_size()])
         assert host_lib.em_cuda_linspace_fill(0, CODES[dtype], out.ctypes.data, n, 1, float(args[0]),
