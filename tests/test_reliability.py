@@ -303,3 +303,24 @@ def test_integer_division_checks_the_divisor_in_the_dtype_it_divides_in():
         x.floor_divide_(ember.tensor(-2 ** 31, dtype=ember.int32))
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         ember.tensor([5], dtype=ember.uint8).remainder(ember.tensor(256, dtype=ember.int32))
+
+
+@pytest.mark.parametrize("call, message", [
+    # the size product overflows int64 and used to wrap to 1, leaving a view
+    # that could not be built and no exception set
+    (lambda: ember.reshape(ember.arange(3).to(ember.uint8), (-1, 2**63 - 1, 2**63 - 1)), "is invalid for input of size 3"),
+    (lambda: ember.arange(6.).view(-1, 2**62, 2**62), "is invalid for input of size 6"),
+    (lambda: ember.arange(6.).unflatten(0, (2**62, 2**62, -1)), "don't multiply up"),
+    # unflatten takes its sizes without the shape parser's one -1 rule
+    (lambda: ember.arange(1.).to(ember.float16).unflatten(0, (-1, -1)), "only one dimension can be inferred"),
+    (lambda: ember.arange(6.).unflatten(0, (-1, -2)), "invalid shape dimension -2"),
+])
+def test_shapes_that_cannot_be_are_refused_as_torch(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call()
+
+
+def test_reshape_with_a_zero_size_still_takes_huge_neighbours():
+    # numel 0 whatever the others are: torch accepts these shapes
+    assert ember.zeros(0).reshape(2**62, 2**62, 0).shape == (2**62, 2**62, 0)
+    assert ember.zeros(0).unflatten(0, (2**62, 0)).shape == (2**62, 0)

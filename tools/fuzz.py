@@ -155,6 +155,11 @@ SIZE_NAMES = {"size", "shape", "kernel_size", "stride", "padding", "dilation", "
 # loop, 2**31 rounds are hours there too): drawn small, so a slow call by
 # request is not reported as a hang
 ITER_NAMES = {"niter"}
+# Output lengths torch fills as asked (linspace/logspace's steps): 2**31 steps
+# are 2**31 values computed in torch too, tens of seconds, so the values drawn
+# skip that range but keep the ones a size check must refuse at once
+LENGTH_NAMES = {"steps"}
+LENGTHS = ["0", "1", "2", "3", "7", "-1", "-2**31", "2**62", "2**63-1", "-2**63", "2**64", "10**30", "True"]
 NUM_NAMES = {"p", "eps", "alpha", "beta", "momentum", "lambd", "negative_slope", "threshold", "margin",
              "min_val", "max_val", "lower", "upper", "min", "max", "rtol", "atol", "delta", "beta1", "label_smoothing",
              "max_norm", "norm_type", "scale", "rcond", "tol", "q", "base", "weight_decay", "lr", "fill_value"}
@@ -261,6 +266,8 @@ def typed_arg(g, ty, name):
     t = ty.rstrip("?")
     if name in ITER_NAMES:
         return r.choice(["0", "1", "2", "3", "-1", "None"])
+    if name in LENGTH_NAMES:
+        return r.choice(LENGTHS)
     if t == "?":
         t = ("Tensor" if name in TENSOR_NAMES else "IntList" if name in SIZE_NAMES and r.random() < 0.6
              else "int" if name in INT_NAMES else "Number" if name in NUM_NAMES

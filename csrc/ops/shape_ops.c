@@ -20,18 +20,33 @@ static int arg_dim(EmCall *c, int i, int ndim, int *dim) {
     return em_wrap_dim(d, ndim, dim);
 }
 
-/* Resolve a single -1 in shape against numel. */
+/* Resolve a single -1 in shape against numel. Every size is checked here,
+   not only by the parsers: unflatten and the other callers build shapes of
+   their own, and a product that overflows int64 must not wrap to a size that
+   happens to fit. */
 static int infer_size(int n, int64_t *shape, int64_t numel) {
     int64_t prod = 1;
     int infer = -1;
-    for (int d = 0; d < n; d++) {
-        if (shape[d] == -1)
-            infer = d;
-        else
-            prod *= shape[d];
-    }
+    bool overflow = false;
     char buf[EM_SHAPE_BUF];
-    if (infer >= 0) {
+    for (int d = 0; d < n; d++) {
+        if (shape[d] == -1) {
+            if (infer >= 0) {
+                PyErr_SetString(PyExc_RuntimeError, "only one dimension can be inferred");
+                return -1;
+            }
+            infer = d;
+        } else if (shape[d] < 0) {
+            PyErr_Format(PyExc_RuntimeError, "invalid shape dimension %lld", (long long)shape[d]);
+            return -1;
+        } else if (!overflow && __builtin_mul_overflow(prod, shape[d], &prod)) {
+            overflow = true;
+        }
+    }
+    if (overflow) prod = -1; /* larger than any numel: only a zero size could save it */
+    for (int d = 0; d < n && overflow; d++)
+        if (shape[d] == 0) prod = 0, overflow = false;
+    if (infer >= 0 && !overflow) {
         if (prod == 0) {
             PyErr_Format(PyExc_RuntimeError,
                          "cannot reshape tensor of %lld elements into shape %s because the "
@@ -43,7 +58,7 @@ static int infer_size(int n, int64_t *shape, int64_t numel) {
             shape[infer] = numel / prod;
             return 0;
         }
-    } else if (prod == numel) {
+    } else if (infer < 0 && !overflow && prod == numel) {
         return 0;
     }
     PyErr_Format(PyExc_RuntimeError, "shape '%s' is invalid for input of size %lld",
@@ -352,11 +367,25 @@ PyObject *em_impl_unflatten(EmCall *c) {
     int64_t dsize = t->ndim ? t->sizes[dim] : 1;
     int64_t prod = 1;
     int infer = -1;
+    bool overflow = false;
     for (int i = 0; i < n; i++) {
-        if (sizes[i] == -1 && infer < 0) infer = i;
-        else prod *= sizes[i];
+        if (sizes[i] == -1) {
+            if (infer >= 0) {
+                PyErr_SetString(PyExc_RuntimeError, "only one dimension can be inferred");
+                return NULL;
+            }
+            infer = i;
+        } else if (sizes[i] < 0) {
+            PyErr_Format(PyExc_RuntimeError, "invalid shape dimension %lld", (long long)sizes[i]);
+            return NULL;
+        } else if (!overflow && __builtin_mul_overflow(prod, sizes[i], &prod)) {
+            overflow = true;
+        }
     }
-    if (infer >= 0 && prod != 0 && dsize % prod == 0) {
+    if (overflow) prod = -1; /* overflowed: equals no dim size */
+    for (int i = 0; i < n && overflow; i++)
+        if (sizes[i] == 0) prod = 0, overflow = false;
+    if (infer >= 0 && prod > 0 && dsize % prod == 0) {
         sizes[infer] = dsize / prod;
         prod = dsize;
     }
