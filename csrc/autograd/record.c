@@ -36,6 +36,24 @@ static int tensor_args(const EmOpDef *def, EmCall *c, EmTensor **ts) {
     return k;
 }
 
+/* Whether a tensor argument (out= skipped) requires grad, without building
+ * the inputs array: the answer of most calls is no, and they stop here. */
+static bool any_input_requires_grad(const EmOpDef *def, EmCall *c) {
+    for (int i = 0; i < def->sig.nparams; i++) {
+        EmArgType ty = def->sig.params[i].type;
+        PyObject *a = c->args[i];
+        if (i == def->sig.out_index) continue;
+        if (ty == EM_ARG_TENSOR_LIST && a != Py_None) {
+            for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(a); j++)
+                if (em_requires_grad((EmTensor *)PySequence_Fast_ITEMS(a)[j])) return true;
+        } else if ((ty == EM_ARG_TENSOR || ty == EM_ARG_TENSOR_OR_NUMBER) && em_is_tensor(a) &&
+                   em_requires_grad((EmTensor *)a)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The call's tensor arguments in `small` or, for long lists (cat of many
  * tensors), a PyMem block the caller frees when it is not `small`. */
 #define SMALL_INPUTS 8
@@ -103,12 +121,8 @@ static int check_custom_function_view(EmTensor *t) {
 
 int em_autograd_precheck(const EmOpDef *def, EmCall *c, EmAutogradPre *pre) {
     EmOpId op = op_id(def);
-    EmTensor *small[SMALL_INPUTS], **ins;
-    int nin = 0;
-    if (!(ins = inputs_of(def, c, small, &nin))) return -1;
-    bool any = false;
-    for (int i = 0; i < nin; i++) any |= ins[i] && em_requires_grad(ins[i]);
-    inputs_free(ins, small);
+    if (!c->out && !c->inplace && !def->writes_self) return 0; /* nothing written: nothing to check */
+    bool any = any_input_requires_grad(def, c);
     if (c->out && !c->inplace) {
         if (em_derivatives[op].fn && (any || em_requires_grad(c->out))) {
             PyErr_Format(PyExc_RuntimeError,
@@ -432,6 +446,13 @@ fail:
 }
 
 PyObject *em_autograd_record(const EmOpDef *def, EmCall *c, PyObject *result, EmAutogradPre *pre) {
+    if (!pre->saved_self && !any_input_requires_grad(def, c)) {
+        /* only an in-place write into a view of a graph tensor records without
+         * a tracked input (Note [in-place on views]) */
+        if (!c->inplace && !def->writes_self) return result;
+        EmTensor *self = em_is_tensor(c->args[0]) ? (EmTensor *)c->args[0] : NULL; /* ins[0] below */
+        if (self && !(root_base(self) && em_requires_grad(root_base(self)))) return result;
+    }
     EmTensor *small[SMALL_INPUTS], **ins;
     int nin = 0;
     if (!(ins = inputs_of(def, c, small, &nin))) {
