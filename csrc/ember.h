@@ -363,8 +363,12 @@ typedef enum {
 extern PyTypeObject EmMemoryFormatType;
 /* o (None or NULL: dflt) as a format; -1 with TypeError for anything else. */
 int em_memory_format_from_py(PyObject *o, EmMemoryFormat dflt, EmMemoryFormat *out);
+PyObject *em_memory_format_object(EmMemoryFormat f); /* borrowed: ember.channels_last, ... */
 /* Dense strides of `sizes` in format f (not preserve); -1 with RuntimeError for a wrong rank. */
 int em_memory_format_strides(EmMemoryFormat f, int ndim, const int64_t *sizes, int64_t *strides);
+/* torch's suggest_memory_format: channels_last(_3d) when t's strides are in
+ * that order, contiguous_format otherwise (ambiguous cases included). */
+EmMemoryFormat em_suggest_memory_format(const EmTensor *t);
 bool em_is_contiguous_as(const EmTensor *t, EmMemoryFormat f);
 /* Uninitialised, shaped like src, laid out as f on device (preserve: src's dim order). */
 EmTensor *em_empty_format(const EmTensor *src, EmDType dtype, EmDevice device, EmMemoryFormat f);
@@ -801,6 +805,8 @@ enum {
     EM_TAG_POINTWISE = 1 << 4, /* elementwise through the iterator, with the row's kernels */
     EM_TAG_DETACHES = 1 << 5,  /* its in-place variant only takes self out of the graph (detach_):
                                 * no data written, so no version bump and no node */
+    EM_TAG_FORMAT = 1 << 6,    /* its results take the memory format its first argument suggests
+                                * (channels-last in, channels-last out: Note [memory format]) */
 };
 /* The autocast column, AC(cpu policy, cuda policy): Note [autocast]. */
 typedef enum { EM_CAST_NONE, EM_CAST_LOWER, EM_CAST_FP32, EM_CAST_PROMOTE } EmCastPolicy;
@@ -871,6 +877,9 @@ PyObject *em_profiler_start(PyObject *m, PyObject *record_shapes);
 PyObject *em_profiler_stop(PyObject *m, PyObject *unused);
 /* Run a bound call through the whole op pipeline (ops/dispatch.c). */
 PyObject *em_call_run(EmCall *c);
+/* A FORMAT-tagged op's result laid out as its first argument suggests
+ * (Note [memory format]); steals r, new reference or NULL. */
+PyObject *em_result_in_format(EmCall *c, PyObject *r);
 /* Note [CUDA fallback] (ops/dispatch_device.c): run a call whose tensors may
  * live on a GPU. */
 PyObject *em_device_dispatch(EmCall *c);

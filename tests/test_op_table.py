@@ -34,7 +34,7 @@ NAMES = _C._op_names()
 INFO = {n: _C._op_info(n) for n in NAMES}
 
 DEVICE_TOKENS = {"any", "cuda", "mixed", "cpu_index", "device_arg", "any_basic_key", "meta", "cuda_impl"}
-TAG_TOKENS = {"view", "inplace", "writes", "geometry", "pointwise", "detaches"}
+TAG_TOKENS = {"view", "inplace", "writes", "geometry", "pointwise", "detaches", "format"}
 CASTS = {"none", "lower", "fp32", "promote"}
 
 
@@ -305,6 +305,13 @@ def test_detach_is_the_row_tagged_detaches():
     v = x._version
     assert x.detach_() is x and x.grad_fn is None and not x.requires_grad
     assert x._version == v  # detach_ writes no data: no version bump (torch's too)
+
+
+def test_format_rows_give_channels_last_results_for_channels_last_inputs():
+    # tests/test_memory_format.py checks each row's strides and values; here,
+    # that the tagged rows are the ones it covers
+    from test_memory_format import FORMAT_ROWS
+    assert {n for n, i in INFO.items() if "format" in i["tags"]} == set(FORMAT_ROWS)
 
 
 def test_every_row_with_a_formula_is_gradchecked():

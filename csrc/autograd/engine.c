@@ -260,6 +260,28 @@ static bool sole_owner_view(const EmTensor *g) {
            g->numel * em_dtype_info[g->dtype].itemsize == g->storage->nbytes;
 }
 
+/* torch's layout contract for .grad: a dense leaf's gradient has the leaf's
+ * strides (a channels-last weight gets a channels-last gradient), any other
+ * leaf's a contiguous one. */
+static bool obeys_layout(const EmTensor *g, const EmTensor *v) {
+    if (!em_is_non_overlapping_and_dense(v)) return em_is_contiguous(g);
+    for (int d = 0; d < g->ndim; d++)
+        if (g->sizes[d] != 1 ? g->strides[d] != v->strides[d] : g->strides[d] == 0) return false;
+    return em_is_non_overlapping_and_dense(g);
+}
+
+/* A copy of grad the user may modify, laid out as obeys_layout wants. */
+static EmTensor *grad_copy(EmTensor *grad, const EmTensor *v) {
+    if (!em_is_non_overlapping_and_dense(v)) {
+        EmTensor *g = em_contiguous(grad);
+        if (g == grad) Py_SETREF(g, em_clone(grad));
+        return g;
+    }
+    EmTensor *g = em_empty_strided(v->ndim, v->sizes, v->strides, (EmDType)grad->dtype, em_device(grad));
+    if (g && em_copy_(g, (PyObject *)grad) < 0) Py_CLEAR(g);
+    return g;
+}
+
 static int run_accumulate(EmNode *n, EmTensor *grad, bool create_graph) {
     EmTensor *v = n->variable;
     Py_INCREF(grad);
@@ -268,16 +290,12 @@ static int run_accumulate(EmNode *n, EmTensor *grad, bool create_graph) {
         /* keep the incoming tensor when nobody else holds it and its layout
          * is plain; otherwise store a copy the user may freely modify */
         if (create_graph ||
-            (Py_REFCNT(grad) <= 2 && em_is_contiguous(grad) && (!grad->is_view || sole_owner_view(grad)))) {
+            (Py_REFCNT(grad) <= 2 && obeys_layout(grad, v) && (!grad->is_view || sole_owner_view(grad)))) {
             EmTensor *g = create_graph ? (EmTensor *)Py_NewRef(grad) : em_detach(grad);
             if (!g) goto fail;
             v->grad = (PyObject *)g;
         } else {
-            EmTensor *g = em_contiguous(grad);
-            if (g == grad) {
-                Py_DECREF(g);
-                g = em_clone(grad);
-            }
+            EmTensor *g = grad_copy(grad, v);
             if (!g) goto fail;
             v->grad = (PyObject *)g;
         }

@@ -97,6 +97,34 @@ bool em_is_contiguous_as(const EmTensor *t, EmMemoryFormat f) {
     return true;
 }
 
+/* Whether the strides put a rank-4/5 tensor's channels last: walking dims
+ * C, then the spatial dims from the innermost, then N, each stride must be at
+ * least the extent of the dims before it. Ambiguous layouts (a dim of size 0,
+ * C with stride 0, N whose stride equals C's: N111-like tensors) count as
+ * contiguous, as in torch's is_channels_last_strides rule. */
+static bool strides_channels_last(const EmTensor *t) {
+    int order[5], n = 0;
+    order[n++] = 1;
+    for (int d = t->ndim - 1; d >= 2; d--) order[n++] = d;
+    order[n++] = 0;
+    if (t->strides[1] == 0) return false;
+    int64_t min = 0;
+    for (int i = 0; i < n; i++) {
+        int d = order[i];
+        if (t->sizes[d] == 0 || t->strides[d] < min) return false;
+        if (d == 0 && min == t->strides[1]) return false;
+        min = t->strides[d];
+        if (t->sizes[d] > 1) min *= t->sizes[d];
+    }
+    return true;
+}
+
+EmMemoryFormat em_suggest_memory_format(const EmTensor *t) {
+    if ((t->ndim == 4 || t->ndim == 5) && strides_channels_last(t))
+        return t->ndim == 4 ? EM_CHANNELS_LAST : EM_CHANNELS_LAST_3D;
+    return EM_CONTIGUOUS_FORMAT;
+}
+
 /* A new uninitialised tensor shaped like src, laid out as f: preserve keeps
  * src's dim order when src is dense (em_empty_like), the others give their
  * own strides. New reference, or NULL with an exception set. */
@@ -110,6 +138,8 @@ EmTensor *em_empty_format(const EmTensor *src, EmDType dtype, EmDevice device, E
     if (em_memory_format_strides(f, src->ndim, src->sizes, strides) < 0) return NULL;
     return em_empty_strided(src->ndim, src->sizes, strides, dtype, device);
 }
+
+PyObject *em_memory_format_object(EmMemoryFormat f) { return (PyObject *)&format_objects[f]; }
 
 int em_init_memory_formats(PyObject *m) {
     if (PyType_Ready(&EmMemoryFormatType) < 0) return -1;

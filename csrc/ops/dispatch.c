@@ -35,6 +35,60 @@ static PyObject *call_run_autocast(EmCall *c) {
     return r;
 }
 
+/* Note [memory format]: torch's convolution, pooling, batch/group norm and
+ * 2-d interpolation give channels-last results when an input is laid out
+ * channels-last (convolution: its input or its weight; the backwards: the
+ * saved input or indices), with channels-last's exact strides. The rows say
+ * so with the FORMAT tag; their kernels compute in the contiguous layout, and
+ * the dispatcher lays out each result of that rank as the inputs suggest.
+ * Contiguous inputs, the common case, pay one stride walk per tensor. */
+static EmMemoryFormat call_format(EmCall *c, int *rank) {
+    const EmSignature *sig = &c->def->sig;
+    for (int i = 0; i < sig->nparams; i++) {
+        if (sig->params[i].type != EM_ARG_TENSOR || !em_is_tensor(c->args[i])) continue;
+        EmMemoryFormat f = em_suggest_memory_format((EmTensor *)c->args[i]);
+        if (f != EM_CONTIGUOUS_FORMAT) {
+            *rank = ((EmTensor *)c->args[i])->ndim;
+            return f;
+        }
+    }
+    return EM_CONTIGUOUS_FORMAT;
+}
+
+static EmTensor *in_format(EmTensor *t, EmMemoryFormat f) {
+    int64_t strides[EM_MAX_DIMS];
+    em_memory_format_strides(f, t->ndim, t->sizes, strides);
+    if (!memcmp(strides, t->strides, t->ndim * sizeof(int64_t))) return (EmTensor *)Py_NewRef(t);
+    EmTensor *r = em_empty_strided(t->ndim, t->sizes, strides, (EmDType)t->dtype, em_device(t));
+    if (r && !em_is_meta(t) && em_copy_(r, (PyObject *)t) < 0) Py_CLEAR(r);
+    return r;
+}
+
+PyObject *em_result_in_format(EmCall *c, PyObject *r) {
+    int rank = 0;
+    EmMemoryFormat f = c->out ? EM_CONTIGUOUS_FORMAT : call_format(c, &rank); /* out= keeps its layout */
+    if (f == EM_CONTIGUOUS_FORMAT) return r;
+    if (em_is_tensor(r)) {
+        if (((EmTensor *)r)->ndim != rank) return r;
+        EmTensor *t = in_format((EmTensor *)r, f);
+        Py_DECREF(r);
+        return (PyObject *)t;
+    }
+    if (!PyTuple_Check(r)) return r;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r); i++) { /* the impl's new tuple: its items may change */
+        PyObject *item = PyTuple_GET_ITEM(r, i);
+        if (!em_is_tensor(item) || ((EmTensor *)item)->ndim != rank) continue;
+        EmTensor *t = in_format((EmTensor *)item, f);
+        if (!t) {
+            Py_DECREF(r);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(r, i, (PyObject *)t);
+        Py_DECREF(item);
+    }
+    return r;
+}
+
 static PyObject *call_run(EmCall *c) {
     const EmOpDef *def = c->def;
     EmTensor *written = c->out ? c->out : def->writes_self ? (EmTensor *)c->args[0] : NULL;
@@ -46,6 +100,7 @@ static PyObject *call_run(EmCall *c) {
         return NULL;
     }
     PyObject *r = EM_UNLIKELY(em_cuda_used | em_meta_used) ? em_device_dispatch(c) : def->impl(c);
+    if (EM_UNLIKELY(def->tags & EM_TAG_FORMAT) && r && r != Py_NotImplemented) r = em_result_in_format(c, r);
     if (r && r != Py_NotImplemented) {
         if (written && !(def->tags & EM_TAG_DETACHES)) em_bump_version(written); /* detach_ writes no data */
         if (grad) r = em_autograd_hooks.record(def, c, r, &pre);

@@ -44,6 +44,7 @@ extern const EmKernels em_kernels_none;
 #define GEOMETRY EM_TAG_GEOMETRY
 #define POINTWISE EM_TAG_POINTWISE
 #define DETACHES EM_TAG_DETACHES
+#define FORMAT EM_TAG_FORMAT
 /* autocast */
 #define AC(cpu, cuda) {EM_CAST_##cpu, EM_CAST_##cuda}
 #define NOCAST AC(NONE, NONE)

@@ -147,7 +147,7 @@ PyObject *em_op_info(PyObject *self, PyObject *name) {
         {EM_RUNS_CUDA_IMPL, "cuda_impl"}};
     static const struct { unsigned bit; const char *name; } tags[] = {
         {EM_TAG_VIEW, "view"}, {EM_TAG_INPLACE, "inplace"}, {EM_TAG_WRITES, "writes"},
-        {EM_TAG_GEOMETRY, "geometry"}, {EM_TAG_POINTWISE, "pointwise"}, {EM_TAG_DETACHES, "detaches"}};
+        {EM_TAG_GEOMETRY, "geometry"}, {EM_TAG_POINTWISE, "pointwise"}, {EM_TAG_DETACHES, "detaches"}, {EM_TAG_FORMAT, "format"}};
     static const char *const casts[] = {"none", "lower", "fp32", "promote"};
     PyObject *d = PyList_New(0), *t = PyList_New(0), *r = NULL;
     if (!d || !t) goto done;

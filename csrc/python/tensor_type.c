@@ -829,8 +829,23 @@ static PyObject *to_device(PyObject *self, EmDevice dev, EmDType d, bool non_blo
     return r;
 }
 
+static PyObject *to_dtype_device(PyObject *self, PyObject *args, PyObject *kw);
+
+/* to(...): the dtype and device conversion, then memory_format= (which
+ * copies only when the result is not laid out so already) */
 static PyObject *m_to(PyObject *self, PyObject *args, PyObject *kw) {
     TF_METHOD("to", args, kw);
+    EmMemoryFormat f = EM_PRESERVE_FORMAT;
+    if (kw && em_memory_format_from_py(PyDict_GetItemString(kw, "memory_format"), EM_PRESERVE_FORMAT, &f) < 0)
+        return NULL;
+    PyObject *r = to_dtype_device(self, args, kw);
+    if (!r || f == EM_PRESERVE_FORMAT || em_is_contiguous_as((EmTensor *)r, f)) return r;
+    PyObject *call_args[2] = {r, em_memory_format_object(f)};
+    Py_SETREF(r, em_op(EM_OP_contiguous, 2, call_args));
+    return r;
+}
+
+static PyObject *to_dtype_device(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject *dtype_o = NULL, *device_o = NULL, *copy_o = NULL, *non_blocking_o = NULL;
     EmTensor *like = NULL; /* to(other): other's dtype and device */
     Py_ssize_t n = PyTuple_GET_SIZE(args);

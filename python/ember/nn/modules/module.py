@@ -409,15 +409,20 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
+        memory_format = kwargs.pop("memory_format", None)
         device, dtype, non_blocking = _parse_to(*args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, "
                             f"but got desired dtype={dtype}")
 
         def convert(t):
+            # as torch: a memory format applies to the 4-d and 5-d tensors only
+            fmt = {"memory_format": memory_format} if memory_format is not None and t.dim() in (4, 5) else {}
             if t.is_floating_point() and dtype is not None:
-                return t.to(device=device, dtype=dtype, non_blocking=non_blocking)
-            return t.to(device=device, non_blocking=non_blocking) if device is not None else t
+                return t.to(device=device, dtype=dtype, non_blocking=non_blocking, **fmt)
+            if device is not None or fmt:
+                return t.to(device=device, non_blocking=non_blocking, **fmt)
+            return t
         return self._apply(convert)
 
     def cpu(self):
