@@ -204,6 +204,26 @@ def mixed():
             params = np_sgd(params, np_grads(params, X[step], T[step]), 0.1)
         for got, want, k in zip(full_params(model), params, KEYS):
             same(got, want, f"bf16 (reduce {reduce_dtype}): {k}", 3e-2)
+    # fully_shard's MixedPrecisionPolicy: bfloat16 compute, float32 output
+    net, params = numpy_params(seed=4)
+    mp = MixedPrecisionPolicy(param_dtype=ember.bfloat16, reduce_dtype=ember.float32)
+    for b in (net.b1, net.b2):
+        fully_shard(b, mp_policy=mp)
+    # the output cast on the root only (a block's float32 output would meet the root's bfloat16 head)
+    fully_shard(net, mp_policy=MixedPrecisionPolicy(param_dtype=ember.bfloat16, output_dtype=ember.float32))
+    opt = ember.optim.SGD(net.parameters(), lr=0.1)
+    for step in range(5):
+        opt.zero_grad()
+        out = net(ember.from_numpy(X[step, lo:hi]).float())
+        assert out.dtype == ember.float32
+        ember.nn.functional.mse_loss(out, ember.from_numpy(T[step, lo:hi]).float()).backward()
+        assert all(p.dtype == ember.float32 and p.grad.dtype == ember.float32 for p in net.parameters())
+        opt.step()
+        params = np_sgd(params, np_grads(params, X[step], T[step]), 0.1)
+    for m in (net.b1, net.b2, net):
+        m.unshard()
+    for k, want in zip(KEYS, params):
+        same(dict(net.named_parameters())[k].detach().numpy(), want, f"fully_shard bf16: {k}", 3e-2)
     print("ok")
 
 
@@ -383,6 +403,94 @@ def fsdp2():
         trained = dict(net.named_parameters())
         for k in KEYS:
             same(loaded[k].detach().numpy(), trained[k].detach().numpy(), f"fully_shard checkpoint round trip {k}", 0)
+    print("ok")
+
+
+def optim_states():
+    """FSDP.optim_state_dict (FULL) holds NumPy's Adam moments under the
+    unwrapped names; loaded into a fresh model's optimizer (and, sharded,
+    through distributed.checkpoint with get_state_dict/set_state_dict), the
+    next steps are NumPy's continued training."""
+    from ember.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    rank, world = init()
+    X, T = data(5, world, seed=9)
+    lo, hi = 2 * rank, 2 * rank + 2
+    lossf = ember.nn.functional.mse_loss
+
+    def step(model, opt, i):
+        opt.zero_grad()
+        lossf(model(ember.from_numpy(X[i, lo:hi]).float()), ember.from_numpy(T[i, lo:hi]).float()).backward()
+        opt.step()
+
+    def fresh(orig, seed):
+        ember.manual_seed(seed)
+        m = FSDP(Net(), auto_wrap_policy=ModuleWrapPolicy({Block}), use_orig_params=orig)
+        return m, ember.optim.Adam(m.parameters(), lr=0.01)
+
+    for orig in (False, True):
+        net, params = numpy_params(seed=21)
+        model = FSDP(net, auto_wrap_policy=ModuleWrapPolicy({Block}), use_orig_params=orig)
+        opt = ember.optim.Adam(model.parameters(), lr=0.01)
+        state = {}
+        for i in range(3):
+            step(model, opt, i)
+            params = np_adam(params, np_grads(params, X[i], T[i]), state, 0.01)
+        with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+            osd = FSDP.optim_state_dict(model, opt)
+            msd = model.state_dict()
+        assert sorted(osd["state"]) == sorted(KEYS) and sorted(osd["param_groups"][0]["params"]) == sorted(KEYS)
+        for j, k in enumerate(KEYS):
+            m, v, t = state[j]
+            same(osd["state"][k]["exp_avg"].numpy(), m, f"exp_avg of {k}", 1e-6)
+            same(osd["state"][k]["exp_avg_sq"].numpy(), v, f"exp_avg_sq of {k}", 1e-6)
+            assert float(osd["state"][k]["step"]) == t == 3
+        # the full optimizer state into a fresh model: two more steps are NumPy's
+        model2, opt2 = fresh(orig, seed=22)
+        with FSDP.state_dict_type(model2, StateDictType.FULL_STATE_DICT):
+            model2.load_state_dict(msd)
+            opt2.load_state_dict(FSDP.optim_state_dict_to_load(model2, opt2, osd))
+        # sharded model + optimizer state through distributed.checkpoint
+        path = os.path.join(os.environ["CKPT_DIR"], f"optim{int(orig)}")
+        msd_s, osd_s = get_state_dict(model, opt)
+        assert all(isinstance(v, dcp.FlatShardedTensor) for v in msd_s.values())
+        dcp.save({"model": msd_s, "optim": osd_s}, checkpoint_id=path)
+        model3, opt3 = fresh(orig, seed=23)
+        msd3, osd3 = get_state_dict(model3, opt3)
+        target = {"model": msd3, "optim": osd3}
+        dcp.load(target, checkpoint_id=path)
+        set_state_dict(model3, opt3, model_state_dict=target["model"], optim_state_dict=target["optim"])
+        for i in (3, 4):
+            step(model2, opt2, i)
+            step(model3, opt3, i)
+            params = np_adam(params, np_grads(params, X[i], T[i]), state, 0.01)
+        for got2, got3, want, k in zip(full_params(model2), full_params(model3), params, KEYS):
+            same(got2, want, f"2 steps after loading the full optimizer state: {k}", 1e-6)
+            same(got3, want, f"2 steps after the sharded checkpoint of model and optimizer: {k}", 1e-6)
+    print("ok")
+
+
+def no_sync():
+    """Under no_sync the first micro-batch's gradient is kept unreduced; the
+    next backward reduces the sum: SGD then steps on NumPy's summed gradient."""
+    rank, world = init()
+    X, T = data(3, world, seed=10)
+    net, params = numpy_params(seed=31)
+    model = FSDP(net, auto_wrap_policy=ModuleWrapPolicy({Block}))
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    lossf = ember.nn.functional.mse_loss
+    a, b = 2 * rank, 2 * rank + 1  # rank's two rows: one micro-batch each
+    for i in range(3):
+        opt.zero_grad()
+        with model.no_sync():
+            lossf(model(ember.from_numpy(X[i, a:a + 1]).float()), ember.from_numpy(T[i, a:a + 1]).float()).backward()
+        assert all(p.grad is None for p in model.parameters())  # nothing reduced yet
+        lossf(model(ember.from_numpy(X[i, b:b + 1]).float()), ember.from_numpy(T[i, b:b + 1]).float()).backward()
+        opt.step()
+        g1 = np_grads(params, X[i, 0::2], T[i, 0::2])
+        g2 = np_grads(params, X[i, 1::2], T[i, 1::2])
+        params = np_sgd(params, [x + y for x, y in zip(g1, g2)], 0.1)
+    for got, want, k in zip(full_params(model), params, KEYS):
+        same(got, want, f"no_sync accumulation: {k}", 1e-6)
     print("ok")
 
 

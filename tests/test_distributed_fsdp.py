@@ -67,6 +67,14 @@ def test_fully_shard_trains_and_checkpoints(tmp_path):
     run("fsdp2", 2, tmp_path)
 
 
+def test_optimizer_state_dicts_full_and_through_the_checkpoint(tmp_path):
+    run("optim_states", 2, tmp_path)
+
+
+def test_no_sync_accumulates_then_reduces_the_sum(tmp_path):
+    run("no_sync", 2, tmp_path)
+
+
 # ------------------------------------------------------------ one process
 
 @pytest.fixture

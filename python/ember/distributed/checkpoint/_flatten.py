@@ -5,6 +5,14 @@ from collections.abc import Mapping
 __all__ = ["flatten_state_dict"]
 
 
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def _plain_sequence(v):
+    """A list or tuple of plain values is one value (a JSON list), not a container."""
+    return all(isinstance(x, _PLAIN) for x in v)
+
+
 def flatten_state_dict(state_dict):
     """[(flat key, container, key in container, value)] for every leaf."""
     out = []
@@ -16,7 +24,7 @@ def flatten_state_dict(state_dict):
                 raise ValueError(f"distributed checkpoint: state_dict keys must be str, got {k!r} under "
                                  f"{prefix[:-1] or 'the top level'}")
             key = prefix + str(k)
-            if isinstance(v, Mapping) or isinstance(v, (list, tuple)):
+            if isinstance(v, Mapping) or (isinstance(v, (list, tuple)) and not _plain_sequence(v)):
                 walk(v, key + ".")
             else:
                 out.append((key, obj, k, v))

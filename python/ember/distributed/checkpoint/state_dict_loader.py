@@ -70,5 +70,6 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None, p
         elif e["kind"] == "float":
             container[k] = float(e["value"])
         else:
-            container[k] = e["value"]
+            value = e["value"]
+            container[k] = tuple(value) if isinstance(v, tuple) and isinstance(value, list) else value
     storage_reader._files = {}

@@ -53,6 +53,10 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None, p
                 tensors[name] = v.detach().reshape(-1).contiguous().clone()
             entries[key] = {"kind": "tensor", "dtype": _dtype_name(v.dtype), "size": list(v.shape),
                             "chunks": [{"name": name, "offset": 0, "numel": v.numel()}] if coordinator else []}
+        elif isinstance(v, (list, tuple)):  # of plain values (_flatten.py)
+            if any(isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))) for x in v):
+                raise ValueError(f"distributed checkpoint: {key!r} holds a non-finite float in a sequence")
+            entries[key] = {"kind": "value", "value": list(v)}
         elif isinstance(v, _PLAIN):
             if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
                 entries[key] = {"kind": "float", "value": repr(v)}  # JSON has no NaN/inf

@@ -413,14 +413,14 @@ class FullyShardedDataParallel(Module):
 
     @staticmethod
     def optim_state_dict(model, optim, optim_state_dict=None, group=None):
-        from ._optim_state import optim_state_dict
-        return optim_state_dict(model, optim, optim_state_dict, group)
+        from . import _optim_state
+        return _optim_state.optim_state_dict(model, optim, optim_state_dict, group)
 
     @staticmethod
     def optim_state_dict_to_load(model, optim, optim_state_dict, is_named_optimizer=False, load_directly=False,
                                  group=None):
-        from ._optim_state import optim_state_dict_to_load
-        return optim_state_dict_to_load(model, optim, optim_state_dict)
+        from . import _optim_state
+        return _optim_state.optim_state_dict_to_load(model, optim, optim_state_dict)
 
     def register_comm_hook(self, state, hook):
         raise NotImplementedError("FullyShardedDataParallel.register_comm_hook is not available in ember")
