@@ -169,8 +169,12 @@ def train():
             params = np_sgd(params, grads, 0.1) if v["opt"] == "sgd" else np_adam(params, grads, state, 0.01)
         if v["strategy"] == ShardingStrategy.SHARD_GRAD_OP:
             assert all(u._handle.num_all_gathers == 6 for u in us), [u._handle.num_all_gathers for u in us]
-        if v["strategy"] == ShardingStrategy.FULL_SHARD:  # forward, and again for backward
-            assert all(u._handle.num_all_gathers == 12 for u in us), [u._handle.num_all_gathers for u in us]
+        if v["strategy"] == ShardingStrategy.FULL_SHARD:
+            # forward, and again in backward for the units whose weights backward reads (the input of
+            # b1 needs no gradient, so whether its weight is read depends on the op's saved tensors)
+            counts = {n.replace("_fsdp_wrapped_module.", ""): u._handle.num_all_gathers
+                      for n, u in model.named_modules() if isinstance(u, FSDP)}
+            assert counts[""] == counts["b2"] == 12 and 6 <= counts["b1"] <= 12, counts
         for got, want, k in zip(full_params(model), params, KEYS):
             same(got, want, f"{name}: {k} after 6 steps", 1e-6)
         names = [n for n, _ in model.named_parameters()]
@@ -190,6 +194,7 @@ def mixed():
     lo, hi = 2 * rank, 2 * rank + 2
     for reduce_dtype in (ember.bfloat16, ember.float32):
         net, params = numpy_params(seed=4)
+        net.register_buffer("scale", ember.tensor([1.0 / 3.0]))
         mp = MixedPrecision(param_dtype=ember.bfloat16, reduce_dtype=reduce_dtype, buffer_dtype=ember.bfloat16)
         model = FSDP(net, auto_wrap_policy=ModuleWrapPolicy({Block}), mixed_precision=mp)
         opt = ember.optim.SGD(model.parameters(), lr=0.1)
@@ -202,6 +207,10 @@ def mixed():
                 assert p.dtype == ember.float32 and p.grad.dtype == ember.float32, (p.dtype, p.grad.dtype)
             opt.step()
             params = np_sgd(params, np_grads(params, X[step], T[step]), 0.1)
+        assert net.scale.dtype == ember.bfloat16  # buffer_dtype in forward
+        with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
+            sd = model.state_dict()
+        assert sd["scale"].dtype == ember.float32 and abs(float(sd["scale"]) - 1 / 3) < 2e-3, sd["scale"]
         for got, want, k in zip(full_params(model), params, KEYS):
             same(got, want, f"bf16 (reduce {reduce_dtype}): {k}", 3e-2)
     # fully_shard's MixedPrecisionPolicy: bfloat16 compute, float32 output
@@ -233,34 +242,52 @@ def clip():
     rank, world = init()
     X, T = data(1, world, seed=2)
     lo, hi = 2 * rank, 2 * rank + 2
-    for strategy in (ShardingStrategy.FULL_SHARD, ShardingStrategy.NO_SHARD):
-        for norm_type, max_norm in ((2.0, 0.05), (float("inf"), 0.01), (1.0, 1e6)):
-            net, params = numpy_params(seed=5)
-            model = FSDP(net, sharding_strategy=strategy, auto_wrap_policy=ModuleWrapPolicy({Block}),
-                         use_orig_params=True)
-            ember.nn.functional.mse_loss(model(ember.from_numpy(X[0, lo:hi]).float()),
-                                         ember.from_numpy(T[0, lo:hi]).float()).backward()
-            grads = np_grads(params, X[0], T[0])
-            flat = np.concatenate([g.ravel() for g in grads])
-            want = np.max(np.abs(flat)) if norm_type == float("inf") else np.sum(np.abs(flat) ** norm_type) ** (1 / norm_type)
-            total = model.clip_grad_norm_(max_norm, norm_type)
-            same(float(total), want, f"{strategy} norm {norm_type}", 1e-6)
-            scale = min(1.0, max_norm / (want + 1e-6))
-            # every parameter's clipped gradient, whole: summon the full values of the gradients
-            by_name = dict(model.named_parameters())
-            for k, g in zip(KEYS, grads):
-                name = [n for n in by_name if n.replace("_fsdp_wrapped_module.", "") == k][0]
-                p = by_name[name]
-                h = [u._handle for u in units(model) if any(s.param is p for s in u._handle.slots)][0]
-                s = [s for s in h.slots if s.param is p][0]
+    cases = [(ShardingStrategy.FULL_SHARD, 2.0, 0.05, False), (ShardingStrategy.FULL_SHARD, float("inf"), 0.01, True),
+             (ShardingStrategy.FULL_SHARD, 1.0, 1e6, True), (ShardingStrategy.NO_SHARD, 2.0, 0.05, True),
+             (ShardingStrategy.NO_SHARD, float("inf"), 0.01, False)]
+    for strategy, norm_type, max_norm, orig in cases:
+        net, params = numpy_params(seed=5)
+        model = FSDP(net, sharding_strategy=strategy, auto_wrap_policy=ModuleWrapPolicy({Block}),
+                     use_orig_params=orig)
+        ember.nn.functional.mse_loss(model(ember.from_numpy(X[0, lo:hi]).float()),
+                                     ember.from_numpy(T[0, lo:hi]).float()).backward()
+        grads = np_grads(params, X[0], T[0])
+        flat = np.concatenate([g.ravel() for g in grads])
+        want = np.max(np.abs(flat)) if norm_type == float("inf") else np.sum(np.abs(flat) ** norm_type) ** (1 / norm_type)
+        total = model.clip_grad_norm_(max_norm, norm_type)
+        same(float(total), want, f"{strategy} norm {norm_type}", 1e-6)
+        scale = min(1.0, max_norm / (want + 1e-6))
+        # this rank's part of every parameter's gradient is NumPy's, scaled
+        want_grads = {id(s.param): g for s, g in zip(_slots_in_key_order(model), grads)}
+        for h in [u._handle for u in units(model)]:
+            for s in h.slots:
                 a, b = s.in_param
-                same(p.grad.numpy().ravel(), (g * scale).ravel()[a:b], f"{strategy} clipped gradient of {k}", 1e-6)
+                if orig:
+                    got = s.param.grad.numpy().ravel()
+                else:
+                    got = h.flat_param.grad[s.local[0]:s.local[1]].numpy()
+                same(got, (want_grads[id(s.param)] * scale).ravel()[a:b],
+                     f"{strategy} clipped gradient of {s.fqn}", 1e-6)
     try:
         FSDP.fsdp_modules(model)[1].clip_grad_norm_(1.0)
         raise AssertionError("clip_grad_norm_ on a nested unit did not raise")
     except RuntimeError as e:
         assert "root FSDP instance" in str(e), e
     print("ok")
+
+
+def _slots_in_key_order(model):
+    """The flat-parameter slots of every unit, in KEYS' order (b1, b2, head)."""
+    by_unit = {}
+    for name, u in model.named_modules():
+        if isinstance(u, FSDP) and u._handle is not None:
+            by_unit[name.replace("_fsdp_wrapped_module.", "").replace("_fsdp_wrapped_module", "")] = u._handle
+    order = []
+    for k in KEYS:
+        unit = k.split(".")[0] if k.split(".")[0] in by_unit else ""
+        rel = k[len(unit) + 1:] if unit else k
+        order.append([s for s in by_unit[unit].slots if s.fqn == rel][0])
+    return order
 
 
 def state_dicts():
@@ -471,11 +498,13 @@ def optim_states():
 
 def no_sync():
     """Under no_sync the first micro-batch's gradient is kept unreduced; the
-    next backward reduces the sum: SGD then steps on NumPy's summed gradient."""
+    next backward reduces the sum: SGD then steps on NumPy's summed gradient
+    (from rank 0's initial weights, which sync_module_states broadcast)."""
     rank, world = init()
     X, T = data(3, world, seed=10)
-    net, params = numpy_params(seed=31)
-    model = FSDP(net, auto_wrap_policy=ModuleWrapPolicy({Block}))
+    _, params = numpy_params(seed=31)
+    net, _ = numpy_params(seed=31 + rank)  # different weights per rank: sync_module_states sends rank 0's
+    model = FSDP(net, auto_wrap_policy=ModuleWrapPolicy({Block}), sync_module_states=True)
     opt = ember.optim.SGD(model.parameters(), lr=0.1)
     lossf = ember.nn.functional.mse_loss
     a, b = 2 * rank, 2 * rank + 1  # rank's two rows: one micro-batch each

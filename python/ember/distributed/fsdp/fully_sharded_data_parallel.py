@@ -15,6 +15,7 @@ summon_full_params(), where (as in torch) they are stripped. State dicts
 """
 import contextlib
 import itertools
+import weakref
 
 import ember
 from ember import distributed as dist
@@ -40,6 +41,8 @@ _CONFIG_TYPES = {
     StateDictType.SHARDED_STATE_DICT: (ShardedStateDictConfig, ShardedOptimStateDictConfig),
 }
 _forward_depth = [0]  # FSDP forwards running now: the outermost one is the root's
+# data_ptr of a buffer cast by MixedPrecision.buffer_dtype -> (weak reference to it, its original dtype)
+_CAST_BUFFERS = {}
 
 
 def _check_strategy(strategy):
@@ -259,14 +262,17 @@ class FullyShardedDataParallel(Module):
             _forward_depth[0] -= 1
 
     def _cast_buffers(self, dtype):
+        """Cast every floating buffer to buffer_dtype once; state dicts give them in their own dtype again."""
         if self._buffers_cast:
             return
         for m in self.modules():
             if isinstance(m, FullyShardedDataParallel):
                 m._buffers_cast = True
             for k, b in m._buffers.items():
-                if b is not None and b.is_floating_point():
-                    m._buffers[k] = b.to(dtype)
+                if b is not None and b.is_floating_point() and b.dtype != dtype:
+                    new = b.to(dtype)
+                    _CAST_BUFFERS[new.data_ptr()] = (weakref.ref(new), b.dtype)
+                    m._buffers[k] = new
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -448,6 +454,12 @@ def _post_state_dict_hook(unit, destination, prefix, local_metadata):
             rest = rest[len(FSDP_PREFIX):]
         if rest == FLAT_PARAM:
             continue
+        cast = _CAST_BUFFERS.get(v.data_ptr()) if isinstance(v, ember.Tensor) and v.numel() else None
+        buf = cast[0]() if cast is not None else None
+        if buf is None and cast is not None:
+            del _CAST_BUFFERS[v.data_ptr()]  # that buffer is gone; the address was reused
+        elif buf is not None and v.dtype == buf.dtype:
+            v = v.to(cast[1])
         mine[rest] = v
     h = unit._handle
     if h is not None:
