@@ -177,6 +177,13 @@ def train():
             assert counts[""] == counts["b2"] == 12 and 6 <= counts["b1"] <= 12, counts
         for got, want, k in zip(full_params(model), params, KEYS):
             same(got, want, f"{name}: {k} after 6 steps", 1e-6)
+        # an evaluation forward without autograd gathers and frees as well
+        with ember.no_grad():
+            out = model(ember.from_numpy(X[0]).float())
+        assert not any(u._handle.is_unsharded() for u in us if u._handle.nshards > 1), name
+        W1, b1, W2, b2, W3, b3 = params
+        want = np.maximum(np.maximum(X[0] @ W1.T + b1, 0) @ W2.T + b2, 0) @ W3.T + b3
+        same(out.numpy(), want, f"{name}: no-grad forward", 1e-5)
         names = [n for n, _ in model.named_parameters()]
         if v["orig"]:
             assert sorted(n.replace("_fsdp_wrapped_module.", "") for n in names) == sorted(KEYS), names

@@ -129,6 +129,17 @@ def test_auto_wrap_makes_nested_units_and_wrap_context(group):
     assert isinstance(w, FSDP) and w.sharding_strategy == ShardingStrategy.SHARD_GRAD_OP
 
 
+def test_ignored_modules_keep_their_parameters(group):
+    base = net()
+    head = base[2]
+    model = FSDP(base, auto_wrap_policy=ModuleWrapPolicy({Block}), ignored_modules=[head])
+    assert isinstance(head.weight, ember.nn.Parameter) and tuple(head.weight.shape) == (2, 6)
+    assert model._handle is None  # the root has nothing left to shard
+    out = model(ember.ones(3, 4))
+    out.sum().backward()
+    assert head.weight.grad is not None and tuple(out.shape) == (3, 2)
+
+
 def test_summon_full_params_shows_and_writes_back(group):
     ember.manual_seed(0)
     base = net()
@@ -210,6 +221,9 @@ def test_checkpoint_single_process_and_errors(tmp_path):
         dcp.load({"w": ember.zeros(2, 3)}, checkpoint_id=tmp_path / "missing")
     with pytest.raises(RuntimeError, match="checkpoint_id"):
         dcp.save(sd)
+    partial = {"w": ember.zeros(2, 3), "not_saved": ember.zeros(1)}
+    dcp.load(partial, checkpoint_id=tmp_path / "c", planner=dcp.DefaultLoadPlanner(allow_partial_load=True))
+    assert partial["w"].tolist() == [[0, 1, 2], [3, 4, 5]] and partial["not_saved"].tolist() == [0]
     s = dcp.FlatShardedTensor(ember.arange(2.0), 3, (2, 3))
     assert s.shape == (2, 3) and s.local_numel == 2 and s.offset == 3
     with pytest.raises(ValueError, match="outside"):

@@ -7,6 +7,7 @@ import ember
 
 from ._flatten import flatten_state_dict
 from ._sharded import FlatShardedTensor
+from .default_planner import DefaultLoadPlanner
 from .filesystem import FileSystemReader
 
 __all__ = ["load"]
@@ -29,7 +30,7 @@ def _read_range(reader, entry, key, lo, hi, dtype):
 
 
 def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None, process_group=None, no_dist=False):
-    if planner is not None:
+    if planner is not None and type(planner) is not DefaultLoadPlanner:
         raise NotImplementedError("distributed.checkpoint.load: custom planners are not available in ember")
     if storage_reader is None:
         if checkpoint_id is None:
@@ -43,6 +44,8 @@ def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None, p
     entries = meta["entries"]
     for key, container, k, v in flatten_state_dict(state_dict):
         if key not in entries:
+            if getattr(planner, "allow_partial_load", False):
+                continue
             raise RuntimeError(f"Missing key in checkpoint state_dict: {key}.")
         e = entries[key]
         if e["kind"] == "tensor":

@@ -9,6 +9,7 @@ import ember
 from ... import distributed as _dist
 from ._flatten import flatten_state_dict
 from ._sharded import FlatShardedTensor
+from .default_planner import DefaultSavePlanner
 from .filesystem import FileSystemWriter
 
 __all__ = ["save", "async_save"]
@@ -27,7 +28,7 @@ def _group_info(process_group, no_dist):
 
 
 def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None, process_group=None, no_dist=False):
-    if planner is not None:
+    if planner is not None and type(planner) is not DefaultSavePlanner:
         raise NotImplementedError("distributed.checkpoint.save: custom planners are not available in ember")
     if storage_writer is None:
         if checkpoint_id is None:
