@@ -14,7 +14,7 @@ import ember
 import ember.distributed as dist
 import ember.distributed.checkpoint as dcp
 from dist_common import check_ok, free_port, worker_env
-from ember.distributed.fsdp import (FullStateDictConfig, FullyShardedDataParallel as FSDP, ShardedStateDictConfig,
+from ember.distributed.fsdp import (FullyShardedDataParallel as FSDP, ShardedStateDictConfig,
                                     ShardingStrategy, StateDictType, fully_shard)
 from ember.distributed.fsdp.wrap import (ModuleWrapPolicy, enable_wrap, size_based_auto_wrap_policy,
                                          transformer_auto_wrap_policy, wrap)
