@@ -5,8 +5,10 @@ with NumPy in float64 from the global batch: the reference FSDP's sharded
 training must reproduce."""
 import datetime
 import functools
+import gc
 import os
 import sys
+import weakref
 
 import numpy as np
 
@@ -152,10 +154,25 @@ def train():
             assert h.local_shard().numel() == h.shard_numel
         opt = (ember.optim.SGD(model.parameters(), lr=0.1) if v["opt"] == "sgd"
                else ember.optim.Adam(model.parameters(), lr=0.01))
+        gathered = {}  # unit -> weak references to the buffers its all-gathers made
+        for u in us:
+            def record(dtype, key=id(u), gather=u._handle._gather):
+                t = gather(dtype)
+                gathered.setdefault(key, []).append(weakref.ref(t))
+                return t
+            u._handle._gather = record
         state = {}
         for step in range(6):
             opt.zero_grad()
+            gathered.clear()
             out = model(ember.from_numpy(X[step, lo:hi]).float())
+            gc.collect()
+            alive = {k: any(r() is not None for r in refs) for k, refs in gathered.items()}
+            if v["strategy"] == ShardingStrategy.FULL_SHARD:
+                # freed after forward (only the last unit's may still be held by the group's last work)
+                assert not alive[id(us[0])] and not alive[id(us[1])], (name, alive)
+            elif v["strategy"] == ShardingStrategy.SHARD_GRAD_OP:
+                assert all(alive.values()), (name, alive)
             unsharded = [u._handle.is_unsharded() for u in us]
             if v["strategy"] == ShardingStrategy.SHARD_GRAD_OP:
                 assert all(unsharded), (name, unsharded)  # kept from forward to backward
