@@ -124,6 +124,7 @@ class FlatParamHandle:
             for s in slots:
                 piece = local[s.local[0]:s.local[1]]
                 s.param.data = piece.view(s.shape) if self.nshards == 1 else piece
+                s.param.grad = None  # a gradient from before has the unsharded shape
         else:
             self.flat_param = Parameter(local, requires_grad=self.requires_grad)
             self._local = self.flat_param

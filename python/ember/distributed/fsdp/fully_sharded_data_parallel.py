@@ -12,6 +12,12 @@ rank's 1-D part of itself. named_parameters() keeps the
 `_fsdp_wrapped_module.` prefixes as torch does, except inside
 summon_full_params(), where (as in torch) they are stripped. State dicts
 (FULL_STATE_DICT and SHARDED_STATE_DICT) use the unwrapped module's keys.
+
+Collectives run synchronously on the calling thread's turn (no prefetching or
+overlap): backward_prefetch, forward_prefetch, limit_all_gathers and
+cpu_offload are accepted and change nothing (the shards are on the CPU).
+Not available: hybrid sharding, device meshes, param_init_fn (deferred
+initialization), LOCAL_STATE_DICT, communication hooks.
 """
 import contextlib
 import itertools
