@@ -1,5 +1,5 @@
 """The parts of torch.distributed's sharded-tensor stack ember does not have
-(DTensor, device meshes, FSDP, distributed checkpoints) answer "not
+(DTensor, device meshes, HuggingFace checkpoint storage) answer "not
 available" (python/ember/distributed/_absent.py): they import, as
 transformers imports them whenever torch.distributed is available, nothing is
 an instance of them, and using one raises NotImplementedError naming what is
@@ -26,9 +26,7 @@ def test_the_names_import_and_nothing_is_an_instance():
     lambda: __import__("ember.distributed.tensor", fromlist=["DTensor"]).DTensor(),
     lambda: __import__("ember.distributed.tensor", fromlist=["x"]).distribute_tensor(ember.ones(2), None, None),
     lambda: __import__("ember.distributed.device_mesh", fromlist=["x"]).init_device_mesh("cpu", (2,)),
-    lambda: __import__("ember.distributed.fsdp", fromlist=["x"]).fully_shard(ember.nn.Linear(2, 2)),
-    lambda: __import__("ember.distributed.fsdp", fromlist=["x"]).MixedPrecisionPolicy(),
-    lambda: __import__("ember.distributed.checkpoint", fromlist=["x"]).save({}, checkpoint_id="x"),
+    lambda: __import__("ember.distributed.checkpoint.hf_storage", fromlist=["x"]).HuggingFaceStorageReader("x"),
 ])
 def test_using_them_raises_not_implemented(make):
     with pytest.raises(NotImplementedError, match="ember has no"):

@@ -126,3 +126,21 @@ def test_retain_graph_and_second_backward_error_with_hooks():
     assert x.grad.tolist() == [8.0]
     with pytest.raises(RuntimeError, match="second time"):
         y.backward()
+
+
+def test_a_packed_non_leaf_is_not_kept_alive():
+    # what pack_hook returns is all the graph keeps (as torch): a tensor the hooks replace by a
+    # description can be freed, and unpack rebuilds it for backward (FSDP frees gathered weights so)
+    import gc
+    import weakref
+    x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = x * 2  # a non-leaf
+    alive = weakref.ref(h)
+    with saved_tensors_hooks(lambda t: ("recompute", t.shape) if t is h else t,
+                             lambda p: x.detach() * 2 if isinstance(p, tuple) else p):
+        y = (h * ember.tensor([4.0, 5.0, 6.0], requires_grad=True)).sum()
+    del h
+    gc.collect()
+    assert alive() is None
+    y.backward()
+    assert x.grad.tolist() == [8.0, 10.0, 12.0]  # d/dx sum(2x * w) = 2w

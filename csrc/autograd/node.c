@@ -67,7 +67,9 @@ int em_saved_set(EmSaved *s, EmTensor *t, EmNode *owner, bool is_output) {
         s->is_output = true;
     } else if (t->grad_fn) {
         s->grad_fn = (EmNode *)Py_NewRef(t->grad_fn);
-        s->original = (EmTensor *)Py_NewRef(t);
+        /* kept only to refuse it once detach_()ed; under hooks the packed value is all that is
+         * kept, as torch: holding the tensor would keep alive the memory the hooks mean to free */
+        if (!s->packed) s->original = (EmTensor *)Py_NewRef(t);
     } else if (t->requires_grad) {
         s->leaf = (EmTensor *)Py_NewRef(t);
     }

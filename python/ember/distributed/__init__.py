@@ -7,7 +7,12 @@ is_nccl_available() and is_mpi_available() say False and
 init_process_group("nccl") raises.
 
 Launch workers with `python -m ember.distributed.run --nproc-per-node N
-script.py` (torchrun's flags and environment)."""
+script.py` (torchrun's flags and environment).
+
+Sharded training: fsdp.FullyShardedDataParallel and fsdp.fully_shard (flat
+parameter shards, fsdp/), and checkpoint.save/load of sharded state dicts
+(checkpoint/). There is no DTensor or DeviceMesh: sharded values are
+checkpoint.FlatShardedTensor, a rank's range of a flattened tensor."""
 from ember._C import DistBackendError, DistError
 
 from .store import DistNetworkError, DistStoreError, FileStore, HashStore, PrefixStore, Store, TCPStore

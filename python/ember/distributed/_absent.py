@@ -1,5 +1,5 @@
 """Names of torch.distributed's sharded-tensor stack (DTensor, device meshes,
-FSDP, distributed checkpoints) that ember does not have. Code that imports
+HuggingFace checkpoint storage) that ember does not have. Code that imports
 them at load time (transformers does, whenever torch.distributed is
 available) loads; nothing is an instance of these classes, and making one or
 calling one of these functions raises NotImplementedError saying what ember

@@ -1,1 +1,1 @@
-"""torch.distributed._composable: only its fsdp entry point, not available in ember (see ..fsdp)."""
+"""torch.distributed._composable: only its fsdp entry point (fully_shard, see ..fsdp)."""

@@ -1,2 +1,2 @@
-"""torch.distributed._composable.fsdp: not available in ember (see ember.distributed.fsdp)."""
-from ..fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, fully_shard  # noqa: F401
+"""torch.distributed._composable.fsdp: fully_shard and its policies (see ember.distributed.fsdp)."""
+from ..fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy, fully_shard  # noqa: F401

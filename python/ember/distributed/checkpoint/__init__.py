@@ -1,9 +1,14 @@
-"""torch.distributed.checkpoint (sharded checkpoints): not available in ember.
-Checkpoints are ember.save / ember.load and safetensors, from every rank or rank 0."""
-from .._absent import absent_function
+"""torch.distributed.checkpoint on ember: save/load of (sharded) state
+dicts, each rank writing its own shards and the coordinator the metadata
+(state_dict_saver.py, state_dict_loader.py; the files: filesystem.py).
+Sharded values are FlatShardedTensor (_sharded.py), what ember's FSDP
+sharded state dicts hold; the storage is safetensors and JSON, never pickle.
+The default planners are accepted; custom planners and HuggingFace storage are not available."""
+from ._sharded import FlatShardedTensor
+from .default_planner import DefaultLoadPlanner, DefaultSavePlanner
+from .filesystem import FileSystemReader, FileSystemWriter, StorageReader, StorageWriter
+from .state_dict_loader import load
+from .state_dict_saver import async_save, save
 
-_WHAT = "distributed checkpoints (torch.distributed.checkpoint); save with ember.save or safetensors"
-save = absent_function("save", _WHAT)
-load = absent_function("load", _WHAT)
-
-__all__ = ["load", "save"]
+__all__ = ["DefaultLoadPlanner", "DefaultSavePlanner", "FileSystemReader", "FileSystemWriter", "FlatShardedTensor", "StorageReader", "StorageWriter",
+           "async_save", "load", "save"]
