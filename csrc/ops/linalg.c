@@ -6,6 +6,7 @@
  */
 #include "../ember.h"
 #include "../cpu/blas.h"
+#include "../cpu/lowp_gemm.h"
 
 extern const EmKernels em_kernels_mul, em_kernels_addcmul, em_kernels_logical_and,
     em_kernels_logical_or;
@@ -308,7 +309,11 @@ static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, E
     if (scalar_is_zero(alpha)) return scale_or_zero(c, beta);
 
     if (!em_is_cpu(c)) return gemm_batched_gpu(a, b, c, alpha, beta, sum);
-    bool blas = em_gemm_uses_blas(cd);
+    /* Note [low-precision GEMM] (cpu/lowp_gemm.c): halves stay in their dtype for the library */
+    int lowp = em_lowp_gemm_prepare(d);
+    if (lowp < 0) return -1;
+    if (lowp) cd = d;
+    bool blas = lowp || em_gemm_uses_blas(cd);
     EmTensor *A = gemm_operand(a, cd, false), *B = A ? gemm_operand(b, cd, !blas) : NULL, *C = NULL;
     int rc = -1;
     if (!B) goto done;
@@ -368,6 +373,10 @@ static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, E
         if (em_stop_check(&stop) < 0) goto done;
     } else {
         plan_run(&p, alpha, beta, sum);
+    }
+    if (lowp && em_lowp_gemm_take_failure()) {
+        PyErr_NoMemory();
+        goto done;
     }
     rc = C == c ? 0 : em_copy_(c, (PyObject *)C);
 done:
