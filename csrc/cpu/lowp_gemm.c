@@ -80,6 +80,7 @@ static char load_error[1536], lib_path[1024], impl_name[2][128];
 static bool dtype_ok[2];        /* [0] bfloat16, [1] float16: the library builds a fast kernel */
 static dnnl_handle engine;
 static _Atomic int failures;
+static _Atomic long long calls; /* products the library ran (tests check the path taken) */
 
 static int slot(EmDType d) { return d == EM_BFLOAT16 ? 0 : 1; }
 
@@ -355,6 +356,7 @@ static void run_one(EmDType d, bool ta, bool tb, int nt, int64_t m, int64_t n, i
         if (ok) {
             dnnl_exec_arg args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
             done = dn.primitive_execute(e->prim, s, 3, args) == DNNL_OK && dn.stream_wait(s) == DNNL_OK;
+            if (done) calls++;
         }
         for (int i = 0; i < 3; i++) {
             if (mem[i]) dn.memory_destroy(mem[i]);
@@ -405,6 +407,7 @@ void em_lowp_gemm_status(EmLowpStatus *s) {
     s->loaded = load_state;
     s->path = lib_path;
     s->error = load_error;
+    s->calls = calls;
     for (int i = 0; i < 2; i++) {
         s->dtype_ok[i] = load_state == 1 && dtype_ok[i];
         s->fast[i] = load_state == 1 && dtype_ok[i] && fast_impl(i);

@@ -35,6 +35,7 @@ typedef struct {
     bool dtype_ok[2], fast[2];
     const char *impl[2];
     char version[32];
+    long long calls; /* matrix products the library has run */
 } EmLowpStatus;
 void em_lowp_gemm_status(EmLowpStatus *s);
 /* With the GIL: read EMBER_LOWP_GEMM and try loading, as a first product would. -1: a bad mode. */

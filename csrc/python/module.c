@@ -113,9 +113,9 @@ static PyObject *lowp_gemm_info(PyObject *m, PyObject *u) {
                                  s.impl[0], "float16", "supported", s.dtype_ok[1] ? Py_True : Py_False, "fast",
                                  s.fast[1] ? Py_True : Py_False, "impl", s.impl[1]);
     if (!dt) return NULL;
-    return Py_BuildValue("{s:s,s:s,s:O,s:s,s:s,s:s,s:N}", "mode", modes[s.mode < 0 ? 0 : s.mode], "library", "oneDNN",
-                         "loaded", s.loaded == 1 ? Py_True : Py_False, "path", s.path, "version", s.version, "error",
-                         s.error, "dtypes", dt);
+    return Py_BuildValue("{s:s,s:s,s:O,s:s,s:s,s:s,s:N,s:L}", "mode", modes[s.mode < 0 ? 0 : s.mode], "library",
+                         "oneDNN", "loaded", s.loaded == 1 ? Py_True : Py_False, "path", s.path, "version", s.version,
+                         "error", s.error, "dtypes", dt, "calls", s.calls);
 }
 
 static PyObject *set_lowp_gemm(PyObject *m, PyObject *arg) {
