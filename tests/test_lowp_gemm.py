@@ -119,6 +119,25 @@ def test_mm_exact(case, m, k, n, la, lb):
     assert (calls() > before) == (path == "library")
 
 
+@pytest.mark.parametrize("m,k,n", [(7, 33, 129), (1, 129, 1)])
+def test_library_refusal_falls_back_by_conversion(m, k, n):
+    """A shape the library refuses is computed by conversion inside the library path: still one rounding"""
+    if library_reason("bfloat16"):
+        pytest.skip(library_reason("bfloat16"))
+    ember._C._set_lowp_gemm("library")
+    ember._C._lowp_gemm_refuse_for_tests(True)
+    try:
+        for dt in ("bfloat16", "float16"):
+            a, b, c = dyadic(m, k), dyadic(k, n), dyadic(m, n)
+            before = calls()
+            got = ember.addmm(make(c, dt), make(a, dt, "t"), make(b, dt, "t"), beta=-2, alpha=0.5)
+            check_exact(got, -2 * c + 0.5 * (a @ b), dt)
+            assert calls() == before
+    finally:
+        ember._C._lowp_gemm_refuse_for_tests(False)
+        ember._C._set_lowp_gemm(INFO["mode"])
+
+
 @pytest.mark.parametrize("m,k,n", [(7, 33, 129), (129, 129, 33), (1, 129, 7)])
 def test_mm_normal(case, m, k, n):
     _, dt = case

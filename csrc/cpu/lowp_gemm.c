@@ -9,8 +9,9 @@
  * accumulators and rounds once into C, as torch does — torch's CPU
  * matmuls use the same library, linked in. We take any oneDNN 3.x (the C
  * API below is stable across 3.x): EMBER_LOWP_GEMM_LIB names the file,
- * else <sys.prefix>/lib/libdnnl.so.3 (where pip's onednn wheels put it),
- * else the loader's search path. At load the library must build a small
+ * else <sys.prefix>/lib/libdnnl.so.3 (where pip's onednn wheels put it;
+ * the user base's lib/ for `pip install --user`), else the loader's search
+ * path. At load the library must build a small
  * matmul for each dtype; one it refuses (fp16 on a CPU without FP16
  * instructions) or gives only to its slow reference kernel stays on the
  * convert path. EMBER_LOWP_GEMM=convert forces the convert path,
@@ -80,6 +81,7 @@ static char load_error[1536], lib_path[1024], impl_name[2][128];
 static bool dtype_ok[2];        /* [0] bfloat16, [1] float16: the library builds a fast kernel */
 static dnnl_handle engine;
 static _Atomic int failures;
+static bool refuse_all; /* tests: act as if the library refused every shape */
 static _Atomic long long calls; /* products the library ran (tests check the path taken) */
 
 static int slot(EmDType d) { return d == EM_BFLOAT16 ? 0 : 1; }
@@ -90,18 +92,31 @@ static void set_error(const char *fmt, const char *a, const char *b) {
 
 static void *try_open(const char *path) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (h) snprintf(lib_path, sizeof lib_path, "%s", path);
-    else if (!load_error[0]) set_error("%s%s", dlerror(), "");
+    if (h) {
+        snprintf(lib_path, sizeof lib_path, "%s", path);
+    } else { /* each failure, one after another: the error says what was tried */
+        size_t used = strlen(load_error);
+        snprintf(load_error + used, sizeof load_error - used, "%s%s", used ? "; " : "", dlerror());
+    }
     return h;
 }
 
-/* sys.prefix + "/lib/libdnnl.so.3", or "" */
-static void prefix_lib(char *buf, size_t len) {
+/* <dir>/lib/libdnnl.so.3 for dir = sys.prefix (which == 0) or site.getuserbase()
+ * (which == 1: `pip install --user`); "" when there is none */
+static void prefix_lib(int which, char *buf, size_t len) {
     buf[0] = 0;
-    PyObject *p = PySys_GetObject("prefix"); /* borrowed */
+    PyObject *p = NULL;
+    if (which == 0) {
+        p = Py_XNewRef(PySys_GetObject("prefix"));
+    } else {
+        PyObject *site = PyImport_ImportModule("site");
+        if (site) p = PyObject_CallMethod(site, "getuserbase", NULL);
+        Py_XDECREF(site);
+    }
     const char *s = p && PyUnicode_Check(p) ? PyUnicode_AsUTF8(p) : NULL;
     if (s) snprintf(buf, len, "%s/lib/libdnnl.so.3", s);
-    else PyErr_Clear();
+    Py_XDECREF(p);
+    PyErr_Clear();
 }
 
 /* The matmul primitive for one shape (row-major C), post-ops for alpha and
@@ -155,8 +170,10 @@ static void load(void) {
     if (env && env[0]) {
         h = try_open(env);
     } else {
-        prefix_lib(pref, sizeof pref);
-        if (pref[0]) h = try_open(pref);
+        for (int which = 0; which < 2 && !h; which++) {
+            prefix_lib(which, pref, sizeof pref);
+            if (pref[0]) h = try_open(pref);
+        }
         if (!h) h = try_open("libdnnl.so.3");
     }
     if (!h) return;
@@ -309,8 +326,9 @@ static dnnl_handle stream_for_thread(void) {
 static void gemm_by_conversion(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                                int64_t lda, const uint16_t *b, int64_t ldb, uint16_t *c, int64_t ldc, float alpha,
                                float beta) {
-    float *af = malloc((size_t)(m * k) * sizeof(float)), *bf = malloc((size_t)(k * n) * sizeof(float)),
-          *cf = malloc((size_t)(m * n) * sizeof(float));
+    /* at least one element each: k may be 0 */
+    float *af = calloc((size_t)(m * k + 1), sizeof(float)), *bf = calloc((size_t)(k * n + 1), sizeof(float)),
+          *cf = malloc((size_t)(m * n + 1) * sizeof(float));
     const bool bf16 = d == EM_BFLOAT16;
 #define TO_F(x) (bf16 ? em_bf16_to_f32(x) : em_f16_to_f32(x))
     if (!af || !bf || !cf) {
@@ -341,7 +359,7 @@ static void run_one(EmDType d, bool ta, bool tb, int nt, int64_t m, int64_t n, i
     Entry *e = lookup(d, ta, tb, nt, m, n, k, lda, ldb, ldc, alpha, beta);
     dnnl_handle s = stream_for_thread(), mem[3] = {NULL, NULL, NULL};
     bool done = false;
-    if (e && e->prim && s) {
+    if (e && e->prim && s && !refuse_all) {
         int64_t da[2] = {m, k}, sa[2] = {ta ? 1 : lda, ta ? lda : 1};
         int64_t db[2] = {k, n}, sb[2] = {tb ? 1 : ldb, tb ? ldb : 1};
         int64_t dc[2] = {m, n}, sc[2] = {ldc, 1};
@@ -370,6 +388,10 @@ static void run_one(EmDType d, bool ta, bool tb, int nt, int64_t m, int64_t n, i
 void em_lowp_gemm(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                   const void *b, int64_t ldb, void *c, int64_t ldc, float alpha, float beta, bool parallel) {
     if (m <= 0 || n <= 0) return;
+    if (load_state != 1 || !dtype_ok[slot(d)] || k == 0) { /* a caller that did not ask em_lowp_gemm_prepare */
+        gemm_by_conversion(d, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+        return;
+    }
     const double mnk = (double)m * (double)n * (double)k;
     /* as for sgemm (Note [GEMM threads]): small products on one thread; the
      * library's own threads are ember's OpenMP team (a GNU OpenMP build) */
@@ -438,3 +460,5 @@ int em_lowp_gemm_set_mode(const char *m) {
     mode_read = true;
     return 0;
 }
+
+void em_lowp_gemm_refuse_for_tests(bool on) { refuse_all = on; }

@@ -42,4 +42,6 @@ void em_lowp_gemm_status(EmLowpStatus *s);
 int em_lowp_gemm_load_now(void);
 /* With the GIL: "auto", "library" or "convert" (-1 with ValueError otherwise). */
 int em_lowp_gemm_set_mode(const char *mode);
+/* Tests: when on, the library "refuses" every shape, so its products take the conversion inside em_lowp_gemm. */
+void em_lowp_gemm_refuse_for_tests(bool on);
 #endif

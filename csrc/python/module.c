@@ -128,6 +128,13 @@ static PyObject *set_lowp_gemm(PyObject *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *lowp_gemm_refuse(PyObject *m, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    em_lowp_gemm_refuse_for_tests(on);
+    Py_RETURN_NONE;
+}
+
 static PyObject *cpu_cache_info(PyObject *m, PyObject *u) {
     int64_t s[3];
     em_cpu_cache_stats(s);
@@ -165,6 +172,8 @@ static PyMethodDef module_methods[] = {
     {"_lowp_gemm_info", lowp_gemm_info, METH_NOARGS,
      "Which path bfloat16/float16 CPU matrix products take (Note [low-precision GEMM])."},
     {"_set_lowp_gemm", set_lowp_gemm, METH_O, "Set the low-precision GEMM path: 'auto', 'library' or 'convert'."},
+    {"_lowp_gemm_refuse_for_tests", lowp_gemm_refuse, METH_O,
+     "Tests: the library refuses every shape (its fallback by conversion runs instead)."},
     {NULL},
 };
 
