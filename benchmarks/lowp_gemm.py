@@ -54,7 +54,7 @@ def linear_case(name, rows, k, n, bias=True):
         b = m.from_numpy(rng.standard_normal(n, dtype=np.float32)).to(dt) if bias else None
         F = m.nn.functional
         return lambda: F.linear(x, w, b)
-    return name, 2.0 * rows * k * n, build
+    return name, 2.0 * rows * k * n, build, (1, rows, k, n, True)
 
 
 def mm_case(name, mm, k, n):
@@ -62,7 +62,7 @@ def mm_case(name, mm, k, n):
         a = m.from_numpy(rng.standard_normal((mm, k), dtype=np.float32)).to(dt)
         b = m.from_numpy(rng.standard_normal((k, n), dtype=np.float32)).to(dt)
         return lambda: m.mm(a, b)
-    return name, 2.0 * mm * k * n, build
+    return name, 2.0 * mm * k * n, build, (1, mm, k, n, False)
 
 
 def scores_case(name, bh, t, d):
@@ -71,7 +71,7 @@ def scores_case(name, bh, t, d):
         q = m.from_numpy(rng.standard_normal((bh, t, d), dtype=np.float32)).to(dt)
         kk = m.from_numpy(rng.standard_normal((bh, t, d), dtype=np.float32)).to(dt)
         return lambda: m.matmul(q, kk.transpose(-1, -2))
-    return name, 2.0 * bh * t * t * d, build
+    return name, 2.0 * bh * t * t * d, build, (bh, t, d, t, True)
 
 
 def gpt_cases(tag, rows, c, heads, t, vocab):
@@ -86,6 +86,40 @@ def gpt_cases(tag, rows, c, heads, t, vocab):
 CASES = ([mm_case("mm 1024x1024x1024", 1024, 1024, 1024)]
          + gpt_cases("gpt", 8 * 64, 256, 4, 64, 65)
          + gpt_cases("gpt2-small", 4 * 64, 768, 12, 64, 50257))
+
+
+def mkl_builder(path):
+    """The alternative library, timed raw: MKL's cblas_gemm_bf16bf16f32 / cblas_gemm_f16f16f32 (float32 C,
+    no bias, no rounding back: less work than the others do), GNU OpenMP threading as ember's"""
+    import ctypes
+    lib = ctypes.CDLL(path)
+    lib.MKL_Set_Threading_Layer(3)  # MKL_THREADING_GNU
+    f32 = ctypes.c_float
+
+    def build(dname, dims, threads):
+        lib.MKL_Set_Num_Threads(threads)
+        batch, m, k, n, tb = dims
+        rng = np.random.default_rng(0)
+
+        def bits(x):
+            if dname == "float16":
+                return x.astype(np.float16).view(np.uint16)
+            u = x.view(np.uint32).astype(np.uint64)
+            return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint16)
+        a = bits(rng.standard_normal((batch, m, k), dtype=np.float32))
+        b = bits(rng.standard_normal((batch, n, k) if tb else (batch, k, n), dtype=np.float32))
+        c = np.empty((batch, m, n), dtype=np.float32)
+        fn = lib.cblas_gemm_f16f16f32 if dname == "float16" else lib.cblas_gemm_bf16bf16f32
+        ptr = lambda x, i: x[i].ctypes.data_as(ctypes.c_void_p)
+        calls = [(ptr(a, i), ptr(b, i), ptr(c, i)) for i in range(batch)]
+        TB, ldb = (112, k) if tb else (111, n)
+
+        def run():
+            for pa, pb, pc in calls:
+                fn(101, 111, TB, m, n, k, f32(1.0), pa, k, pb, ldb, f32(0.0), pc, n)
+            return c
+        return run
+    return build
 
 
 def sample(fn, min_s):
@@ -108,6 +142,7 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="threads for both libraries (default: ember's)")
     ap.add_argument("--dtype", action="append", choices=("bfloat16", "float16"),
                     help="dtypes to run (default both)")
+    ap.add_argument("--mkl", default="", help="path of libmkl_rt.so: add MKL's bf16/fp16 GEMM, timed raw")
     args = ap.parse_args()
     import torch as _torch
     torch = _torch
@@ -122,22 +157,27 @@ def main():
           + ", ".join(f"{d} {v['impl'] or 'none'}" for d, v in info["dtypes"].items()))
     mkldnn = [ln.strip() for ln in torch.__config__.show().splitlines() if "DNN" in ln]
     print(f"torch {torch.__version__} ({mkldnn[0] if mkldnn else 'no oneDNN'}); {threads} threads each")
+    mkl = mkl_builder(args.mkl) if args.mkl else None
+    if mkl:
+        print(f"mkl: {args.mkl}, raw cblas_gemm_*16*16f32 calls (float32 C, no bias)")
     repeats, min_s = (3, 0.02) if args.quick else (7, 0.05)
     mode0 = info["mode"]
     dtypes = args.dtype or ["bfloat16", "float16"]
     for dname in dtypes:
         paths = ["convert"] + (["library"] if info["loaded"] and info["dtypes"][dname]["supported"] else [])
-        cols = [f"ember {p}" for p in paths] + ["torch"]
+        cols = [f"ember {p}" for p in paths] + (["mkl raw"] if mkl else []) + ["torch"]
         print(f"\n{dname}: GFLOP/s (median of {repeats}), and ember / torch")
         head = f"{'case':44s}" + "".join(f"{c:>15s}" for c in cols) + "".join(f"{c + '/torch':>20s}" for c in cols[:-1])
         print(head)
-        for name, flops, build in CASES:
+        for name, flops, build, dims in CASES:
             if args.filter not in name:
                 continue
             fns = {}
             for p in paths:
                 ember._C._set_lowp_gemm(p)
                 fns[f"ember {p}"] = (p, build(ember, getattr(ember, dname), np.random.default_rng(0)))
+            if mkl:
+                fns["mkl raw"] = (None, mkl(dname, dims, threads))
             fns["torch"] = (None, build(torch, getattr(torch, dname), np.random.default_rng(0)))
             # the libraries agree (torch's tolerance for the dtype, on values of size ~sqrt(k))
             ref = fns["torch"][1]().float().numpy()
