@@ -142,6 +142,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="threads for both libraries (default: ember's)")
     ap.add_argument("--dtype", action="append", choices=("bfloat16", "float16"),
                     help="dtypes to run (default both)")
+    ap.add_argument("--gpt-step", action="store_true",
+                    help="also time benchmarks/gpt.py's training step under autocast(bfloat16)")
     ap.add_argument("--mkl", default="", help="path of libmkl_rt.so: add MKL's bf16/fp16 GEMM, timed raw")
     args = ap.parse_args()
     import torch as _torch
@@ -201,7 +203,34 @@ def main():
             line = f"{name:44s}" + "".join(f"{g[c]:15.1f}" for c in cols)
             line += "".join(f"{g[c] / g['torch']:20.2f}" for c in cols[:-1])
             print(line, flush=True)
+    if args.gpt_step:
+        gpt_steps(info, repeats)
     ember._C._set_lowp_gemm(mode0)
+
+
+def gpt_steps(info, repeats):
+    """ms per training step of benchmarks/gpt.py's default GPT under autocast(bfloat16): the linears' products
+    (forward and backward) are bfloat16 GEMMs; attention and the rest are as without the library"""
+    from benchmarks.gpt import gpt_step
+    paths = ["convert"] + (["library"] if info["loaded"] and info["dtypes"]["bfloat16"]["supported"] else [])
+    steps = {}
+    for p in paths:
+        steps[f"ember {p}"] = (p, gpt_step(ember, autocast=ember.bfloat16))
+    steps["torch"] = (None, gpt_step(torch, autocast=torch.bfloat16))
+    times = {c: [] for c in steps}
+    order = list(steps)
+    for r in range(repeats):
+        for c in order[r % len(order):] + order[:r % len(order)]:
+            p, fn = steps[c]
+            if p:
+                ember._C._set_lowp_gemm(p)
+            time.sleep(0.01)
+            times[c].append(sample(fn, 0.2))
+    ms = {c: 1e3 * statistics.median(ts) for c, ts in times.items()}
+    print(f"\nGPT step (benchmarks/gpt.py default, autocast bfloat16): ms per step, median of {repeats}")
+    print("".join(f"{c:>15s}" for c in ms) + "".join(f"{c + '/torch':>20s}" for c in ms if c != "torch"))
+    print("".join(f"{v:15.1f}" for v in ms.values())
+          + "".join(f"{ms[c] / ms['torch']:20.2f}" for c in ms if c != "torch"))
 
 
 if __name__ == "__main__":
