@@ -319,3 +319,48 @@ def test_env_forces_library():
     assert rc == 0, out
     total, mode, n = out.split()[-3:]
     assert (total, mode) == ("60.0", "library") and int(n) >= 1
+
+
+def test_threads_share_the_library():
+    """Python threads multiplying at once (the primitive cache and per-thread streams): every result exact"""
+    import threading
+    shapes = [(7, 33, 129), (33, 129, 7), (129, 7, 33), (1, 33, 7)]
+    work = [(dyadic(*s[:2]), dyadic(*s[1:])) for s in shapes for _ in range(3)]
+    errors = []
+
+    def run(i):
+        try:
+            for j in range(8):
+                a, b = work[(i + j) % len(work)]
+                check_exact(make(a, "bfloat16") @ make(b, "bfloat16", "t"), a @ b, "bfloat16")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    for path in ["library", "convert"] if not library_reason("bfloat16") else ["convert"]:
+        ember._C._set_lowp_gemm(path)
+        try:
+            ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(60)
+        finally:
+            ember._C._set_lowp_gemm(INFO["mode"])
+        assert not errors, errors
+
+
+def test_big_product_in_slabs():
+    """A product past 2^32 multiply-adds on the main thread runs in row slabs (polled for Ctrl-C): still exact"""
+    if library_reason("bfloat16"):
+        pytest.skip(library_reason("bfloat16"))
+    m, k, n = 2055, 1024, 2048
+    a = RNG.integers(-2, 3, size=(m, k)).astype(np.float32) / 2
+    b = RNG.integers(-2, 3, size=(k, n)).astype(np.float32) / 2
+    ember._C._set_lowp_gemm("library")
+    try:
+        before = calls()
+        got = make(a, "bfloat16") @ make(b, "bfloat16")
+        slabs = calls() - before
+    finally:
+        ember._C._set_lowp_gemm(INFO["mode"])
+    check_exact(got, (a @ b).astype(np.float64), "bfloat16")  # float32 sums of quarters stay exact here
+    assert slabs >= 1, slabs  # 2 (2048 + 7 rows) where Ctrl-C polling is armed, as in a plain pytest run
