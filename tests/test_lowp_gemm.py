@@ -245,6 +245,30 @@ def test_baddbmm_exact(case, m, k, n):
                 0.5 * c - 2 * (a @ b), dt)
 
 
+def test_addbmm(case):
+    """addbmm sums the batch into C. On the library path C stays in the dtype and each batch's product is
+    added and rounded in turn — what torch 2.15 gives (checked bit for bit on these inputs); the convert path
+    sums in float32 and rounds once"""
+    path, dt = case
+    a, b, c = dyadic(6, 7, 129), dyadic(6, 129, 33), dyadic(7, 33)
+    got = ember.addbmm(make(c, dt), make(a, dt), make(b, dt, "t"))
+    if path == "library":
+        want = round_to(c, dt)
+        for i in range(6):
+            want = round_to(want + a[i] @ b[i], dt)
+        np.testing.assert_array_equal(value(got), want)
+    else:
+        check_exact(got, c + np.einsum("bij,bjk->ik", a, b), dt)
+
+
+@pytest.mark.parametrize("m,k", [(7, 129), (1, 33), (129, 1)])
+def test_mv_and_addmv(case, m, k):
+    _, dt = case
+    a, x, y = dyadic(m, k), dyadic(k), dyadic(m)
+    check_exact(ember.mv(make(a, dt, "t"), make(x, dt)), a @ x, dt)
+    check_exact(ember.addmv(make(y, dt), make(a, dt), make(x, dt), beta=0.5, alpha=2), 0.5 * y + 2 * (a @ x), dt)
+
+
 @pytest.mark.parametrize("sa,sb", [((33, 129), (129, 7)), ((2, 7, 33), (33, 129)), ((3, 1, 33), (3, 33, 7))])
 def test_matmul_grad_bfloat16(path, sa, sb):
     if path == "library" and library_reason("bfloat16"):
