@@ -152,6 +152,11 @@ def test_mm_column_major_out(case):
     out = ember.empty(129, 33, dtype=DTYPES[dt]).t()
     ember.mm(make(a, dt), make(b, dt), out=out)
     check_exact(out, a @ b, dt)
+    # an out= no GEMM can write in place (every other column): a scratch C, copied in
+    wide = ember.zeros(33, 258, dtype=DTYPES[dt])
+    ember.mm(make(a, dt), make(b, dt), out=wide[:, ::2])
+    check_exact(wide[:, ::2], a @ b, dt)
+    np.testing.assert_array_equal(value(wide[:, 1::2]), np.zeros((33, 129)))
 
 
 @pytest.mark.parametrize("m,k,n", [(0, 7, 33), (7, 0, 33), (7, 33, 0), (0, 0, 0)])
