@@ -89,8 +89,11 @@ static int check_inplace_shape(EmTensor *self, int nd, const int64_t *shape) {
  *
  * float32/float64 go to BLAS, which reads transposed operands in place
  * (a column-major C is computed as C^T = B^T A^T). Operands BLAS cannot
- * address (odd strides, other dtypes) are copied once: half types compute
- * in float32 and round once when C is copied back; integer dtypes compute
+ * address (odd strides, other dtypes) are copied once: half types go to
+ * oneDNN in their own dtype when it is loaded (Note [low-precision GEMM]:
+ * float32 accumulators, one rounding per product, so addbmm's batches are
+ * added and rounded in turn, as torch's are), else compute in float32 and
+ * round once when C is copied back; integer dtypes compute
  * in int64 (wrapping, as torch's do). A batch whose B is shared and whose A
  * and C rows are evenly spaced is one GEMM (x @ W for x [batch..., k]).
  * Batches of small GEMMs — small enough that OpenBLAS runs each on one
