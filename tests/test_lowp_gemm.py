@@ -132,6 +132,9 @@ def test_library_refusal_falls_back_by_conversion(m, k, n):
             before = calls()
             got = ember.addmm(make(c, dt), make(a, dt, "t"), make(b, dt, "t"), beta=-2, alpha=0.5)
             check_exact(got, -2 * c + 0.5 * (a @ b), dt)
+            # a batch the library refuses as one call, then matrix by matrix
+            ab, bb = dyadic(3, m, k), dyadic(3, k, n)
+            check_exact(ember.bmm(make(ab, dt), make(bb, dt, "t")), ab @ bb, dt)
             assert calls() == before
     finally:
         ember._C._lowp_gemm_refuse_for_tests(False)
@@ -234,11 +237,17 @@ def test_matmul_exact(case, sa, sb):
 
 
 def test_matmul_broadcast_batch_stride_zero(case):
-    """A batch operand expanded with stride 0 is read in place, not copied per batch"""
-    _, dt = case
+    """A batch operand expanded with stride 0 is read in place, not copied per batch (on the library path
+    one call for the whole batch, the shared matrix broadcast)"""
+    path, dt = case
     a, b = dyadic(1, 7, 33), dyadic(5, 33, 33)
     ea = make(a, dt).expand(5, 7, 33)
+    before = calls()
     check_exact(ember.matmul(ea, make(b, dt)), np.matmul(a, b), dt)
+    assert calls() - before == (1 if path == "library" else 0)
+    # batch dims that do not fold into one stride: one call per matrix
+    a4, b4 = dyadic(2, 3, 7, 33), dyadic(2, 3, 33, 5)
+    check_exact(ember.matmul(make(a4, dt)[:, ::2], make(b4, dt)[:, ::2]), np.matmul(a4[:, ::2], b4[:, ::2]), dt)
 
 
 @pytest.mark.parametrize("m,k,n", [(7, 33, 129), (1, 1, 7), (33, 0, 7)])

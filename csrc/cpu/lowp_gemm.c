@@ -90,7 +90,7 @@ static int load_state;          /* 0 not tried, 1 loaded, -1 failed */
 static char load_error[1536], lib_path[1024], impl_name[2][128];
 static bool dtype_ok[2];        /* [0] bfloat16, [1] float16: the library builds a fast kernel */
 static dnnl_handle engine;
-static _Atomic int failures;
+static _Atomic int failures, lib_failures; /* no memory for a conversion; the library's execute failed */
 static bool refuse_all; /* tests: act as if the library refused every shape */
 static _Atomic long long calls; /* products the library ran (tests check the path taken) */
 
@@ -129,26 +129,62 @@ static void prefix_lib(int which, char *buf, size_t len) {
     PyErr_Clear();
 }
 
-/* The matmul primitive for one shape (row-major C), post-ops for alpha and
+/* One product as the library sees it: `batch` matrices (1: plain 2-D
+ * descriptors) whose first elements are sa / sb / sc elements apart (0: one
+ * matrix shared by the whole batch); nt: the threads it runs on. */
+typedef struct {
+    EmDType d;
+    bool ta, tb;
+    int nt;
+    int64_t batch, m, n, k, lda, ldb, ldc, sa, sb, sc;
+    float alpha, beta;
+} Shape;
+
+static bool same_shape(const Shape *x, const Shape *y) {
+    return x->d == y->d && x->ta == y->ta && x->tb == y->tb && x->nt == y->nt && x->batch == y->batch &&
+           x->m == y->m && x->n == y->n && x->k == y->k && x->lda == y->lda && x->ldb == y->ldb && x->ldc == y->ldc &&
+           x->sa == y->sa && x->sb == y->sb && x->sc == y->sc && x->alpha == y->alpha && x->beta == y->beta;
+}
+
+/* A's, B's and C's descriptors (all NULL or all set) */
+static bool make_mds(const Shape *s, dnnl_handle md[3]) {
+    const int dt = s->d == EM_BFLOAT16 ? DNNL_BF16 : DNNL_F16;
+    /* one matrix each: rows x cols with row stride (or column stride when transposed) ld */
+    const int64_t rows[3] = {s->m, s->k, s->m}, cols[3] = {s->k, s->n, s->n}, ld[3] = {s->lda, s->ldb, s->ldc};
+    const bool tr[3] = {s->ta, s->tb, false};
+    const int64_t bs[3] = {s->sa, s->sb, s->sc};
+    md[0] = md[1] = md[2] = NULL;
+    for (int i = 0; i < 3; i++) {
+        int64_t dims[3], strides[3];
+        int nd = s->batch > 1 ? 3 : 2, o = nd - 2;
+        dims[o] = rows[i], dims[o + 1] = cols[i];
+        strides[o] = tr[i] ? 1 : ld[i], strides[o + 1] = tr[i] ? ld[i] : 1;
+        if (nd == 3) { /* a shared operand: a batch of one, broadcast */
+            dims[0] = bs[i] ? s->batch : 1;
+            strides[0] = bs[i] ? bs[i] : (tr[i] ? cols[i] : rows[i]) * ld[i];
+        }
+        if (dn.md_create_with_strides(&md[i], nd, dims, dt, strides) != DNNL_OK) {
+            for (int j = 0; j < 3; j++)
+                if (md[j]) dn.md_destroy(md[j]), md[j] = NULL;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The matmul primitive for a shape (row-major C), post-ops for alpha and
  * beta: C = linear(alpha)(A B) + beta * C. *impl (when given) gets the
  * implementation's name. NULL when the library refuses it. */
-static dnnl_handle make_primitive(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda,
-                                  int64_t ldb, int64_t ldc, float alpha, float beta, char *impl, size_t implen) {
-    const int dt = d == EM_BFLOAT16 ? DNNL_BF16 : DNNL_F16;
-    int64_t da[2] = {m, k}, sa[2] = {ta ? 1 : lda, ta ? lda : 1};
-    int64_t db[2] = {k, n}, sb[2] = {tb ? 1 : ldb, tb ? ldb : 1};
-    int64_t dc[2] = {m, n}, sc[2] = {ldc, 1};
-    dnnl_handle ma = NULL, mb = NULL, mc = NULL, attr = NULL, po = NULL, pd = NULL, prim = NULL;
-    if (dn.md_create_with_strides(&ma, 2, da, dt, sa) != DNNL_OK || dn.md_create_with_strides(&mb, 2, db, dt, sb) != DNNL_OK ||
-        dn.md_create_with_strides(&mc, 2, dc, dt, sc) != DNNL_OK)
-        goto done;
-    if (alpha != 1 || beta != 0) {
+static dnnl_handle make_primitive(const Shape *s, char *impl, size_t implen) {
+    dnnl_handle md[3], attr = NULL, po = NULL, pd = NULL, prim = NULL;
+    if (!make_mds(s, md)) return NULL;
+    if (s->alpha != 1 || s->beta != 0) {
         if (dn.attr_create(&attr) != DNNL_OK || dn.post_ops_create(&po) != DNNL_OK) goto done;
-        if (alpha != 1 && dn.post_ops_append_eltwise(po, DNNL_ELTWISE_LINEAR, alpha, 0.0f) != DNNL_OK) goto done;
-        if (beta != 0 && dn.post_ops_append_sum(po, beta, 0, DNNL_DT_UNDEF) != DNNL_OK) goto done;
+        if (s->alpha != 1 && dn.post_ops_append_eltwise(po, DNNL_ELTWISE_LINEAR, s->alpha, 0.0f) != DNNL_OK) goto done;
+        if (s->beta != 0 && dn.post_ops_append_sum(po, s->beta, 0, DNNL_DT_UNDEF) != DNNL_OK) goto done;
         if (dn.attr_set_post_ops(attr, po) != DNNL_OK) goto done;
     }
-    if (dn.matmul_pd_create(&pd, engine, ma, mb, NULL, mc, attr) != DNNL_OK) goto done;
+    if (dn.matmul_pd_create(&pd, engine, md[0], md[1], NULL, md[2], attr) != DNNL_OK) goto done;
     if (impl) {
         const char *name = NULL;
         if (dn.pd_query(pd, DNNL_QUERY_IMPL_INFO_STR, 0, &name) == DNNL_OK && name) snprintf(impl, implen, "%s", name);
@@ -158,9 +194,7 @@ done:
     if (pd) dn.pd_destroy(pd);
     if (po) dn.post_ops_destroy(po);
     if (attr) dn.attr_destroy(attr);
-    if (ma) dn.md_destroy(ma);
-    if (mb) dn.md_destroy(mb);
-    if (mc) dn.md_destroy(mc);
+    for (int i = 0; i < 3; i++) dn.md_destroy(md[i]);
     return prim;
 }
 
@@ -226,8 +260,8 @@ static void load(void) {
     for (int i = 0; i < 2; i++) {
         EmDType d = i == 0 ? EM_BFLOAT16 : EM_FLOAT16;
         impl_name[i][0] = 0;
-        dnnl_handle p = make_primitive(d, false, false, 64, 64, 64, 64, 64, 64, 1.0f, 0.0f, impl_name[i],
-                                       sizeof impl_name[i]);
+        const Shape probe = {d, false, false, 1, 1, 64, 64, 64, 64, 64, 64, 0, 0, 0, 1.0f, 0.0f};
+        dnnl_handle p = make_primitive(&probe, impl_name[i], sizeof impl_name[i]);
         dtype_ok[i] = p != NULL;
         if (p) dn.primitive_destroy(p);
     }
@@ -275,11 +309,7 @@ int em_lowp_gemm_prepare(EmDType d) {
 /* ---- the primitive cache */
 typedef struct {
     bool used;
-    EmDType d;
-    bool ta, tb;
-    int nt;
-    int64_t m, n, k, lda, ldb, ldc;
-    float alpha, beta;
+    Shape s;
     dnnl_handle prim; /* NULL: the library refused this shape */
     int busy;         /* executions in flight: not evicted while > 0 */
     uint64_t last;
@@ -289,27 +319,20 @@ static Entry cache[CACHE_SIZE];
 static uint64_t clock_tick;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool same(const Entry *e, EmDType d, bool ta, bool tb, int nt, int64_t m, int64_t n, int64_t k, int64_t lda,
-                 int64_t ldb, int64_t ldc, float alpha, float beta) {
-    return e->used && e->d == d && e->ta == ta && e->tb == tb && e->nt == nt && e->m == m && e->n == n && e->k == k &&
-           e->lda == lda && e->ldb == ldb && e->ldc == ldc && e->alpha == alpha && e->beta == beta;
-}
-
 /* The entry for a shape, marked busy (NULL: the cache is full of busy ones) */
-static Entry *lookup(EmDType d, bool ta, bool tb, int nt, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
-                     int64_t ldc, float alpha, float beta) {
+static Entry *lookup(const Shape *s) {
     pthread_mutex_lock(&cache_lock);
     Entry *hit = NULL, *victim = NULL;
     for (int i = 0; i < CACHE_SIZE && !hit; i++) {
         Entry *e = &cache[i];
-        if (same(e, d, ta, tb, nt, m, n, k, lda, ldb, ldc, alpha, beta)) hit = e;
+        if (e->used && same_shape(&e->s, s)) hit = e;
         else if (!e->used) { if (!victim || victim->used) victim = e; }
         else if (e->busy == 0 && (!victim || (victim->used && e->last < victim->last))) victim = e;
     }
     if (!hit && victim) {
         if (victim->used && victim->prim) dn.primitive_destroy(victim->prim);
-        *victim = (Entry){true, d, ta, tb, nt, m, n, k, lda, ldb, ldc, alpha, beta, NULL, 0, 0};
-        victim->prim = make_primitive(d, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, NULL, 0);
+        *victim = (Entry){.used = true, .s = *s};
+        victim->prim = make_primitive(s, NULL, 0);
         hit = victim;
     }
     if (hit) {
@@ -364,35 +387,52 @@ done:
     free(cf);
 }
 
-static void run_one(EmDType d, bool ta, bool tb, int nt, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                    const void *b, int64_t ldb, void *c, int64_t ldc, float alpha, float beta) {
-    Entry *e = lookup(d, ta, tb, nt, m, n, k, lda, ldb, ldc, alpha, beta);
-    dnnl_handle s = stream_for_thread(), mem[3] = {NULL, NULL, NULL};
-    bool done = false;
-    if (e && e->prim && s && !refuse_all) {
-        int64_t da[2] = {m, k}, sa[2] = {ta ? 1 : lda, ta ? lda : 1};
-        int64_t db[2] = {k, n}, sb[2] = {tb ? 1 : ldb, tb ? ldb : 1};
-        int64_t dc[2] = {m, n}, sc[2] = {ldc, 1};
-        const int dt = d == EM_BFLOAT16 ? DNNL_BF16 : DNNL_F16;
-        dnnl_handle md[3] = {NULL, NULL, NULL};
-        bool ok = dn.md_create_with_strides(&md[0], 2, da, dt, sa) == DNNL_OK &&
-                  dn.md_create_with_strides(&md[1], 2, db, dt, sb) == DNNL_OK &&
-                  dn.md_create_with_strides(&md[2], 2, dc, dt, sc) == DNNL_OK &&
-                  dn.memory_create(&mem[0], md[0], engine, (void *)a) == DNNL_OK &&
-                  dn.memory_create(&mem[1], md[1], engine, (void *)b) == DNNL_OK &&
-                  dn.memory_create(&mem[2], md[2], engine, c) == DNNL_OK;
-        if (ok) {
+/* Runs one shape on the library: false when it did not (a refused shape,
+ * no stream), C untouched then. */
+static bool run_shape(const Shape *sh, const void *a, const void *b, void *c) {
+    Entry *e = lookup(sh);
+    dnnl_handle s = stream_for_thread(), md[3] = {NULL, NULL, NULL}, mem[3] = {NULL, NULL, NULL};
+    bool ran = false;
+    if (e && e->prim && s && !refuse_all && make_mds(sh, md)) {
+        if (dn.memory_create(&mem[0], md[0], engine, (void *)a) == DNNL_OK &&
+            dn.memory_create(&mem[1], md[1], engine, (void *)b) == DNNL_OK &&
+            dn.memory_create(&mem[2], md[2], engine, c) == DNNL_OK) {
             dnnl_exec_arg args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
-            done = dn.primitive_execute(e->prim, s, 3, args) == DNNL_OK && dn.stream_wait(s) == DNNL_OK;
-            if (done) calls++;
+            ran = true; /* from here C may be written: a failure is reported, not retried */
+            if (dn.primitive_execute(e->prim, s, 3, args) == DNNL_OK && dn.stream_wait(s) == DNNL_OK) calls++;
+            else lib_failures++;
         }
         for (int i = 0; i < 3; i++) {
             if (mem[i]) dn.memory_destroy(mem[i]);
-            if (md[i]) dn.md_destroy(md[i]);
+            dn.md_destroy(md[i]);
         }
     }
     if (e) release(e);
-    if (!done) gemm_by_conversion(d, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+    return ran;
+}
+
+static void run_one(EmDType d, bool ta, bool tb, int nt, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                    const void *b, int64_t ldb, void *c, int64_t ldc, float alpha, float beta) {
+    const Shape sh = {d, ta, tb, nt, 1, m, n, k, lda, ldb, ldc, 0, 0, 0, alpha, beta};
+    if (!run_shape(&sh, a, b, c)) gemm_by_conversion(d, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta);
+}
+
+bool em_lowp_gemm_batched(EmDType d, bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k, const void *a,
+                          int64_t lda, int64_t sa, const void *b, int64_t ldb, int64_t sb, void *c, int64_t ldc,
+                          int64_t sc, float alpha, float beta) {
+    if (load_state != 1 || !dtype_ok[slot(d)] || batch < 2 || m <= 0 || n <= 0 || k <= 0 || sc <= 0) return false;
+    const double work = (double)batch * (double)m * (double)n * (double)k;
+    int nt = work > EM_BLAS_SINGLE_THREAD_MNK ? em_num_threads : 1;
+#ifdef _OPENMP
+    const int saved = omp_get_max_threads();
+    if (saved != nt) omp_set_num_threads(nt);
+#endif
+    const Shape sh = {d, ta, tb, nt, batch, m, n, k, lda, ldb, ldc, sa, sb, sc, alpha, beta};
+    bool ran = run_shape(&sh, a, b, c);
+#ifdef _OPENMP
+    if (saved != nt) omp_set_num_threads(saved);
+#endif
+    return ran;
 }
 
 void em_lowp_gemm(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
@@ -428,10 +468,10 @@ void em_lowp_gemm(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, 
 #endif
 }
 
-bool em_lowp_gemm_take_failure(void) {
-    int f = failures;
-    if (f) failures = 0;
-    return f != 0;
+int em_lowp_gemm_take_failure(void) {
+    int f = failures ? 1 : lib_failures ? 2 : 0;
+    if (f) failures = lib_failures = 0;
+    return f;
 }
 
 void em_lowp_gemm_status(EmLowpStatus *s) {

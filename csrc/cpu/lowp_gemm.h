@@ -21,9 +21,18 @@ int em_lowp_gemm_prepare(EmDType d);
 void em_lowp_gemm(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                   const void *b, int64_t ldb, void *c, int64_t ldc, float alpha, float beta, bool parallel);
 
-/* Failures inside em_lowp_gemm (no memory for a fallback) since the last
- * call: the front-end raises MemoryError when this returns true. */
-bool em_lowp_gemm_take_failure(void);
+/* `batch` products at once (one library call), the matrices of A, B and C
+ * sa, sb, sc elements apart (sa or sb 0: one matrix shared by the batch).
+ * false when the library did not take it (C untouched): the caller runs
+ * the matrices one by one. Same conditions as em_lowp_gemm. */
+bool em_lowp_gemm_batched(EmDType d, bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k, const void *a,
+                          int64_t lda, int64_t sa, const void *b, int64_t ldb, int64_t sb, void *c, int64_t ldc,
+                          int64_t sc, float alpha, float beta);
+
+/* Failures inside em_lowp_gemm(_batched) since the last call: 0 none, 1 no
+ * memory for a conversion (the front-end raises MemoryError), 2 the
+ * library failed to run a product (RuntimeError). */
+int em_lowp_gemm_take_failure(void);
 
 /* What ember._C._lowp_gemm_info() reports. mode: -1 not yet read, else an
  * EmLowpMode; loaded: 0 not tried, 1 loaded, -1 failed (error says why);
