@@ -5,6 +5,7 @@
  * transposes, not copies. */
 #include "../ember.h"
 #include "blas.h"
+#include "lowp_gemm.h"
 #include <complex.h>
 #include <string.h>
 
@@ -284,6 +285,10 @@ void em_gemm_ex(EmDType d, bool ta, bool tb, int64_t m, int64_t n, int64_t k, co
         return;
     }
     double fa = em_scalar_to_double(alpha), fb = em_scalar_to_double(beta);
+    if (d == EM_BFLOAT16 || d == EM_FLOAT16) { /* only once em_lowp_gemm_prepare(d) said so */
+        em_lowp_gemm(d, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, (float)fa, (float)fb, parallel);
+        return;
+    }
 #ifdef EM_CBLAS
     if (em_gemm_uses_blas(d) && fits_int(m, n, k, lda, ldb, ldc) && k > 0 && n == 1) {
         /* matrix @ vector: B's column is x (stride ldb, or 1 when B is transposed) */

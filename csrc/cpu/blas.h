@@ -8,7 +8,8 @@
  * is m x k read from row-major A with leading dimension lda (transposed when
  * ta). beta == 0: C is not read (NaN there does not leak), and alpha == 0:
  * A and B are not read, as in BLAS. Dtypes: float32 and float64 (BLAS when
- * em_gemm_uses_blas; gemv when m or n is 1) and int64 (a loop; alpha/beta taken as integers). The
+ * em_gemm_uses_blas; gemv when m or n is 1), bfloat16 / float16 (oneDNN: only once
+ * em_lowp_gemm_prepare said so, Note [low-precision GEMM]) and int64 (a loop; alpha/beta taken as integers). The
  * loops read a transposed B with strides, slowly: front-ends give them B
  * untransposed (BLAS also falls back to them for sizes past INT32_MAX).
  * `parallel`: the loops may use OpenMP threads (false when the caller

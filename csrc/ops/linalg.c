@@ -6,6 +6,7 @@
  */
 #include "../ember.h"
 #include "../cpu/blas.h"
+#include "../cpu/lowp_gemm.h"
 
 extern const EmKernels em_kernels_mul, em_kernels_addcmul, em_kernels_logical_and,
     em_kernels_logical_or;
@@ -88,8 +89,11 @@ static int check_inplace_shape(EmTensor *self, int nd, const int64_t *shape) {
  *
  * float32/float64 go to BLAS, which reads transposed operands in place
  * (a column-major C is computed as C^T = B^T A^T). Operands BLAS cannot
- * address (odd strides, other dtypes) are copied once: half types compute
- * in float32 and round once when C is copied back; integer dtypes compute
+ * address (odd strides, other dtypes) are copied once: half types go to
+ * oneDNN in their own dtype when it is loaded (Note [low-precision GEMM]:
+ * float32 accumulators, one rounding per product, so addbmm's batches are
+ * added and rounded in turn, as torch's are), else compute in float32 and
+ * round once when C is copied back; integer dtypes compute
  * in int64 (wrapping, as torch's do). A batch whose B is shared and whose A
  * and C rows are evenly spaced is one GEMM (x @ W for x [batch..., k]).
  * Batches of small GEMMs — small enough that OpenBLAS runs each on one
@@ -199,12 +203,35 @@ static void plan_gemm(const Plan *p, int64_t idx, EmScalar alpha, EmScalar beta,
                p->ldb, p->c + oc * p->isz, p->ldc, alpha, beta, parallel);
 }
 
+/* The batch dims' strides in s as one stride (*st) over the flattened batch, when they are */
+static bool plan_stride(const Plan *p, const int64_t *s, int64_t *st) {
+    int64_t first = -1, span = 1;
+    for (int d = p->nb - 1; d >= 0; d--) {
+        if (p->bsize[d] == 1) continue;
+        if (first < 0) first = s[d];
+        else if (s[d] != first * span) return false;
+        span *= p->bsize[d];
+    }
+    *st = first < 0 ? 0 : first;
+    return true;
+}
+
 static void plan_run(const Plan *p, EmScalar alpha, EmScalar beta, bool sum) {
     int64_t nbatch = prod(p->nb, p->bsize);
     double mnk = (double)p->m * (double)p->n * (double)p->k;
+    const EmStop *stop = em_stop_current; /* Note [interrupts]: between the matrices */
+    if ((p->d == EM_BFLOAT16 || p->d == EM_FLOAT16) && !sum && nbatch > 1 &&
+        !(stop && stop->on && mnk * (double)nbatch > 4294967296.0)) {
+        /* Note [low-precision GEMM]: a batch whose matrices are evenly spaced is one library call */
+        int64_t sa, sb, sc;
+        if (plan_stride(p, p->bsa, &sa) && plan_stride(p, p->bsb, &sb) && plan_stride(p, p->bsc, &sc) &&
+            em_lowp_gemm_batched(p->d, p->ta, p->tb, nbatch, p->m, p->n, p->k, p->a, p->lda, sa, p->b, p->ldb, sb,
+                                 p->c, p->ldc, sc, (float)em_scalar_to_double(alpha),
+                                 (float)em_scalar_to_double(beta)))
+            return;
+    }
     bool split = !sum && nbatch > 1 && em_num_threads > 1 && mnk <= EM_BLAS_SINGLE_THREAD_MNK &&
                  mnk * (double)nbatch >= 1048576.0; /* enough to pay for a parallel region */
-    const EmStop *stop = em_stop_current; /* Note [interrupts]: between the matrices */
     if (split) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(em_num_threads)
@@ -308,7 +335,11 @@ static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, E
     if (scalar_is_zero(alpha)) return scale_or_zero(c, beta);
 
     if (!em_is_cpu(c)) return gemm_batched_gpu(a, b, c, alpha, beta, sum);
-    bool blas = em_gemm_uses_blas(cd);
+    /* Note [low-precision GEMM] (cpu/lowp_gemm.c): halves stay in their dtype for the library */
+    int lowp = em_lowp_gemm_prepare(d);
+    if (lowp < 0) return -1;
+    if (lowp) cd = d;
+    bool blas = lowp || em_gemm_uses_blas(cd);
     EmTensor *A = gemm_operand(a, cd, false), *B = A ? gemm_operand(b, cd, !blas) : NULL, *C = NULL;
     int rc = -1;
     if (!B) goto done;
@@ -368,6 +399,15 @@ static int gemm_batched(EmTensor *a, EmTensor *b, EmTensor *c, EmScalar alpha, E
         if (em_stop_check(&stop) < 0) goto done;
     } else {
         plan_run(&p, alpha, beta, sum);
+    }
+    int failed = lowp ? em_lowp_gemm_take_failure() : 0;
+    if (failed == 1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (failed == 2) {
+        PyErr_Format(PyExc_RuntimeError, "oneDNN failed to run a %s matrix product", em_dtype_name(d));
+        goto done;
     }
     rc = C == c ? 0 : em_copy_(c, (PyObject *)C);
 done:

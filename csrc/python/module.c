@@ -4,6 +4,7 @@
  * threads). */
 #include "../ember.h"
 #include "../cpu/blas.h"
+#include "../cpu/lowp_gemm.h"
 #include "../host_api.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -101,6 +102,39 @@ static PyObject *build_info(PyObject *m, PyObject *u) {
                          "cpu_capability", isa);
 }
 
+/* Note [low-precision GEMM]: which path bfloat16 / float16 products take, and why */
+static PyObject *lowp_gemm_info(PyObject *m, PyObject *u) {
+    if (em_lowp_gemm_load_now() < 0) return NULL;
+    EmLowpStatus s;
+    em_lowp_gemm_status(&s);
+    static const char *modes[] = {"auto", "library", "convert"};
+    PyObject *dt = Py_BuildValue("{s:{s:O,s:O,s:s},s:{s:O,s:O,s:s}}", "bfloat16", "supported",
+                                 s.dtype_ok[0] ? Py_True : Py_False, "fast", s.fast[0] ? Py_True : Py_False, "impl",
+                                 s.impl[0], "float16", "supported", s.dtype_ok[1] ? Py_True : Py_False, "fast",
+                                 s.fast[1] ? Py_True : Py_False, "impl", s.impl[1]);
+    if (!dt) return NULL;
+    return Py_BuildValue("{s:s,s:s,s:O,s:s,s:s,s:s,s:N,s:L}", "mode", modes[s.mode < 0 ? 0 : s.mode], "library",
+                         "oneDNN", "loaded", s.loaded == 1 ? Py_True : Py_False, "path", s.path, "version", s.version,
+                         "error", s.error, "dtypes", dt, "calls", s.calls);
+}
+
+static PyObject *set_lowp_gemm(PyObject *m, PyObject *arg) {
+    const char *mode = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!mode) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "_set_lowp_gemm expects 'auto', 'library' or 'convert'");
+        return NULL;
+    }
+    if (em_lowp_gemm_set_mode(mode) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *lowp_gemm_refuse(PyObject *m, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    em_lowp_gemm_refuse_for_tests(on);
+    Py_RETURN_NONE;
+}
+
 static PyObject *cpu_cache_info(PyObject *m, PyObject *u) {
     int64_t s[3];
     em_cpu_cache_stats(s);
@@ -135,6 +169,11 @@ static PyMethodDef module_methods[] = {
     {"set_num_threads", set_num_threads, METH_O, "Threads used for intra-op parallelism."},
     {"get_num_threads", get_num_threads, METH_NOARGS, "Threads used for intra-op parallelism."},
     {"_build_info", build_info, METH_NOARGS, "What the extension was built with."},
+    {"_lowp_gemm_info", lowp_gemm_info, METH_NOARGS,
+     "Which path bfloat16/float16 CPU matrix products take (Note [low-precision GEMM])."},
+    {"_set_lowp_gemm", set_lowp_gemm, METH_O, "Set the low-precision GEMM path: 'auto', 'library' or 'convert'."},
+    {"_lowp_gemm_refuse_for_tests", lowp_gemm_refuse, METH_O,
+     "Tests: the library refuses every shape (its fallback by conversion runs instead)."},
     {NULL},
 };
 
