@@ -413,12 +413,14 @@ CASES += [
 
 # convolution (ops/conv.c, cpu/conv.c): a small CNN layer, N images of
 # C x 32 x 32 (N = n / (C * 32 * 32): fewer in --smoke runs); torch runs oneDNN
-def _conv_layer(lib, n, cin, cout, k, backward):
+def _conv_layer(lib, n, cin, cout, k, backward, channels_last=False):
     m = module(lib)
     rng = np.random.default_rng(0)
     batch = max(1, n // (cin * 32 * 32))
     x, w, b = (m.from_numpy(rng.standard_normal(s, dtype=np.float32))
                for s in ((batch, cin, 32, 32), (cout, cin, k, k), (cout,)))
+    if channels_last:  # input and weight as a model.to(memory_format=channels_last) has them
+        x, w = (t.contiguous(memory_format=m.channels_last) for t in (x, w))
     if not backward:
         return lambda: m.nn.functional.conv2d(x, w, b, padding=k // 2)
     for t in (x, w, b):
@@ -431,8 +433,9 @@ def _conv_layer(lib, n, cin, cout, k, backward):
     return step
 
 
-def conv_libs(cin, cout, k, backward):
-    return {lib: (lambda n, lib=lib: _conv_layer(lib, n, cin, cout, k, backward)) for lib in ("ember", "torch")}
+def conv_libs(cin, cout, k, backward, channels_last=False):
+    return {lib: (lambda n, lib=lib: _conv_layer(lib, n, cin, cout, k, backward, channels_last))
+            for lib in ("ember", "torch")}
 
 
 CASES += [
@@ -444,6 +447,11 @@ CASES += [
          targets={"torch": ("<=", 1.25)}),
     Case("conv2d fwd+bwd 32x64x32x32 -> 64, 1x1, f32", 32 * 64 * 32 * 32, conv_libs(64, 64, 1, True),
          targets={"torch": ("<=", 1.25)}),
+    # channels_last (Note [memory format]): the NHWC forward
+    Case("conv2d channels_last 32x32x32x32 -> 64, 3x3 pad 1, f32", 32 * 32 * 32 * 32,
+         conv_libs(32, 64, 3, False, True), targets={"torch": ("<=", 1.25)}),
+    Case("conv2d channels_last 32x64x32x32 -> 64, 1x1, f32", 32 * 64 * 32 * 32,
+         conv_libs(64, 64, 1, False, True), targets={"torch": ("<=", 1.25)}),
 ]
 
 # scaled-dot-product attention (ops/attention.c, cpu/attention.c): the

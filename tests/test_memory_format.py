@@ -67,7 +67,8 @@ def test_channels_last_in_channels_last_out(row):
     ref = FORWARD[row](x)
     y = FORWARD[row](cl(x))
     assert y.stride() == cl_strides(y.shape), (row, y.stride())
-    np.testing.assert_array_equal(y.numpy(), ref.numpy())
+    # convolution sums in another order on channels-last images (conv_nhwc.c)
+    np.testing.assert_allclose(y.numpy(), ref.numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("row", list(FORWARD))
@@ -89,6 +90,41 @@ def test_gradients_of_channels_last_inputs_are_channels_last(row):
         grads.append(x.grad)
     assert grads[1].stride() == cl_strides(grads[1].shape), (row, grads[1].stride())
     np.testing.assert_allclose(grads[1].numpy(), grads[0].numpy(), rtol=1e-12, atol=1e-12)
+
+
+def np_conv2d(x, w, b, stride, padding, dilation):
+    """float64 NumPy convolution by its definition: a sum over the window."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh = (h + 2 * padding - dilation * (kh - 1) - 1) // stride + 1
+    ow = (wd + 2 * padding - dilation * (kw - 1) - 1) // stride + 1
+    y = np.zeros((n, o, oh, ow)) + b[None, :, None, None]
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i * dilation:i * dilation + stride * oh:stride, j * dilation:j * dilation + stride * ow:stride]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return y
+
+
+@pytest.mark.parametrize("geom", [(2, 3, 7, 4, 3, 1, 1, 1), (3, 5, 9, 6, 3, 2, 0, 1), (1, 4, 8, 8, 1, 1, 0, 1),
+                                  (2, 4, 8, 3, 2, 2, 1, 2), (2, 3, 6, 5, 5, 1, 2, 1), (4, 16, 5, 8, 1, 1, 0, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_channels_last_convolution_against_numpy(geom, dtype):
+    n, c, h, o, k, stride, padding, dilation = geom
+    g = np.random.default_rng(sum(geom))
+    x, w, b = g.standard_normal((n, c, h, h)), g.standard_normal((o, c, k, k)), g.standard_normal(o)
+    ref = np_conv2d(x, w, b, stride, padding, dilation)
+    dt = getattr(ember, dtype)
+    # a 1x1 weight made channels-last keeps its contiguous strides (both
+    # layouts fit it) and says nothing, as in torch
+    layouts = ((cl, lambda t: t), (cl, cl)) + (((lambda t: t, cl),) if k > 1 else ())
+    for xl, wl in layouts:
+        y = F.conv2d(xl(ember.tensor(x, dtype=dt)), wl(ember.tensor(w, dtype=dt)), ember.tensor(b, dtype=dt),
+                     stride=stride, padding=padding, dilation=dilation)
+        assert y.stride() == cl_strides(y.shape)
+        tol = 1e-4 if dtype == "float32" else 1e-12
+        np.testing.assert_allclose(y.numpy(), ref, rtol=tol, atol=tol)
 
 
 def test_max_pool_indices_follow_the_layout():

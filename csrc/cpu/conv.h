@@ -42,4 +42,9 @@ int em_conv_forward(EmDType d, const EmConvShape *s, const void *x, const void *
  * w, gb (O); each NULL when not wanted (x may be NULL without gw). -1 as above. */
 int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void *x, const void *w, void *gx,
                      void *gw, void *gb);
+/* The channels-last forward (conv_nhwc.c): x (N, H, W, C), w (O, kh, kw, C),
+ * y (N, oh, ow, O), b (O; may be NULL); 2-d, groups == 1, float32/float64
+ * (em_conv_nhwc_supported). -1 as above. */
+bool em_conv_nhwc_supported(EmDType d, const EmConvShape *s);
+int em_conv_forward_nhwc(EmDType d, const EmConvShape *s, const void *x, const void *w, const void *b, void *y);
 #endif

@@ -648,6 +648,46 @@ done:
     return tuple;
 }
 
+/* x and w in channels-last order, y channels-last (Note [memory format]):
+ * the layout torch returns, computed without transposing the images. */
+static EmTensor *in_channels_last(EmTensor *t, EmDType ct) {
+    EmTensor *a = em_to_dtype(t, ct, false), *r = NULL;
+    if (!a) return NULL;
+    if (em_is_contiguous_as(a, EM_CHANNELS_LAST)) return a; /* NHWC memory order is all the kernel needs */
+    int64_t strides[4];
+    em_memory_format_strides(EM_CHANNELS_LAST, 4, a->sizes, strides);
+    r = em_empty_strided(4, a->sizes, strides, ct, em_cpu());
+    if (r && em_copy_(r, (PyObject *)a) < 0) Py_CLEAR(r);
+    Py_DECREF(a);
+    return r;
+}
+
+static EmTensor *conv_forward_channels_last(const ConvCall *cc, EmTensor *in, EmTensor *w, EmTensor *bias, int nd,
+                                            const int64_t *shape) {
+    EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
+    int64_t strides[4];
+    em_memory_format_strides(EM_CHANNELS_LAST, nd, shape, strides);
+    if (!(x = in_channels_last(in, cc->ct)) || !(wc = in_channels_last(w, cc->ct)) ||
+        (bias && !(bc = contiguous_as(bias, cc->ct))))
+        goto done;
+    if (!(y = em_empty_strided(nd, shape, strides, cc->ct, em_cpu()))) goto done;
+    if (y->numel) {
+        EmStop stop = em_stop_arm_for(conv_work(cc) / 64);
+        em_stop_current = &stop;
+        PyThreadState *ts = conv_work(cc) >= 65536 ? PyEval_SaveThread() : NULL;
+        int rc = em_conv_forward_nhwc(cc->ct, &cc->s, em_data(x), em_data(wc), bc ? em_data(bc) : NULL, em_data(y));
+        if (ts) PyEval_RestoreThread(ts);
+        em_stop_current = NULL;
+        if (rc < 0) PyErr_NoMemory();
+        if (rc < 0 || em_stop_check(&stop) < 0) Py_CLEAR(y);
+    }
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(wc);
+    Py_XDECREF(bc);
+    return y;
+}
+
 static PyObject *convolution(EmCall *c, bool gpu) {
     EmTensor *in = em_arg_tensor(c, 0), *w = em_arg_tensor(c, 1), *bias = em_arg_tensor(c, 2);
     ConvCall cc;
@@ -668,6 +708,9 @@ static PyObject *convolution(EmCall *c, bool gpu) {
     int nd = out_shape(&cc, shape);
     if (em_is_meta(in)) return (PyObject *)em_empty(nd, shape, cc.dt, em_meta()); /* Note [meta device] */
     if (gpu) return (PyObject *)conv_forward_gpu(&cc, in, w, bias, nd, shape);
+    if (nd == 4 && em_conv_nhwc_supported(cc.ct, &cc.s) &&
+        (em_suggest_memory_format(in) == EM_CHANNELS_LAST || em_suggest_memory_format(w) == EM_CHANNELS_LAST))
+        return (PyObject *)finish(conv_forward_channels_last(&cc, in, w, bias, nd, shape), cc.dt);
     EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
     if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) ||
         (bias && !(bc = contiguous_as(bias, cc.ct))))
