@@ -120,6 +120,9 @@ def mpi_world_comm(timeout):
 
 # ------------------------------------------------------------------ nccl
 
+_nccl_state = {}
+
+
 def _cuda_module():
     try:
         from ember import _cuda
@@ -128,15 +131,45 @@ def _cuda_module():
     return _cuda if hasattr(_cuda, "_NcclComm") else None
 
 
-def nccl_available():
-    """libnccl loads and a CUDA device exists."""
+def nccl_library_candidates():
+    """Where libnccl.so.2 is looked for: EMBER_NCCL_LIBRARY; the
+    nvidia-nccl-cu13 (or -cu12) wheel's lib dir on sys.path; the CUDA
+    toolkit's lib64; the loader's own search."""
+    if os.environ.get("EMBER_NCCL_LIBRARY"):
+        return [os.environ["EMBER_NCCL_LIBRARY"]]
+    found = []
+    for p in sys.path:
+        f = os.path.join(p or ".", "nvidia", "nccl", "lib", "libnccl.so.2")
+        if os.path.exists(f) and f not in found:
+            found.append(f)
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.path.exists(os.path.join(root, "lib64", "libnccl.so.2")):
+            found.append(os.path.join(root, "lib64", "libnccl.so.2"))
+    return found + ["libnccl.so.2"]
+
+
+def nccl_load():
+    """NCCL's version code once libnccl is loaded, else None (the reasons are kept
+    for nccl_why)."""
     m = _cuda_module()
     if m is None:
-        return False
-    try:
-        return bool(m._nccl_available())
-    except RuntimeError:
-        return False
+        return None
+    if "version" not in _nccl_state and "error" not in _nccl_state:
+        errors = []
+        for path in nccl_library_candidates():
+            try:
+                _nccl_state["version"] = m._nccl_load(path)
+                break
+            except OSError as e:
+                errors.append(str(e))
+        else:
+            _nccl_state["error"] = "; ".join(errors)
+    return _nccl_state.get("version")
+
+
+def nccl_available():
+    """libnccl loads and a CUDA device exists (the real backend's count, not a test double's)."""
+    return nccl_load() is not None and bool(_cuda_module()._nccl_available())
 
 
 def nccl_why():
@@ -144,7 +177,71 @@ def nccl_why():
     m = _cuda_module()
     if m is None:
         return "ember was built without its CUDA extension (nvcc), which holds the nccl backend"
+    if nccl_load() is None:
+        return "libnccl.so.2 could not be loaded: " + _nccl_state.get("error", "?")
     return m._nccl_why() or "it can run"
+
+
+def _dtype_codes():
+    import ember
+    names = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+             "float64", "complex64", "complex128"]  # ember's dtype codes (csrc/ember.h)
+    return {getattr(ember, n): i for i, n in enumerate(names)}
+
+
+class NcclComm:
+    """The nccl communicator with the method set of the CPU ones: tensors in,
+    buffer descriptors (data pointer, numel, dtype code, device) to
+    ember._cuda._NcclComm."""
+
+    def __init__(self, comm):
+        self._c = comm
+        self._codes = _dtype_codes()
+        self.rank, self.size = comm.rank, comm.size
+
+    def _d(self, t, what):
+        if t.device.type != "cuda":
+            raise RuntimeError(f"{what}: the nccl backend takes CUDA tensors; this one is on "
+                               f"{t.device} (use the gloo backend for CPU tensors)")
+        if not t.is_contiguous():
+            raise RuntimeError(f"{what}: the transport takes contiguous tensors")
+        return (t.data_ptr(), t.numel(), self._codes[t.dtype], t.device.index)
+
+    def all_reduce(self, t, op):
+        self._c.all_reduce(self._d(t, "all_reduce"), op)
+
+    def broadcast(self, t, root):
+        self._c.broadcast(self._d(t, "broadcast"), root)
+
+    def reduce(self, t, root, op):
+        self._c.reduce(self._d(t, "reduce"), root, op)
+
+    def all_gather(self, out, t):
+        self._c.all_gather(self._d(out, "all_gather"), self._d(t, "all_gather"))
+
+    def reduce_scatter(self, out, t, op):
+        self._c.reduce_scatter(self._d(out, "reduce_scatter"), self._d(t, "reduce_scatter"), op)
+
+    def gather(self, t, big, root):
+        self._c.gather(self._d(t, "gather"), None if big is None else self._d(big, "gather"), root)
+
+    def scatter(self, t, big, root):
+        self._c.scatter(self._d(t, "scatter"), None if big is None else self._d(big, "scatter"), root)
+
+    def all_to_all(self, out, t, send_counts, recv_counts):
+        self._c.all_to_all(self._d(out, "all_to_all"), self._d(t, "all_to_all"), send_counts, recv_counts)
+
+    def p2p(self, ops):
+        self._c.p2p([(s, self._d(t, "send" if s else "recv"), peer, tag) for s, t, peer, tag in ops])
+
+    def recv_any(self, t, tag):
+        return self._c.recv_any(t, tag)
+
+    def barrier(self):
+        self._c.barrier()
+
+    def close(self):
+        self._c.close()
 
 
 def nccl_comm(store, rank, size, timeout):
@@ -162,4 +259,5 @@ def nccl_comm(store, rank, size, timeout):
         except DistStoreError as e:
             raise DistStoreError(f"rank {rank}: rank 0 did not publish the NCCL id within "
                                  f"{timeout.total_seconds():g} s: {e}") from None
-    return m._NcclComm(rank, size, bytes(uid), ember.cuda.current_device(), timeout.total_seconds())
+    dev = ember.cuda.current_device()
+    return NcclComm(m._NcclComm(rank, size, bytes(uid), dev, timeout.total_seconds()))
