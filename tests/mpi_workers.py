@@ -109,6 +109,12 @@ def extra():
         dist.all_reduce(ember.ones(2), group=slow)
     dist.barrier()
     dist.destroy_process_group()
+    # MPI stays initialized: a second init duplicates MPI_COMM_WORLD again
+    dist.init_process_group("mpi")
+    t = ember.tensor([rank], dtype=ember.int64)
+    dist.all_reduce(t, op=R.MAX)
+    same(t.numpy(), np.array([world - 1]), "all_reduce after a second init")
+    dist.destroy_process_group()
     print("ok")
 
 

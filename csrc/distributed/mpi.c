@@ -71,6 +71,7 @@ enum {
 #define MPI_FUNCS(X)                                                                           \
     X(MPI_Init_thread, int, (int *, char ***, int, int *))                                     \
     X(MPI_Initialized, int, (int *))                                                           \
+    X(MPI_Query_thread, int, (int *))                                                          \
     X(MPI_Finalized, int, (int *))                                                             \
     X(MPI_Finalize, int, (void))                                                               \
     X(MPI_Get_library_version, int, (char *, int *))                                           \
@@ -702,7 +703,7 @@ static int p2p_run(MpiComm *c, int m, const int *is_send, const int *peer, const
     if (rc == -1) {
         for (int i = 0; i < m; i++)
             if (!is_send[i] && st[i].MPI_ERROR != MPI_SUCCESS &&
-                p_MPI_Error_class(st[i].MPI_ERROR, &cls) == MPI_SUCCESS && cls == MPI_ERR_TRUNCATE) {
+                MPI(p_MPI_Error_class(st[i].MPI_ERROR, &cls)) == MPI_SUCCESS && cls == MPI_ERR_TRUNCATE) {
                 snprintf(c->err, sizeof c->err,
                          "rank %d: recv of %zu elements of %s (tag %d): the message from rank %d is "
                          "larger", c->rank, b[i].n, em_dtype_name((EmDType)b[i].dtype), tag[i],
@@ -714,7 +715,7 @@ static int p2p_run(MpiComm *c, int m, const int *is_send, const int *peer, const
     for (int i = 0; i < m; i++) {
         int got = 0;
         if (is_send[i]) continue;
-        p_MPI_Get_count(&st[i], mpi_type(b[i].dtype), &got);
+        MPI(p_MPI_Get_count(&st[i], mpi_type(b[i].dtype), &got));
         if ((size_t)got != b[i].n) {
             snprintf(c->err, sizeof c->err,
                      "rank %d: recv expected %zu elements of %s from rank %d (tag %d), but it sent %d",
@@ -863,9 +864,14 @@ static int comm_init(MpiComm *self, PyObject *args, PyObject *kw) {
             else if (make_half_ops() < 0) snprintf(msg, sizeof msg, "MPI_Op_create failed");
         } else snprintf(msg, sizeof msg, "MPI_Init_thread failed (error %d)", rc);
     } else if (thread_level < 0) {
-        /* the program initialized MPI itself: assume the weakest level ember accepts */
-        thread_level = MPI_THREAD_SERIALIZED;
-        if (make_half_ops() < 0) snprintf(msg, sizeof msg, "MPI_Op_create failed");
+        /* the program initialized MPI itself (mpi4py, say): its level stands */
+        int provided = 0;
+        p_MPI_Query_thread(&provided);
+        thread_level = provided;
+        if (provided < MPI_THREAD_SERIALIZED)
+            snprintf(msg, sizeof msg, "MPI was initialized with thread level %d; ember needs "
+                     "MPI_THREAD_SERIALIZED or MULTIPLE", provided);
+        else if (make_half_ops() < 0) snprintf(msg, sizeof msg, "MPI_Op_create failed");
     }
     /* errors that MPI raises on no communicator of ours (MPI_Testall's) go to
      * WORLD's or SELF's handler: all return codes, never an abort */
