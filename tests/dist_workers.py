@@ -371,6 +371,37 @@ def hung_peer():
     print("ok")
 
 
+def close_while_running():
+    """The transport closed (as destroy_process_group does past its join timeout)
+    while a collective still runs on the progress thread: the collective fails at
+    once saying so, and nothing frees the sockets under it (Note [transport
+    ownership]; ThreadSanitizer found the old race)."""
+    rank, world = init(timeout=20)
+    store = dist.distributed_c10d._world.store
+    if rank == 1:  # never joins the all_reduce
+        store.wait(["close_while_running/done"], datetime.timedelta(seconds=40))
+        return
+    pg = dist.group.WORLD
+    w = dist.all_reduce(ember.ones(10), async_op=True)
+    time.sleep(0.3)  # the progress thread is inside the transfer
+    t0 = time.monotonic()
+    pg._comm.close()
+    try:
+        w.wait()
+        raise AssertionError("a collective whose transport was closed did not fail")
+    except dist.DistBackendError as e:
+        assert "destroyed while this operation was running" in str(e), e
+    assert time.monotonic() - t0 < 5, time.monotonic() - t0
+    try:
+        dist.all_reduce(ember.ones(1))
+        raise AssertionError("a closed transport ran a collective")
+    except RuntimeError as e:
+        assert "destroyed" in str(e) or "not connected" in str(e), e
+    store.set("close_while_running/done", b"1")
+    time.sleep(0.5)  # this rank hosts the store: let rank 1 read the key
+    print("ok")
+
+
 def init_methods():
     """env:// (torchrun's variables), Slurm's variables, tcp:// and file://, with
     destroy in between."""
