@@ -75,8 +75,9 @@ def test_collectives_every_dtype_and_op_against_numpy(n):
 
 
 @needs_mpi
-def test_ddp_under_mpi_matches_numpy_training():
-    run_mpi("ddp", 2)
+@pytest.mark.parametrize("scenario", ["ddp", "zero", "sync_bn"])
+def test_ddp_zero_and_sync_bn_under_mpi_match_numpy(scenario):
+    run_mpi(scenario, 2)
 
 
 @needs_mpi
