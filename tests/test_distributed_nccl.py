@@ -41,6 +41,25 @@ def test_nccl_availability_is_true_only_with_the_library_and_a_device():
         assert avail == bool(_backends._cuda_module()._nccl_available())
 
 
+def test_nccl_library_loads_and_refuses_cleanly_without_a_device():
+    """Where ember._cuda is built and libnccl is found (a CUDA toolkit without a GPU,
+    say): the id is NCCL's 128 bytes, and a communicator on a device that does not
+    exist raises instead of crashing."""
+    from ember.distributed import _backends
+    m = _backends._cuda_module()
+    if m is None or _backends.nccl_load() is None:
+        pytest.skip("ember._cuda is not built here, or libnccl.so.2 is not found")
+    assert _backends.nccl_load() >= 20700
+    uid = m._nccl_unique_id()
+    assert isinstance(uid, bytes) and len(uid) == 128
+    with pytest.raises(ValueError, match="128 bytes"):
+        m._NcclComm(0, 1, b"x", 0)
+    with pytest.raises(RuntimeError):
+        m._NcclComm(0, 1, uid, 1000)  # no such device
+    if not m._nccl_available():
+        assert "device" in m._nccl_why() and "no CUDA device" in _backends.nccl_why()
+
+
 def test_nccl_collectives_on_two_gpus_against_numpy():
     n, avail = _gpus_for_nccl()
     if not avail or n < 2:
