@@ -18,8 +18,8 @@ def _gpus_for_nccl():
     code = ("import ember, ember.distributed as d\n"
             "from ember.distributed import _backends as b\n"
             "m = b._cuda_module()\n"
-            "print(m._nccl_available() and ember.cuda.device_count() if b.nccl_load() else 0, "
-            "d.is_nccl_available())")
+            "n = ember.cuda.device_count() if b.nccl_load() and m._nccl_available() else 0\n"
+            "print(n, d.is_nccl_available())")
     r = subprocess.run([sys.executable, "-c", code], env=worker_env(), capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
