@@ -26,7 +26,11 @@
  * PRODUCT/MIN/BAND: and, BXOR: xor). AVG is SUM, then a divide (integers
  * truncate, as the gloo backend's). Complex reduces SUM/AVG only. MIN/MAX of
  * float NaNs follow the MPI library (gloo propagates them). Counts are C ints
- * in MPI: a call moving more than 2**31-1 elements per rank raises. */
+ * in MPI: a call moving more than 2**31-1 elements per rank raises.
+ *
+ * Unlike the gloo transport, no header precedes a collective: ranks whose
+ * calls disagree (sizes, dtypes, roots) get MPI's own error or, where MPI
+ * cannot tell, the timeout. all_to_all alone swaps its counts first. */
 #include "../ember.h"
 #include "transport.h"
 
