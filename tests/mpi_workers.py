@@ -64,6 +64,18 @@ def extra():
     raises(ValueError, lambda: dist.isend(ember.ones(1), (rank + 1) % world, tag=-1).wait(), "tag")
     raises(RuntimeError, lambda: dist.monitored_barrier(), "only implemented for GLOO")
 
+    # ranks whose calls disagree all raise (Note [MPI header]), and the group stays in step
+    for bad in (lambda: dist.all_reduce(ember.ones(3 + rank)),
+                lambda: dist.all_reduce(ember.ones(3, dtype=ember.float64 if rank else ember.float32)),
+                lambda: dist.broadcast(ember.ones(3), src=rank),
+                lambda: dist.all_gather_into_tensor(ember.empty(world * (2 + rank)), ember.ones(2 + rank)),
+                lambda: dist.all_reduce(ember.ones(3), op=R.MAX if rank else R.MIN)):
+        raises(dist.DistBackendError, bad, "disagree")
+    e = raises(dist.DistBackendError,
+               lambda: dist.all_reduce(ember.ones(2)) if rank else dist.broadcast(ember.ones(2), src=0),
+               "same collectives")
+    assert "all_reduce" in str(e) and "broadcast" in str(e), e
+
     # a receive posted for the wrong size fails the receiver, naming both sizes
     if rank == 0:
         dist.send(ember.ones(3), 1)
@@ -96,17 +108,19 @@ def extra():
                "recv of 4 elements")
         raises(dist.DistBackendError, lambda: dist.all_reduce(ember.ones(1), group=pair), "earlier")
 
-    # a rank that is late past the group's timeout: the waiting rank raises in time,
-    # the late one's call still completes the pending operation
-    slow = dist.new_group(list(range(world)), timeout=datetime.timedelta(seconds=1))
+    # a rank that is late past the group's timeout: the waiting rank raises in time and
+    # the group is unusable after; the late rank's send still completes the posted receive
+    # (a collective has two steps, Note [MPI header], so a late rank would time out too,
+    # leaving a request that no rank completes and MPI_Finalize skipped)
+    slow = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=1))
     if rank == 0:
         t0 = time.monotonic()
-        raises(dist.DistBackendError, lambda: dist.all_reduce(ember.ones(2), group=slow), "timed out")
+        raises(dist.DistBackendError, lambda: dist.recv(ember.empty(2), 1, group=slow), "timed out")
         assert time.monotonic() - t0 < 4, time.monotonic() - t0
         raises(dist.DistBackendError, lambda: dist.barrier(group=slow), "earlier")
-    else:
+    elif rank == 1:
         time.sleep(2.5)
-        dist.all_reduce(ember.ones(2), group=slow)
+        dist.send(ember.ones(2), 0, group=slow)
     dist.barrier()
     dist.destroy_process_group()
     # MPI stays initialized: a second init duplicates MPI_COMM_WORLD again

@@ -28,9 +28,8 @@
  * float NaNs follow the MPI library (gloo propagates them). Counts are C ints
  * in MPI: a call moving more than 2**31-1 elements per rank raises.
  *
- * Unlike the gloo transport, no header precedes a collective: ranks whose
- * calls disagree (sizes, dtypes, roots) get MPI's own error or, where MPI
- * cannot tell, the timeout. all_to_all alone swaps its counts first. */
+ * As in the gloo transport, a small header reduction precedes each
+ * collective (Note [MPI header]): ranks whose calls disagree all raise. */
 #include "../ember.h"
 #include "transport.h"
 
@@ -422,6 +421,54 @@ static int check_root(MpiComm *self, int root) {
 
 /* ------------------------------------------------------------ collectives */
 
+/* Note [MPI header]: before its data, every collective reduces a header
+ * {kind, dtype, count, root, op} with MIN over the group, with each field
+ * also negated (so one MPI_MIN gives each field's minimum and maximum). Ranks
+ * whose calls disagree then all raise, naming the field's range, instead of
+ * MPI matching mismatched buffers; the group stays in step (every rank made
+ * the same one call). The header's buffer is on the heap: a timed-out MPI
+ * call may still write it. */
+enum { K_ALL_REDUCE = 1, K_BROADCAST, K_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_GATHER,
+       K_SCATTER, K_ALL_TO_ALL, K_BARRIER };
+static const char *kind_names[] = {"?", "all_reduce", "broadcast", "reduce", "all_gather",
+                                   "reduce_scatter", "gather", "scatter", "all_to_all", "barrier"};
+
+static const char *dname(long long d) {
+    return d >= 0 && d < EM_NUM_DTYPES ? em_dtype_name((EmDType)d) : "?";
+}
+
+static int agree(MpiComm *c, int kind, int dtype, long long count, int root, int op) {
+    int64_t *h = malloc(sizeof(int64_t) * 20);
+    if (!h) return snprintf(c->err, sizeof c->err, "out of memory"), -1;
+    int64_t mine[5] = {kind, dtype, count, root, op}, *lo = h + 10;
+    for (int i = 0; i < 5; i++) h[i] = mine[i], h[5 + i] = -mine[i];
+    MPI_Request r;
+    int rc = run1(c, MPI(p_MPI_Iallreduce(h, lo, 10, T_INT64, O_MIN, c->comm, &r)), &r, kind_names[kind]);
+    if (rc == -2) return rc; /* h stays MPI's */
+    if (rc == 0) {
+        long long mn[5], mx[5];
+        for (int i = 0; i < 5; i++) mn[i] = lo[i], mx[i] = -lo[5 + i];
+        if (mn[0] != mx[0]) {
+            long long other = mn[0] != kind ? mn[0] : mx[0];
+            snprintf(c->err, sizeof c->err,
+                     "rank %d called %s while another rank called %s: every rank of a process group "
+                     "must call the same collectives in the same order", c->rank, kind_names[kind],
+                     kind_names[other >= 1 && other <= K_BARRIER ? other : 0]);
+            rc = -1;
+        } else if (mn[1] != mx[1] || mn[2] != mx[2] || mn[3] != mx[3] || mn[4] != mx[4]) {
+            snprintf(c->err, sizeof c->err,
+                     "%s: ranks disagree on the arguments: this rank (%d) has %lld elements of %s "
+                     "(root %d, op %d); across the group the dtypes run %s..%s, the element counts "
+                     "%lld..%lld, the roots %lld..%lld, the ops %lld..%lld", kind_names[kind], c->rank,
+                     count, dname(dtype), root, op, dname(mn[1]), dname(mx[1]), mn[2], mx[2], mn[3],
+                     mx[3], mn[4], mx[4]);
+            rc = -1;
+        }
+    }
+    free(h);
+    return rc;
+}
+
 static int all_reduce_run(MpiComm *c, Buf *b, MPI_Op op, bool avg) {
     MPI_Request r;
     int rc = run1(c, MPI(p_MPI_Iallreduce(MPI_IN_PLACE, b->data, (int)b->n, mpi_type(b->dtype), op,
@@ -437,7 +484,8 @@ static PyObject *comm_all_reduce(MpiComm *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Oi", &t, &op) || get_buf(t, &b, "all_reduce") < 0) return NULL;
     MPI_Op mop = mpi_op(b.dtype, op, "all_reduce");
     if (!mop || begin(self) < 0) return NULL;
-    RUN(b.n == 0 ? 0 : all_reduce_run(self, &b, mop, op == EM_DIST_AVG));
+    RUN((rc = agree(self, K_ALL_REDUCE, b.dtype, b.n, 0, op)) < 0 || b.n == 0
+            ? rc : all_reduce_run(self, &b, mop, op == EM_DIST_AVG));
     return finish(self, rc, &b, 1);
 }
 
@@ -449,7 +497,8 @@ static PyObject *comm_broadcast(MpiComm *self, PyObject *args) {
         check_root(self, root) < 0 || begin(self) < 0)
         return NULL;
     MPI_Request r;
-    RUN(b.n == 0 ? 0 : run1(self, MPI(p_MPI_Ibcast(b.data, (int)b.n, mpi_type(b.dtype), root,
+    RUN((rc = agree(self, K_BROADCAST, b.dtype, b.n, root, 0)) < 0 || b.n == 0
+            ? rc : run1(self, MPI(p_MPI_Ibcast(b.data, (int)b.n, mpi_type(b.dtype), root,
                                                    self->comm, &r)), &r, "broadcast"));
     return finish(self, rc, &b, 1);
 }
@@ -472,7 +521,8 @@ static PyObject *comm_reduce(MpiComm *self, PyObject *args) {
         return NULL;
     MPI_Op mop = mpi_op(b.dtype, op, "reduce");
     if (!mop || begin(self) < 0) return NULL;
-    RUN(b.n == 0 ? 0 : reduce_run(self, &b, root, mop, op == EM_DIST_AVG));
+    RUN((rc = agree(self, K_REDUCE, b.dtype, b.n, root, op)) < 0 || b.n == 0
+            ? rc : reduce_run(self, &b, root, mop, op == EM_DIST_AVG));
     return finish(self, rc, &b, 1);
 }
 
@@ -523,7 +573,8 @@ static PyObject *comm_all_gather(MpiComm *self, PyObject *args) {
         get_buf(i, &b[1], "all_gather") < 0 || check_sizes(&b[0], &b[1], self->size, "all_gather") < 0 ||
         begin(self) < 0)
         return NULL;
-    RUN(b[1].n == 0 ? 0 : all_gather_run(self, &b[0], &b[1]));
+    RUN((rc = agree(self, K_ALL_GATHER, b[1].dtype, b[1].n, 0, 0)) < 0 || b[1].n == 0
+            ? rc : all_gather_run(self, &b[0], &b[1]));
     return finish(self, rc, b, 2);
 }
 
@@ -554,7 +605,8 @@ static PyObject *comm_reduce_scatter(MpiComm *self, PyObject *args) {
         return NULL;
     MPI_Op mop = mpi_op(b[0].dtype, op, "reduce_scatter");
     if (!mop || begin(self) < 0) return NULL;
-    RUN(b[0].n == 0 ? 0 : reduce_scatter_run(self, &b[0], &b[1], mop, op == EM_DIST_AVG));
+    RUN((rc = agree(self, K_REDUCE_SCATTER, b[0].dtype, b[0].n, 0, op)) < 0 || b[0].n == 0
+            ? rc : reduce_scatter_run(self, &b[0], &b[1], mop, op == EM_DIST_AVG));
     return finish(self, rc, b, 2);
 }
 
@@ -592,7 +644,8 @@ static PyObject *root_call(MpiComm *self, PyObject *args, bool gather) {
         if (get_buf(bo, &b[1], what) < 0 || check_sizes(&b[1], &b[0], self->size, what) < 0) return NULL;
     }
     if (begin(self) < 0) return NULL;
-    RUN(b[0].n == 0 ? 0 : root_run(self, gather, &b[0], &b[1], root));
+    RUN((rc = agree(self, gather ? K_GATHER : K_SCATTER, b[0].dtype, b[0].n, root, 0)) < 0 || b[0].n == 0
+            ? rc : root_run(self, gather, &b[0], &b[1], root));
     return finish(self, rc, b, 2);
 }
 
@@ -604,23 +657,24 @@ static PyObject *comm_scatter(MpiComm *self, PyObject *args) { return root_call(
 static int all_to_all_run(MpiComm *c, Buf *out, Buf *in, const int *cnt, int *theirs) {
     int n = c->size;
     const int *sc = cnt, *rcv = cnt + n;
-    int *sd = theirs + n, *rd = theirs + 2 * n, ok = 1, all_ok = 0;
+    int *sd = theirs + n, *rd = theirs + 2 * n, *ok = theirs + 3 * n, *all_ok = ok + 1;
+    *ok = 1, *all_ok = 0;
     MPI_Request r;
     int rc = run1(c, MPI(p_MPI_Ialltoall(sc, 1, T_INT, theirs, 1, T_INT, c->comm, &r)), &r, "all_to_all");
     if (rc < 0) return rc;
-    for (int j = 0; j < n && ok; j++)
+    for (int j = 0; j < n && *ok; j++)
         if (theirs[j] != rcv[j]) {
             snprintf(c->err, sizeof c->err,
                      "all_to_all: rank %d expects %d elements from rank %d, which sends %d", c->rank,
                      rcv[j], j, theirs[j]);
-            ok = 0;
+            *ok = 0;
         }
     char saved[sizeof c->err];
     memcpy(saved, c->err, sizeof saved);
-    rc = run1(c, MPI(p_MPI_Iallreduce(&ok, &all_ok, 1, T_INT, O_MIN, c->comm, &r)), &r, "all_to_all");
+    rc = run1(c, MPI(p_MPI_Iallreduce(ok, all_ok, 1, T_INT, O_MIN, c->comm, &r)), &r, "all_to_all");
     if (rc < 0) return rc;
-    if (!all_ok) {
-        if (ok) snprintf(c->err, sizeof c->err, "all_to_all: the split sizes of another rank do not match");
+    if (!*all_ok) {
+        if (*ok) snprintf(c->err, sizeof c->err, "all_to_all: the split sizes of another rank do not match");
         else memcpy(c->err, saved, sizeof saved);
         return -1;
     }
@@ -658,7 +712,7 @@ static PyObject *comm_all_to_all(MpiComm *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOO", &o, &i, &so, &ro) || get_buf(o, &b[0], "all_to_all") < 0 ||
         get_buf(i, &b[1], "all_to_all") < 0)
         return NULL;
-    int *counts = malloc(sizeof(int) * 5 * n);
+    int *counts = malloc(sizeof(int) * (5 * n + 2)); /* Note [MPI header]: MPI may write it late */
     if (!counts) return PyErr_NoMemory();
     if (int_counts(so, n, counts, "all_to_all send counts") < 0 ||
         int_counts(ro, n, counts + n, "all_to_all receive counts") < 0)
@@ -681,7 +735,8 @@ static PyObject *comm_all_to_all(MpiComm *self, PyObject *args) {
         goto fail;
     }
     if (begin(self) < 0) goto fail;
-    RUN(all_to_all_run(self, &b[0], &b[1], counts, counts + 2 * n));
+    RUN((rc = agree(self, K_ALL_TO_ALL, b[1].dtype, -1, 0, 0)) < 0 ? rc
+        : all_to_all_run(self, &b[0], &b[1], counts, counts + 2 * n));
     res = finish(self, rc, b, 2);
     if (rc == -2) counts = NULL; /* MPI may still read the counts */
 fail:
@@ -808,9 +863,8 @@ static PyObject *comm_recv_any(MpiComm *self, PyObject *args) {
 
 static PyObject *comm_barrier(MpiComm *self, PyObject *u) {
     if (begin(self) < 0) return NULL;
-    int rc;
-    MPI_Request r;
-    RUN(run1(self, MPI(p_MPI_Ibarrier(self->comm, &r)), &r, "barrier"));
+    int rc; /* the header's reduction is the barrier */
+    RUN(agree(self, K_BARRIER, 0, 0, 0, 0));
     return finish(self, rc, NULL, 0);
 }
 
