@@ -36,6 +36,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,8 +241,8 @@ static int fail_mpi(MpiComm *c, int code, const char *what) {
 /* Poll n requests until all are done: 0; -1 on an MPI error; -2 on the
  * timeout (the requests stay posted: the caller keeps their buffers). */
 static int wait_all(MpiComm *c, int n, MPI_Request *req, MPI_Status *st, const char *what) {
-    double deadline = now() + c->timeout;
-    long sleep_ns = 0;
+    double start = now(), deadline = start + c->timeout;
+    long sleep_ns = 20000;
     for (;;) {
         int flag = 0, rc = MPI(p_MPI_Testall(n, req, &flag, st));
         if (rc != MPI_SUCCESS) {
@@ -267,9 +268,15 @@ static int wait_all(MpiComm *c, int n, MPI_Request *req, MPI_Status *st, const c
             pthread_mutex_unlock(&serial_lock);
             return -2;
         }
-        /* spin briefly, then back off to 1 ms: low latency without a busy core */
-        if (sleep_ns) nanosleep(&(struct timespec){0, sleep_ns}, NULL);
-        sleep_ns = sleep_ns ? (sleep_ns * 2 > 1000000 ? 1000000 : sleep_ns * 2) : 2000;
+        /* MPI progresses only inside its calls: poll, yielding the core, for
+         * the first 2 ms (peers' threads are still waking up to join), then
+         * sleep, backing off to 1 ms */
+        if (now() - start < 2e-3) {
+            sched_yield();
+            continue;
+        }
+        nanosleep(&(struct timespec){0, sleep_ns}, NULL);
+        sleep_ns = sleep_ns * 2 > 1000000 ? 1000000 : sleep_ns * 2;
     }
 }
 
