@@ -30,8 +30,9 @@ def worker_env(extra=None):
     return env
 
 
-def run_workers(scenario, world, timeout=60, env=None, per_rank_env=None):
-    """[(returncode, stdout, stderr)] per rank; fails the test on a timeout."""
+def run_workers(scenario, world, timeout=60, env=None, per_rank_env=None, module="dist_workers"):
+    """[(returncode, stdout, stderr)] per rank; fails the test on a timeout.
+    `module` holds the scenarios (dist_workers, or nccl_workers for GPUs)."""
     port = free_port()
     procs = []
     for rank in range(world):
@@ -39,7 +40,7 @@ def run_workers(scenario, world, timeout=60, env=None, per_rank_env=None):
                         "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank), **(env or {})})
         if per_rank_env:
             e.update(per_rank_env(rank))
-        procs.append(subprocess.Popen([sys.executable, "-m", "dist_workers", scenario], env=e,
+        procs.append(subprocess.Popen([sys.executable, "-m", module, scenario], env=e,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     results, hung = [], False
     for p in procs:

@@ -21,6 +21,10 @@ NP = {ember.bool: np.bool_, ember.uint8: np.uint8, ember.int8: np.int8, ember.in
 FLOATS = (ember.float16, ember.bfloat16, ember.float32, ember.float64)
 
 
+# the backend under test: gloo, or mpi when the test runs the workers under mpiexec
+BACKEND = os.environ.get("EMBER_DIST_BACKEND", "gloo")
+
+
 def env_rank():
     return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 
@@ -83,7 +87,7 @@ def ops_for(dtype):
 
 
 def init(timeout=30, **kw):
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout), **kw)
+    dist.init_process_group(BACKEND, timeout=datetime.timedelta(seconds=timeout), **kw)
     return dist.get_rank(), dist.get_world_size()
 
 
@@ -91,7 +95,7 @@ def init(timeout=30, **kw):
 
 def collectives():
     rank, world = init()
-    assert dist.is_initialized() and dist.get_backend() == "gloo"
+    assert dist.is_initialized() and dist.get_backend() == BACKEND
     # all_reduce: every dtype x op, a tree-sized and (for some) a ring-sized tensor
     for dtype in DTYPES:
         sizes = [7, 70001] if dtype in (ember.float32, ember.int64, ember.float16, ember.bool) else [7]
@@ -294,7 +298,8 @@ def collectives():
     else:
         assert sub is dist.GroupMember.NON_GROUP_MEMBER and dist.get_rank(sub) == -1
     dist.barrier()
-    dist.monitored_barrier(timeout=datetime.timedelta(seconds=20))
+    if BACKEND == "gloo":
+        dist.monitored_barrier(timeout=datetime.timedelta(seconds=20))
     dist.destroy_process_group()
     assert not dist.is_initialized()
 
@@ -362,6 +367,37 @@ def hung_peer():
         assert "timed out" in str(e) and "rank 1" in str(e), e
     assert time.monotonic() - t0 < 5
     store.set("hung_peer/done", b"1")
+    time.sleep(0.5)  # this rank hosts the store: let rank 1 read the key
+    print("ok")
+
+
+def close_while_running():
+    """The transport closed (as destroy_process_group does past its join timeout)
+    while a collective still runs on the progress thread: the collective fails at
+    once saying so, and nothing frees the sockets under it (Note [transport
+    ownership]; ThreadSanitizer found the old race)."""
+    rank, world = init(timeout=20)
+    store = dist.distributed_c10d._world.store
+    if rank == 1:  # never joins the all_reduce
+        store.wait(["close_while_running/done"], datetime.timedelta(seconds=40))
+        return
+    pg = dist.group.WORLD
+    w = dist.all_reduce(ember.ones(10), async_op=True)
+    time.sleep(0.3)  # the progress thread is inside the transfer
+    t0 = time.monotonic()
+    pg._comm.close()
+    try:
+        w.wait()
+        raise AssertionError("a collective whose transport was closed did not fail")
+    except dist.DistBackendError as e:
+        assert "destroyed while this operation was running" in str(e), e
+    assert time.monotonic() - t0 < 5, time.monotonic() - t0
+    try:
+        dist.all_reduce(ember.ones(1))
+        raise AssertionError("a closed transport ran a collective")
+    except RuntimeError as e:
+        assert "destroyed" in str(e) or "not connected" in str(e), e
+    store.set("close_while_running/done", b"1")
     time.sleep(0.5)  # this rank hosts the store: let rank 1 read the key
     print("ok")
 

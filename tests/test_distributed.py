@@ -34,6 +34,10 @@ def test_hung_peer_times_out_naming_it():
     check_ok(run_workers("hung_peer", 2))
 
 
+def test_closing_the_transport_under_a_running_collective_fails_it_cleanly():
+    check_ok(run_workers("close_while_running", 2))
+
+
 def test_init_methods_env_slurm_tcp_file(tmp_path):
     check_ok(run_workers("init_methods", 2, env={"DIST_FILE": str(tmp_path / "store")}))
 

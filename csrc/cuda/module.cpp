@@ -12,7 +12,8 @@
  * norm, cross-entropy, Adam, embedding), index.cu (Note [CUDA indexing]),
  * sort.cu (Note [CUDA sort]), shape.cu (Note [CUDA shape kernels]), attention.cu
  * (Note [CUDA attention]), nn_kernels.cu (dropout, NLL, batch / group norm runs, pools),
- * randperm.cu, unique_dim.cu (unique along a dim), gemm_lt.cpp (cuBLASLt epilogues). */
+ * randperm.cu, unique_dim.cu (unique along a dim), gemm_lt.cpp (cuBLASLt epilogues),
+ * nccl.cpp (the nccl backend of ember.distributed: _NcclComm, libnccl loaded at run time). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -30,6 +31,8 @@
 #include "unique_dim.h"
 #include "gemm_lt.h"
 #include "upsample.h"
+
+int emc_nccl_init_module(PyObject *m); /* nccl.cpp: the nccl backend's _NcclComm */
 
 static const EmCudaBackend backend = {
     EM_CUDA_ABI,
@@ -136,6 +139,10 @@ PyMODINIT_FUNC PyInit__cuda(void) {
     PyObject *cap = PyCapsule_New((void *)&backend, EM_CUDA_CAPSULE, NULL);
     if (!cap || PyModule_AddObject(m, "_backend", cap) < 0) {
         Py_XDECREF(cap);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (emc_nccl_init_module(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -37,6 +37,13 @@ static const char *kind_names[] = {"?", "all_reduce", "broadcast", "reduce", "al
 #define TREE_BYTES (256 << 10)
 #define HDR 5
 
+/* Note [transport ownership]: `busy` says which thread may touch the
+ * sockets: IDLE, RUNNING (a collective holds them, GIL released) or
+ * CLOSE_PENDING (close() came meanwhile: it only shut the sockets down,
+ * which fails the transfer at once, and the running call closes them when it
+ * ends). close() never frees what a running transfer still polls. */
+enum { IDLE, RUNNING, CLOSE_PENDING };
+
 typedef struct {
     PyObject_HEAD
     EmComm c;
@@ -271,15 +278,30 @@ static int begin(CommObject *self) {
                      self->c.err);
         return -1;
     }
-    if (__atomic_exchange_n(&self->busy, 1, __ATOMIC_ACQ_REL)) {
-        PyErr_SetString(PyExc_RuntimeError, "the transport is already running a collective on another thread");
+    int idle = IDLE;
+    if (!__atomic_compare_exchange_n(&self->busy, &idle, RUNNING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        PyErr_SetString(PyExc_RuntimeError, idle == CLOSE_PENDING ? "the process group was destroyed"
+                        : "the transport is already running a collective on another thread");
         return -1;
     }
     return 0;
 }
 
+static void close_now(CommObject *self) {
+    em_dist_close(&self->c);
+    free(self->c.fds);
+    self->c.fds = NULL;
+}
+
 static PyObject *finish(CommObject *self, int rc) {
-    __atomic_store_n(&self->busy, 0, __ATOMIC_RELEASE);
+    int running = RUNNING;
+    if (!__atomic_compare_exchange_n(&self->busy, &running, IDLE, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        close_now(self); /* close() came while this call ran (Note [transport ownership]) */
+        __atomic_store_n(&self->busy, IDLE, __ATOMIC_RELEASE);
+        if (rc < 0) /* its sockets were shut under it: say so rather than blame a peer */
+            snprintf(self->c.err, sizeof self->c.err, "the process group was destroyed while this "
+                     "operation was running");
+    }
     if (rc < 0) {
         PyErr_SetString(DistBackendError, self->c.err);
         return NULL;
@@ -391,9 +413,21 @@ fail:
 }
 
 static PyObject *comm_close(CommObject *self, PyObject *u) {
-    em_dist_close(&self->c);
-    free(self->c.fds);
-    self->c.fds = NULL;
+    for (;;) {
+        int state = IDLE;
+        if (__atomic_compare_exchange_n(&self->busy, &state, RUNNING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            close_now(self);
+            __atomic_store_n(&self->busy, IDLE, __ATOMIC_RELEASE);
+            break;
+        }
+        if (state == CLOSE_PENDING) break;
+        if (__atomic_compare_exchange_n(&self->busy, &state, CLOSE_PENDING, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            /* a collective runs on another thread: wake it with a failure, it closes */
+            for (int i = 0; self->c.fds && i < self->c.size; i++)
+                if (self->c.fds[i] >= 0) shutdown(self->c.fds[i], SHUT_RDWR);
+            break;
+        }
+    }
     Py_RETURN_NONE;
 }
 

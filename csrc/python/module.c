@@ -20,6 +20,7 @@ int em_init_random(PyObject *m);
 int em_init_lapack(PyObject *m); /* ops/lapack.c */
 int em_init_return_types(PyObject *m);
 int em_init_distributed(PyObject *m); /* distributed/collectives.c */
+int em_init_mpi(PyObject *m);         /* distributed/mpi.c */
 
 static PyObject *get_default_dtype(PyObject *m, PyObject *u) {
     return Py_NewRef(em_dtype_object(em_default_float));
@@ -197,7 +198,7 @@ PyMODINIT_FUNC PyInit__C(void) {
         em_init_size(m) < 0 || em_init_generator(m) < 0 || em_init_tensor_type(m) < 0 ||
         em_init_factories(m) < 0 || em_init_random(m) < 0 || em_init_return_types(m) < 0 ||
         em_init_lapack(m) < 0 || em_init_autograd(m) < 0 || em_init_cuda(m) < 0 || em_init_autocast(m) < 0 ||
-        em_init_memory_formats(m) < 0 || em_init_distributed(m) < 0 || em_init_host_api(m) < 0 || em_init_torch_function(m) < 0) {
+        em_init_memory_formats(m) < 0 || em_init_distributed(m) < 0 || em_init_mpi(m) < 0 || em_init_host_api(m) < 0 || em_init_torch_function(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

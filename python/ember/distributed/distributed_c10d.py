@@ -1,9 +1,11 @@
 """Process groups and collectives (torch.distributed.distributed_c10d).
 
-One backend runs here: "gloo", which in ember is ember's own CPU transport
-written in C over TCP (csrc/distributed; not the Gloo library). Each process
-group owns a _C._GlooComm (a full mesh of sockets) and one progress thread:
-every operation of the group — collective or point-to-point, async or not —
+Backends (the communicator each group owns is chosen by name in _backends.py,
+all with one method set): "gloo", ember's own CPU transport written in C over
+TCP (csrc/distributed; not the Gloo library; a _C._GlooComm, a full mesh of
+sockets); "mpi", libmpi loaded at run time (_C._MpiComm); "nccl", CUDA
+tensors over libnccl (ember._cuda._NcclComm). A CPU group has one progress
+thread: every operation of the group — collective or point-to-point, async or not —
 runs on that thread in the order it was issued, with the GIL released while
 bytes move, so `async_op=True` overlaps communication with compute and the
 wire order is the program order on every rank. A blocking call is an async
@@ -26,6 +28,7 @@ import ember
 from ember import _C
 from ember.futures import Future
 
+from . import _backends
 from .rendezvous import rendezvous
 from .store import DistNetworkError, DistStoreError, PrefixStore, Store
 
@@ -99,9 +102,6 @@ class group:  # torch.distributed.group.WORLD
 
 
 _UNAVAILABLE = {
-    "nccl": "Distributed package doesn't have NCCL built in (ember has no NCCL backend yet; use "
-            "backend='gloo' for CPU tensors)",
-    "mpi": "Distributed package doesn't have MPI built in (ember has no MPI backend yet)",
     "ucc": "Distributed package doesn't have UCC built in",
 }
 
@@ -115,11 +115,11 @@ def is_gloo_available():
 
 
 def is_nccl_available():
-    return False
+    return _backends.nccl_available()
 
 
 def is_mpi_available():
-    return False
+    return _backends.mpi_available()
 
 
 def is_ucc_available():
@@ -127,7 +127,9 @@ def is_ucc_available():
 
 
 def is_backend_available(backend):
-    return Backend(backend) == Backend.GLOO
+    b = Backend(backend)
+    return b == Backend.GLOO or (b == Backend.MPI and is_mpi_available()) or (
+        b == Backend.NCCL and is_nccl_available())
 
 
 def is_torchelastic_launched():
@@ -213,7 +215,7 @@ class ProcessGroup:
     """A group of ranks with one transport mesh and one progress thread.
     rank()/size() are this process's rank in the group and its size."""
 
-    def __init__(self, store, rank, size, timeout, ranks=None, name=""):
+    def __init__(self, store, rank, size, timeout, ranks=None, name="", backend="gloo", comm=None):
         self._store = store
         self._rank = rank
         self._size = size
@@ -223,27 +225,18 @@ class ProcessGroup:
         self._items = collections.deque()
         self._cond = threading.Condition()
         self._closed = False
-        self._comm = _C._GlooComm(rank, size, timeout.total_seconds(), store._local_address())
-        try:
-            store.set(f"gloo/addr/{rank}", f"{store._local_address()}\n{self._comm.port}")
-            hosts, ports = [], []
-            for r in range(size):
-                try:
-                    v = store.get(f"gloo/addr/{r}").decode().split("\n")
-                except DistStoreError as e:
-                    raise DistStoreError(
-                        f"rank {rank}: rank {r} did not join the process group within "
-                        f"{timeout.total_seconds():g} s (world_size={size}; is every rank started, "
-                        f"and is world_size right?): {e}") from None
-                hosts.append(v[0])
-                ports.append(int(v[1]))
-            self._comm.connect(hosts, ports)
-        except BaseException:
-            self._comm.close()
-            raise
-        self._thread = threading.Thread(target=self._progress, daemon=True,
-                                        name=f"ember-gloo-progress-{name or 'default'}")
-        self._thread.start()
+        self._backend = backend
+        if comm is None:
+            make = _backends.nccl_comm if backend == "nccl" else _backends.gloo_comm
+            comm = make(store, rank, size, timeout)
+        self._comm = comm
+        # NCCL enqueues on the caller's CUDA stream and returns at once: its
+        # operations run inline; CPU backends move bytes on a progress thread
+        self._thread = None
+        if backend != "nccl":
+            self._thread = threading.Thread(target=self._progress, daemon=True,
+                                            name=f"ember-{backend}-progress-{name or 'default'}")
+            self._thread.start()
 
     def rank(self):
         return self._rank
@@ -252,25 +245,28 @@ class ProcessGroup:
         return self._size
 
     def name(self):
-        return "gloo"
+        return self._backend
 
     def _get_backend_name(self):
-        return "gloo"
+        return self._backend
 
     @property
     def group_name(self):
         return self._name
 
     def __repr__(self):
-        return f"<ember ProcessGroup gloo ranks={self._ranks} rank={self._rank}>"
+        return f"<ember ProcessGroup {self._backend} ranks={self._ranks} rank={self._rank}>"
 
     # -- the progress thread
     def _submit(self, item, async_op):
         with self._cond:
             if self._closed:
                 raise RuntimeError("the process group has been destroyed")
-            self._items.append(item)
-            self._cond.notify()
+            if self._thread is not None:
+                self._items.append(item)
+                self._cond.notify()
+        if self._thread is None:
+            self._run([item])
         if async_op:
             return item.work
         item.work.wait()
@@ -297,26 +293,30 @@ class ProcessGroup:
                         if self._items or left <= 0 or not batch[-1].coalesce:
                             break
                         self._cond.wait(left)
-            exc = None
-            try:
-                if batch[0].p2p is not None:
-                    self._comm.p2p([op for it in batch for op in it.p2p])
-                else:
-                    batch[0].run()
-                for it in batch:
-                    if it.finish is not None:
-                        it.finish()
-            except BaseException as e:  # delivered to the caller's wait()
-                exc = e
+            self._run(batch)
+
+    def _run(self, batch):
+        """One step: the batch's transfers, its finishes, then its Works."""
+        exc = None
+        try:
+            if batch[0].p2p is not None:
+                self._comm.p2p([op for it in batch for op in it.p2p])
+            else:
+                batch[0].run()
             for it in batch:
-                for w in it.works:
-                    w._complete(exc)
+                if it.finish is not None:
+                    it.finish()
+        except BaseException as e:  # delivered to the caller's wait()
+            exc = e
+        for it in batch:
+            for w in it.works:
+                w._complete(exc)
 
     def _shutdown(self):
         with self._cond:
             self._closed = True
             self._cond.notify()
-        if threading.current_thread() is not self._thread:
+        if self._thread is not None and threading.current_thread() is not self._thread:
             self._thread.join(timeout=self._timeout.total_seconds())
         self._comm.close()
 
@@ -390,13 +390,14 @@ def _check_list(ts, name):
                         f"List[torch.Tensor] but got {type(ts)} instead.")
 
 
-def _op(op):
+def _op(op, pg=None):
     try:
         op = RedOpType(int(op))
     except (TypeError, ValueError):
         raise ValueError(f"unknown reduce op {op!r}") from None
     if op >= RedOpType.PREMUL_SUM:
-        raise ValueError(f"ReduceOp.{op.name} is not supported by the gloo backend")
+        raise ValueError(f"ReduceOp.{op.name} is not supported by the "
+                         f"{pg._backend if pg is not None else 'gloo'} backend")
     return int(op)
 
 
@@ -435,8 +436,8 @@ def _parse_backend(backend):
         if parts.get("cpu") == "gloo":
             return "gloo"
         b = next(iter(parts.values()))
-    if b == "gloo":
-        return "gloo"
+    if b in ("gloo", "mpi", "nccl"):
+        return b
     if b in _UNAVAILABLE:
         raise RuntimeError(_UNAVAILABLE[b])
     raise ValueError(f"Invalid backend: '{backend}'")
@@ -456,6 +457,21 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         raise ValueError("trying to initialize the default process group twice!")
     backend = _parse_backend(backend)
     timeout = _timedelta(timeout)
+    if backend == "nccl" and not is_nccl_available():
+        raise RuntimeError(f"Distributed package doesn't have NCCL built in ({_backends.nccl_why()})")
+    if backend == "mpi":  # MPI's launcher did the rendezvous: rank and size are MPI's
+        comm = _backends.mpi_world_comm(timeout)
+        if (rank >= 0 and rank != comm.rank) or (world_size > 0 and world_size != comm.size):
+            comm.close()
+            raise ValueError(f"init_process_group('mpi'): rank={rank}, world_size={world_size} "
+                             f"disagree with MPI's rank {comm.rank} of {comm.size}")
+        _generation[0] += 1
+        pg = ProcessGroup(None, comm.rank, comm.size, timeout, name=group_name or "0",
+                          backend="mpi", comm=comm)
+        _world.default, _world.store, _world.backend = pg, None, backend
+        _world.groups = [pg]
+        GroupMember.WORLD = group.WORLD = pg
+        return
     if store is not None:
         if init_method is not None:
             raise ValueError("Cannot specify both init_method and store.")
@@ -468,7 +484,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     store.set_timeout(timeout)
     _generation[0] += 1
     store = PrefixStore(f"default_pg/{_generation[0]}", store)
-    pg = ProcessGroup(store, rank, world_size, timeout, name=group_name or "0")
+    pg = ProcessGroup(store, rank, world_size, timeout, name=group_name or "0", backend=backend)
     _world.default, _world.store, _world.backend = pg, store, backend
     _world.groups = [pg]
     GroupMember.WORLD = group.WORLD = pg
@@ -568,11 +584,26 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     _world.group_count += 1
     idx = _world.group_count
     me = world._ranks[world._rank]
+    if world._backend == "mpi":
+        # MPI makes the group with a call that cannot time out: every rank first
+        # meets in a barrier that can, so a missing rank raises instead of hanging
+        barrier(group=world)
     if me not in ranks:
         return GroupMember.NON_GROUP_MEMBER
     timeout = _timedelta(timeout) if timeout is not None else world._timeout
-    pg = ProcessGroup(PrefixStore(f"group{idx}", _world.store), ranks.index(me), len(ranks),
-                      timeout, ranks=ranks, name=str(idx))
+    backend = _parse_backend(backend) if backend is not None else world._backend
+    if backend != world._backend and "mpi" in (backend, world._backend):
+        raise ValueError(f"new_group: a {backend} group in a {world._backend} world (an mpi group "
+                         "is made from the mpi world's communicator)")
+    if backend == "mpi":  # the members make it from the world's communicator, in issue order
+        made = []
+        split = lambda: made.append(world._comm.split(ranks, timeout.total_seconds(), idx))  # noqa: E731
+        world._submit(_Item(Work(), run=split), async_op=False)
+        pg = ProcessGroup(None, ranks.index(me), len(ranks), timeout, ranks=ranks, name=str(idx),
+                          backend="mpi", comm=made[0])
+    else:
+        pg = ProcessGroup(PrefixStore(f"group{idx}", _world.store), ranks.index(me), len(ranks),
+                          timeout, ranks=ranks, name=str(idx), backend=backend)
     _world.groups.append(pg)
     barrier(group=pg)
     return pg
@@ -585,7 +616,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     pg = _group(group)
     if pg is None:
         return None
-    op, buf = _op(op), _dense(tensor)
+    op, buf = _op(op, pg), _dense(tensor)
     return pg._submit(_Item(Work([tensor]), lambda: pg._comm.all_reduce(buf, op),
                             finish=lambda: _write_back(tensor, buf)), async_op)
 
@@ -605,7 +636,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     pg = _group(group)
     if pg is None:
         return None
-    root, op, buf = _group_rank(pg, dst, group_dst, "dst"), _op(op), _dense(tensor)
+    root, op, buf = _group_rank(pg, dst, group_dst, "dst"), _op(op, pg), _dense(tensor)
     return pg._submit(_Item(Work([tensor]), lambda: pg._comm.reduce(buf, root, op),
                             finish=lambda: _write_back(tensor, buf)), async_op)
 
@@ -663,7 +694,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         raise RuntimeError("reduce_scatter_tensor: input tensor size must be equal to world_size "
                            f"times output tensor size ({list(input.shape)} vs {pg._size} x "
                            f"{list(output.shape)})")
-    op, out, buf = _op(op), _dense(output), _dense(input)
+    op, out, buf = _op(op, pg), _dense(output), _dense(input)
     return pg._submit(_Item(Work([output]), lambda: pg._comm.reduce_scatter(out, buf, op),
                             finish=lambda: _write_back(output, out)), async_op)
 
@@ -685,7 +716,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         if t.numel() != output.numel():
             raise RuntimeError(f"reduce_scatter: every input must have the output's "
                                f"{output.numel()} elements, got shape {list(t.shape)}")
-    op, out, buf = _op(op), _dense(output), _flat_cat(input_list, output.dtype)
+    op, out, buf = _op(op, pg), _dense(output), _flat_cat(input_list, output.dtype)
     return pg._submit(_Item(Work([output]), lambda: pg._comm.reduce_scatter(out, buf, op),
                             finish=lambda: _write_back(output, out)), async_op)
 
@@ -812,6 +843,8 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     pg = _group(group)
     if pg is None:
         return None
+    if pg._backend != "gloo":
+        raise RuntimeError("monitored_barrier is only implemented for GLOO backend.")
     t = _timedelta(timeout).total_seconds() if timeout is not None else pg._timeout.total_seconds()
     _world.barrier_count += 1
     key = f"monitored_barrier/{id(pg) if pg._name == '' else pg._name}/{_world.barrier_count}"
