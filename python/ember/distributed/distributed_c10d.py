@@ -294,6 +294,9 @@ class ProcessGroup:
                             break
                         self._cond.wait(left)
             self._run(batch)
+            # the finished step's buffers go now, not when the next one comes
+            # (an FSDP unit's gathered parameters would live on until then)
+            del batch
 
     def _run(self, batch):
         """One step: the batch's transfers, its finishes, then its Works."""
