@@ -56,7 +56,7 @@ CHILD = textwrap.dedent(r"""
         "matmul": (lambda: [ember.rand(4096, 4096, dtype=ember.float64, generator=g),
                             ember.rand(4096, 4096, dtype=ember.float64, generator=g)],
                    lambda a, b: a @ b),
-        "sort": (lambda: [ember.rand(1 << 24, dtype=ember.float64, generator=g)],
+        "sort": (lambda: [ember.rand(1 << 25, dtype=ember.float64, generator=g)],
                  lambda x: x.sort()),
         "conv2d": (lambda: [ember.rand(32, 64, 128, 128, dtype=ember.float64, generator=g),
                             ember.rand(64, 64, 3, 3, dtype=ember.float64, generator=g)],

@@ -662,20 +662,24 @@ static EmTensor *in_channels_last(EmTensor *t, EmDType ct) {
     return r;
 }
 
-static EmTensor *conv_forward_channels_last(const ConvCall *cc, EmTensor *in, EmTensor *w, EmTensor *bias, int nd,
-                                            const int64_t *shape) {
+/* The CPU forward: operands in the kernel's layout (contiguous, or
+ * channels-last for em_conv_forward_nhwc), Ctrl-C armed and the GIL released
+ * for real work. */
+static EmTensor *conv_forward_cpu(const ConvCall *cc, EmTensor *in, EmTensor *w, EmTensor *bias, int nd,
+                                  const int64_t *shape, bool channels_last) {
     EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
-    int64_t strides[4];
-    em_memory_format_strides(EM_CHANNELS_LAST, nd, shape, strides);
-    if (!(x = in_channels_last(in, cc->ct)) || !(wc = in_channels_last(w, cc->ct)) ||
-        (bias && !(bc = contiguous_as(bias, cc->ct))))
+    EmTensor *(*layout)(EmTensor *, EmDType) = channels_last ? in_channels_last : contiguous_as;
+    int64_t strides[5];
+    em_memory_format_strides(channels_last ? EM_CHANNELS_LAST : EM_CONTIGUOUS_FORMAT, nd, shape, strides);
+    if (!(x = layout(in, cc->ct)) || !(wc = layout(w, cc->ct)) || (bias && !(bc = contiguous_as(bias, cc->ct))))
         goto done;
     if (!(y = em_empty_strided(nd, shape, strides, cc->ct, em_cpu()))) goto done;
     if (y->numel) {
         EmStop stop = em_stop_arm_for(conv_work(cc) / 64);
         em_stop_current = &stop;
         PyThreadState *ts = conv_work(cc) >= 65536 ? PyEval_SaveThread() : NULL;
-        int rc = em_conv_forward_nhwc(cc->ct, &cc->s, em_data(x), em_data(wc), bc ? em_data(bc) : NULL, em_data(y));
+        int rc = (channels_last ? em_conv_forward_nhwc : em_conv_forward)(
+            cc->ct, &cc->s, em_data(x), em_data(wc), bc ? em_data(bc) : NULL, em_data(y));
         if (ts) PyEval_RestoreThread(ts);
         em_stop_current = NULL;
         if (rc < 0) PyErr_NoMemory();
@@ -685,7 +689,7 @@ done:
     Py_XDECREF(x);
     Py_XDECREF(wc);
     Py_XDECREF(bc);
-    return y;
+    return finish(y, cc->dt);
 }
 
 static PyObject *convolution(EmCall *c, bool gpu) {
@@ -708,29 +712,11 @@ static PyObject *convolution(EmCall *c, bool gpu) {
     int nd = out_shape(&cc, shape);
     if (em_is_meta(in)) return (PyObject *)em_empty(nd, shape, cc.dt, em_meta()); /* Note [meta device] */
     if (gpu) return (PyObject *)conv_forward_gpu(&cc, in, w, bias, nd, shape);
-    if (nd == 4 && em_conv_nhwc_supported(cc.ct, &cc.s) &&
-        (em_suggest_memory_format(in) == EM_CHANNELS_LAST || em_suggest_memory_format(w) == EM_CHANNELS_LAST))
-        return (PyObject *)finish(conv_forward_channels_last(&cc, in, w, bias, nd, shape), cc.dt);
-    EmTensor *x = NULL, *wc = NULL, *bc = NULL, *y = NULL;
-    if (!(x = contiguous_as(in, cc.ct)) || !(wc = contiguous_as(w, cc.ct)) ||
-        (bias && !(bc = contiguous_as(bias, cc.ct))))
-        goto done;
-    if (!(y = em_empty(nd, shape, cc.ct, em_cpu()))) goto done;
-    if (y->numel) {
-        EmStop stop = em_stop_arm_for(conv_work(&cc) / 64);
-        em_stop_current = &stop;
-        PyThreadState *ts = conv_work(&cc) >= 65536 ? PyEval_SaveThread() : NULL;
-        int rc = em_conv_forward(cc.ct, &cc.s, em_data(x), em_data(wc), bc ? em_data(bc) : NULL, em_data(y));
-        if (ts) PyEval_RestoreThread(ts);
-        em_stop_current = NULL;
-        if (rc < 0) PyErr_NoMemory();
-        if (rc < 0 || em_stop_check(&stop) < 0) Py_CLEAR(y);
-    }
-done:
-    Py_XDECREF(x);
-    Py_XDECREF(wc);
-    Py_XDECREF(bc);
-    return (PyObject *)finish(y, cc.dt);
+    /* channels-last operands: the NHWC kernel (Note [memory format]) */
+    bool channels_last = nd == 4 && em_conv_nhwc_supported(cc.ct, &cc.s) &&
+                         (em_suggest_memory_format(in) == EM_CHANNELS_LAST ||
+                          em_suggest_memory_format(w) == EM_CHANNELS_LAST);
+    return (PyObject *)conv_forward_cpu(&cc, in, w, bias, nd, shape, channels_last);
 }
 
 PyObject *em_impl__convolution(EmCall *c) { return convolution(c, false); }
