@@ -106,6 +106,13 @@ def collectives():
                 dist.all_reduce(t, op=op)
                 tol = 1e-2 if (op == R.AVG and dtype in (ember.float16, ember.bfloat16)) else 0
                 same(to_np(t), expected(arrays, op, dtype, world), f"all_reduce {dtype} {op!r} n={n}", tol)
+    # blocks of several 256 KB receive pieces (the ring folds each into place
+    # while the next arrives), the last one partial
+    for dtype, n in ((ember.int64, 300001), (ember.float16, 1000003)):
+        arrays = [data(r, n, dtype, seed=11) for r in range(world)]
+        t = to_ember(arrays[rank], dtype)
+        dist.all_reduce(t, op=R.MAX)
+        same(to_np(t), expected(arrays, R.MAX, dtype, world), f"all_reduce {dtype} MAX n={n}")
     # float AVG exactly as NumPy in float64
     a = [np.random.default_rng(r).standard_normal(100000) for r in range(world)]
     t = ember.from_numpy(a[rank].copy())

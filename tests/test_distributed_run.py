@@ -94,3 +94,59 @@ def test_sigterm_is_forwarded_to_the_workers(tmp_path):
 def test_bad_flags():
     r = run([sys.executable, "-m", "ember.distributed.run", "--nnodes", "1:4", "x.py"])
     assert r.returncode == 2 and "elastic" in r.stderr
+
+
+TORCH_DDP_SCRIPT = textwrap.dedent("""
+    # written for PyTorch: run unchanged through `-m ember.as_torch`
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Linear(3, 1, dtype=torch.float64))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    g = np.random.default_rng(1)
+    X, Y = g.standard_normal((8, 3)), g.standard_normal((8, 1))
+    half = slice(rank * 4, rank * 4 + 4)
+    for _ in range(5):
+        opt.zero_grad()
+        loss = ((model(torch.tensor(X[half])) - torch.tensor(Y[half])) ** 2).mean()
+        loss.backward()
+        opt.step()
+    w = model.module.weight.detach().numpy().ravel().tolist() + model.module.bias.detach().numpy().tolist()
+    print("params", rank, " ".join(repr(v) for v in w), flush=True)
+    dist.destroy_process_group()
+""")
+
+
+def test_an_unchanged_torch_ddp_script_runs_under_the_launcher_and_as_torch(tmp_path):
+    import numpy as np
+    script = tmp_path / "train.py"
+    script.write_text(TORCH_DDP_SCRIPT)
+    r = run([sys.executable, "-m", "ember.distributed.run", "--nproc-per-node", "2", "--master-port",
+             str(free_port()), "-m", "ember.as_torch", str(script)], timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("params"):
+            _, rank, *vals = line.split()
+            got[int(rank)] = np.array([float(v) for v in vals])
+    assert set(got) == {0, 1}, r.stdout
+    # NumPy: the same start (rank 0's, broadcast by DDP), gradient of the mean
+    # loss over the whole batch (DDP averages the two halves' gradients)
+    import ember
+    ember.manual_seed(0)
+    lin = ember.nn.Linear(3, 1, dtype=ember.float64)
+    w, b = lin.weight.detach().numpy().ravel().copy(), lin.bias.detach().numpy().copy()
+    g = np.random.default_rng(1)
+    X, Y = g.standard_normal((8, 3)), g.standard_normal((8, 1))
+    for _ in range(5):
+        err = X @ w[:, None] + b - Y
+        gw = sum(2 * X[h].T @ err[h] / 4 for h in (slice(0, 4), slice(4, 8))).ravel() / 2
+        gb = sum(2 * err[h].sum(0) / 4 for h in (slice(0, 4), slice(4, 8))) / 2
+        w, b = w - 0.1 * gw, b - 0.1 * gb
+    for rank in (0, 1):
+        np.testing.assert_allclose(got[rank], np.concatenate([w, b]), rtol=1e-12, atol=1e-12)

@@ -181,17 +181,40 @@ static void block(size_t n, int size, int b, size_t *off, size_t *cnt) {
     *cnt = q + (b < (int)r);
 }
 
-/* After it, rank r's block r of buf holds the reduction over all ranks. */
+/* After it, rank r's block r of buf holds the reduction over all ranks.
+ * The incoming block lands in tmp in pieces of FOLD_PIECE bytes, each folded
+ * into buf while the next one arrives: tmp (FOLD_PIECE bytes are enough) stays
+ * in cache however large the block, where a whole-block tmp made the
+ * reduction memory-bound from tens of MB. */
+#define FOLD_PIECE ((size_t)256 << 10)
 static int ring_reduce_scatter(EmComm *c, char *buf, size_t n, int dtype, int op, char *tmp,
                                const size_t *offs, const size_t *cnts) {
     int isz = em_itemsize((EmDType)dtype), next = mod(c->rank + 1, c->size),
         prev = mod(c->rank - 1, c->size);
+    size_t piece = FOLD_PIECE / (size_t)isz * (size_t)isz;
+    EmXfer stack[33], *x = stack;
     for (int s = 0; s < c->size - 1; s++) {
         int sb = mod(c->rank - s - 1, c->size), rb = mod(c->rank - s - 2, c->size);
-        EmXfer x[2] = {xsend(next, buf + offs[sb] * isz, cnts[sb] * isz),
-                       xfold(prev, tmp, cnts[rb] * isz, buf + offs[rb] * isz, dtype, op)};
-        if (em_dist_run(c, x, 2, "reduce_scatter") < 0) return -1;
+        size_t len = cnts[rb] * isz, pieces = len ? (len + piece - 1) / piece : 1;
+        if (pieces + 1 > sizeof stack / sizeof *stack) {
+            if (x != stack) free(x);
+            if (!(x = malloc((pieces + 1) * sizeof *x))) {
+                snprintf(c->err, sizeof c->err, "reduce_scatter: out of memory");
+                return -1;
+            }
+        }
+        x[0] = xsend(next, buf + offs[sb] * isz, cnts[sb] * isz);
+        for (size_t k = 0; k < pieces; k++) { /* one peer's receives run in list order */
+            size_t at = k * piece;
+            x[1 + k] = xfold(prev, tmp, len - at < piece ? len - at : piece, buf + offs[rb] * isz + at, dtype, op);
+        }
+        int rc = em_dist_run(c, x, (int)pieces + 1, "reduce_scatter");
+        if (rc < 0) {
+            if (x != stack) free(x);
+            return -1;
+        }
     }
+    if (x != stack) free(x);
     (void)n;
     return 0;
 }
@@ -212,7 +235,7 @@ static int all_reduce(EmComm *c, char *buf, size_t n, int dtype, int op) {
     int isz = em_itemsize((EmDType)dtype), rc = -1;
     size_t bytes = n * isz;
     size_t *offs = malloc(sizeof(size_t) * 2 * c->size), *cnts = offs + c->size;
-    char *tmp = malloc(bytes / c->size + 2 * isz + 1);
+    char *tmp = malloc(FOLD_PIECE + 1); /* ring_reduce_scatter's pieces */
     if (!offs || !tmp) goto oom;
     if (bytes < TREE_BYTES || n < (size_t)c->size) {
         free(tmp);
