@@ -180,7 +180,7 @@ def test_op_on_meta_inputs(name):
             return  # torch's answer when an op moves meta data to a real device
         assert not runs, f"{name} is marked to run on meta but raised {e}"
         # the op, or the first op it is composed of (op_db calls some through nn.functional)
-        assert "with arguments from the 'Meta' backend" in str(e)
+        assert "attempted to run this operator with Meta tensors" in str(e) or "torch.nonzero()" in str(e), e
         return
     # (an op without a meta column can still get here when the sample's Python
     # path never reaches it, e.g. dropout with p=0)

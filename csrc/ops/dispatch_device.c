@@ -356,9 +356,9 @@ PyObject *em_device_dispatch(EmCall *c) {
     if (s.device.type == EM_META) { /* Note [meta device] */
         if (as_is || (runs & EM_RUNS_META) || (s.device_arg && s.target.type != EM_META))
             return c->def->impl(c);
-        PyErr_Format(PyExc_NotImplementedError,
-                     "Could not run 'aten::%s' with arguments from the 'Meta' backend: ember has no "
-                     "shape rule for this op on meta tensors", c->def->name);
+        PyErr_Format(PyExc_NotImplementedError, /* torch's words for an op without a meta kernel */
+                     "aten::%s: attempted to run this operator with Meta tensors, but there was no fake "
+                     "impl or Meta kernel registered.", c->def->name);
         return NULL;
     }
     if (em_cuda_resolve(&s.device) < 0) return NULL;
