@@ -145,3 +145,29 @@ def test_matches_torch_cpu_autocast(dtype):
     assert e[:3] == t[:3]
     for u, v in zip(e[3:], t[3:]):
         np.testing.assert_allclose(u, v, rtol=2e-2, atol=2e-2)
+
+
+def test_grad_scaler_cpu_matches_torch_through_an_overflow():
+    """GradScaler('cpu') under autocast('cpu', bfloat16): scale growth every 2
+    clean steps, an overflowing step (x * 1e38) skipped with the scale halved.
+    Reference: torch 2.15 running this same loop (values stored below)."""
+    ember.manual_seed(0)
+    w = ember.nn.Parameter(ember.tensor([[1.0, -2.0], [0.5, 3.0]]))
+    opt = ember.optim.SGD([w], lr=0.1)
+    s = ember.amp.GradScaler("cpu", init_scale=2.0 ** 4, growth_interval=2)
+    got = []
+    for i in range(6):
+        opt.zero_grad()
+        x = ember.tensor([[1.0, 2.0]]) * (1e38 if i == 2 else 1.0)
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            loss = (x @ w).float().sum()
+        s.scale(loss).backward()
+        s.unscale_(opt)
+        s.step(opt)
+        s.update()
+        got.append((s.get_scale(), [round(v, 6) for v in w.detach().flatten().tolist()]))
+    torch_ref = [(16.0, [0.9, -2.1, 0.3, 2.8]), (32.0, [0.8, -2.2, 0.1, 2.6]), (16.0, [0.8, -2.2, 0.1, 2.6]),
+                 (16.0, [0.7, -2.3, -0.1, 2.4]), (32.0, [0.6, -2.4, -0.3, 2.2]), (32.0, [0.5, -2.5, -0.5, 2.0])]
+    assert got == torch_ref
+    assert s.state_dict() == {"scale": 32.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2,
+                              "_growth_tracker": 1}
