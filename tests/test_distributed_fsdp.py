@@ -4,8 +4,6 @@ train a small MLP on 2 ranks and compare with NumPy's float64 training on the
 global batch; the rest runs in this process on a 1-rank group."""
 import functools
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,7 +11,7 @@ import pytest
 import ember
 import ember.distributed as dist
 import ember.distributed.checkpoint as dcp
-from dist_common import check_ok, free_port, worker_env
+from dist_common import check_ok, run_workers
 from ember.distributed.fsdp import (FullyShardedDataParallel as FSDP, ShardedStateDictConfig,
                                     ShardingStrategy, StateDictType, fully_shard)
 from ember.distributed.fsdp.wrap import (ModuleWrapPolicy, enable_wrap, size_based_auto_wrap_policy,
@@ -22,27 +20,8 @@ from ember.distributed.fsdp.wrap import (ModuleWrapPolicy, enable_wrap, size_bas
 
 def run(scenario, world, tmp_path, timeout=60):
     """Start `world` workers of dist_workers_fsdp SCENARIO; fail on a timeout."""
-    port = free_port()
-    procs = []
-    for rank in range(world):
-        env = worker_env({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-                          "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank), "CKPT_DIR": str(tmp_path)})
-        procs.append(subprocess.Popen([sys.executable, "-m", "dist_workers_fsdp", scenario], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    results, hung = [], False
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            hung = True
-            for q in procs:
-                q.kill()
-            out, err = p.communicate()
-        results.append((p.returncode, out, err))
-    if hung:
-        pytest.fail(f"{scenario}: workers did not finish within {timeout} s:\n"
-                    + "\n".join(f"rank {i}: {err[-3000:]}" for i, (_, _, err) in enumerate(results)))
-    check_ok(results)
+    check_ok(run_workers(scenario, world, timeout=timeout, env={"CKPT_DIR": str(tmp_path)},
+                         module="dist_workers_fsdp"))
 
 
 def test_each_strategy_trains_as_numpy(tmp_path):
