@@ -68,7 +68,8 @@ def same(got, want, what, tol=0.0):
     if got.shape != want.shape:
         raise AssertionError(f"{what}: shape {got.shape} != {want.shape}")
     if tol:
-        ok = np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+        wide = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+        ok = np.allclose(got.astype(wide), want.astype(wide), rtol=tol, atol=tol)
     else:
         ok = np.array_equal(got, want)
     if not ok:
@@ -113,6 +114,30 @@ def collectives():
         t = to_ember(arrays[rank], dtype)
         dist.all_reduce(t, op=R.MAX)
         same(to_np(t), expected(arrays, R.MAX, dtype, world), f"all_reduce {dtype} MAX n={n}")
+    # complex: SUM and AVG part by part, against NumPy's complex sums; the
+    # other ops raise torch's ValueError before any communication
+    for dtype, npt in ((ember.complex64, np.complex64), (ember.complex128, np.complex128)):
+        for n in (5, 100003):  # tree- and ring-sized
+            g = [np.random.default_rng(r + 20) for r in range(world)]
+            arrays = [(x.standard_normal(n) + 1j * x.standard_normal(n)).astype(npt) for x in g]
+            for op, want in ((R.SUM, np.sum(np.stack(arrays), axis=0)), (R.AVG, np.mean(np.stack(arrays), axis=0))):
+                t = ember.from_numpy(arrays[rank].copy())
+                dist.all_reduce(t, op=op)
+                same(t.numpy(), want.astype(npt), f"all_reduce {dtype} {op!r} n={n}", 1e-5)
+        t = ember.from_numpy(arrays[rank].copy())
+        dist.reduce(t, dst=0)
+        if rank == 0:
+            same(t.numpy(), np.sum(np.stack(arrays), axis=0).astype(npt), f"reduce {dtype}", 1e-5)
+        o = ember.empty(n // world, dtype=dtype)
+        dist.reduce_scatter_tensor(o, ember.from_numpy(arrays[rank][:n // world * world].copy()))
+        part = np.sum(np.stack(arrays), axis=0)[:n // world * world].reshape(world, -1)[rank]
+        same(o.numpy(), part.astype(npt), f"reduce_scatter_tensor {dtype}", 1e-5)
+        for op in (R.MAX, R.MIN, R.PRODUCT, R.BAND):
+            try:
+                dist.all_reduce(ember.ones(3, dtype=dtype), op=op)
+                raise AssertionError(f"{op!r} on complex did not raise")
+            except ValueError as e:
+                assert "on complex tensors" in str(e), e
     # float AVG exactly as NumPy in float64
     a = [np.random.default_rng(r).standard_normal(100000) for r in range(world)]
     t = ember.from_numpy(a[rank].copy())

@@ -2,7 +2,8 @@
  * dst[i] = op(dst[i], src[i]) for torch's ReduceOps over every ember dtype.
  * Half types widen to float32 and round once per combine. bool reduces
  * logically (SUM/MAX/BOR: or, PRODUCT/MIN/BAND: and, BXOR: xor). MIN/MAX
- * propagate NaN as torch.minimum/maximum do. AVG combines as SUM; the
+ * propagate NaN as torch.minimum/maximum do. Complex reduces part by part,
+ * SUM and AVG only (torch refuses the other ops). AVG combines as SUM; the
  * caller divides once at the end (em_dist_divide). */
 #include "../ember.h"
 #include "transport.h"
@@ -11,6 +12,16 @@
 
 const char *em_dist_op_error(int dtype, int op) {
     if (op < 0 || op >= EM_DIST_NUM_OPS) return "unsupported reduce op";
+    /* torch checks complex first: its ValueError, whatever the op */
+    if (em_is_complex((EmDType)dtype) && op != EM_DIST_SUM && op != EM_DIST_AVG) {
+        static const char *msg[] = {NULL, NULL, "does not support ReduceOp.PRODUCT on complex tensors",
+                                    "does not support ReduceOp.MIN on complex tensors",
+                                    "does not support ReduceOp.MAX on complex tensors",
+                                    "does not support ReduceOp.BAND on complex tensors",
+                                    "does not support ReduceOp.BOR on complex tensors",
+                                    "does not support ReduceOp.BXOR on complex tensors"};
+        return msg[op];
+    }
     bool fl = em_is_float((EmDType)dtype);
     if (fl && (op == EM_DIST_BAND || op == EM_DIST_BOR || op == EM_DIST_BXOR)) {
         static const char *msg[] = {"Cannot use ReduceOp.BAND with non-integral dtype",
@@ -102,6 +113,9 @@ int em_dist_combine(char *dst, const char *src, size_t n, int dtype, int op) {
     case EM_BFLOAT16: combine_half(dst, src, n, op, true); break;
     case EM_FLOAT32: combine_float(dst, src, n, op); break;
     case EM_FLOAT64: combine_double(dst, src, n, op); break;
+    /* complex: SUM (and AVG's sum) only, part by part (the caller checks the op) */
+    case EM_COMPLEX64: combine_float(dst, src, 2 * n, op); break;
+    case EM_COMPLEX128: combine_double(dst, src, 2 * n, op); break;
     default: return -1;
     }
     return 0;
@@ -122,6 +136,8 @@ void em_dist_divide(char *buf, size_t n, int dtype, int64_t by) {
     case EM_INT64: DIV(int64_t); break;
     case EM_FLOAT32: DIV(float); break;
     case EM_FLOAT64: DIV(double); break;
+    case EM_COMPLEX64: em_dist_divide(buf, 2 * n, EM_FLOAT32, by); break;
+    case EM_COMPLEX128: em_dist_divide(buf, 2 * n, EM_FLOAT64, by); break;
     case EM_FLOAT16: case EM_BFLOAT16: {
         bool bf = dtype == EM_BFLOAT16;
         uint16_t *d = (uint16_t *)buf;
