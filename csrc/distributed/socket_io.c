@@ -175,14 +175,18 @@ void em_dist_close(EmComm *c) {
     c->listen_fd = -1;
 }
 
-static void fold(EmXfer *x) {
+/* -1 when the combine refuses the dtype/op: the callers check the op first,
+ * so this is a bug, reported rather than left as an unreduced result */
+static int fold(EmXfer *x) {
     int isz = em_itemsize((EmDType)x->dtype);
     size_t whole = x->done / isz * isz;
     if (whole > x->folded) {
-        em_dist_combine(x->acc + x->folded, x->buf + x->folded, (whole - x->folded) / isz, x->dtype,
-                        x->op);
+        if (em_dist_combine(x->acc + x->folded, x->buf + x->folded, (whole - x->folded) / isz, x->dtype,
+                            x->op) < 0)
+            return -1;
         x->folded = whole;
     }
+    return 0;
 }
 
 static int check_header(EmComm *c, EmXfer *w) {
@@ -261,7 +265,12 @@ int em_dist_run(EmComm *c, EmXfer *x, int n, const char *what) {
                 if (got > 0) {
                     w->done += (size_t)got;
                     last = em_dist_now();
-                    if (!w->is_send && w->op >= 0) fold(w);
+                    if (!w->is_send && w->op >= 0 && fold(w) < 0) {
+                        snprintf(c->err, sizeof c->err, "rank %d: %s cannot reduce dtype %d with op %d",
+                                 c->rank, what, w->dtype, w->op);
+                        c->broken = true;
+                        goto done;
+                    }
                     if (w->done == w->len && w->expect && check_header(c, w) < 0) goto done;
                     continue;
                 }
