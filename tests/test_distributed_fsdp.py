@@ -12,6 +12,7 @@ import ember
 import ember.distributed as dist
 import ember.distributed.checkpoint as dcp
 from dist_common import check_ok, run_workers
+from dist_workers_fsdp import Block
 from ember.distributed.fsdp import (FullyShardedDataParallel as FSDP, ShardedStateDictConfig,
                                     ShardingStrategy, StateDictType, fully_shard)
 from ember.distributed.fsdp.wrap import (ModuleWrapPolicy, enable_wrap, size_based_auto_wrap_policy,
@@ -63,15 +64,6 @@ def group():
         yield
     finally:
         dist.destroy_process_group()
-
-
-class Block(ember.nn.Module):
-    def __init__(self, i, o):
-        super().__init__()
-        self.lin = ember.nn.Linear(i, o)
-
-    def forward(self, x):
-        return ember.relu(self.lin(x))
 
 
 def net():

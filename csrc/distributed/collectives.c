@@ -332,13 +332,6 @@ static PyObject *finish(CommObject *self, int rc) {
     Py_RETURN_NONE;
 }
 
-static int check_op(int dtype, int op, const char *what) {
-    const char *e = em_dist_op_error(dtype, op);
-    if (e && em_is_complex((EmDType)dtype)) PyErr_Format(PyExc_ValueError, "%s %s", what, e); /* torch's type */
-    else if (e) PyErr_SetString(PyExc_RuntimeError, e);
-    return e ? -1 : 0;
-}
-
 static int check_root(CommObject *self, int root) {
     if (root < 0 || root >= self->c.size) {
         PyErr_Format(PyExc_ValueError, "invalid root rank %d for a group of %d", root, self->c.size);
@@ -466,7 +459,7 @@ static PyObject *comm_all_reduce(CommObject *self, PyObject *args) {
     int op;
     Buf b;
     if (!PyArg_ParseTuple(args, "Oi", &t, &op) || get_buf(t, &b, "all_reduce") < 0 ||
-        check_op(b.dtype, op, "all_reduce") < 0 || begin(self) < 0)
+        em_dist_check_op(b.dtype, op, "all_reduce") < 0 || begin(self) < 0)
         return NULL;
     int rc;
     EmComm *c = &self->c;
@@ -512,7 +505,7 @@ static PyObject *comm_reduce(CommObject *self, PyObject *args) {
     int root, op;
     Buf b;
     if (!PyArg_ParseTuple(args, "Oii", &t, &root, &op) || get_buf(t, &b, "reduce") < 0 ||
-        check_root(self, root) < 0 || check_op(b.dtype, op, "reduce") < 0 || begin(self) < 0)
+        check_root(self, root) < 0 || em_dist_check_op(b.dtype, op, "reduce") < 0 || begin(self) < 0)
         return NULL;
     int rc;
     RUN(reduce_run(&self->c, &b, root, op));
@@ -591,7 +584,7 @@ static PyObject *comm_reduce_scatter(CommObject *self, PyObject *args) {
     Buf out, in;
     if (!PyArg_ParseTuple(args, "OOi", &o, &i, &op) || get_buf(o, &out, "reduce_scatter") < 0 ||
         get_buf(i, &in, "reduce_scatter") < 0 || check_sizes(&in, &out, self->c.size, "reduce_scatter") < 0 ||
-        check_op(out.dtype, op, "reduce_scatter") < 0 || begin(self) < 0)
+        em_dist_check_op(out.dtype, op, "reduce_scatter") < 0 || begin(self) < 0)
         return NULL;
     int rc;
     RUN(reduce_scatter_run(&self->c, &out, &in, op));

@@ -311,23 +311,10 @@ static MPI_Datatype mpi_type(int dtype) {
     }
 }
 
-static const char *op_names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"};
-
 /* The MPI op for (dtype, ReduceOp), or 0 with a Python error set. */
 static MPI_Op mpi_op(int dtype, int op, const char *what) {
-    if (em_is_complex((EmDType)dtype)) {
-        if (op == EM_DIST_SUM || op == EM_DIST_AVG) return O_SUM;
-        if (op >= 0 && op < EM_DIST_NUM_OPS)
-            PyErr_Format(PyExc_ValueError, "%s does not support ReduceOp.%s on complex tensors",
-                         what, op_names[op]);
-        else PyErr_SetString(PyExc_ValueError, "unsupported reduce op");
-        return 0;
-    }
-    const char *e = em_dist_op_error(dtype, op);
-    if (e) {
-        PyErr_SetString(PyExc_RuntimeError, e);
-        return 0;
-    }
+    if (em_dist_check_op(dtype, op, what) < 0) return 0;
+    if (em_is_complex((EmDType)dtype)) return O_SUM; /* SUM and AVG's sum, part by part */
     if (dtype == EM_BOOL) {
         if (op == EM_DIST_SUM || op == EM_DIST_MAX || op == EM_DIST_BOR) return O_LOR;
         if (op == EM_DIST_BXOR) return O_LXOR;
@@ -336,13 +323,6 @@ static MPI_Op mpi_op(int dtype, int op, const char *what) {
     if (dtype == EM_FLOAT16 || dtype == EM_BFLOAT16) return half_ops[dtype == EM_BFLOAT16][op];
     static const MPI_Op ops[] = {O_SUM, O_SUM, O_PROD, O_MIN, O_MAX, O_BAND, O_BOR, O_BXOR};
     return ops[op];
-}
-
-/* AVG's finish: complex divides its float pairs. */
-static void divide(Buf *b, int by) {
-    if (b->dtype == EM_COMPLEX64) em_dist_divide(b->data, 2 * b->n, EM_FLOAT32, by);
-    else if (b->dtype == EM_COMPLEX128) em_dist_divide(b->data, 2 * b->n, EM_FLOAT64, by);
-    else em_dist_divide(b->data, b->n, b->dtype, by);
 }
 
 static int get_buf(PyObject *o, Buf *b, const char *what) {
@@ -480,7 +460,7 @@ static int all_reduce_run(MpiComm *c, Buf *b, MPI_Op op, bool avg) {
     MPI_Request r;
     int rc = run1(c, MPI(p_MPI_Iallreduce(MPI_IN_PLACE, b->data, (int)b->n, mpi_type(b->dtype), op,
                                           c->comm, &r)), &r, "all_reduce");
-    if (rc == 0 && avg) divide(b, c->size);
+    if (rc == 0 && avg) em_dist_divide(b->data, b->n, b->dtype, c->size);
     return rc;
 }
 
@@ -515,7 +495,7 @@ static int reduce_run(MpiComm *c, Buf *b, int root, MPI_Op op, bool avg) {
     bool me = c->rank == root; /* the others' input stays as it was: MPI only reads it */
     int rc = run1(c, MPI(p_MPI_Ireduce(me ? MPI_IN_PLACE : b->data, me ? b->data : NULL, (int)b->n,
                                        mpi_type(b->dtype), op, root, c->comm, &r)), &r, "reduce");
-    if (rc == 0 && avg && me) divide(b, c->size);
+    if (rc == 0 && avg && me) em_dist_divide(b->data, b->n, b->dtype, c->size);
     return rc;
 }
 
@@ -597,7 +577,7 @@ static int reduce_scatter_run(MpiComm *c, Buf *out, Buf *in, MPI_Op op, bool avg
     MPI_Request r;
     int rc = run1(c, MPI(p_MPI_Ireduce_scatter_block(src, out->data, (int)out->n, mpi_type(out->dtype),
                                                      op, c->comm, &r)), &r, "reduce_scatter");
-    if (rc == 0 && avg) divide(out, c->size);
+    if (rc == 0 && avg) em_dist_divide(out->data, out->n, out->dtype, c->size);
     if (rc != -2) free(copy);
     return rc;
 }

@@ -33,6 +33,14 @@ const char *em_dist_op_error(int dtype, int op) {
     return NULL;
 }
 
+int em_dist_check_op(int dtype, int op, const char *what) {
+    const char *e = em_dist_op_error(dtype, op);
+    if (!e) return 0;
+    if (em_is_complex((EmDType)dtype)) PyErr_Format(PyExc_ValueError, "%s %s", what, e); /* torch's type */
+    else PyErr_SetString(PyExc_RuntimeError, e);
+    return -1;
+}
+
 #define MINF(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) < (b) ? (a) : (b))
 #define MAXF(a, b) ((a) != (a) ? (a) : (b) != (b) ? (b) : (a) > (b) ? (a) : (b))
 #define MINI(a, b) ((a) < (b) ? (a) : (b))

@@ -59,6 +59,9 @@ int em_dist_run(EmComm *c, EmXfer *x, int n, const char *what);
  * does not apply to the dtype (message in err). */
 int em_dist_combine(char *dst, const char *src, size_t n, int dtype, int op);
 const char *em_dist_op_error(int dtype, int op); /* NULL when supported */
+/* With the GIL: 0, or -1 with torch's exception (ValueError for complex, as
+ * torch checks those first; RuntimeError otherwise) naming the collective. */
+int em_dist_check_op(int dtype, int op, const char *what);
 /* The AVG finish: divide n elements by `by` in place. */
 void em_dist_divide(char *buf, size_t n, int dtype, int64_t by);
 

@@ -83,3 +83,17 @@ class FileSystemReader(StorageReader):
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id):
         return os.path.isdir(os.fspath(checkpoint_id))
+
+
+def storage_for(storage, checkpoint_id, cls, what):
+    """save/load's storage: `storage` (re-pointed at checkpoint_id when both are
+    given) or a new cls(checkpoint_id), torch's error when neither is."""
+    if storage is None:
+        if checkpoint_id is None:
+            raise RuntimeError("`checkpoint_id` must be specificed if storage_writer/storage_reader is None.")
+        return cls(checkpoint_id)
+    if checkpoint_id is not None:
+        storage.reset(checkpoint_id)
+    if not isinstance(storage, cls):
+        raise TypeError(f"{what} must be a {cls.__name__}, got {type(storage).__name__}")
+    return storage

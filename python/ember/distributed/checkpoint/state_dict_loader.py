@@ -8,7 +8,7 @@ import ember
 from ._flatten import flatten_state_dict
 from ._sharded import FlatShardedTensor
 from .default_planner import DefaultLoadPlanner
-from .filesystem import FileSystemReader
+from .filesystem import FileSystemReader, storage_for
 
 __all__ = ["load"]
 
@@ -32,14 +32,7 @@ def _read_range(reader, entry, key, lo, hi, dtype):
 def load(state_dict, *, checkpoint_id=None, storage_reader=None, planner=None, process_group=None, no_dist=False):
     if planner is not None and type(planner) is not DefaultLoadPlanner:
         raise NotImplementedError("distributed.checkpoint.load: custom planners are not available in ember")
-    if storage_reader is None:
-        if checkpoint_id is None:
-            raise RuntimeError("`checkpoint_id` must be specificed if storage_writer/storage_reader is None.")
-        storage_reader = FileSystemReader(checkpoint_id)
-    elif checkpoint_id is not None:
-        storage_reader.reset(checkpoint_id)
-    if not isinstance(storage_reader, FileSystemReader):
-        raise TypeError(f"storage_reader must be a FileSystemReader, got {type(storage_reader).__name__}")
+    storage_reader = storage_for(storage_reader, checkpoint_id, FileSystemReader, "storage_reader")
     meta = storage_reader.read_metadata()
     entries = meta["entries"]
     for key, container, k, v in flatten_state_dict(state_dict):

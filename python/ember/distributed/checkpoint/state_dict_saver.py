@@ -10,7 +10,7 @@ from ... import distributed as _dist
 from ._flatten import flatten_state_dict
 from ._sharded import FlatShardedTensor
 from .default_planner import DefaultSavePlanner
-from .filesystem import FileSystemWriter
+from .filesystem import FileSystemWriter, storage_for
 
 __all__ = ["save", "async_save"]
 
@@ -30,14 +30,7 @@ def _group_info(process_group, no_dist):
 def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None, process_group=None, no_dist=False):
     if planner is not None and type(planner) is not DefaultSavePlanner:
         raise NotImplementedError("distributed.checkpoint.save: custom planners are not available in ember")
-    if storage_writer is None:
-        if checkpoint_id is None:
-            raise RuntimeError("`checkpoint_id` must be specificed if storage_writer/storage_reader is None.")
-        storage_writer = FileSystemWriter(checkpoint_id)
-    elif checkpoint_id is not None:
-        storage_writer.reset(checkpoint_id)
-    if not isinstance(storage_writer, FileSystemWriter):
-        raise TypeError(f"storage_writer must be a FileSystemWriter, got {type(storage_writer).__name__}")
+    storage_writer = storage_for(storage_writer, checkpoint_id, FileSystemWriter, "storage_writer")
     rank, world = _group_info(process_group, no_dist)
     coordinator = rank == 0
     tensors, entries = {}, {}
