@@ -40,7 +40,8 @@ void em_error(PyObject *exc, const char *fmt, ...) __attribute__((format(printf,
 
 /* ------------------------------------------------------------------ dtypes */
 
-/* The dtype list, in promotion-lattice order within each category.
+/* The dtype list, in promotion-lattice order within each category; the wide
+ * unsigned types come last (Note [wide unsigned dtypes]).
  * X(enum suffix, python name, C storage type, itemsize) */
 #define EM_FOR_ALL_DTYPES(X)                                                   \
     X(BOOL, bool, bool, 1)                                                     \
@@ -54,7 +55,10 @@ void em_error(PyObject *exc, const char *fmt, ...) __attribute__((format(printf,
     X(FLOAT32, float32, float, 4)                                              \
     X(FLOAT64, float64, double, 8)                                             \
     X(COMPLEX64, complex64, float _Complex, 8)                                 \
-    X(COMPLEX128, complex128, double _Complex, 16)
+    X(COMPLEX128, complex128, double _Complex, 16)                             \
+    X(UINT16, uint16, uint16_t, 2)                                             \
+    X(UINT32, uint32, uint32_t, 4)                                             \
+    X(UINT64, uint64, uint64_t, 8)
 
 typedef enum {
 #define X(E, n, T, s) EM_##E,
@@ -85,7 +89,7 @@ extern const EmDTypeInfo em_dtype_info[EM_NUM_DTYPES];
 /* Float or complex (torch's isFloatingType || isComplexType): the dtypes that
  * keep their type through float-valued ops and may require grad. Real floats
  * alone are em_is_real_float; torch's is_floating_point() is that one. */
-static inline bool em_is_float(EmDType d) { return d >= EM_FLOAT16; }
+static inline bool em_is_float(EmDType d) { return d >= EM_FLOAT16 && d <= EM_COMPLEX128; }
 static inline bool em_is_real_float(EmDType d) { return d >= EM_FLOAT16 && d <= EM_FLOAT64; }
 static inline bool em_is_complex(EmDType d) { return d == EM_COMPLEX64 || d == EM_COMPLEX128; }
 /* complex64 <-> float32, complex128 <-> float64 (torch's toRealValueType /
@@ -96,7 +100,16 @@ static inline EmDType em_complex_part(EmDType d) {
 static inline EmDType em_complex_of(EmDType d) {
     return em_is_complex(d) ? d : d == EM_FLOAT64 ? EM_COMPLEX128 : EM_COMPLEX64;
 }
-static inline bool em_is_int(EmDType d) { return d >= EM_UINT8 && d <= EM_INT64; }
+/* Note [wide unsigned dtypes]: uint16/uint32/uint64 are torch 2.x's "barebones"
+ * unsigned types: storage, casts, creation, NumPy/DLPack/checkpoint interop,
+ * and kernels for only the few ops torch has them for (a missing kernel is
+ * torch's NotImplementedError). They promote only with themselves and with
+ * floating types (em_promote_checked); a Python int or 0-dim integer tensor
+ * keeps their type. uint8 is the old, fully supported unsigned type. */
+static inline bool em_is_wide_unsigned(EmDType d) { return d >= EM_UINT16 && d <= EM_UINT64; }
+static inline bool em_is_int(EmDType d) {
+    return (d >= EM_UINT8 && d <= EM_INT64) || em_is_wide_unsigned(d);
+}
 static inline int em_itemsize(EmDType d) { return em_dtype_info[d].itemsize; }
 static inline const char *em_dtype_name(EmDType d) { return em_dtype_info[d].torch_name; }
 static inline const char *em_dtype_ctype(EmDType d) { return em_dtype_info[d].ctype; }
@@ -107,6 +120,9 @@ static inline EmDType em_compute_dtype(EmDType d) {
 
 extern EmDType em_default_float; /* get/set_default_dtype */
 
+/* torch.promote_types. EM_DTYPE_ERROR, with RuntimeError set, for the pairs
+ * torch refuses (Note [wide unsigned dtypes]); callers check. */
+#define EM_DTYPE_ERROR ((EmDType)(EM_NUM_DTYPES + 1))
 EmDType em_promote_types(EmDType a, EmDType b);
 bool em_can_cast(EmDType from, EmDType to);
 
@@ -204,7 +220,10 @@ const char *em_device_str(EmDevice d, char *buf, size_t n);
 
 /* A Python number kept outside a tensor: weak in type promotion. */
 typedef struct {
-    char kind; /* 'b' bool, 'i' int, 'f' float, 'c' complex (v.f real part, im) */
+    /* 'b' bool, 'i' int, 'f' float, 'c' complex (v.f real part, im); 'u' an
+     * int in [2**63, 2**64) that only uint64 holds (v.i its bits; code that
+     * reads any other int kind sees it wrapped to int64, as torch does) */
+    char kind;
     union {
         int64_t i;
         double f;
@@ -214,12 +233,12 @@ typedef struct {
 
 /* The real part for a complex scalar: callers that need both check kind. */
 static inline double em_scalar_to_double(EmScalar s) {
-    return s.kind == 'f' || s.kind == 'c' ? s.v.f : (double)s.v.i;
+    return s.kind == 'f' || s.kind == 'c' ? s.v.f : s.kind == 'u' ? (double)(uint64_t)s.v.i : (double)s.v.i;
 }
 /* The dtype a weak scalar contributes: bool, int64, the default float, or
  * for a Python complex the complex dtype matching the default float. */
 static inline EmDType em_scalar_dtype(EmScalar s) {
-    return s.kind == 'b' ? EM_BOOL : s.kind == 'i' ? EM_INT64 : s.kind == 'f' ? em_default_float
+    return s.kind == 'b' ? EM_BOOL : s.kind == 'i' || s.kind == 'u' ? EM_INT64 : s.kind == 'f' ? em_default_float
                                                                  : em_complex_of(em_default_float);
 }
 /* RuntimeError when a Python number does not fit an integer dtype (torch's
@@ -542,7 +561,8 @@ int em_iter_run_prepared(const EmKernels *k, const EmCudaElementwise *e);
 extern PyObject *EmNoCudaKernel;
 /* torch.backends.cuda.matmul.allow_tf32: float32 GEMMs on the GPU may use TF32. */
 extern bool em_allow_tf32;
-/* Convenience: result dtype (torch's result_type) of operands. */
+/* Convenience: result dtype (torch's result_type) of operands; EM_DTYPE_ERROR
+ * with RuntimeError set when torch refuses the promotion. */
 EmDType em_result_type(int n, const EmOperand *ops);
 
 /* Note [interrupts]: a long loop notices Ctrl-C within a block, instead of

@@ -17,7 +17,6 @@ KNOWN = {
     r"(repr|state) AdaptiveMaxPool2d": "adaptive max pooling not built (pooling belongs to the conv3d part)",
     r"(repr|state) SyncBatchNorm": "no SyncBatchNorm",
     r"adaptive_max\(": "adaptive max pooling not built",
-    r"tensor_np_u16": "no uint16 dtype",
     r"full_int_shape": "ember accepts an int size for full()",
     r"type_noarg": "x.type() names the module: 'ember.FloatTensor'",
     r"(atleast_3d|cross)\(": "built by the funcmisc part",

@@ -637,7 +637,7 @@ BAD_SAFETENSORS = {
     "not utf-8": (_st_bytes(b"{\xff\xfe}"), "UTF-8"),
     "duplicate key": (_st_bytes(b'{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, '
                                 b'"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}', b"\0"), "duplicate"),
-    "unknown dtype": (_st_bytes({"a": _one("U16", [1], [0, 2])}, b"\0\0"), "U16"),
+    "unknown dtype": (_st_bytes({"a": _one("F8_E5M2", [1], [0, 1])}, b"\0"), "F8_E5M2"),
     "bogus dtype": (_st_bytes({"a": _one("XX", [1], [0, 2])}, b"\0\0"), "XX"),
     "missing field": (_st_bytes({"a": {"dtype": "U8", "shape": [1]}}, b"\0"), "data_offsets"),
     "negative shape": (_st_bytes({"a": _one("U8", [-1], [0, 0])}), "shape"),

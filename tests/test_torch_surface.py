@@ -169,7 +169,7 @@ def test_dtypes_without_tensors_have_traits_and_limits():
     assert {ember.uint16: "U16"}[ember.uint16] == "U16"  # usable as dict keys (dtype tables)
 
 
-@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64", "complex32"])
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "complex32"])
 def test_tensors_of_dtypes_without_tensors_raise(name):
     d = getattr(ember, name)
     for make in (lambda: ember.zeros(2, dtype=d), lambda: ember.ones(2).to(d), lambda: ember.tensor([1], dtype=d),

@@ -86,14 +86,6 @@ void em_saved_clear(EmSaved *s) {
     s->is_output = false;
 }
 
-static const char *legacy_type_name(EmDType d) {
-    static const char *names[EM_NUM_DTYPES] = {
-        "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
-        "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor",
-        "ComplexFloatTensor", "ComplexDoubleTensor"};
-    return names[d];
-}
-
 int em_node_released_error(void) {
     PyErr_SetString(PyExc_RuntimeError,
                     "Trying to backward through the graph a second time (or directly access "
@@ -160,10 +152,10 @@ static int saved_check(EmNode *n, EmSaved *s) {
                      em_node_name(src));
         PyErr_Format(PyExc_RuntimeError,
                      "one of the variables needed for gradient computation has been modified by "
-                     "an inplace operation: [ember.%s %s]%s, is at version %lld; expected version "
+                     "an inplace operation: [ember.%sTensor %s]%s, is at version %lld; expected version "
                      "%lld instead. Hint: the tensor was changed in place after this operation "
                      "saved it; clone() it before the in-place change.",
-                     legacy_type_name((EmDType)s->data->dtype),
+                     em_dtype_name((EmDType)s->data->dtype),
                      em_shape_str(s->data->ndim, s->data->sizes, shape, sizeof shape), producer,
                      (long long)em_version(s->data), (long long)s->version);
         return -1;

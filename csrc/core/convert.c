@@ -51,7 +51,7 @@ static int leaf_dtype(PyObject *o, Inferred *inf) {
             return -1;
         }
     }
-    return 0;
+    return inf->dtype == EM_DTYPE_ERROR ? -1 : 0;
 }
 
 static bool is_sequence(PyObject *o) {

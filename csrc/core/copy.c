@@ -30,6 +30,7 @@ const EmKernels em_kernels_copy = {{
     [EM_BOOL] = copy_1, [EM_UINT8] = copy_1, [EM_INT8] = copy_1, [EM_INT16] = copy_2,
     [EM_INT32] = copy_4, [EM_INT64] = copy_8, [EM_FLOAT16] = copy_2, [EM_BFLOAT16] = copy_2,
     [EM_FLOAT32] = copy_4, [EM_FLOAT64] = copy_8, [EM_COMPLEX64] = copy_8, [EM_COMPLEX128] = copy_16,
+    [EM_UINT16] = copy_2, [EM_UINT32] = copy_4, [EM_UINT64] = copy_8,
 }, "copy"};
 EM_REGISTER_KERNELS(em_kernels_copy)
 

@@ -73,7 +73,7 @@ static void capsule_destructor(PyObject *cap) {
 static DLDataType dl_dtype(EmDType d) {
     DLDataType t = {kDLFloat, (uint8_t)(8 * em_itemsize(d)), 1};
     if (d == EM_BOOL) t.code = kDLBool;
-    else if (d == EM_UINT8) t.code = kDLUInt;
+    else if (d == EM_UINT8 || em_is_wide_unsigned(d)) t.code = kDLUInt;
     else if (em_is_int(d)) t.code = kDLInt;
     else if (d == EM_BFLOAT16) t.code = kDLBfloat;
     else if (em_is_complex(d)) t.code = kDLComplex; /* bits: both parts together */

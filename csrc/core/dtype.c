@@ -8,7 +8,7 @@
 /* NumPy type numbers (stable ABI values), so this file needs no NumPy header. */
 enum { NPY_BOOL_ = 0, NPY_BYTE_ = 1, NPY_UBYTE_ = 2, NPY_SHORT_ = 3, NPY_INT_ = 5,
        NPY_LONG_ = 7, NPY_FLOAT_ = 11, NPY_DOUBLE_ = 12, NPY_CFLOAT_ = 14,
-       NPY_CDOUBLE_ = 15, NPY_HALF_ = 23 };
+       NPY_CDOUBLE_ = 15, NPY_HALF_ = 23, NPY_USHORT_ = 4, NPY_UINT_ = 6, NPY_ULONG_ = 8 };
 
 const EmDTypeInfo em_dtype_info[EM_NUM_DTYPES] = {
     [EM_BOOL] = {"bool", "Bool", "bool", 1, false, false, '?', NPY_BOOL_},
@@ -24,6 +24,9 @@ const EmDTypeInfo em_dtype_info[EM_NUM_DTYPES] = {
     /* the buffer protocol spells complex with two characters ("Zf"): none here */
     [EM_COMPLEX64] = {"complex64", "ComplexFloat", "c10::complex<float>", 8, false, true, 0, NPY_CFLOAT_},
     [EM_COMPLEX128] = {"complex128", "ComplexDouble", "c10::complex<double>", 16, false, true, 0, NPY_CDOUBLE_},
+    [EM_UINT16] = {"uint16", "UInt16", "uint16_t", 2, false, false, 'H', NPY_USHORT_},
+    [EM_UINT32] = {"uint32", "UInt32", "uint32_t", 4, false, false, 'I', NPY_UINT_},
+    [EM_UINT64] = {"uint64", "UInt64", "uint64_t", 8, false, false, 'Q', NPY_ULONG_},
 };
 
 EmDType em_default_float = EM_FLOAT32;
@@ -32,6 +35,15 @@ EmDType em_default_float = EM_FLOAT32;
 
 EmDType em_promote_types(EmDType a, EmDType b) {
     if (a == b) return a;
+    /* Note [wide unsigned dtypes]: with a real float, the float; else torch refuses */
+    if (em_is_wide_unsigned(a) || em_is_wide_unsigned(b)) {
+        if (em_is_real_float(a)) return a;
+        if (em_is_real_float(b)) return b;
+        PyErr_Format(PyExc_RuntimeError,
+                     "Promotion for uint16, uint32, uint64 types is not supported, attempted to promote %s and %s",
+                     em_dtype_name(a), em_dtype_name(b));
+        return EM_DTYPE_ERROR;
+    }
     /* complex with anything: the complex type whose parts hold both (complex64
      * with float64 is complex128) */
     if (em_is_complex(a) || em_is_complex(b)) {
@@ -74,6 +86,9 @@ bool em_can_cast(EmDType from, EmDType to) {
 #define EM_LOAD_int16_t(p) (*(const int16_t *)(p))
 #define EM_LOAD_int32_t(p) (*(const int32_t *)(p))
 #define EM_LOAD_int64_t(p) (*(const int64_t *)(p))
+#define EM_LOAD_uint16_t(p) (*(const uint16_t *)(p))
+#define EM_LOAD_uint32_t(p) (*(const uint32_t *)(p))
+#define EM_LOAD_uint64_t(p) (*(const uint64_t *)(p))
 #define EM_LOAD_float(p) (*(const float *)(p))
 #define EM_LOAD_double(p) (*(const double *)(p))
 
@@ -86,8 +101,24 @@ bool em_can_cast(EmDType from, EmDType to) {
 #define TO_int16_t(v) ((int16_t)(int32_t)(v))
 #define TO_int32_t(v) ((int32_t)(v))
 #define TO_int64_t(v) ((int64_t)(v))
+#define TO_uint16_t(v) ((uint16_t)(int32_t)(v))
+#define TO_uint32_t(v) ((uint32_t)(int64_t)(v))
+#define TO_uint64_t(v) _Generic((v), float: em_real_to_u64(v), double: em_real_to_u64(v), default: (uint64_t)(v))
 #define TO_float(v) ((float)(v))
 #define TO_double(v) ((double)(v))
+
+/* A float to uint64 as torch's static_cast compiles on x86: values from 2**63
+ * up are offset by 2**63 and converted as signed, and a value outside the
+ * signed range converts to INT64_MIN (what cvttsd2si gives), so -3.5 -> 2**64-3
+ * and 1e20 -> 0. Written out because the C conversion is undefined there. */
+static inline int64_t em_real_to_i64(double x) {
+    return x >= -9223372036854775808.0 && x < 9223372036854775808.0 ? (int64_t)x : INT64_MIN;
+}
+static inline uint64_t em_real_to_u64(double x) {
+    if (x >= 9223372036854775808.0)
+        return (uint64_t)em_real_to_i64(x - 9223372036854775808.0) ^ ((uint64_t)1 << 63);
+    return (uint64_t)em_real_to_i64(x);
+}
 
 #define CAST_FN(SN, S, DN, D)                                                  \
     static void cast_##SN##_##DN(const char *src, int64_t ss, char *dst,      \
@@ -106,7 +137,8 @@ bool em_can_cast(EmDType from, EmDType to) {
 #define CAST_ROW(SN, S)                                                        \
     CAST_FN(SN, S, b, bool) CAST_FN(SN, S, u8, uint8_t) CAST_FN(SN, S, i8, int8_t)  \
     CAST_FN(SN, S, i16, int16_t) CAST_FN(SN, S, i32, int32_t)                  \
-    CAST_FN(SN, S, i64, int64_t) CAST_FN(SN, S, f32, float) CAST_FN(SN, S, f64, double)
+    CAST_FN(SN, S, i64, int64_t) CAST_FN(SN, S, f32, float) CAST_FN(SN, S, f64, double) \
+    CAST_FN(SN, S, u16, uint16_t) CAST_FN(SN, S, u32, uint32_t) CAST_FN(SN, S, u64, uint64_t)
 CAST_ROW(b, bool)
 CAST_ROW(u8, uint8_t)
 CAST_ROW(i8, int8_t)
@@ -115,6 +147,9 @@ CAST_ROW(i32, int32_t)
 CAST_ROW(i64, int64_t)
 CAST_ROW(f32, float)
 CAST_ROW(f64, double)
+CAST_ROW(u16, uint16_t)
+CAST_ROW(u32, uint32_t)
+CAST_ROW(u64, uint64_t)
 #undef CAST_ROW
 
 /* Half types: through float. */
@@ -158,7 +193,9 @@ HALF_CASTS(bf16, em_bf16_to_f32, em_f32_to_bf16)
     HALF_WRAPPERS(HN, b, EM_BOOL) HALF_WRAPPERS(HN, u8, EM_UINT8)              \
     HALF_WRAPPERS(HN, i8, EM_INT8) HALF_WRAPPERS(HN, i16, EM_INT16)            \
     HALF_WRAPPERS(HN, i32, EM_INT32) HALF_WRAPPERS(HN, i64, EM_INT64)          \
-    HALF_WRAPPERS(HN, f32, EM_FLOAT32) HALF_WRAPPERS(HN, f64, EM_FLOAT64)
+    HALF_WRAPPERS(HN, f32, EM_FLOAT32) HALF_WRAPPERS(HN, f64, EM_FLOAT64)    \
+    HALF_WRAPPERS(HN, u16, EM_UINT16) HALF_WRAPPERS(HN, u32, EM_UINT32)        \
+    HALF_WRAPPERS(HN, u64, EM_UINT64)
 HALF_ALL(f16)
 HALF_ALL(bf16)
 
@@ -199,7 +236,10 @@ static void cast_same16(const char *s, int64_t ss, char *d, int64_t ds, int64_t 
     CX_FN(CN, C, f32, float, (float)__real__ v)                                \
     CX_FN(CN, C, f64, double, (double)__real__ v)                              \
     CX_FN(CN, C, c64, float _Complex, (float _Complex)v)                       \
-    CX_FN(CN, C, c128, double _Complex, (double _Complex)v)
+    CX_FN(CN, C, c128, double _Complex, (double _Complex)v)                    \
+    CX_FN(CN, C, u16, uint16_t, TO_uint16_t((CR)__real__ v))                   \
+    CX_FN(CN, C, u32, uint32_t, TO_uint32_t((CR)__real__ v))                   \
+    CX_FN(CN, C, u64, uint64_t, TO_uint64_t((CR)__real__ v))
 CX_FROM(c64, float _Complex, float)
 CX_FROM(c128, double _Complex, double)
 #define CX_TO(SN, S, LOAD)                                                     \
@@ -215,16 +255,20 @@ CX_TO(f16, uint16_t, em_f16_to_f32(v))
 CX_TO(bf16, uint16_t, em_bf16_to_f32(v))
 CX_TO(f32, float, v)
 CX_TO(f64, double, v)
+CX_TO(u16, uint16_t, v)
+CX_TO(u32, uint32_t, v)
+CX_TO(u64, uint64_t, v)
 
 #define ROW(SN)                                                                \
     {cast_##SN##_b, cast_##SN##_u8, cast_##SN##_i8, cast_##SN##_i16,           \
      cast_##SN##_i32, cast_##SN##_i64, cast_##SN##_f16, cast_##SN##_bf16,      \
-     cast_##SN##_f32, cast_##SN##_f64, cast_##SN##_c64, cast_##SN##_c128}
+     cast_##SN##_f32, cast_##SN##_f64, cast_##SN##_c64, cast_##SN##_c128,      \
+     cast_##SN##_u16, cast_##SN##_u32, cast_##SN##_u64}
 #define cast_f16_f16 cast_same16
 #define cast_bf16_bf16 cast_same16
 EmCastFn em_cast_fns[EM_NUM_DTYPES][EM_NUM_DTYPES] = {
     ROW(b), ROW(u8), ROW(i8), ROW(i16), ROW(i32), ROW(i64), ROW(f16), ROW(bf16), ROW(f32), ROW(f64),
-    ROW(c64), ROW(c128),
+    ROW(c64), ROW(c128), ROW(u16), ROW(u32), ROW(u64),
 };
 
 /* ---------------------------------------------------------------- scalars */
@@ -241,7 +285,7 @@ void em_scalar_store(EmScalar s, EmDType d, void *dst) {
         bool b = s.v.i != 0;
         em_cast_fns[EM_BOOL][d]((const char *)&b, 0, dst, 0, 1);
     } else
-        em_cast_fns[EM_INT64][d]((const char *)&s.v.i, 0, dst, 0, 1);
+        em_cast_fns[s.kind == 'u' ? EM_UINT64 : EM_INT64][d]((const char *)&s.v.i, 0, dst, 0, 1);
 }
 
 EmScalar em_scalar_load(const void *src, EmDType d) {
@@ -259,6 +303,7 @@ EmScalar em_scalar_load(const void *src, EmDType d) {
     } else {
         s.kind = d == EM_BOOL ? 'b' : 'i';
         em_cast_fns[d][EM_INT64](src, 0, (char *)&s.v.i, 0, 1);
+        if (d == EM_UINT64 && s.v.i < 0) s.kind = 'u';
     }
     return s;
 }
@@ -279,11 +324,16 @@ int em_scalar_from_py(PyObject *o, EmScalar *out) {
     if (PyLong_Check(o)) {
         int overflow;
         long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-        if (overflow) {
-            /* torch accepts up to uint64 max for Scalars, but no dtype here can
-             * hold more than int64 */
-            PyErr_Format(PyExc_RuntimeError, "Overflow when unpacking long");
-            return -1;
+        if (overflow) { /* torch's Scalars hold up to 2**64 - 1, as uint64 */
+            unsigned long long u = overflow > 0 ? PyLong_AsUnsignedLongLong(o) : 0;
+            if (overflow < 0 || (u == (unsigned long long)-1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_RuntimeError, "Overflow when unpacking long");
+                return -1;
+            }
+            out->kind = 'u';
+            out->v.i = (int64_t)u;
+            return 0;
         }
         if (v == -1 && PyErr_Occurred()) return -1;
         out->kind = 'i';
@@ -334,17 +384,23 @@ int em_scalar_from_py(PyObject *o, EmScalar *out) {
 
 int em_scalar_check_range(EmScalar s, EmDType d) {
     static const char *ctype[EM_NUM_DTYPES] = {
-        [EM_UINT8] = "uint8_t", [EM_INT8] = "int8_t", [EM_INT16] = "int16_t",
-        [EM_INT32] = "int", [EM_INT64] = "int64_t"};
+        [EM_UINT8] = "uint8_t", [EM_INT8] = "int8_t", [EM_INT16] = "int16_t", [EM_INT32] = "int",
+        [EM_INT64] = "int64_t", [EM_UINT16] = "uint16_t", [EM_UINT32] = "uint32_t", [EM_UINT64] = "uint64_t"};
     if (!em_is_int(d) || s.kind == 'b') return 0;
-    int bits = 8 * em_itemsize(d);
-    double max = ldexp(1.0, em_dtype_info[d].is_signed ? bits - 1 : bits) - 1;
-    double min = em_dtype_info[d].is_signed ? -max - 1 : -max; /* unsigned: -1 wraps, as torch */
+    const bool sgn = em_dtype_info[d].is_signed;
+    const int bits = 8 * em_itemsize(d);
     bool ok;
-    if (s.kind == 'f' || s.kind == 'c')
-        ok = s.v.f >= min && (d == EM_INT64 ? s.v.f < 9223372036854775808.0 : s.v.f <= max);
-    else
-        ok = d == EM_INT64 || (s.v.i >= (int64_t)min && s.v.i <= (int64_t)max);
+    if (s.kind == 'f' || s.kind == 'c') {
+        double lim = ldexp(1.0, sgn ? bits - 1 : bits); /* the first value out of range */
+        ok = s.v.f >= (sgn ? -lim : -(lim - 1)) && (bits == 64 ? s.v.f < lim : s.v.f <= lim - 1);
+    } else if (s.kind == 'u') {
+        ok = d == EM_UINT64;
+    } else if (bits == 64) {
+        ok = true; /* a negative int wraps into uint64, as torch */
+    } else {
+        int64_t max = sgn ? ((int64_t)1 << (bits - 1)) - 1 : ((int64_t)1 << bits) - 1;
+        ok = s.v.i >= (sgn ? -max - 1 : -max) && s.v.i <= max; /* unsigned: -1 wraps, as torch */
+    }
     if (ok) return 0;
     PyErr_Format(PyExc_RuntimeError, "value cannot be converted to type %s without overflow", ctype[d]);
     return -1;
@@ -354,6 +410,7 @@ PyObject *em_scalar_to_py(EmScalar s) {
     if (s.kind == 'c') return PyComplex_FromDoubles(s.v.f, s.im);
     if (s.kind == 'f') return PyFloat_FromDouble(s.v.f);
     if (s.kind == 'b') return PyBool_FromLong((long)s.v.i);
+    if (s.kind == 'u') return PyLong_FromUnsignedLongLong((unsigned long long)s.v.i);
     return PyLong_FromLongLong(s.v.i);
 }
 
@@ -372,8 +429,7 @@ typedef struct {
 } EmNoTensorDType;
 
 static const EmNoTensorDType no_tensor_dtypes[] = {
-    {"uint16", 2, false, false, false},      {"uint32", 4, false, false, false},
-    {"uint64", 8, false, false, false},      {"float8_e4m3fn", 1, true, true, false},
+    {"float8_e4m3fn", 1, true, true, false},
     {"float8_e5m2", 1, true, true, false},   {"float8_e4m3fnuz", 1, true, true, false},
     {"float8_e5m2fnuz", 1, true, true, false}, {"complex32", 4, false, true, true},
 };

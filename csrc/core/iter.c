@@ -24,6 +24,7 @@ int em_num_threads = 1;
 #define UNDEF ((EmDType)EM_NUM_DTYPES)
 
 static EmDType promote_skip_undef(EmDType a, EmDType b) {
+    if (a == EM_DTYPE_ERROR || b == EM_DTYPE_ERROR) return EM_DTYPE_ERROR;
     if (a == UNDEF) return b;
     if (b == UNDEF) return a;
     return em_promote_types(a, b);
@@ -35,12 +36,13 @@ static int category(EmDType d) {
 }
 
 static EmDType combine_categories(EmDType higher, EmDType lower) {
+    if (higher == EM_DTYPE_ERROR || lower == EM_DTYPE_ERROR) return EM_DTYPE_ERROR;
     if (higher == UNDEF) return lower;
     if (lower == UNDEF) return higher;
     if (category(lower) > category(higher)) {
         /* a float tensor with a complex scalar: the complex type of the
          * tensor's float width (float16 or bfloat16 take complex64) */
-        if (em_is_complex(lower) && em_is_float(higher)) return em_complex_of(higher);
+        if (em_is_complex(lower)) return em_is_float(higher) ? em_complex_of(higher) : lower;
         return em_promote_types(higher, lower);
     }
     return higher;
@@ -324,6 +326,7 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
         common = (EmDType)cfg->common_dtype;
     } else {
         common = result_type_masked(nin, cfg->inputs, cfg->bool_mask >> 1);
+        if (common == EM_DTYPE_ERROR) return NULL;
         if (common == UNDEF) /* every input is read as bool */
             common = nin > 0 && (cfg->bool_mask >> 1) ? EM_BOOL : em_default_float;
     }

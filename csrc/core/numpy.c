@@ -36,7 +36,12 @@ static int dtype_from_descr(PyArray_Descr *d, EmDType *out) {
     int size = (int)PyDataType_ELSIZE(d);
     switch (d->kind) {
     case 'b': if (size == 1) { *out = EM_BOOL; return 0; } break;
-    case 'u': if (size == 1) { *out = EM_UINT8; return 0; } break;
+    case 'u':
+        if (size == 1) { *out = EM_UINT8; return 0; }
+        if (size == 2) { *out = EM_UINT16; return 0; }
+        if (size == 4) { *out = EM_UINT32; return 0; }
+        if (size == 8) { *out = EM_UINT64; return 0; }
+        break;
     case 'i':
         if (size == 1) { *out = EM_INT8; return 0; }
         if (size == 2) { *out = EM_INT16; return 0; }
@@ -56,7 +61,8 @@ static int dtype_from_descr(PyArray_Descr *d, EmDType *out) {
     PyObject *tn = PyObject_GetAttrString((PyObject *)d->typeobj, "__name__");
     PyErr_Format(PyExc_TypeError,
                  "can't convert np.ndarray of type numpy.%S. The only supported types are: "
-                 "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint8, and bool.",
+                 "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, "
+                 "uint16, uint8, and bool.",
                  tn ? tn : Py_None);
     Py_XDECREF(tn);
     return -1;

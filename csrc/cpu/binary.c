@@ -8,8 +8,9 @@ EM_INST_BINARY(add, a || b, BOOL, bool)
 EM_TABLE(add, EM_TYPES_ALLC(EM_ENTRY, add))
 EM_KERNELS(BINARY, sub, EM_TYPES_NUMC, a - b)
 EM_TYPES_NUMC(EM_INST_BINARY, mul, a * b)
+EM_TYPES_UWIDE(EM_INST_BINARY, mul, a * b) /* uint16 * uint16 is an int product: -fwrapv keeps it defined */
 EM_INST_BINARY(mul, a && b, BOOL, bool)
-EM_TABLE(mul, EM_TYPES_ALLC(EM_ENTRY, mul))
+EM_TABLE(mul, EM_TYPES_ALLCU(EM_ENTRY, mul))
 EM_KERNELS(BINARY, div, EM_TYPES_FLOATC, a / b)
 
 /* div(rounding_mode='trunc'|'floor'), floor_divide, remainder, fmod */
@@ -26,22 +27,22 @@ EM_KERNELS(BINARY, hypot, EM_TYPES_FLOAT, hypot(a, b))
 EM_KERNELS(BINARY, copysign, EM_TYPES_FLOAT, copysign(a, b))
 EM_KERNELS(BINARY, logaddexp, EM_TYPES_FLOAT, em_logaddexp(a, b))
 
-EM_KERNELS_SPLIT(BINARY, maximum, EM_TYPES_INTB, em_max_int(a, b), em_max_nan(a, b))
-EM_KERNELS_SPLIT(BINARY, minimum, EM_TYPES_INTB, em_min_int(a, b), em_min_nan(a, b))
-EM_KERNELS_SPLIT(BINARY, fmax, EM_TYPES_INTB, em_max_int(a, b), fmax(a, b))
-EM_KERNELS_SPLIT(BINARY, fmin, EM_TYPES_INTB, em_min_int(a, b), fmin(a, b))
+EM_KERNELS_SPLIT(BINARY, maximum, EM_TYPES_INTBU, em_max_int(a, b), em_max_nan(a, b))
+EM_KERNELS_SPLIT(BINARY, minimum, EM_TYPES_INTBU, em_min_int(a, b), em_min_nan(a, b))
+EM_KERNELS_SPLIT(BINARY, fmax, EM_TYPES_INTBU, em_max_int(a, b), fmax(a, b))
+EM_KERNELS_SPLIT(BINARY, fmin, EM_TYPES_INTBU, em_min_int(a, b), fmin(a, b))
 
 /* comparisons write bool */
-EM_KERNELS(BINARY_BOOL, eq, EM_TYPES_ALLC, a == b)
-EM_KERNELS(BINARY_BOOL, ne, EM_TYPES_ALLC, a != b)
+EM_KERNELS(BINARY_BOOL, eq, EM_TYPES_ALLCU, a == b)
+EM_KERNELS(BINARY_BOOL, ne, EM_TYPES_ALLCU, a != b)
 EM_KERNELS(BINARY_BOOL, lt, EM_TYPES_ALL, a < b)
 EM_KERNELS(BINARY_BOOL, le, EM_TYPES_ALL, a <= b)
 EM_KERNELS(BINARY_BOOL, gt, EM_TYPES_ALL, a > b)
 EM_KERNELS(BINARY_BOOL, ge, EM_TYPES_ALL, a >= b)
 
-EM_KERNELS(BINARY, bitwise_and, EM_TYPES_INTB, a & b)
-EM_KERNELS(BINARY, bitwise_or, EM_TYPES_INTB, a | b)
-EM_KERNELS(BINARY, bitwise_xor, EM_TYPES_INTB, a ^ b)
+EM_KERNELS(BINARY, bitwise_and, EM_TYPES_INTBU, a & b)
+EM_KERNELS(BINARY, bitwise_or, EM_TYPES_INTBU, a | b)
+EM_KERNELS(BINARY, bitwise_xor, EM_TYPES_INTBU, a ^ b)
 EM_INST_BINARY(shift_left, EM_SHL(uint8_t, a, b), UINT8, uint8_t)
 EM_INST_BINARY(shift_left, EM_SHL(int8_t, a, b), INT8, int8_t)
 EM_INST_BINARY(shift_left, EM_SHL(int16_t, a, b), INT16, int16_t)
@@ -67,8 +68,8 @@ EM_KERNELS(BINARY, make_complex, EM_TYPES_COMPLEX, __real__ a + __real__ b * I)
 EM_KERNELS(BINARY, polar, EM_TYPES_COMPLEX, __real__ a * exp(I * __real__ b))
 
 /* clamp with one bound */
-EM_KERNELS_SPLIT(BINARY, clamp_min, EM_TYPES_INTB, em_max_int(a, b), em_max_nan(a, b))
-EM_KERNELS_SPLIT(BINARY, clamp_max, EM_TYPES_INTB, em_min_int(a, b), em_min_nan(a, b))
+EM_KERNELS_SPLIT(BINARY, clamp_min, EM_TYPES_INTBU, em_max_int(a, b), em_max_nan(a, b))
+EM_KERNELS_SPLIT(BINARY, clamp_max, EM_TYPES_INTBU, em_min_int(a, b), em_min_nan(a, b))
 
 /* step, integer gcd / lcm, scaling by powers of two, log2-sum-exp2, x log y */
 EM_KERNELS(BINARY, heaviside, EM_TYPES_ALL, a == 0 ? b : (a > 0))

@@ -29,7 +29,9 @@
     X(__VA_ARGS__, INT8, int8_t, int8_t, P) X(__VA_ARGS__, INT16, int16_t, int16_t, P) \
     X(__VA_ARGS__, INT32, int32_t, int32_t, P) X(__VA_ARGS__, INT64, int64_t, int64_t, P) \
     X(__VA_ARGS__, FLOAT16, uint16_t, float, H) X(__VA_ARGS__, BFLOAT16, uint16_t, float, B) \
-    X(__VA_ARGS__, FLOAT32, float, float, P) X(__VA_ARGS__, FLOAT64, double, double, P)
+    X(__VA_ARGS__, FLOAT32, float, float, P) X(__VA_ARGS__, FLOAT64, double, double, P) \
+    X(__VA_ARGS__, UINT16, uint16_t, uint16_t, P) X(__VA_ARGS__, UINT32, uint32_t, uint32_t, P) \
+    X(__VA_ARGS__, UINT64, uint64_t, uint64_t, P)
 
 static inline bool nan_f(float x) { return isnan(x); }
 static inline bool nan_d(double x) { return isnan(x); }

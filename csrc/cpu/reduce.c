@@ -163,8 +163,9 @@
 #define sum_MERGE ADD
 #define nansum_LANE ADD_NO_NAN
 #define nansum_MERGE ADD
-RT_ALL(LANES_AT, sum)
+RT_ALLU(LANES_AT, sum)
 RT_INTB(PAIRWISE_FN, sum)
+RT_UWIDE(PAIRWISE_FN, sum)
 PAIRWISE_FN(sum, FLOAT16, uint16_t, float, LD_F16, double, 0, 0)
 PAIRWISE_FN(sum, BFLOAT16, uint16_t, float, LD_BF16, double, 0, 0)
 PAIRWISE_FN(sum, FLOAT64, double, double, LD_PLAIN, double, 0, 0)
@@ -247,7 +248,7 @@ static inline double red_scale_d(double a, const EmReduceParams *p) { return a /
 #define sum_OUT0(AT) RED_ODT(AT)
 #define sum_OUT1(AT) EM_INT64
 #define sum_RUN(op, A, X, N, I0, DT, T, CT, LD, AT, P) A += sum_run_##DT(X, N)
-RED_KERNELS(sum, RT_ALL)
+RED_KERNELS(sum, RT_ALLU)
 
 #define nansum_ACC sum_ACC
 #define nansum_INIT sum_INIT
@@ -284,8 +285,8 @@ RED_KERNELS(nanmean, RT_FLOAT)
 #define prod_LANE(a, v) ((a) * (v))
 #define prod_RUN(op, A, X, N, I0, DT, T, CT, LD, AT, P) A = op##_lanes_##DT(X, N, A)
 #define LANES_PROD(op, DT, T, CT, LD, AT, LO, HI) LANES_FN(op, DT, T, LD, AT, 1, prod_LANE, prod_LANE)
-RT_ALLC(LANES_PROD, prod)
-RED_KERNELS(prod, RT_ALLC)
+RT_ALLCU(LANES_PROD, prod)
+RED_KERNELS(prod, RT_ALLCU)
 
 /* count_nonzero, all, any: NaN is nonzero */
 #define count_nonzero_ACC(CT, AT) int64_t
@@ -306,7 +307,7 @@ RED_KERNELS(count_nonzero, RT_ALL)
 #define all_OUT0(AT) EM_INT64
 #define all_OUT1(AT) EM_INT64
 #define all_RUN(op, A, X, N, I0, DT, T, CT, LD, AT, P) RED_RUN_GENERIC(op, A, X, N, I0, CT, LD, AT, P)
-RED_KERNELS(all, RT_ALL)
+RED_KERNELS(all, RT_ALLU)
 
 #define any_ACC all_ACC
 #define any_INIT(A, AUX, CT, AT, LO, HI) A = 0
@@ -316,7 +317,7 @@ RED_KERNELS(all, RT_ALL)
 #define any_OUT0(AT) EM_INT64
 #define any_OUT1(AT) EM_INT64
 #define any_RUN all_RUN
-RED_KERNELS(any, RT_ALL)
+RED_KERNELS(any, RT_ALLU)
 
 /* -------------------------------------------------------------- extrema */
 

@@ -45,6 +45,14 @@
     X(op, COMPLEX64, float _Complex, float _Complex, LD_PLAIN, double _Complex, 0, 0)    \
     X(op, COMPLEX128, double _Complex, double _Complex, LD_PLAIN, double _Complex, 0, 0)
 #define RT_ALLC(X, op) RT_ALL(X, op) RT_COMPLEX(X, op)
+/* uint16/32/64: only in the reductions torch has them for (sum, prod, any,
+ * all), accumulating in int64 as torch does (a uint64 sum wraps) */
+#define RT_UWIDE(X, op)                                                                  \
+    X(op, UINT16, uint16_t, uint16_t, LD_PLAIN, int64_t, 0, UINT16_MAX)                  \
+    X(op, UINT32, uint32_t, uint32_t, LD_PLAIN, int64_t, 0, UINT32_MAX)                  \
+    X(op, UINT64, uint64_t, uint64_t, LD_PLAIN, int64_t, 0, UINT64_MAX)
+#define RT_ALLU(X, op) RT_ALL(X, op) RT_UWIDE(X, op)
+#define RT_ALLCU(X, op) RT_ALLC(X, op) RT_UWIDE(X, op)
 
 /* Scans along a line (cumsum, cumprod: output dtype == input dtype;
  * cummax, cummin: values and int64 indices). Note [line kernels]. */

@@ -77,6 +77,9 @@ static void make_keys(const char *src, int64_t sstride, int64_t n, EmDType d, bo
     case EM_BFLOAT16: KEYS(uint16_t, key_half(x, 0x7f80))
     case EM_FLOAT32: KEYS(float, key_f32(x))
     case EM_FLOAT64: KEYS(double, key_f64(x))
+    case EM_UINT16: KEYS(uint16_t, x)
+    case EM_UINT32: KEYS(uint32_t, x)
+    case EM_UINT64: KEYS(uint64_t, x)
     default: break;
     }
 #undef KEYS

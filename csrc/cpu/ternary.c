@@ -9,10 +9,10 @@ EM_TYPES_NUMC(EM_INST_TERNARY, add_alpha, ALPHA_EXPR)
 EM_TABLE(add_alpha, EM_TYPES_NUMC(EM_ENTRY, add_alpha))
 
 /* where(cond, b, c): the condition is read as bool */
-EM_TYPES_ALLC(EM_INST_TERNARY_BOOLA, where, a ? b : c)
-EM_TABLE(where, EM_TYPES_ALLC(EM_ENTRY, where))
+EM_TYPES_ALLCU(EM_INST_TERNARY_BOOLA, where, a ? b : c)
+EM_TABLE(where, EM_TYPES_ALLCU(EM_ENTRY, where))
 
-EM_KERNELS_SPLIT(TERNARY, clamp, EM_TYPES_INT, em_min_int(em_max_int(a, b), c), em_min_nan(em_max_nan(a, b), c))
+EM_KERNELS_SPLIT(TERNARY, clamp, EM_TYPES_INTU, em_min_int(em_max_int(a, b), c), em_min_nan(em_max_nan(a, b), c))
 
 EM_KERNELS(TERNARY, lerp, EM_TYPES_FLOAT, em_lerp(a, b, c))
 

@@ -28,10 +28,10 @@ EM_TYPES_FLOAT(EM_INST_UNARY, sgn, em_sign_float(x))
 EM_TYPES_COMPLEX(EM_INST_UNARY, sgn, em_csgn(x))
 EM_TABLE(sgn, EM_TYPES_INTB(EM_ENTRY, sgn) EM_TYPES_FLOATC(EM_ENTRY, sgn))
 EM_KERNELS(UNARY, square, EM_TYPES_NUMC, x * x)
-EM_KERNELS_SPLIT(UNARY, relu, EM_TYPES_INT, x > 0 ? x : 0, x > 0 ? x : (x != x ? x : 0))
+EM_KERNELS_SPLIT(UNARY, relu, EM_TYPES_INTU, x > 0 ? x : 0, x > 0 ? x : (x != x ? x : 0))
 
 /* rounding: identity on integers */
-#define ROUNDING(name, fn) EM_KERNELS_SPLIT(UNARY, name, EM_TYPES_INT, x, fn(x))
+#define ROUNDING(name, fn) EM_KERNELS_SPLIT(UNARY, name, EM_TYPES_INTU, x, fn(x))
 ROUNDING(floor, floor)
 ROUNDING(ceil, ceil)
 ROUNDING(trunc, trunc)
@@ -127,22 +127,22 @@ EM_KERNELS(UNARY, reciprocal, EM_TYPES_FLOATC, 1 / x)
 
 /* predicates write bool; integers are always finite */
 #define PREDICATE(name, int_expr, float_expr) \
-    EM_KERNELS_SPLIT(UNARY_BOOL, name, EM_TYPES_INTB, int_expr, float_expr)
+    EM_KERNELS_SPLIT(UNARY_BOOL, name, EM_TYPES_INTBU, int_expr, float_expr)
 /* ... and for complex: either part NaN / infinite; finite when both are (torch) */
 #define PREDICATE_C(name, int_expr, float_expr, complex_expr)                  \
-    EM_TYPES_INTB(EM_INST_UNARY_BOOL, name, int_expr)                          \
+    EM_TYPES_INTBU(EM_INST_UNARY_BOOL, name, int_expr)                         \
     EM_TYPES_FLOAT(EM_INST_UNARY_BOOL, name, float_expr)                       \
     EM_TYPES_COMPLEX(EM_INST_UNARY_BOOL, name, complex_expr)                   \
-    EM_TABLE(name, EM_TYPES_INTB(EM_ENTRY, name) EM_TYPES_FLOATC(EM_ENTRY, name))
+    EM_TABLE(name, EM_TYPES_INTBU(EM_ENTRY, name) EM_TYPES_FLOATC(EM_ENTRY, name))
 PREDICATE_C(isnan, ((void)x, false), x != x, x != x)
 PREDICATE_C(isinf, ((void)x, false), isinf(x), isinf(__real__ x) || isinf(__imag__ x))
 PREDICATE_C(isfinite, ((void)x, true), isfinite(x), isfinite(__real__ x) && isfinite(__imag__ x))
 PREDICATE(isposinf, ((void)x, false), isinf(x) && x > 0)
 PREDICATE(isneginf, ((void)x, false), isinf(x) && x < 0)
-EM_TYPES_INT(EM_INST_UNARY_BOOL, signbit, x < 0)
+EM_TYPES_INTU(EM_INST_UNARY_BOOL, signbit, x < 0)
 EM_INST_UNARY_BOOL(signbit, ((void)x, false), BOOL, bool)
 EM_TYPES_FLOAT(EM_INST_UNARY_BOOL, signbit, signbit(x))
-EM_TABLE(signbit, EM_TYPES_INTB(EM_ENTRY, signbit) EM_TYPES_FLOAT(EM_ENTRY, signbit))
+EM_TABLE(signbit, EM_TYPES_INTBU(EM_ENTRY, signbit) EM_TYPES_FLOAT(EM_ENTRY, signbit))
 
 EM_TYPES_INT(EM_INST_UNARY, bitwise_not, ~x)
 EM_INST_UNARY(bitwise_not, !x, BOOL, bool)

@@ -269,17 +269,6 @@ PyObject *em_impl__col2im_cuda(EmCall *c) { return col2im(c, true); }
 
 /* ------------------------------------------------------------------ convolution */
 
-/* torch's legacy type names ("torch.FloatTensor") of the weight mismatch message */
-static const char *tensor_type(EmDType dt) {
-    static const char *names[EM_NUM_DTYPES] = {
-        [EM_BOOL] = "torch.BoolTensor", [EM_UINT8] = "torch.ByteTensor", [EM_INT8] = "torch.CharTensor",
-        [EM_INT16] = "torch.ShortTensor", [EM_INT32] = "torch.IntTensor", [EM_INT64] = "torch.LongTensor",
-        [EM_FLOAT16] = "torch.HalfTensor", [EM_BFLOAT16] = "torch.BFloat16Tensor",
-        [EM_FLOAT32] = "torch.FloatTensor", [EM_FLOAT64] = "torch.DoubleTensor",
-        [EM_COMPLEX64] = "torch.ComplexFloatTensor", [EM_COMPLEX128] = "torch.ComplexDoubleTensor"};
-    return names[dt];
-}
-
 /* A stride/padding/dilation list: one value for every spatial dim, or one for all. */
 static int spatial_list(EmCall *c, int i, const char *name, int spatial, int64_t *vals) {
     int got = 0;
@@ -397,8 +386,10 @@ static int conv_setup(EmCall *c, EmTensor *in, EmTensor *w, int args, bool gpu, 
     cc->s.groups = groups;
     cc->dt = (EmDType)in->dtype;
     if (w->dtype != in->dtype) {
-        PyErr_Format(PyExc_RuntimeError, "Input type (%s) and weight type (%s) should be the same or input should be a "
-                     "MKLDNN tensor and weight is a dense tensor", tensor_type(cc->dt), tensor_type((EmDType)w->dtype));
+        /* torch's legacy type names: torch.FloatTensor */
+        PyErr_Format(PyExc_RuntimeError, "Input type (torch.%sTensor) and weight type (torch.%sTensor) should be the "
+                     "same or input should be a MKLDNN tensor and weight is a dense tensor", em_dtype_name(cc->dt),
+                     em_dtype_name((EmDType)w->dtype));
         return -1;
     }
     if (cc->dt == EM_BOOL) {

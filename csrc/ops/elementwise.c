@@ -76,6 +76,7 @@ static bool operand_is_bool(const EmOperand *o) {
 /* a + alpha * b; alpha never takes part in promotion */
 static PyObject *add_with_alpha(EmCall *c, EmIterConfig *cfg, EmScalar alpha, const EmKernels *plain) {
     EmDType common = em_result_type(2, cfg->inputs);
+    if (common == EM_DTYPE_ERROR) return NULL;
     if (!em_is_float(common) && alpha.kind == 'f') {
         PyErr_SetString(PyExc_RuntimeError,
                         "For integral input tensors, argument alpha must not be a floating point number.");
@@ -173,6 +174,7 @@ static int tensor_has_zero(EmTensor *t, EmDType dt) {
  * NotImplementedError whatever the divisor holds. */
 static int check_int_divisor(EmIterConfig *cfg) {
     EmDType common = em_result_type(2, cfg->inputs);
+    if (common == EM_DTYPE_ERROR) return -1;
     if (em_is_float(common) || !cfg->kernels->fn[em_compute_dtype(common)]) return 0;
     const EmOperand *d = &cfg->inputs[1];
     int zero;
@@ -226,7 +228,9 @@ PyObject *em_impl_pow(EmCall *c) {
     EmIterConfig cfg = em_iter_config("pow", KERNELS(pow), EM_PROMOTE_NONE);
     if (bind_inputs(c, &cfg, 2) < 0) return NULL;
     const EmOperand *e = &cfg.inputs[1];
-    if (!e->t && e->s.kind == 'i' && e->s.v.i < 0 && !em_is_float(em_result_type(2, cfg.inputs))) {
+    EmDType common = em_result_type(2, cfg.inputs);
+    if (common == EM_DTYPE_ERROR) return NULL;
+    if (!e->t && e->s.kind == 'i' && e->s.v.i < 0 && !em_is_float(common)) {
         PyErr_SetString(PyExc_RuntimeError, "Integers to negative integer powers are not allowed.");
         return NULL;
     }
@@ -373,6 +377,7 @@ static PyObject *clamp_impl(EmCall *c, PyObject *lo, PyObject *hi) {
     for (int i = 0; i < 2; i++)
         if (have[i]) cfg.inputs[n++] = b[i];
     EmDType common = em_result_type(n, cfg.inputs);
+    if (common == EM_DTYPE_ERROR) return NULL;
     /* integer results: a number bound beyond the dtype's range clamps nothing
      * on its own side and is an error on the other (torch's checks) */
     if (em_is_int(common)) {
@@ -452,6 +457,7 @@ static PyObject *addc_impl(EmCall *c, bool divide) {
     EmIterConfig cfg = em_iter_config(c->def->name, c->def->kernels, EM_PROMOTE_NONE);
     if (bind_inputs(c, &cfg, 3) < 0) return NULL;
     EmDType common = em_result_type(3, cfg.inputs);
+    if (common == EM_DTYPE_ERROR) return NULL;
     if (divide && !em_is_float(common)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "Integer division with addcdiv is no longer supported, and in a future "

@@ -129,6 +129,7 @@ EmTensor *em_cat(int n, EmTensor *const *ts, int64_t dim64, EmTensor *out, const
         EM_CHECK(ts[i]->ndim > 0, PyExc_RuntimeError,
                  "zero-dimensional tensor (at position %d) cannot be concatenated", i);
         dt = em_promote_types(dt, (EmDType)ts[i]->dtype);
+        if (dt == EM_DTYPE_ERROR) return NULL;
         if (!ref && !legacy_empty(ts[i])) ref = ts[i];
     }
     int64_t shape[EM_MAX_DIMS];

@@ -67,6 +67,8 @@ static int not_implemented(const char *name, EmDType d) {
     PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'", name, em_dtype_name(d));
     return -1;
 }
+/* the dtypes torch has no product kernels for (Note [wide unsigned dtypes]) */
+static bool no_product_kernel(EmDType d) { return d == EM_BOOL || em_is_wide_unsigned(d); }
 
 /* "Bad in-place call" unless self already has the result's shape. */
 static int check_inplace_shape(EmTensor *self, int nd, const int64_t *shape) {
@@ -441,7 +443,7 @@ EmTensor *em_mm(EmTensor *a, EmTensor *b, EmTensor *out) {
              em_dtype_ctype((EmDType)a->dtype), em_dtype_ctype((EmDType)b->dtype));
     EmDType d = (EmDType)a->dtype;
     int64_t shape[2] = {a->sizes[0], b->sizes[1]};
-    if (d == EM_BOOL && shape[0] * shape[1] > 0 && a->sizes[1] > 0)
+    if (no_product_kernel(d) && shape[0] * shape[1] > 0 && a->sizes[1] > 0)
         EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
     EM_TRY(check_out_dtype(out, d) == 0);
     res = result_on(out, 2, shape, d, a);
@@ -524,7 +526,7 @@ EmTensor *em_bmm(EmTensor *a, EmTensor *b, EmTensor *out) {
              em_dtype_name((EmDType)a->dtype), em_dtype_name((EmDType)b->dtype));
     EmDType d = (EmDType)a->dtype;
     int64_t shape[3] = {a->sizes[0], a->sizes[1], b->sizes[2]};
-    if (d == EM_BOOL && prod(3, shape) > 0 && a->sizes[2] > 0) EM_TRY(not_implemented("bmm", d) == 0);
+    if (no_product_kernel(d) && prod(3, shape) > 0 && a->sizes[2] > 0) EM_TRY(not_implemented("bmm", d) == 0);
     EM_TRY(check_out_dtype(out, d) == 0);
     res = result_on(out, 3, shape, d, a);
     EM_TRY(res && gemm_batched(a, b, res, ONE, ZERO, false) == 0);
@@ -591,7 +593,7 @@ static EmTensor *dot_impl(EmTensor *a, EmTensor *b, EmTensor *out) {
     const bool meta = em_is_meta(a); /* Note [meta device]: a 0-d result, no product */
     EM_TRY(meta || (em_check_cpu(a, "dot") == 0 && em_check_cpu(b, "dot") == 0));
     EmDType d = (EmDType)a->dtype;
-    if (d == EM_BOOL) EM_TRY(not_implemented("dot", d) == 0);
+    if (no_product_kernel(d)) EM_TRY(not_implemented("dot", d) == 0);
     EM_CHECK(!out || out->dtype == d, PyExc_RuntimeError,
              "result dtype %s does not match input dtype %s", em_dtype_name((EmDType)out->dtype),
              em_dtype_name(d));
@@ -650,7 +652,7 @@ static EmTensor *addmv_impl(EmTensor *self, EmTensor *mat, EmTensor *vec, EmScal
              em_dtype_name(sd), em_dtype_name((EmDType)mat->dtype), em_dtype_name((EmDType)vec->dtype));
     EM_TRY(em_is_meta(mat) || (em_check_cpu(mat, "addmv") == 0 && em_check_cpu(vec, "addmv") == 0));
     EmDType d = sd;
-    if (d == EM_BOOL && m > 0 && k > 0) EM_TRY(not_implemented("addmv_impl_cpu", d) == 0);
+    if (no_product_kernel(d) && m > 0 && k > 0) EM_TRY(not_implemented("addmv_impl_cpu", d) == 0);
     EM_TRY(check_out_dtype(out, d) == 0);
     if (!self) beta = ZERO;
     if (inplace) {
@@ -786,7 +788,7 @@ static PyObject *addmm_impl(EmCall *c) {
              em_dtype_name((EmDType)m1->dtype), em_dtype_name((EmDType)m2->dtype));
     EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, (EmDType)m2->dtype) == 0);
     EmDType d = (EmDType)m1->dtype;
-    if (d == EM_BOOL) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
+    if (no_product_kernel(d)) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
     if (!c->inplace && !c->out && em_device(m1).type == EM_CUDA) {
         PyObject *r = addmm_bias_gpu(self, m1, m2, beta, alpha);
         if (r || PyErr_Occurred()) return r;
@@ -857,7 +859,7 @@ PyObject *em_impl_baddbmm(EmCall *c) {
              "Input dtypes must be the same, got: input %s, batch1: %s, batch2: %s",
              em_dtype_ctype((EmDType)self->dtype), em_dtype_ctype((EmDType)b1->dtype), em_dtype_ctype((EmDType)b2->dtype));
     EmDType d = (EmDType)b1->dtype;
-    if (d == EM_BOOL) EM_TRY(not_implemented("baddbmm", d) == 0);
+    if (no_product_kernel(d)) EM_TRY(not_implemented("baddbmm", d) == 0);
     EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, d) == 0);
     res = add_result(self, 3, shape, d, beta, c->inplace ? NULL : c->out, c->inplace, false);
     EM_TRY(res && gemm_batched(b1, b2, res, alpha, beta, false) == 0);
@@ -893,7 +895,7 @@ PyObject *em_impl_addbmm(EmCall *c) {
              "mat1 and mat2 must have the same dtype, but got %s and %s",
              em_dtype_name((EmDType)b1->dtype), em_dtype_name((EmDType)b2->dtype));
     EmDType d = (EmDType)b1->dtype;
-    if (d == EM_BOOL) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
+    if (no_product_kernel(d)) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
     /* torch's addbmm_ resizes self to the result, as out= does */
     res = add_result(self, 2, shape, d, beta, c->inplace ? NULL : c->out, c->inplace, true);
     EM_TRY(res && gemm_batched(b1, b2, res, alpha, beta, true) == 0);
@@ -926,7 +928,7 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
             EM_CHECK(sd == a->dtype && a->dtype == b->dtype, PyExc_RuntimeError,
                      "addmv input tensors must have the same dtype, but got %s, %s, and %s",
                      em_dtype_name(sd), em_dtype_name(d), em_dtype_name((EmDType)b->dtype));
-            if (d == EM_BOOL && rows > 0 && k > 0) EM_TRY(not_implemented("addmv_impl_cpu", d) == 0);
+            if (no_product_kernel(d) && rows > 0 && k > 0) EM_TRY(not_implemented("addmv_impl_cpu", d) == 0);
         } else {
             EM_CHECK(b->sizes[0] == k, PyExc_RuntimeError,
                      "mm: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
@@ -934,7 +936,7 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
             EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
                      "expected m1 and m2 to have the same dtype, but got: %s != %s", em_dtype_ctype(d),
                      em_dtype_ctype((EmDType)b->dtype));
-            if (d == EM_BOOL && rows * b->sizes[1] > 0 && k > 0)
+            if (no_product_kernel(d) && rows * b->sizes[1] > 0 && k > 0)
                 EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
         }
         EM_TRY(check_out_dtype(out, d) == 0);
@@ -956,7 +958,7 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
         EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError,
                  "expected m1 and m2 to have the same dtype, but got: %s != %s", em_dtype_ctype(d),
                  em_dtype_ctype((EmDType)b->dtype));
-        if (d == EM_BOOL && b->sizes[1] > 0 && a->sizes[0] > 0)
+        if (no_product_kernel(d) && b->sizes[1] > 0 && a->sizes[0] > 0)
             EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
         EM_TRY(check_out_dtype(out, d) == 0);
         res = result_on(out, 1, &b->sizes[1], d, a);
@@ -980,7 +982,7 @@ EmTensor *em_matmul(EmTensor *a, EmTensor *b, EmTensor *out) {
                  "got: [%lld, %lld].", (long long)nbatch, (long long)k, (long long)nbatch, (long long)k2);
         EM_CHECK(a->dtype == b->dtype, PyExc_RuntimeError, "expected scalar type %s but found %s",
                  em_dtype_name(d), em_dtype_name((EmDType)b->dtype));
-        if (d == EM_BOOL && nbatch * m * n > 0 && k > 0) EM_TRY(not_implemented("bmm", d) == 0);
+        if (no_product_kernel(d) && nbatch * m * n > 0 && k > 0) EM_TRY(not_implemented("bmm", d) == 0);
         EM_TRY(check_out_dtype(out, d) == 0);
         int nd = nbd;
         memcpy(shape, batch, nbd * sizeof(int64_t));
@@ -1051,7 +1053,7 @@ PyObject *em_impl_inner(EmCall *c) {
     B = A ? em_reshape(b, 2, rs) : NULL;
     Bt = B ? em_transpose(B, 0, 1) : NULL;
     EM_TRY(Bt);
-    if (d == EM_BOOL && A->sizes[0] * Bt->sizes[1] > 0 && k > 0)
+    if (no_product_kernel(d) && A->sizes[0] * Bt->sizes[1] > 0 && k > 0)
         EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
     int64_t mn[2] = {A->sizes[0], Bt->sizes[1]};
     r = em_empty(2, mn, d, em_device(a)); /* the CPU, or meta (gemm_batched then does nothing) */
@@ -1146,6 +1148,7 @@ PyObject *em_impl_addr(EmCall *c) {
     }
     EmOperand ops[3] = {em_opnd(self), em_opnd(v1), em_opnd(v2)};
     EmDType common = em_result_type(3, ops);
+    if (common == EM_DTYPE_ERROR) return NULL;
     EmTensor *dst = c->inplace ? self : out; /* torch checks the cast before beta and alpha */
     EM_CHECK(!dst || em_can_cast(common, (EmDType)dst->dtype), PyExc_RuntimeError,
              "result type %s can't be cast to the desired output type %s", em_dtype_name(common),
@@ -1307,8 +1310,8 @@ EmTensor *em_linalg_sum(EmTensor *t, const bool *mask, bool keepdim) {
 
 PyObject *em_impl_trace(EmCall *c) {
     EmTensor *t = em_arg_tensor(c, 0);
-    if (t->dtype == EM_BOOL) {
-        not_implemented("trace", EM_BOOL);
+    if (no_product_kernel((EmDType)t->dtype)) {
+        not_implemented("trace", (EmDType)t->dtype);
         return NULL;
     }
     if (t->ndim != 2) {

@@ -871,6 +871,7 @@ static PyObject *f_normal(EmCall *c) {
     for (int i = 0; i < k; i++)
         if (em_broadcast_shapes(nd, shape, ops[i].t->ndim, ops[i].t->sizes, &nd, shape) < 0) return NULL;
     EmDType d = em_result_type(k, ops);
+    if (d == EM_DTYPE_ERROR) return NULL;
     if (!em_is_float(d)) d = em_default_float;
     EmTensor *t = em_factory_out(c, nd, shape, d);
     if (!t) return NULL;

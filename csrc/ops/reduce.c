@@ -912,6 +912,11 @@ static PyObject *cumext(EmCall *c, bool gpu, const EmLineKernels *K) {
         tuple_out(c->args[2], name, &oa, &ob) < 0)
         return NULL;
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, EM_INT64) < 0) return NULL;
+    if (!gpu && !K->fn[in->dtype]) {
+        PyErr_Format(PyExc_NotImplementedError, "\"%s_cpu\" not implemented for '%s'", name,
+                     em_dtype_name((EmDType)in->dtype));
+        return NULL;
+    }
     /* computed into fresh tensors (an out= may alias the input), then copied */
     if (gpu) {
         if (gpu_outs_elsewhere(in, oa, ob)) return NULL;
@@ -959,7 +964,7 @@ static PyObject *select_dim(bool gpu, EmTensor *in, int dim, bool keepdim, PyObj
         check_nonempty(&r, name, true) < 0)
         return NULL;
     if (check_out_dtype(oa, (EmDType)in->dtype) < 0 || check_out_dtype(ob, EM_INT64) < 0) return NULL;
-    if (gpu && !em_cuda->select_rows) return em_fused_no_kernel(name);
+    if (gpu && (!em_cuda->select_rows || em_is_wide_unsigned((EmDType)in->dtype))) return em_fused_no_kernel(name);
     if (gpu && gpu_outs_elsewhere(in, oa, ob)) return NULL;
     /* rows: in with dim moved last, contiguous: (lines, n) */
     int64_t order[EM_MAX_DIMS], n = in->ndim ? in->sizes[dim] : 1;
@@ -993,6 +998,11 @@ static PyObject *select_dim(bool gpu, EmTensor *in, int dim, bool keepdim, PyObj
             goto fail;
         }
         EmSelectFn fn = em_select_fns[rows->dtype];
+        if (!fn) {
+            PyErr_Format(PyExc_NotImplementedError, "\"%s_cpu\" not implemented for '%s'", name,
+                         em_dtype_name((EmDType)rows->dtype));
+            goto fail;
+        }
         const char *src = em_data(rows);
         char *vd = em_data(v);
         int64_t *id = (int64_t *)em_data(i);

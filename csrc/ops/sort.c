@@ -151,7 +151,9 @@ static PyObject *select_gpu(EmTensor *t, int dim, EmSelectMode mode, int64_t k, 
                             int64_t *shape, const char *rname, bool want_v, bool want_i, EmTensor *vout,
                             EmTensor *iout, const char *fname) {
     bool kth = mode == EM_SELECT_KTH;
-    if (kth ? !em_cuda->select_rows : !em_cuda->sort_rows) return em_fused_no_kernel(fname);
+    /* the GPU sorts have keys for the dtypes up to float64 only (csrc/cuda/sort_logic.h) */
+    if ((kth ? !em_cuda->select_rows : !em_cuda->sort_rows) || em_is_wide_unsigned((EmDType)t->dtype))
+        return em_fused_no_kernel(fname);
     EmDevice dev = em_device(t);
     int64_t perm[EM_MAX_DIMS], psizes[EM_MAX_DIMS], n = dim_len(t, dim), rows = 1;
     EmTensor *x = NULL, *v = NULL, *ix = NULL;
@@ -385,7 +387,8 @@ static PyObject *search_impl(EmCall *c, bool gpu, EmTensor *bd, PyObject *input,
     } else { /* a Python number: a 0-d tensor of its own type (float64 for floats) */
         EmScalar s;
         if (em_scalar_from_py(input, &s) < 0) return NULL;
-        in = em_scalar_tensor(s, s.kind == 'f' ? EM_FLOAT64 : s.kind == 'i' ? EM_INT64 : EM_BOOL, em_cpu());
+        in = em_scalar_tensor(s, s.kind == 'f' ? EM_FLOAT64 : s.kind == 'c' ? EM_COMPLEX128 : s.kind == 'b' ? EM_BOOL
+                                 : s.kind == 'u' ? EM_UINT64 : EM_INT64, em_cpu());
         if (!in) return NULL;
     }
     /* Note [CUDA sort]: GPU boundaries are searched by the backend; a number
@@ -433,7 +436,9 @@ static PyObject *search_impl(EmCall *c, bool gpu, EmTensor *bd, PyObject *input,
         EM_TRY(gpu || meta || em_check_cpu(c->out, fname) == 0);
     }
     EmDType common = em_promote_types((EmDType)bd->dtype, (EmDType)in->dtype);
-    EM_CHECK(common != EM_BOOL, PyExc_NotImplementedError, "\"searchsorted_out_cpu\" not implemented for 'Bool'");
+    EM_TRY(common != EM_DTYPE_ERROR);
+    EM_CHECK(common != EM_BOOL && !em_is_wide_unsigned(common), PyExc_NotImplementedError,
+             "\"searchsorted_out_cpu\" not implemented for '%s'", em_dtype_name(common));
     /* compare in the common dtype (as torch does); halves widen exactly to float32 */
     EmTensor *bcom = em_to_dtype(bd, common, false), *vcom = bcom ? em_to_dtype(in, common, false) : NULL;
     EmDType kd = em_compute_dtype(common);
@@ -678,7 +683,8 @@ fail:
  * they are (unique_consecutive), then grouped by the backend, which reads
  * the number of groups back; results are the first g of n-long buffers. */
 static PyObject *unique_gpu(EmTensor *t, bool sorted, bool want_inv, bool want_cnt) {
-    if (!em_cuda->unique || (sorted && !em_cuda->sort_rows)) return em_fused_no_kernel("unique");
+    if (!em_cuda->unique || (sorted && !em_cuda->sort_rows) || em_is_wide_unsigned((EmDType)t->dtype))
+        return em_fused_no_kernel("unique");
     EmDevice dev = em_device(t);
     EmDType dt = (EmDType)t->dtype;
     int64_t n = t->numel, g = 0, m1 = -1;

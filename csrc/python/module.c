@@ -43,7 +43,8 @@ static PyObject *promote_types(PyObject *m, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO:promote_types", &a, &b) || em_dtype_from_py(a, &x) < 0 ||
         em_dtype_from_py(b, &y) < 0)
         return NULL;
-    return Py_NewRef(em_dtype_object(em_promote_types(x, y)));
+    EmDType r = em_promote_types(x, y);
+    return r == EM_DTYPE_ERROR ? NULL : Py_NewRef(em_dtype_object(r));
 }
 
 static PyObject *can_cast(PyObject *m, PyObject *args, PyObject *kw) {
@@ -71,7 +72,8 @@ static PyObject *result_type(PyObject *m, PyObject *args, PyObject *kw) {
             return NULL;
         }
     }
-    return Py_NewRef(em_dtype_object(em_result_type(2, ops)));
+    EmDType r = em_result_type(2, ops);
+    return r == EM_DTYPE_ERROR ? NULL : Py_NewRef(em_dtype_object(r));
 }
 
 static PyObject *set_num_threads(PyObject *m, PyObject *arg) {

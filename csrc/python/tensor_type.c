@@ -916,18 +916,19 @@ CONVERT(bool, EM_BOOL)
 
 static PyObject *m_type(PyObject *self, PyObject *args, PyObject *kw) {
     TF_METHOD("type", args, kw);
-    static const char *names[EM_NUM_DTYPES] = {
-        "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
-        "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor",
-        "ComplexFloatTensor", "ComplexDoubleTensor"};
+    /* torch's legacy type names: its ScalarType name + "Tensor" (ember.FloatTensor) */
     PyObject *d = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : kw ? PyDict_GetItemString(kw, "dtype") : NULL;
-    if (!d || d == Py_None) return PyUnicode_FromFormat("ember.%s", names[SELF->dtype]);
+    if (!d || d == Py_None) return PyUnicode_FromFormat("ember.%sTensor", em_dtype_name((EmDType)SELF->dtype));
     EmDType dt;
     if (PyUnicode_Check(d)) {
         const char *s = PyUnicode_AsUTF8(d);
         const char *dot = s ? strrchr(s, '.') : NULL;
-        for (int i = 0; dot && i < EM_NUM_DTYPES; i++)
-            if (!strcmp(dot + 1, names[i])) return convert_to(self, (EmDType)i);
+        size_t len = dot ? strlen(dot + 1) : 0;
+        for (int i = 0; dot && i < EM_NUM_DTYPES; i++) {
+            const char *n = em_dtype_name((EmDType)i);
+            if (len == strlen(n) + 6 && !strncmp(dot + 1, n, strlen(n)) && !strcmp(dot + 1 + strlen(n), "Tensor"))
+                return convert_to(self, (EmDType)i);
+        }
         PyErr_Format(PyExc_ValueError, "invalid type: '%U'", d);
         return NULL;
     }

@@ -770,6 +770,7 @@ static void fake_put(const void *in, int dtype, int64_t src, void *values, int64
 
 static int fake_sort_rows(int dev, int dtype, const void *tin, int64_t rows, int64_t n, bool desc, int64_t m,
                           void *tvalues, int64_t *tindices) {
+    if (dtype < 0 || dtype > EM_FLOAT64) return fake_fail("sort: unknown dtype code"); /* as sort.cu */
     if (m < 0 || m > n) return fake_fail("sort: m out of range");
     if (rows == 0 || m == 0) return 0;
     const void *in = untag(tin);

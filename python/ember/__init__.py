@@ -50,6 +50,9 @@ float32 = _C._dtypes["float32"]
 float64 = _C._dtypes["float64"]
 complex64 = _C._dtypes["complex64"]
 complex128 = _C._dtypes["complex128"]
+uint16 = _C._dtypes["uint16"]
+uint32 = _C._dtypes["uint32"]
+uint64 = _C._dtypes["uint64"]
 # torch dtypes ember has no tensors of: named, with their traits and finfo/iinfo, but making a
 # tensor of one raises (Note [dtypes without tensors] in csrc/core/dtype.c)
 globals().update(_C._dtypes_without_tensors)

@@ -13,6 +13,7 @@ _SCALAR_TYPE_NAMES = {
     "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
     "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
     "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+    "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
 }
 
 

@@ -1,13 +1,13 @@
 """torch's shape and layout functions composed from ember ops: ravel, the
 diagonal builders (diag, diag_embed, diagflat), cartesian_prod, combinations,
-block_diag, vander, atleast_1d/2d/3d and unravel_index. Views where torch
+block_diag, vander, atleast_1d/2d/3d, unravel_index and put / Tensor.put_. Views where torch
 returns views; the rest are differentiable compositions."""
 import builtins
 import itertools
 import math
 
 from . import _C
-from ._checks import _dt, _require_tensor, _wrap_dim
+from ._checks import _dt, _require_tensor, _type_name, _wrap_dim
 
 _py_abs, _py_int, _py_any = builtins.abs, builtins.int, builtins.any
 
@@ -202,5 +202,43 @@ def unravel_index(indices, shape):
     return tuple(reversed(coords))
 
 
+def put_(input, index, source, accumulate=False):
+    """Tensor.put_: write `source` into `input` read as a 1-D row-major tensor, at
+    the flat positions `index` (negative ones count from the end); with
+    `accumulate`, add instead. Through index_put_, so it is differentiable."""
+    _require_tensor("put_", input)
+    _require_tensor("put_", index, "index", 2)
+    _require_tensor("put_", source, "source", 3)
+    if index.dtype != _dt("int64"):
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {_type_name(index.dtype)}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{_type_name(input.dtype)} and source.dtype = {_type_name(source.dtype)}")
+    if source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    if index.numel() == 0:
+        return input
+    n = input.numel()
+    if n == 0:
+        raise IndexError("put_(): Tried to put elements into an empty tensor")
+    for bad in (index.min().item(), index.max().item()):
+        if not -n <= bad < n:
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    idx, src = (index.reshape(-1),), source.reshape(-1)
+    if input.is_contiguous():
+        input.view(-1).index_put_(idx, src, accumulate)
+    else:  # no flat view of a strided tensor: write through a copy
+        flat = input.reshape(-1).clone()
+        flat.index_put_(idx, src, accumulate)
+        input.copy_(flat.view(input.shape))
+    return input
+
+
+def put(input, index, source, accumulate=False):
+    """torch.put: put_ on a copy of input."""
+    return put_(_require_tensor("put", input).clone(), index, source, accumulate)
+
+
 __all__ = ["ravel", "diag", "diag_embed", "diagflat", "cartesian_prod", "combinations", "block_diag", "vander",
-           "atleast_1d", "atleast_2d", "atleast_3d", "unravel_index"]
+           "atleast_1d", "atleast_2d", "atleast_3d", "unravel_index", "put"]

@@ -177,7 +177,7 @@ def _histogramdd(fname, input, bins, rng, weight, density):
     return hist, edges
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A002
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):  # noqa: A002
     """(hist, bin_edges): counts (or summed weights) of input's elements in each bin.
     bins is a count of equal-width bins over `range` (default: input's min..max)
     or a 1-D tensor of increasing edges; the last bin includes its right edge."""

@@ -55,7 +55,7 @@ def __array__(self, dtype=None, copy=None):
 
 _TYPESTR = {"bool": "|b1", "uint8": "|u1", "int8": "|i1", "int16": "<i2", "int32": "<i4",
             "int64": "<i8", "float16": "<f2", "float32": "<f4", "float64": "<f8",
-            "complex64": "<c8", "complex128": "<c16"}
+            "complex64": "<c8", "complex128": "<c16", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8"}
 
 
 @property
@@ -316,7 +316,7 @@ _METHODS = {
     # -- the torch functions of the other modules, as methods
     "equal": _comparison.equal, "allclose": _comparison.allclose, "isclose": _comparison.isclose,
     "ravel": _shape_functions.ravel, "diag": _shape_functions.diag, "diag_embed": _shape_functions.diag_embed,
-    "diagflat": _shape_functions.diagflat,
+    "diagflat": _shape_functions.diagflat, "put": _shape_functions.put, "put_": _shape_functions.put_,
     "logit": special.logit, "sinc": special.sinc,
     "polygamma": _polygamma, "polygamma_": _polygamma_,
     "logcumsumexp": _calculus.logcumsumexp,

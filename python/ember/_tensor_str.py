@@ -162,7 +162,7 @@ def _values(t):
         return t.to(_C._dtypes["float64"]).numpy()
     if t.dtype.is_complex:
         return t.to(_C._dtypes["complex128"]).numpy()
-    if t.dtype == _C._dtypes["bool"]:
+    if t.dtype in (_C._dtypes["bool"], _C._dtypes["uint64"]):  # uint64 values may not fit int64
         return t.numpy()
     return t.to(_C._dtypes["int64"]).numpy()
 

@@ -29,7 +29,7 @@ __all__ = ["SafetensorError", "save_file", "load_file", "save", "load"]
 # safetensors dtype code -> ember dtype name
 _CODE_TO_DTYPE = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "I32": "int32",
                   "I64": "int64", "F16": "float16", "BF16": "bfloat16", "F32": "float32", "F64": "float64",
-                  "C64": "complex64"}  # the format has no complex128
+                  "C64": "complex64", "U16": "uint16", "U32": "uint32", "U64": "uint64"}  # no complex128
 _DTYPE_TO_CODE = {v: k for k, v in _CODE_TO_DTYPE.items()}
 _MAX_HEADER = 100_000_000  # the safetensors library's limit
 

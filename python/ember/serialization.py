@@ -43,8 +43,11 @@ _STORAGE_NAME = {
     "complex64": "ComplexFloatStorage", "complex128": "ComplexDoubleStorage",
 }
 _STORAGE_DTYPE = {v: k for k, v in _STORAGE_NAME.items()}
+# dtypes torch has no typed-storage class for: their tensors are pickled as
+# _rebuild_tensor_v3(UntypedStorage of bytes, ..., dtype)
+_UNTYPED_STORAGE_DTYPES = ("uint16", "uint32", "uint64")
 # torch dtype attribute names (canonical and aliases) -> ember dtype name.
-_TORCH_DTYPE_NAMES = {n: n for n in _STORAGE_NAME}
+_TORCH_DTYPE_NAMES = {n: n for n in (*_STORAGE_NAME, *_UNTYPED_STORAGE_DTYPES)}
 _TORCH_DTYPE_NAMES.update({"float": "float32", "double": "float64", "half": "float16",
                            "long": "int64", "int": "int32", "short": "int16",
                            "cfloat": "complex64", "cdouble": "complex128"})
@@ -177,6 +180,9 @@ class _Pickler(pickle._Pickler):
 
     def persistent_id(self, obj):
         if type(obj) is _StorageRef:
+            if _dtype_name(obj.dtype) in _UNTYPED_STORAGE_DTYPES:  # its size in bytes
+                return ("storage", _TorchGlobal("torch.storage", "UntypedStorage"), obj.key, obj.location,
+                        obj.numel * obj.dtype.itemsize)
             storage_type = _TorchGlobal("torch", _STORAGE_NAME[_dtype_name(obj.dtype)])
             return ("storage", storage_type, obj.key, obj.location, obj.numel)
         return None
@@ -203,6 +209,10 @@ class _Pickler(pickle._Pickler):
                 return (_TorchGlobal("torch._utils", "_rebuild_parameter"),
                         (data, obj.requires_grad, collections.OrderedDict()))
             ref = self._storage_ref(obj)
+            if _dtype_name(obj.dtype) in _UNTYPED_STORAGE_DTYPES:
+                return (_TorchGlobal("torch._utils", "_rebuild_tensor_v3"),
+                        (ref, obj.storage_offset(), tuple(obj.shape), tuple(obj.stride()),
+                         obj.requires_grad, collections.OrderedDict(), obj.dtype))
             return (_TorchGlobal("torch._utils", "_rebuild_tensor_v2"),
                     (ref, obj.storage_offset(), tuple(obj.shape), tuple(obj.stride()),
                      obj.requires_grad, collections.OrderedDict()))
@@ -354,12 +364,26 @@ def _rebuild_tensor(storage, storage_offset, size, stride):
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype, metadata=None):
+    if (type(storage) is _LoadedStorage and isinstance(dtype, _C.dtype) and dtype != storage.tensor.dtype
+            and storage.tensor.dtype == _C._dtypes["uint8"]):
+        storage = _LoadedStorage(_bytes_as(storage.tensor, dtype, storage.key), storage.key)  # an UntypedStorage
     t = _rebuild_tensor_v2(storage, storage_offset, size, stride, False)
     if isinstance(dtype, _C.dtype) and dtype != t.dtype:
         raise RuntimeError(f"corrupt checkpoint: tensor dtype {dtype} does not match its storage's {t.dtype}")
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _bytes_as(raw, dtype, key):
+    """A 1-D uint8 tensor of a storage's bytes, read as elements of dtype."""
+    itemsize = dtype.itemsize
+    if raw.numel() % itemsize:
+        raise RuntimeError(f"ember.load: corrupt checkpoint: storage '{key}' of {raw.numel()} bytes "
+                           f"does not hold whole {_dtype_name(dtype)} elements")
+    if raw.numel() and raw.data_ptr() % itemsize:
+        raw = raw.clone()  # realign a misaligned record
+    return raw.view(dtype)
 
 
 def _make_parameter(data, requires_grad):

@@ -15,6 +15,7 @@ raises RuntimeError from the C functions.
 import collections
 
 from .. import _C
+from .._checks import _SCALAR_TYPE_NAMES as _TYPE_NAMES
 
 _F32, _F64, _I32, _I64 = (_C._dtypes[n] for n in ("float32", "float64", "int32", "int64"))
 
@@ -27,9 +28,6 @@ class LinAlgError(RuntimeError):
 
 LinAlgError.__module__ = "ember.linalg"
 
-_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-               "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-               "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def _tname(dtype):
