@@ -38,6 +38,17 @@ void em_error(PyObject *exc, const char *fmt, ...) __attribute__((format(printf,
 #define EM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define EM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* An AVX2 build of a hot loop beside the plain one, chosen at load time, */
+#if defined(__x86_64__) && !defined(EM_NO_CLONES) && \
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 8))
+#define EM_CLONES __attribute__((target_clones("avx2", "default")))
+/* and an AVX-512 build of the hottest loops, called when the CPU has it */
+#define EM_AVX512 __attribute__((target("avx512f")))
+#define EM_HAS_AVX512() __builtin_cpu_supports("avx512f")
+#else
+#define EM_CLONES
+#endif
+
 /* ------------------------------------------------------------------ dtypes */
 
 /* The dtype list, in promotion-lattice order within each category; the wide
@@ -189,6 +200,13 @@ static inline uint16_t em_f32_to_bf16(float f) {
     x += 0x7fffu + ((x >> 16) & 1);
     return (uint16_t)(x >> 16);
 }
+
+/* Contiguous runs of float16 (bf false) or bfloat16 widened to float32
+ * exactly, and rounded back to nearest even (NaN stays NaN): the casts'
+ * fast path, and the kernels that compute half types in float32 a block at a
+ * time (softmax, layer_norm) instead of on float32 copies of whole tensors. */
+void em_half_to_f32_run(const uint16_t *h, float *f, int64_t n, bool bf);
+void em_f32_to_half_run(const float *f, uint16_t *h, int64_t n, bool bf);
 
 /* ----------------------------------------------------------------- devices */
 

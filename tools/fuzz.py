@@ -52,7 +52,8 @@ DENY = {
 # AssertionErrors torch itself raises for bad input (so ember does too)
 TORCH_ASSERTS = {"Padding_idx must be within num_embeddings"}
 
-DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+          "uint16", "uint32", "uint64"]
 FLOATS = ["float32", "float64"]
 SPECIAL = ["float('nan')", "float('inf')", "-float('inf')", "-0.0", "0.0", "1e38", "-1e-45", "3.0"]
 INTS = ["0", "1", "-1", "2", "3", "-2", "7", "2**31", "2**31-1", "-2**31", "2**62", "2**63-1", "-2**63", "2**64",

@@ -7,16 +7,7 @@
 #include "loops.h"
 #include <float.h>
 
-/* An AVX2 build of a hot loop beside the plain one, chosen at load time, */
-#if defined(__x86_64__) && !defined(EM_NO_CLONES) && \
-    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 8))
-#define EM_CLONES __attribute__((target_clones("avx2", "default")))
-/* and an AVX-512 build of the hottest loops, called when the CPU has it */
-#define EM_AVX512 __attribute__((target("avx512f")))
-#define EM_HAS_AVX512() __builtin_cpu_supports("avx512f")
-#else
-#define EM_CLONES
-#endif
+/* EM_CLONES, EM_AVX512: ember.h */
 
 #define LD_PLAIN(p) (*(p))
 #define LD_F16(p) em_f16_to_f32(*(p))

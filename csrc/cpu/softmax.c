@@ -206,18 +206,73 @@ static void row_bwd_avx2(const float *g, const float *y, float *gi, int64_t n, b
             OMP_PARALLEL                                                                 \
             {                                                                            \
                 T *scr = malloc((size_t)(NSCR) * (size_t)inner * sizeof(T));             \
-                if (scr) {                                                               \
-                    OMP_FOR_IN                                                           \
-                    for (int64_t o = 0; o < outer; o++) BLOCKCALL;                       \
-                    free(scr);                                                           \
-                }                                                                        \
+                if (!scr) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);                \
+                /* every thread meets the work-sharing loop, with scratch or not */      \
+                OMP_FOR_IN                                                               \
+                for (int64_t o = 0; o < outer; o++)                                      \
+                    if (scr) BLOCKCALL;                                                  \
+                free(scr);                                                               \
             }                                                                            \
         }                                                                                \
     } while (0)
+/* Half types (Note [softmax of half types]): each [n, inner] block is widened
+ * into float32 scratch of the thread, run through the float32 code, and
+ * rounded back, so no float32 copy of the whole tensor is made and the
+ * results are those of the float32 kernel rounded once. */
+/* nin half inputs of a block widened to float scratch; BODY reads f[0..nin-1]
+ * and writes f[nin]; `aux` is 2 * inner more floats for the strided blocks.
+ * Returns (from the enclosing function) -1 when scratch could not be had. */
+#define HALF_BLOCKS(nin, ins, outp, BODY)                                                \
+    do {                                                                                 \
+        int64_t b = n * inner;                                                           \
+        bool bf = dt == EM_BFLOAT16;                                                     \
+        int nt = em_threads_for(outer, outer * b);                                       \
+        int failed = 0;                                                                  \
+        (void)nt;                                                                        \
+        OMP_PARALLEL                                                                     \
+        {                                                                                \
+            float *f[4] = {NULL};                                                        \
+            float *base = malloc(((size_t)(nin + 1) * (size_t)b + 2 * (size_t)inner) * sizeof(float)); \
+            if (!base) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);                   \
+            for (int k = 0; base && k <= (nin); k++) f[k] = base + (size_t)k * (size_t)b; \
+            float *aux = base ? base + (size_t)((nin) + 1) * (size_t)b : NULL;           \
+            (void)aux;                                                                   \
+            OMP_FOR_IN                                                                   \
+            for (int64_t o = 0; o < outer; o++) {                                        \
+                if (!base) continue;                                                     \
+                for (int k = 0; k < (nin); k++) em_half_to_f32_run((ins)[k] + o * b, f[k], b, bf); \
+                BODY;                                                                    \
+                em_f32_to_half_run(f[nin], (outp) + o * b, b, bf);                       \
+            }                                                                            \
+            free(base);                                                                  \
+        }                                                                                \
+        return failed ? -1 : 0;                                                          \
+    } while (0)
 
-void em_cpu_softmax(const char *in, char *out, EmDType dt, int64_t outer, int64_t n,
-                    int64_t inner, bool lg) {
+static int softmax_half(const uint16_t *x, uint16_t *y, EmDType dt, int64_t outer, int64_t n,
+                        int64_t inner, bool lg) {
+    const uint16_t *ins[1] = {x};
+    bool v = use_avx2();
+    HALF_BLOCKS(1, ins, y,
+                inner == 1 ? (v ? row_fwd_avx2 : row_fwd_float)(f[0], f[1], n, lg)
+                           : block_fwd_float(f[0], f[1], n, inner, lg, aux, aux + inner));
+}
+
+static int softmax_backward_half(const uint16_t *g, const uint16_t *y, uint16_t *gi, EmDType dt,
+                                 int64_t outer, int64_t n, int64_t inner, bool lg) {
+    const uint16_t *ins[2] = {g, y};
+    bool v = use_avx2();
+    HALF_BLOCKS(2, ins, gi,
+                inner == 1 ? (v ? row_bwd_avx2 : row_bwd_float)(f[0], f[1], f[2], n, lg)
+                           : block_bwd_float(f[0], f[1], f[2], n, inner, lg, aux));
+}
+
+int em_cpu_softmax(const char *in, char *out, EmDType dt, int64_t outer, int64_t n,
+                   int64_t inner, bool lg) {
     int64_t b = n * inner;
+    int failed = 0;
+    if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
+        return softmax_half((const uint16_t *)in, (uint16_t *)out, dt, outer, n, inner, lg);
     if (dt == EM_FLOAT32) {
         const float *x = (const float *)in;
         float *y = (float *)out;
@@ -230,11 +285,16 @@ void em_cpu_softmax(const char *in, char *out, EmDType dt, int64_t outer, int64_
         DRIVE(double, row_fwd_double(x + o * b, y + o * b, n, lg),
               block_fwd_double(x + o * b, y + o * b, n, inner, lg, scr, scr + inner), 2);
     }
+    return failed ? -1 : 0;
 }
 
-void em_cpu_softmax_backward(const char *gp, const char *yp, char *gip, EmDType dt,
-                             int64_t outer, int64_t n, int64_t inner, bool lg) {
+int em_cpu_softmax_backward(const char *gp, const char *yp, char *gip, EmDType dt,
+                            int64_t outer, int64_t n, int64_t inner, bool lg) {
     int64_t b = n * inner;
+    int failed = 0;
+    if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
+        return softmax_backward_half((const uint16_t *)gp, (const uint16_t *)yp, (uint16_t *)gip, dt, outer, n,
+                                     inner, lg);
     if (dt == EM_FLOAT32) {
         const float *g = (const float *)gp, *y = (const float *)yp;
         float *gi = (float *)gip;
@@ -247,6 +307,7 @@ void em_cpu_softmax_backward(const char *gp, const char *yp, char *gip, EmDType 
         DRIVE(double, row_bwd_double(g + o * b, y + o * b, gi + o * b, n, lg),
               block_bwd_double(g + o * b, y + o * b, gi + o * b, n, inner, lg, scr), 1);
     }
+    return failed ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- NLL */

@@ -4,18 +4,20 @@
  * Note [softmax layout]: a contiguous tensor reduced along `dim` is seen as
  * [outer, n, inner] (inner = product of the sizes after dim). inner == 1 is
  * the fast path: each row is contiguous. Kernels take float32 or float64
- * data; half types are widened by the front-end. */
+ * data, and float16/bfloat16 in their own dtype: Note [softmax of half types]
+ * in softmax.c widens one block at a time. */
 #ifndef EMBER_CPU_SOFTMAX_H
 #define EMBER_CPU_SOFTMAX_H
 
 #include "../ember.h"
 
-/* out = softmax(in) or log_softmax(in) along n. */
-void em_cpu_softmax(const char *in, char *out, EmDType dt, int64_t outer, int64_t n,
-                    int64_t inner, bool lg);
-/* gi = y * (g - sum(g * y))  (softmax)  or  g - exp(y) * sum(g)  (log). */
-void em_cpu_softmax_backward(const char *g, const char *y, char *gi, EmDType dt, int64_t outer,
-                             int64_t n, int64_t inner, bool lg);
+/* out = softmax(in) or log_softmax(in) along n. Returns -1 (no error set:
+ * the caller raises MemoryError, with the GIL) when scratch memory ran out. */
+int em_cpu_softmax(const char *in, char *out, EmDType dt, int64_t outer, int64_t n,
+                   int64_t inner, bool lg);
+/* gi = y * (g - sum(g * y))  (softmax)  or  g - exp(y) * sum(g)  (log); -1 as above. */
+int em_cpu_softmax_backward(const char *g, const char *y, char *gi, EmDType dt, int64_t outer,
+                            int64_t n, int64_t inner, bool lg);
 
 /* Note [nll layout]: input x is [N, C, inner] contiguous, target t is
  * [N, inner] int64, weight w is [C] or NULL (all ones). A target equal to

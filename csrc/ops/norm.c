@@ -2,7 +2,9 @@
  * each row are normalized in one fused pass per row (statistics in double,
  * two passes over the row for an accurate variance, then the affine write),
  * threaded over rows. Half types are computed in float32, as torch's CPU
- * kernels do. Backward formulas: autograd/derivatives_nn.c.
+ * kernels do, a row at a time (norm_rows_half). Complex input raises
+ * NotImplementedError (torch's rms_norm is a composite that takes it).
+ * Backward formulas: autograd/derivatives_nn.c.
  *
  * _native_layer_norm returns (y, mean, rstd) with mean/rstd shaped
  * input.shape[:axis] + (1,) * len(normalized_shape) (torch's layout) so the
@@ -22,6 +24,7 @@
 #include <math.h>
 
 #ifdef _OPENMP
+#include <omp.h>
 #define OMP_ROWS _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
 #else
 #define OMP_ROWS
@@ -84,6 +87,36 @@ NORM_ROW(norm_row_f64, double, double)
 NORM_ROWS(norm_rows_f32, norm_row_f32, float)
 NORM_ROWS(norm_rows_f64, norm_row_f64, double)
 
+/* Half types: each row widened into float32 scratch of its thread, run
+ * through the float32 row and rounded back, so the results are the float32
+ * kernel's without float32 copies of the whole input and output. w/b are
+ * float32; the statistics float32. -1 when the scratch cannot be had. */
+static int norm_rows_half(const void *xv, void *yv, bool bf, const void *wv, const void *bv, void *mv, void *sv,
+                          int64_t rows, int64_t n, double eps, bool rms) {
+    const uint16_t *x = xv;
+    uint16_t *y = yv;
+    const float *w = wv, *b = bv;
+    float *mean_out = mv, *rstd_out = sv;
+    int nt = 1;
+    if (em_num_threads > 1 && rows > 1 && rows * n >= 2 * EM_GRAIN)
+        nt = em_num_threads < rows ? em_num_threads : (int)rows;
+    float *scratch = malloc((size_t)nt * 2 * (size_t)n * sizeof(float));
+    if (!scratch) return -1;
+    OMP_ROWS
+    for (int64_t r = 0; r < rows; r++) {
+#ifdef _OPENMP
+        float *s = scratch + (size_t)omp_get_thread_num() * 2 * (size_t)n;
+#else
+        float *s = scratch;
+#endif
+        em_half_to_f32_run(x + r * n, s, n, bf);
+        norm_row_f32(s, s + n, w, b, mean_out ? mean_out + r : NULL, rstd_out + r, n, eps, rms);
+        em_f32_to_half_run(s + n, y + r * n, n, bf);
+    }
+    free(scratch);
+    return 0;
+}
+
 
 
 /* The affine parameter (weight or bias) as a contiguous tensor of the compute
@@ -134,7 +167,7 @@ static PyObject *normalize(EmCall *c, bool gpu, bool rms) {
                      "input of size%s", a, a + 1, s);
         return NULL;
     }
-    if (!em_is_float(in->dtype)) {
+    if (!em_is_real_float(in->dtype)) { /* complex too: torch's kernels are real */
         PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'",
                      rms ? "rms_norm" : "LayerNormKernelImpl", em_dtype_name((EmDType)in->dtype));
         return NULL;
@@ -149,13 +182,14 @@ static PyObject *normalize(EmCall *c, bool gpu, bool rms) {
         else n *= in->sizes[d];
         stat_shape[d] = d < axis ? in->sizes[d] : 1;
     }
-    EmTensor *x = NULL, *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL, *mean = NULL, *rstd = NULL, *yo = NULL;
+    EmTensor *x = NULL, *xc = NULL, *wc = NULL, *bc = NULL, *y = NULL, *mean = NULL, *rstd = NULL;
     PyObject *res = NULL;
-    /* the GPU kernel reads and writes the data's own dtype */
-    if (!(x = em_to_dtype(in, gpu ? dt : ct, false)) || !(xc = em_contiguous(x))) goto done;
+    /* the GPU kernel reads and writes the data's own dtype, and so does the
+     * CPU's half path (norm_rows_half) */
+    if (!(x = em_to_dtype(in, dt, false)) || !(xc = em_contiguous(x))) goto done;
     if (w && !(wc = affine_param(w, "weight", nn, ns, ct))) goto done;
     if (b && !(bc = affine_param(b, "bias", nn, ns, ct))) goto done;
-    if (!(y = em_empty(in->ndim, in->sizes, gpu ? dt : ct, dev))) goto done;
+    if (!(y = em_empty(in->ndim, in->sizes, dt, dev))) goto done;
     if (!rms && !(mean = em_empty(in->ndim, stat_shape, ct, dev))) goto done;
     if (!(rstd = em_empty(in->ndim, stat_shape, ct, dev))) goto done;
     if (em_is_meta(in)) {
@@ -168,19 +202,26 @@ static PyObject *normalize(EmCall *c, bool gpu, bool rms) {
         }
     } else if (rows && n) {
         PyThreadState *ts = rows * n >= 65536 ? PyEval_SaveThread() : NULL;
-        if (ct == EM_FLOAT32)
+        int rc = 0;
+        if (dt == EM_FLOAT16 || dt == EM_BFLOAT16)
+            rc = norm_rows_half(em_data(xc), em_data(y), dt == EM_BFLOAT16, wc ? em_data(wc) : NULL,
+                                bc ? em_data(bc) : NULL, mean ? em_data(mean) : NULL, em_data(rstd), rows, n, eps, rms);
+        else if (ct == EM_FLOAT32)
             norm_rows_f32(em_data(xc), em_data(y), wc ? em_data(wc) : NULL, bc ? em_data(bc) : NULL,
                           mean ? em_data(mean) : NULL, em_data(rstd), rows, n, eps, rms);
         else
             norm_rows_f64(em_data(xc), em_data(y), wc ? em_data(wc) : NULL, bc ? em_data(bc) : NULL,
                           mean ? em_data(mean) : NULL, em_data(rstd), rows, n, eps, rms);
         if (ts) PyEval_RestoreThread(ts);
+        if (rc < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
     } else if (rows) { /* empty rows: the statistics of nothing */
         EmScalar nan = {'f', {.f = NAN}};
         if (em_fill_(rstd, nan) < 0 || (mean && em_fill_(mean, nan) < 0)) goto done;
     }
-    if (!(yo = em_to_dtype(y, dt, false))) goto done;
-    res = rms ? PyTuple_Pack(2, yo, rstd) : PyTuple_Pack(3, yo, mean, rstd);
+    res = rms ? PyTuple_Pack(2, y, rstd) : PyTuple_Pack(3, y, mean, rstd);
 done:
     Py_XDECREF(x);
     Py_XDECREF(xc);
@@ -189,7 +230,6 @@ done:
     Py_XDECREF(y);
     Py_XDECREF(mean);
     Py_XDECREF(rstd);
-    Py_XDECREF(yo);
     return res;
 }
 

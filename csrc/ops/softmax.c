@@ -1,7 +1,8 @@
 /* softmax.c — front-ends of softmax, log_softmax and their fused backward
  * (_softmax_backward_data). The input is cast to dtype= when given (torch's
- * rule), half types are computed in float32, and the kernel (cpu/softmax.c)
- * sees a contiguous [outer, n, inner] block (Note [softmax layout]).
+ * rule), and the kernel (cpu/softmax.c) sees a contiguous [outer, n, inner]
+ * block (Note [softmax layout]) in that dtype; half types compute in float32
+ * a block at a time there (Note [softmax of half types]).
  * GPU tensors go to the backend's fused kernels in their own dtype (halves
  * compute in float32 there), or raise EmNoCudaKernel before allocating so
  * the call takes Note [CUDA fallback]. */
@@ -28,14 +29,6 @@ static EmTensor *kernel_input(EmTensor *t, EmDType cdt) {
     r = em_contiguous(x);
     Py_DECREF(x);
     return r;
-}
-
-/* r (stolen) cast to dtype when the kernel computed in a wider one */
-static PyObject *finish(EmTensor *r, EmDType dtype) {
-    if (!r || r->dtype == dtype) return (PyObject *)r;
-    EmTensor *c = em_to_dtype(r, dtype, false);
-    Py_DECREF(r);
-    return (PyObject *)c;
 }
 
 /* The GPU branch: the kernel reads and writes `dtype` itself. */
@@ -71,7 +64,7 @@ static PyObject *softmax_common(EmCall *c, bool gpu, bool lg) {
     if (given == 1) dtype = (EmDType)in->dtype;
     /* torch checks the dim first: a bad dim on an int tensor is an IndexError */
     if (em_wrap_dim(dim64, in->ndim > 0 ? in->ndim : 1, &dim) < 0) return NULL;
-    if (!em_is_float(dtype)) {
+    if (!em_is_real_float(dtype)) { /* complex too: torch's CPU kernels are real */
         PyErr_Format(PyExc_NotImplementedError, "\"%s_lastdim_kernel_impl\" not implemented for '%s'", name,
                      em_dtype_name(dtype));
         return NULL;
@@ -79,20 +72,25 @@ static PyObject *softmax_common(EmCall *c, bool gpu, bool lg) {
     if (gpu) return softmax_gpu(in, dim, dtype, lg);
     if (em_is_meta(in)) return (PyObject *)em_empty(in->ndim, in->sizes, dtype, em_meta()); /* Note [meta device] */
     if (em_check_cpu(in, name) < 0) return NULL;
-    EmDType cdt = em_compute_dtype(dtype);
-    EM_TRY(x = kernel_input(in, cdt));
-    EM_TRY(y = em_empty(x->ndim, x->sizes, cdt, em_cpu()));
+    /* half types stay half: the kernel widens a block at a time (Note [softmax of half types]) */
+    EM_TRY(x = kernel_input(in, dtype));
+    EM_TRY(y = em_empty(x->ndim, x->sizes, dtype, em_cpu()));
     if (x->numel > 0) {
         int64_t outer, n, inner;
+        int rc;
         split_dims(x, dim, &outer, &n, &inner);
         const char *xd = em_data(x);
         char *yd = em_data(y);
         Py_BEGIN_ALLOW_THREADS
-        em_cpu_softmax(xd, yd, cdt, outer, n, inner, lg);
+        rc = em_cpu_softmax(xd, yd, dtype, outer, n, inner, lg);
         Py_END_ALLOW_THREADS
+        if (rc < 0) {
+            PyErr_NoMemory();
+            goto fail;
+        }
     }
     Py_DECREF(x);
-    return finish(y, dtype);
+    return (PyObject *)y;
 fail:
     Py_XDECREF(x);
     Py_XDECREF(y);
@@ -120,7 +118,7 @@ static PyObject *softmax_backward_data_op(EmCall *c, bool gpu) {
                      em_shape_str(go->ndim, go->sizes, b1, sizeof b1), em_shape_str(out->ndim, out->sizes, b2, sizeof b2));
         return NULL;
     }
-    if (!em_is_float(out->dtype)) {
+    if (!em_is_real_float(out->dtype)) {
         PyErr_Format(PyExc_RuntimeError, "_softmax_backward_data: expected a floating point output, got %s",
                      em_dtype_name((EmDType)out->dtype));
         return NULL;
@@ -149,22 +147,27 @@ static PyObject *softmax_backward_data_op(EmCall *c, bool gpu) {
         return (PyObject *)em_empty(out->ndim, out->sizes, (EmDType)out->dtype, em_meta());
     if (em_check_cpu(go, "_softmax_backward_data") < 0 || em_check_cpu(out, "_softmax_backward_data") < 0)
         return NULL;
-    EmDType cdt = em_compute_dtype((EmDType)out->dtype);
-    EM_TRY(g = kernel_input(go, cdt));
-    EM_TRY(y = kernel_input(out, cdt));
-    EM_TRY(gi = em_empty(y->ndim, y->sizes, cdt, em_cpu()));
+    EmDType dt = (EmDType)out->dtype;
+    EM_TRY(g = kernel_input(go, dt));
+    EM_TRY(y = kernel_input(out, dt));
+    EM_TRY(gi = em_empty(y->ndim, y->sizes, dt, em_cpu()));
     if (y->numel > 0) {
         int64_t outer, n, inner;
+        int rc;
         split_dims(y, dim, &outer, &n, &inner);
         const char *gd = em_data(g), *yd = em_data(y);
         char *gid = em_data(gi);
         Py_BEGIN_ALLOW_THREADS
-        em_cpu_softmax_backward(gd, yd, gid, cdt, outer, n, inner, lg);
+        rc = em_cpu_softmax_backward(gd, yd, gid, dt, outer, n, inner, lg);
         Py_END_ALLOW_THREADS
+        if (rc < 0) {
+            PyErr_NoMemory();
+            goto fail;
+        }
     }
     Py_DECREF(g);
     Py_DECREF(y);
-    return finish(gi, (EmDType)out->dtype);
+    return (PyObject *)gi;
 fail:
     Py_XDECREF(g);
     Py_XDECREF(y);

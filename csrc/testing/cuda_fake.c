@@ -364,10 +364,8 @@ static int fake_softmax(int dev, int dtype, void *out, const void *in, int64_t o
     int64_t total = outer * n * inner;
     EmTensor *x = fake_load(in, total, dtype), *y = fake_f64(total);
     int r = -1;
-    if (x && y) {
-        host->softmax(em_data(x), em_data(y), EM_FLOAT64, outer, n, inner, lg);
+    if (x && y && host->softmax(em_data(x), em_data(y), EM_FLOAT64, outer, n, inner, lg) == 0)
         r = fake_store(out, total, dtype, F64(y));
-    }
     Py_XDECREF(x);
     Py_XDECREF(y);
     return fake_done(r, "softmax failed");
@@ -379,10 +377,9 @@ static int fake_softmax_backward(int dev, int dtype, void *gi, const void *g, co
     int64_t total = outer * n * inner;
     EmTensor *gd = fake_load(g, total, dtype), *yd = fake_load(y, total, dtype), *o = fake_f64(total);
     int r = -1;
-    if (gd && yd && o) {
-        host->softmax_backward(em_data(gd), em_data(yd), em_data(o), EM_FLOAT64, outer, n, inner, lg);
+    if (gd && yd && o && host->softmax_backward(em_data(gd), em_data(yd), em_data(o), EM_FLOAT64, outer, n, inner,
+                                                lg) == 0)
         r = fake_store(gi, total, dtype, F64(o));
-    }
     Py_XDECREF(gd);
     Py_XDECREF(yd);
     Py_XDECREF(o);
