@@ -3,7 +3,8 @@
     python -m benchmarks.hf [--torch-python PATH] [--repeats N] [--threads N] [--smoke]
 
 Cases: all-MiniLM-L6-v2 (BertForSequenceClassification, batch 16 x 64 tokens) forward,
-forward+backward and one AdamW step; GPT-2 small (the 124M config, seeded weights, batch 4 x 128
+forward+backward, one AdamW step, and the whole fine-tuning step (zero_grad, forward, backward,
+AdamW) in float32 and under autocast('cpu', bfloat16); GPT-2 small (the 124M config, seeded weights, batch 4 x 128
 tokens) forward and forward+backward of the LM loss. The same transformers code runs in two
 worker processes: one with torch provided by ember (`python -m ember.as_torch`, this Python) and
 one with real PyTorch (--torch-python, default $EMBER_BENCH_TORCH_PYTHON; each needs transformers).
@@ -13,6 +14,7 @@ MiniLM's hidden states from the real weights are compared between the two (they 
 1e-4). --smoke: tiny configs, one repeat, PyTorch optional (checks the harness runs).
 """
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -24,7 +26,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CASES = ("minilm forward", "minilm forward+backward", "minilm AdamW step", "gpt2 forward", "gpt2 forward+backward")
+CASES = ("minilm forward", "minilm forward+backward", "minilm AdamW step", "minilm train step",
+         "minilm train step (autocast bf16)", "gpt2 forward", "gpt2 forward+backward")
 
 
 def minilm_dir():
@@ -81,6 +84,16 @@ def build_cases(smoke):
     def minilm_adamw():
         opt.step()
 
+    def minilm_train_step(autocast):
+        """The fine-tuning step the issue measures: zero_grad, forward, backward, AdamW."""
+        bert.train()
+        bert.zero_grad(set_to_none=True)
+        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+        with ctx:
+            loss = bert(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        opt.step()
+
     def gpt2_forward():
         gpt.eval()
         with torch.no_grad():
@@ -94,7 +107,8 @@ def build_cases(smoke):
     with torch.no_grad():
         bert.eval()
         check = bert.bert(input_ids=ids, attention_mask=mask).last_hidden_state[:, :4, :8].numpy().tolist()
-    fns = dict(zip(CASES, (minilm_forward, minilm_backward, minilm_adamw, gpt2_forward, gpt2_backward)))
+    fns = dict(zip(CASES, (minilm_forward, minilm_backward, minilm_adamw, lambda: minilm_train_step(False),
+                           lambda: minilm_train_step(True), gpt2_forward, gpt2_backward)))
     return fns, check
 
 
@@ -182,14 +196,14 @@ def main(argv=None):
                 times[w.label, c].append(w.time(c))
     for w in workers:
         w.close()
-    print(f"\n{'case':<26}{'ember ms':>10}{'torch ms':>10}{'ember/torch':>13}")
+    print(f"\n{'case':<34}{'ember ms':>10}{'torch ms':>10}{'ember/torch':>13}")
     for c in CASES:
         e = statistics.median(times["ember", c]) * 1e3
         if len(workers) == 2:
             t = statistics.median(times["torch", c]) * 1e3
-            print(f"{c:<26}{e:>10.1f}{t:>10.1f}{e / t:>12.2f}x")
+            print(f"{c:<34}{e:>10.1f}{t:>10.1f}{e / t:>12.2f}x")
         else:
-            print(f"{c:<26}{e:>10.1f}{'-':>10}{'-':>13}")
+            print(f"{c:<34}{e:>10.1f}{'-':>10}{'-':>13}")
 
 
 if __name__ == "__main__":

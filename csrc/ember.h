@@ -728,6 +728,8 @@ EmGenerator *em_default_generator(void);
 EmGenerator *em_generator_arg(PyObject *o);
 uint32_t em_rng_u32(EmGenerator *g);
 uint64_t em_rng_u64(EmGenerator *g);
+/* the next n of em_rng_u32's values (the same stream), in one call */
+void em_rng_fill_u32(EmGenerator *g, uint32_t *out, int64_t n);
 /* torch-compatible uniform in [0,1) at float / double precision */
 float em_rng_uniform_f(EmGenerator *g);
 double em_rng_uniform_d(EmGenerator *g);

@@ -69,6 +69,10 @@ uint32_t em_rng_u32(EmGenerator *g) {
     return y;
 }
 
+void em_rng_fill_u32(EmGenerator *g, uint32_t *out, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = em_rng_u32(g);
+}
+
 uint64_t em_rng_u64(EmGenerator *g) {
     uint32_t hi = em_rng_u32(g), lo = em_rng_u32(g);
     return ((uint64_t)hi << 32) | lo;

@@ -218,14 +218,23 @@ typedef struct {
     const double *probs; /* per element, or NULL */
 } Bern;
 
+/* t = (u < p) for em_rng_uniform_f's stream of u, a block of draws at a
+ * time, the block's 0/1 written through the bool cast (dropout's hot loop) */
 static int do_bernoulli(EmTensor *t, void *vctx) {
+    enum { BLOCK = 1024 };
     Bern *b = vctx;
-    EmScalar one = {'i', {1}}, zero = {'i', {0}};
+    uint32_t u[BLOCK];
+    bool hit[BLOCK];
+    EmCastFn store = em_cast_fns[EM_BOOL][t->dtype];
     int isz = em_itemsize(t->dtype);
-    for (int64_t i = 0; i < t->numel; i++) {
-        double p = b->probs ? b->probs[i] : b->p;
-        em_scalar_store(em_rng_uniform_f(b->g) < p ? one : zero, (EmDType)t->dtype,
-                        em_data(t) + i * isz);
+    for (int64_t i0 = 0; i0 < t->numel; i0 += BLOCK) {
+        int64_t k = t->numel - i0 < BLOCK ? t->numel - i0 : BLOCK;
+        em_rng_fill_u32(b->g, u, k);
+        for (int64_t j = 0; j < k; j++) {
+            float uf = (float)((u[j] & ((1u << 24) - 1)) * (1.0 / (1u << 24))); /* em_rng_uniform_f */
+            hit[j] = uf < (b->probs ? b->probs[i0 + j] : b->p);
+        }
+        store((const char *)hit, 1, em_data(t) + i0 * isz, isz, k);
     }
     return 0;
 }
