@@ -153,13 +153,14 @@ CASES = [
 
 def per_lib(ember_torch, numpy_fn):
     """Builders where NumPy spells the op differently: ember_torch(mod, a, b)
-    and numpy_fn(a, b) return the callable to time."""
+    and numpy_fn(a, b) return the callable to time (numpy_fn None: NumPy has
+    no such case, e.g. bfloat16)."""
     def build(lib):
         def make(n):
             a, b, _ = inputs(lib, n, 3)
             return numpy_fn(a, b) if lib == "numpy" else ember_torch(module(lib), a, b)
         return make
-    return {lib: build(lib) for lib in LIBS}
+    return {lib: build(lib) for lib in LIBS if lib != "numpy" or numpy_fn}
 
 
 # joining, sorting, searching (ops/join.c, ops/sort.c)
@@ -203,6 +204,13 @@ CASES += [
              x, (768,), w, b))(inputs(lib, max(768, n - n % 768), 1)[0].reshape(-1, 768), *inputs(lib, 768, 2)))
           for lib in ("ember", "torch")},
          unit="GB/s", bytes_per_elem=8, targets={"torch": (">=", 1.0)}),
+    # half types: computed in float32 a row at a time (ops/norm.c, norm_rows_half)
+    Case("layer_norm 2048x768 bf16", 2048 * 768,
+         {lib: (lambda n, lib=lib: (lambda x, w, b: lambda: module(lib).nn.functional.layer_norm(
+             x, (768,), w, b))(*(t.to(module(lib).bfloat16) for t in (
+                 inputs(lib, max(768, n - n % 768), 1)[0].reshape(-1, 768), *inputs(lib, 768, 2)))))
+          for lib in ("ember", "torch")},
+         unit="GB/s", bytes_per_elem=4),
 ]
 
 
@@ -265,6 +273,16 @@ CASES += [
                  lambda a, b: (lambda x: lambda: np.log(_np_softmax(x)))(_rows(a, 1024))),
          unit="GB/s", bytes_per_elem=8),
     Case("cross_entropy fwd+bwd, 512x8192 f32", 512 * 8192, autograd_libs(_cross_entropy_step)),
+    # half types: a block at a time in float32 (cpu/softmax.c, Note [softmax of half types])
+    Case("softmax(x, 1), 512x1024 bf16", 512 * 1024,
+         per_lib(lambda m, a, b: (lambda x: lambda: m.softmax(x, 1))(_rows(a, 1024).to(m.bfloat16)), None),
+         unit="GB/s", bytes_per_elem=4),
+    Case("add, 512x1024 bf16", 512 * 1024,
+         per_lib(lambda m, a, b: (lambda x, y: lambda: x + y)(a.to(m.bfloat16), b.to(m.bfloat16)), None),
+         unit="GB/s", bytes_per_elem=6),
+    Case("add, 512x1024 f16", 512 * 1024,
+         per_lib(lambda m, a, b: (lambda x, y: lambda: x + y)(a.to(m.float16), b.to(m.float16)), None),
+         unit="GB/s", bytes_per_elem=6),
 ]
 
 
