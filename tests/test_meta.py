@@ -178,7 +178,9 @@ def test_op_on_meta_inputs(name):
     except NotImplementedError as e:
         if "Cannot copy out of meta tensor; no data!" in str(e):
             return  # torch's answer when an op moves meta data to a real device
-        assert not runs, f"{name} is marked to run on meta but raised {e}"
+        # (nonzero's meta rule is torch's: a refusal, its output size being data-dependent)
+        assert not runs or "register_meta function for torch.nonzero()" in str(e), \
+            f"{name} is marked to run on meta but raised {e}"
         # the op, or the first op it is composed of (op_db calls some through nn.functional)
         assert "attempted to run this operator with Meta tensors" in str(e) or "torch.nonzero()" in str(e), e
         return

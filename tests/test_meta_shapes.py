@@ -267,11 +267,13 @@ def test_boolean_masks_are_data_dependent():
     x[mask] = 1.0
     assert x.index_put_((mask,), meta(12), accumulate=True) is x
     check(x.masked_scatter(mask, meta(12)), (3, 4))
-    # torch's text for an op with no meta kernel (torch's nonzero has one of its own, which
-    # ember gives where indexing reaches it, above)
+    # nonzero and argwhere have a meta rule, torch's, which refuses in those words too
+    for f in (lambda: ember.nonzero(x), lambda: ember.argwhere(x), lambda: x.nonzero(as_tuple=True)):
+        with pytest.raises(NotImplementedError, match=nonzero_msg):
+            f()
+    # torch's text for an op with no meta kernel
     for name, f in (("masked_select", lambda: x.masked_select(mask)), ("unique", lambda: ember.unique(x)),
-                    ("unique_consecutive", lambda: ember.unique_consecutive(x)),
-                    ("nonzero", lambda: ember.nonzero(x)), ("argwhere", lambda: ember.argwhere(x))):
+                    ("unique_consecutive", lambda: ember.unique_consecutive(x))):
         with pytest.raises(NotImplementedError, match=f"aten::{name}: attempted to run this operator with Meta "
                            "tensors, but there was no fake impl or Meta kernel registered"):
             f()
@@ -353,10 +355,10 @@ def test_vector_products():
 
 
 def test_the_rows_without_a_meta_rule_are_the_data_dependent_ones():
-    # what they return is sized by values (torch's meta backend raises for them too), and the fused
-    # optimizer steps, which update real parameters
+    # what they return is sized by values (torch's meta backend raises for them too; nonzero's
+    # meta rule is the refusal), and the fused optimizer steps, which update real parameters
     runs = {n for n in _C._op_names() if {"meta", "any"} & set(_C._op_info(n)["devices"])}
-    assert set(_C._op_names()) - runs == {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive",
+    assert set(_C._op_names()) - runs == {"masked_select", "unique", "unique_consecutive",
                                           "_fused_adam_", "_fused_adamw_"}
 
 
