@@ -153,11 +153,10 @@ CAST_ROW(u32, uint32_t)
 CAST_ROW(u64, uint64_t)
 #undef CAST_ROW
 
-/* Contiguous half runs, branch-free for bfloat16 so the loops vectorize
- * (declared in ember.h). */
-/* float16 through the F16C instructions where the CPU has them (exact both
- * ways, round to nearest even, NaN quieted as em_f32_to_f16 does);
- * EMBER_F16C=0 forces the portable loops (tests run both). */
+/* Contiguous half runs (declared in ember.h): bfloat16 written branch-free
+ * so the loops vectorize; float16 through the F16C instructions where the
+ * CPU has them (exact both ways, round to nearest even, NaN quieted as
+ * em_f32_to_f16 does). EMBER_F16C=0 forces the portable loops (tests run both). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define EM_F16C_BUILT 1
@@ -173,12 +172,14 @@ __attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *f, 
     for (; i < n; i++) h[i] = em_f32_to_f16(f[i]);
 }
 static bool use_f16c(void) {
-    static int cached = -1; /* racing first calls compute the same answer */
-    if (cached < 0) {
+    static int cached = -1; /* racing first calls (kernel threads) store the same answer */
+    int c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (c < 0) {
         const char *env = getenv("EMBER_F16C");
-        cached = (!env || strcmp(env, "0")) && __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+        c = (!env || strcmp(env, "0")) && __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+        __atomic_store_n(&cached, c, __ATOMIC_RELAXED);
     }
-    return cached;
+    return c;
 }
 #else
 #define EM_F16C_BUILT 0
