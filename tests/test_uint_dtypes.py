@@ -32,7 +32,6 @@ MORE_THAN_TORCH = {
     r"^(arange|index_put|masked_fill|topk)\[": "ember's generic kernels (copy, sort, fill) cover these dtypes; "
                                                "torch raises NotImplementedError",
     r"^int\[uint64\]": "int() of a uint64 above 2**63 gives the Python int; torch raises RuntimeError",
-    r"^tensor_over\[uint64\]": "a Python int above 2**64 raises ValueError, torch's OverflowError",
 }
 
 

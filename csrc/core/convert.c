@@ -100,8 +100,22 @@ static int fill(PyObject *o, int depth, const Inferred *inf, EmDType dtype, char
         if (PyFloat_CheckExact(o)) {
             s.kind = 'f';
             s.v.f = PyFloat_AS_DOUBLE(o);
-        } else if (em_scalar_from_py(o, &s) < 0) {
-            if (PyErr_ExceptionMatches(PyExc_RuntimeError) && PyLong_Check(o)) {
+        } else if (PyLong_Check(o) && !PyBool_Check(o) && (em_is_float(dtype) || dtype == EM_UINT64)) {
+            /* as torch reads a Python int for these: through a double, or as unsigned
+             * (its OverflowError for a negative one or one past 2**64 - 1) */
+            if (dtype == EM_UINT64) {
+                unsigned long long u = PyLong_AsUnsignedLongLong(o);
+                if (u == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+                s.kind = 'u';
+                s.v.i = (int64_t)u;
+            } else {
+                s.kind = 'f';
+                s.v.f = PyLong_AsDouble(o);
+                if (s.v.f == -1.0 && PyErr_Occurred()) return -1;
+            }
+        } else if (em_scalar_from_py(o, &s) < 0 || (s.kind == 'u' && PyLong_Check(o))) {
+            /* torch's words for an int that does not fit int64 */
+            if (PyLong_Check(o) && (s.kind == 'u' || PyErr_ExceptionMatches(PyExc_OverflowError))) {
                 PyErr_Clear();
                 PyErr_SetString(PyExc_ValueError, "Overflow when unpacking long long");
             }

@@ -405,12 +405,10 @@ int em_scalar_from_py(PyObject *o, EmScalar *out) {
         int overflow;
         long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (overflow) { /* torch's Scalars hold up to 2**64 - 1, as uint64 */
-            unsigned long long u = overflow > 0 ? PyLong_AsUnsignedLongLong(o) : 0;
-            if (overflow < 0 || (u == (unsigned long long)-1 && PyErr_Occurred())) {
-                PyErr_Clear();
-                PyErr_Format(PyExc_RuntimeError, "Overflow when unpacking long");
-                return -1;
-            }
+            /* beyond: Python's OverflowError ("int too big to convert", "can't
+             * convert negative int to unsigned"), as torch's */
+            unsigned long long u = PyLong_AsUnsignedLongLong(o);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) return -1;
             out->kind = 'u';
             out->v.i = (int64_t)u;
             return 0;

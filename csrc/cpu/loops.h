@@ -32,7 +32,6 @@
     X(__VA_ARGS__, UINT16, uint16_t) X(__VA_ARGS__, UINT32, uint32_t) X(__VA_ARGS__, UINT64, uint64_t)
 #define EM_TYPES_INTU(X, ...) EM_TYPES_INT(X, __VA_ARGS__) EM_TYPES_UWIDE(X, __VA_ARGS__)
 #define EM_TYPES_INTBU(X, ...) EM_TYPES_INTB(X, __VA_ARGS__) EM_TYPES_UWIDE(X, __VA_ARGS__)
-#define EM_TYPES_ALLU(X, ...) EM_TYPES_ALL(X, __VA_ARGS__) EM_TYPES_UWIDE(X, __VA_ARGS__)
 #define EM_TYPES_ALLCU(X, ...) EM_TYPES_ALLC(X, __VA_ARGS__) EM_TYPES_UWIDE(X, __VA_ARGS__)
 
 #define EM_KNAME(name, DT) k_##name##_##DT

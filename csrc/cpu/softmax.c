@@ -215,13 +215,13 @@ static void row_bwd_avx2(const float *g, const float *y, float *gi, int64_t n, b
             }                                                                            \
         }                                                                                \
     } while (0)
-/* Half types (Note [softmax of half types]): each [n, inner] block is widened
- * into float32 scratch of the thread, run through the float32 code, and
- * rounded back, so no float32 copy of the whole tensor is made and the
- * results are those of the float32 kernel rounded once. */
-/* nin half inputs of a block widened to float scratch; BODY reads f[0..nin-1]
- * and writes f[nin]; `aux` is 2 * inner more floats for the strided blocks.
- * Returns (from the enclosing function) -1 when scratch could not be had. */
+/* Note [softmax of half types]: each [n, inner] block is widened into float32
+ * scratch of the thread, run through the float32 code, and rounded back, so
+ * no float32 copy of the whole tensor is made and the results are those of
+ * the float32 kernel rounded once. HALF_BLOCKS widens the nin half inputs of
+ * a block to f[0..nin-1]; BODY writes f[nin]; `aux` is 2 * inner more floats
+ * for the strided blocks. Returns (from the enclosing function) -1 when
+ * scratch could not be had. */
 #define HALF_BLOCKS(nin, ins, outp, BODY)                                                \
     do {                                                                                 \
         int64_t b = n * inner;                                                           \

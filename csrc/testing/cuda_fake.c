@@ -319,13 +319,20 @@ static const char *fused_names[] = {"softmax", "softmax_backward", "layer_norm",
 enum { NFUSED = sizeof fused_names / sizeof fused_names[0] };
 static int64_t fused_calls[NFUSED];
 
+/* d[names[i]] = calls[i] for the n entries of one group; -1 with an exception */
+static int put_counts(PyObject *d, const char *const *names, const int64_t *calls, int n) {
+    for (int i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(calls[i]);
+        int r = v ? PyDict_SetItemString(d, names[i], v) : -1;
+        Py_XDECREF(v);
+        if (r < 0) return -1;
+    }
+    return 0;
+}
+
 static PyObject *fake_kernel_calls(PyObject *m, PyObject *unused) {
     PyObject *d = PyDict_New();
-    for (int i = 0; d && i < NFUSED; i++) {
-        PyObject *v = PyLong_FromLongLong(fused_calls[i]);
-        if (!v || PyDict_SetItemString(d, fused_names[i], v) < 0) Py_CLEAR(d);
-        Py_XDECREF(v);
-    }
+    if (d && put_counts(d, fused_names, fused_calls, NFUSED) < 0) Py_CLEAR(d);
     return d;
 }
 
@@ -722,150 +729,8 @@ static int fake_nonzero_fill(int dev, const void *in, int dtype, int ndim, const
 
 static int64_t shape_launches; /* cudashape: the shape kernels' launches (below) */
 
-/* ember._cuda_fake.counters(): {"reduce", "index", "shape": launches,
- * "record_stream": calls} since the fake was switched on. */
-static int fake_nn_more_counts(PyObject *d);
-static int fake_misc_counts(PyObject *d);
-static int fake_conv_counts(PyObject *d); /* cudaconv */
-static PyObject *fake_counters(PyObject *m, PyObject *unused) {
-    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index",
-                                (long long)index_launches, "shape", (long long)shape_launches, "record_stream",
-                                (long long)record_stream_calls);
-    if (d && fake_nn_more_counts(d) < 0) Py_CLEAR(d); /* cudann's entries, by name */
-    if (d && fake_misc_counts(d) < 0) Py_CLEAR(d); /* cudamisc's entries, by name */
-    if (d && fake_conv_counts(d) < 0) Py_CLEAR(d);    /* cudaconv's */
-    return d;
-}
 
-/* ---- sort and scan (cudasort) on the fake: the per-row logic of
- * csrc/cuda/sort_logic.h that the GPU kernels run (keys, torch's kthvalue
- * quickselect, the median / mode picks, the sequential scans, the binary
- * searches), here on host memory; a stable sort of (key, index) pairs
- * stands in for CUB's. */
-typedef struct {
-    uint64_t key;
-    int64_t idx;
-} FakePair;
-
-static int fake_pair_cmp(const void *a, const void *b) {
-    const FakePair *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* Row r's (key, index) pairs sorted in (key, index) order: stable in keys. */
-static void fake_sorted_row(const void *in, int dtype, int64_t r, int64_t n, uint64_t flip, FakePair *p) {
-    for (int64_t i = 0; i < n; i++) p[i] = (FakePair){emc_sort_key(in, r * n + i, dtype) ^ flip, i};
-    qsort(p, (size_t)n, sizeof(FakePair), fake_pair_cmp);
-}
-
-static void fake_put(const void *in, int dtype, int64_t src, void *values, int64_t *indices, int64_t dst, int64_t ix) {
-    int isz = emc_itemsize(dtype);
-    if (values) memcpy((char *)values + dst * isz, (const char *)in + src * isz, (size_t)isz);
-    if (indices) indices[dst] = ix;
-}
-
-static int fake_sort_rows(int dev, int dtype, const void *tin, int64_t rows, int64_t n, bool desc, int64_t m,
-                          void *tvalues, int64_t *tindices) {
-    if (dtype < 0 || dtype > EM_FLOAT64) return fake_fail("sort: unknown dtype code"); /* as sort.cu */
-    if (m < 0 || m > n) return fake_fail("sort: m out of range");
-    if (rows == 0 || m == 0) return 0;
-    const void *in = untag(tin);
-    void *values = tvalues ? untag(tvalues) : NULL;
-    int64_t *indices = tindices ? untag(tindices) : NULL;
-    FakePair *p = malloc((size_t)n * sizeof(FakePair));
-    if (!p) return fake_fail("out of host memory");
-    for (int64_t r = 0; r < rows; r++) {
-        fake_sorted_row(in, dtype, r, n, desc ? emc_key_mask(dtype) : 0, p);
-        for (int64_t j = 0; j < m; j++) fake_put(in, dtype, r * n + p[j].idx, values, indices, r * m + j, p[j].idx);
-    }
-    free(p);
-    return 0;
-}
-
-static int fake_select_rows(int dev, int kind, int dtype, const void *tin, int64_t rows, int64_t n, int64_t k,
-                            void *tvalues, int64_t *tindices) {
-    if (rows == 0) return 0;
-    if (n == 0) return fake_fail("select: empty rows");
-    if (kind == EMC_SEL_KTH && (k < 1 || k > n)) return fake_fail("kthvalue: k out of range");
-    const void *in = untag(tin);
-    void *values = tvalues ? untag(tvalues) : NULL;
-    int64_t *indices = tindices ? untag(tindices) : NULL;
-    FakePair *p = malloc((size_t)n * sizeof(FakePair));
-    uint64_t *keys = malloc((size_t)n * sizeof(uint64_t));
-    int64_t *ix = malloc((size_t)n * sizeof(int64_t));
-    if (!p || !keys || !ix) {
-        free(p), free(keys), free(ix);
-        return fake_fail("out of host memory");
-    }
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t at;
-        if (kind == EMC_SEL_KTH) {
-            for (int64_t i = 0; i < n; i++) keys[i] = emc_sort_key(in, r * n + i, dtype), ix[i] = i;
-            emc_kth_select(keys, ix, n, k - 1);
-            at = ix[k - 1];
-        } else {
-            fake_sorted_row(in, dtype, r, n, 0, p);
-            for (int64_t i = 0; i < n; i++) keys[i] = p[i].key;
-            at = p[emc_sorted_pick(kind, keys, 8, n, dtype)].idx;
-        }
-        fake_put(in, dtype, r * n + at, values, indices, r, at);
-    }
-    free(p), free(keys), free(ix);
-    return 0;
-}
-
-static int fake_scan(int dev, int op, int dtype, const void *tin, void *tout, int64_t *tindices, int64_t outer,
-                     int64_t n, int64_t inner) {
-    if (op >= EMC_SCAN_CUMMAX && !tindices) return fake_fail("scan: cummax/cummin need indices");
-    if (outer == 0 || n == 0 || inner <= 0) return 0;
-    const char *in = untag(tin);
-    char *out = untag(tout);
-    int64_t *idx = tindices ? untag(tindices) : NULL;
-    int isz = emc_itemsize(dtype);
-    for (int64_t l = 0; l < outer * inner; l++) {
-        int64_t o = l / inner, j = l % inner, off = o * n * inner + j;
-        emc_scan_line(op, dtype, in + off * isz, out + off * isz, idx ? idx + off : NULL, n, inner);
-    }
-    return 0;
-}
-
-static int fake_search(int dev, int dtype, const void *bd, const int64_t *tsorter, int64_t rows, int64_t L,
-                       const void *val, int64_t nval, int64_t per_row, bool right, bool i32, void *tout) {
-    if (dtype < EM_UINT8 || dtype > EM_FLOAT64 || dtype == EM_FLOAT16 || dtype == EM_BFLOAT16)
-        return fake_fail("searchsorted: no kernel for this dtype");
-    const int64_t *sorter = tsorter ? untag(tsorter) : NULL;
-    for (int64_t i = 0; sorter && i < rows * L; i++)
-        if (sorter[i] < 0 || sorter[i] >= L) return 1;
-    void *out = untag(tout);
-    for (int64_t j = 0; j < nval; j++) {
-        int64_t pos = emc_search_one(dtype, untag(bd), sorter, L, untag(val), j, per_row, right);
-        if (i32)
-            ((int32_t *)out)[j] = (int32_t)pos;
-        else
-            ((int64_t *)out)[j] = pos;
-    }
-    return 0;
-}
-
-static int fake_unique(int dev, int dtype, const void *tsorted, const int64_t *tperm, int64_t n, void *tvals,
-                       int64_t *tinverse, int64_t *tcounts, int64_t *groups) {
-    const char *sorted = untag(tsorted);
-    const int64_t *perm = tperm ? untag(tperm) : NULL;
-    int64_t *inverse = tinverse ? untag(tinverse) : NULL, *counts = tcounts ? untag(tcounts) : NULL, g = -1;
-    int isz = emc_itemsize(dtype);
-    for (int64_t i = 0; i < n; i++) {
-        if (emc_group_start(sorted, i, dtype)) {
-            g++;
-            memcpy((char *)untag(tvals) + g * isz, sorted + i * isz, (size_t)isz);
-            if (counts) counts[g] = 0;
-        }
-        if (counts) counts[g]++;
-        if (inverse) inverse[perm ? perm[i] : i] = g;
-    }
-    *groups = g + 1;
-    return 0;
-}
+#include "cuda_fake_sort.h" /* sort and scan (cudasort) */
 
 /* ---- shape kernels (cudashape): Note [CUDA shape kernels] on the fake.
  * The per-element rules of csrc/cuda/shape_rules.h, which shape.cu's
@@ -1042,16 +907,6 @@ static const char *nn_more_names[] = {"dropout", "nll_loss", "nll_loss_backward"
                                       "norm_runs_affine", "max_pool2d", "max_pool2d_backward", "avg_pool2d"};
 enum { NN_MORE = sizeof nn_more_names / sizeof nn_more_names[0] };
 static int64_t nn_more_calls[NN_MORE];
-
-static int fake_nn_more_counts(PyObject *d) {
-    for (int i = 0; i < NN_MORE; i++) {
-        PyObject *v = PyLong_FromLongLong(nn_more_calls[i]);
-        int r = v ? PyDict_SetItemString(d, nn_more_names[i], v) : -1;
-        Py_XDECREF(v);
-        if (r < 0) return -1;
-    }
-    return 0;
-}
 
 static int fake_dropout(int dev, int dtype, void *out, bool *mask, const void *in, int64_t numel, double keep,
                         double scale, uint64_t seed, uint64_t offset) {
@@ -1367,6 +1222,19 @@ done:
 /* the cudamisc and cudaconv entries (randperm, unique along a dim, the bias
  * epilogue, im2col / col2im, upsampling) */
 #include "cuda_fake_more.h"
+
+/* ember._cuda_fake.counters(): {"reduce", "index", "shape": launches,
+ * "record_stream": calls} since the fake was switched on, and the calls of
+ * cudann's, cudamisc's and cudaconv's entries by name. */
+static PyObject *fake_counters(PyObject *m, PyObject *unused) {
+    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L}", "reduce", (long long)reduce_launches, "index",
+                                (long long)index_launches, "shape", (long long)shape_launches, "record_stream",
+                                (long long)record_stream_calls);
+    if (d && (put_counts(d, nn_more_names, nn_more_calls, NN_MORE) < 0 ||
+              put_counts(d, misc_names, misc_calls, MISC_N) < 0 || put_counts(d, conv_names, conv_calls, NCONV) < 0))
+        Py_CLEAR(d);
+    return d;
+}
 
 static const EmCudaBackend fake = {
     .abi = EM_CUDA_ABI,

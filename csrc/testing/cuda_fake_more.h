@@ -17,16 +17,6 @@ static const char *misc_names[] = {"randperm", "unique_dim", "gemm_bias"};
 enum { MISC_N = sizeof misc_names / sizeof misc_names[0] };
 static int64_t misc_calls[MISC_N];
 
-static int fake_misc_counts(PyObject *d) {
-    for (int i = 0; i < MISC_N; i++) {
-        PyObject *v = PyLong_FromLongLong(misc_calls[i]);
-        int r = v ? PyDict_SetItemString(d, misc_names[i], v) : -1;
-        Py_XDECREF(v);
-        if (r < 0) return -1;
-    }
-    return 0;
-}
-
 /* ---- convolution and upsampling on the fake (cudaconv; Note [CUDA im2col]
  * in csrc/cuda/conv.h): the GPU kernels' per-element index math
  * (csrc/cuda/conv_math.h) run over every element on untagged pointers, with
@@ -37,16 +27,6 @@ static int fake_misc_counts(PyObject *d) {
 static const char *conv_names[] = {"im2col", "col2im", "interp_nearest", "interp"};
 enum { NCONV = sizeof conv_names / sizeof conv_names[0] };
 static int64_t conv_calls[NCONV];
-
-static int fake_conv_counts(PyObject *d) {
-    for (int i = 0; i < NCONV; i++) {
-        PyObject *v = PyLong_FromLongLong(conv_calls[i]);
-        int r = v ? PyDict_SetItemString(d, conv_names[i], v) : -1;
-        Py_XDECREF(v);
-        if (r < 0) return -1;
-    }
-    return 0;
-}
 
 static int fake_randperm(int dev, int dtype, void *out, int64_t n, uint64_t seed, uint64_t offset) {
     misc_calls[0]++;
