@@ -60,3 +60,30 @@ def test_every_c_file_is_in_a_layer_or_outside_the_stack():
     known = set(LAYERS) | {"cuda", "testing"}
     for path in ROOT.rglob("*.c"):
         assert path.relative_to(ROOT).parts[0] in known, f"{path}: not in a layer folder"
+
+
+# An op's C entry point: a function taking the call (EmCall *c) up to its
+# closing brace at the start of a line.
+OP_BODY = re.compile(r"^(?:static )?[A-Za-z_][\w \t\*]*?\b(\w+)\(EmCall \*c\b[^)]*\)\s*\{\n(.*?)^\}", re.M | re.S)
+DEVICE_TEST = re.compile(r"em_is_cpu\(|em_is_cuda\(|\.type\s*[!=]=\s*EM_(?:CUDA|CPU)\b|EM_(?:CUDA|CPU)\s*[!=]=")
+# The dispatcher is where the device is chosen; these files are it.
+DISPATCHER = {"dispatch.c", "dispatch_device.c", "autocast.c"}
+
+
+def test_front_ends_never_test_the_device():
+    """docs/architecture.md, "Devices": the dispatcher picks the device's
+    slot from the row and passes `gpu` to the body; an op's C entry point
+    does not ask where its tensors live. A line that tests a device for
+    another reason (where a factory allocates, a 0-d CPU operand beside GPU
+    ones, a value read on the host) says so with "not dispatch:"."""
+    found = []
+    for path in sorted((ROOT / "ops").glob("*.c")):
+        if path.name in DISPATCHER:
+            continue
+        for m in OP_BODY.finditer(path.read_text()):
+            if m.group(1).endswith("_cuda"):  # the CUDA slot itself
+                continue
+            for line in m.group(2).split("\n"):
+                if DEVICE_TEST.search(line) and "not dispatch" not in line:
+                    found.append(f"{path.name}: {m.group(1)}: {line.strip()}")
+    assert not found, "front-ends that test the device:\n  " + "\n  ".join(found)

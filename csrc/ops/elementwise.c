@@ -533,7 +533,7 @@ PyObject *em_impl_to_device(EmCall *c) {
     if (em_device_from_py(c->args[1], &dev) < 0 || em_arg_dtype(c, 2, &d) < 0 ||
         em_arg_bool(c, 3, &non_blocking) < 0)
         return NULL;
-    if (dev.type != EM_CPU && em_cuda_resolve(&dev) < 0) return NULL;
+    if (dev.type != EM_CPU && em_cuda_resolve(&dev) < 0) return NULL; /* not dispatch: the target device */
     EmTensor *r = em_is_non_overlapping_and_dense(t)
                       ? em_empty_strided(t->ndim, t->sizes, t->strides, d, dev)
                       : em_empty(t->ndim, t->sizes, d, dev);

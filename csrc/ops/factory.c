@@ -29,7 +29,7 @@ int em_factory_opts(EmCall *c, EmFactoryOpts *o) {
     if (dev && dev != Py_None) {
         EmDevice dv;
         if (em_device_from_py(dev, &dv) < 0) return -1;
-        if (dv.type != EM_CPU && em_device_unavailable(dv) < 0) return -1;
+        if (dv.type != EM_CPU && em_device_unavailable(dv) < 0) return -1; /* not dispatch: is it there */
     }
     PyObject *rg = em_arg_named(c, "requires_grad");
     o->requires_grad = rg == Py_True;
@@ -41,7 +41,7 @@ EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtyp
         PyObject *dev = em_arg_named(c, "device");
         EmDevice d = em_cpu();
         if (dev && dev != Py_None && (em_device_from_py(dev, &d) < 0 || em_cuda_resolve(&d) < 0)) return NULL;
-        return em_empty(ndim, shape, dtype, d.type == EM_CPU ? em_cpu() : d);
+        return em_empty(ndim, shape, dtype, d.type == EM_CPU ? em_cpu() : d); /* not dispatch: device= */
     }
     if (c->out->dtype != dtype) {
         PyErr_Format(PyExc_RuntimeError, "dtype %s does not match dtype of out parameter (%s)",
@@ -52,7 +52,9 @@ EmTensor *em_factory_out(EmCall *c, int ndim, const int64_t *shape, EmDType dtyp
     EmDevice d;
     if (dev && dev != Py_None) { /* out= decides where; a device= must agree with it */
         char a[32], b[32];
-        if (em_device_from_py(dev, &d) < 0 || (d.type == EM_CUDA && em_cuda_resolve(&d) < 0)) return NULL;
+        if (em_device_from_py(dev, &d) < 0 ||
+            (d.type == EM_CUDA && em_cuda_resolve(&d) < 0)) /* not dispatch: device= */
+            return NULL;
         if (!em_device_eq(d, em_device(c->out))) {
             PyErr_Format(PyExc_RuntimeError, "Expected out tensor to have device %s, but got %s instead",
                          em_device_str(d, a, sizeof a), em_device_str(em_device(c->out), b, sizeof b));
@@ -80,21 +82,6 @@ EmTensor *em_factory_like(EmCall *c, EmTensor *src, EmDType dtype) {
         em_memory_format_from_py(em_arg_named(c, "memory_format"), EM_PRESERVE_FORMAT, &f) < 0)
         return NULL;
     return em_empty_format(src, dtype, d, f);
-}
-
-/* The factory builds on a GPU (device='cuda', or a GPU out=): a backend
- * without its kernel makes it raise EmNoCudaKernel before anything is
- * allocated. */
-static bool gpu_target(EmCall *c) {
-    if (c->out) return !em_is_cpu(c->out);
-    PyObject *dev = em_arg_named(c, "device");
-    EmDevice d;
-    if (!dev || dev == Py_None) return false;
-    if (em_device_from_py(dev, &d) < 0) {
-        PyErr_Clear();
-        return false;
-    }
-    return d.type == EM_CUDA;
 }
 
 PyObject *em_factory_finish(EmTensor *t, const EmFactoryOpts *o) {
@@ -243,7 +230,8 @@ PyObject *em_impl_new_tensor(EmCall *c) {
     EmDevice dev;
     if (device_or(c, em_device(self), &dev) < 0) return NULL;
     EmTensor *t = em_tensor_from_data(c->args[1], o.dtype != EM_AUTO ? o.dtype : self->dtype);
-    if (t && dev.type != EM_CPU) Py_SETREF(t, em_to_device(t, dev, false)); /* the data is on the host */
+    if (t && dev.type != EM_CPU) /* not dispatch: the data was read on the host */
+        Py_SETREF(t, em_to_device(t, dev, false));
     return em_factory_finish(t, &o);
 }
 
@@ -251,7 +239,7 @@ PyObject *em_impl_new_tensor(EmCall *c) {
 
 static bool scalar_is_float(EmScalar s) { return s.kind == 'f'; }
 
-static PyObject *f_arange(EmCall *c) {
+static PyObject *arange_body(EmCall *c, bool gpu) {
     EmScalar start, end, step = ONE;
     EmFactoryOpts o;
     if (em_arg_scalar(c, 0, &start) < 0 || em_factory_opts(c, &o) < 0) return NULL;
@@ -284,7 +272,6 @@ static PyObject *f_arange(EmCall *c) {
     }
     int64_t n;
     bool int_math = !any_float && !em_is_float(d);
-    bool gpu = gpu_target(c);
     if (gpu && (!em_cuda_get() || !em_cuda->arange_fill)) return em_cuda ? em_fused_no_kernel("arange") : NULL;
     if (int_math) {
         int64_t s = start.v.i, e = end.v.i, st = step.v.i, sgn = st > 0 ? 1 : -1;
@@ -324,6 +311,8 @@ static PyObject *f_arange(EmCall *c) {
     }
     return em_factory_finish(t, &o);
 }
+static PyObject *f_arange(EmCall *c) { return arange_body(c, false); }
+static PyObject *f_arange_cuda(EmCall *c) { return arange_body(c, true); }
 
 /* torch's symmetric linspace: the first half counts up from start, the
  * second half down from end, so both endpoints are exact. */
@@ -345,7 +334,7 @@ static int check_integer_endpoints(EmDType d, double xs, double xe) {
     return 0;
 }
 
-static PyObject *linspace_impl(EmCall *c, bool log, double base) {
+static PyObject *linspace_impl(EmCall *c, bool log, double base, bool gpu) {
     double xs, xe;
     int64_t steps;
     EmFactoryOpts o;
@@ -362,7 +351,6 @@ static PyObject *linspace_impl(EmCall *c, bool log, double base) {
         return NULL;
     }
     if (check_integer_endpoints(d, xs, xe) < 0) return NULL;
-    bool gpu = gpu_target(c);
     if (gpu && (!em_cuda_get() || !em_cuda->linspace_fill))
         return em_cuda ? em_fused_no_kernel(log ? "logspace" : "linspace") : NULL;
     EmTensor *t = em_factory_out(c, 1, &steps, d);
@@ -395,12 +383,15 @@ static PyObject *linspace_impl(EmCall *c, bool log, double base) {
     }
     return em_factory_finish(t, &o);
 }
-static PyObject *f_linspace(EmCall *c) { return linspace_impl(c, false, 0); }
-static PyObject *f_logspace(EmCall *c) {
+static PyObject *f_linspace(EmCall *c) { return linspace_impl(c, false, 0, false); }
+static PyObject *f_linspace_cuda(EmCall *c) { return linspace_impl(c, false, 0, true); }
+static PyObject *logspace_body(EmCall *c, bool gpu) {
     double base;
     if (em_arg_float(c, 3, &base) < 0) return NULL;
-    return linspace_impl(c, true, base);
+    return linspace_impl(c, true, base, gpu);
 }
+static PyObject *f_logspace(EmCall *c) { return logspace_body(c, false); }
+static PyObject *f_logspace_cuda(EmCall *c) { return logspace_body(c, true); }
 
 static PyObject *f_eye(EmCall *c) {
     int64_t n, m;
@@ -421,16 +412,11 @@ static PyObject *f_eye(EmCall *c) {
         Py_DECREF(t);
         return NULL;
     }
-    if (!em_is_cpu(t)) { /* ones on the diagonal: a view with stride s0 + s1 */
-        int64_t len = n < m ? n : m, st = t->strides[0] + t->strides[1];
-        EmTensor *diag = em_tensor_alloc(&EmTensorType, t->storage, t->offset, 1, &len, &st, d);
-        if (!diag || em_fill_(diag, ONE) < 0) Py_CLEAR(t);
-        Py_XDECREF(diag);
-        return em_factory_finish(t, &o);
-    }
-    int isz = em_itemsize(d);
-    for (int64_t i = 0; i < (n < m ? n : m); i++)
-        em_scalar_store(ONE, d, em_data(t) + (i * t->strides[0] + i * t->strides[1]) * isz);
+    /* ones on the diagonal: a view with stride s0 + s1, filled wherever t lives */
+    int64_t len = n < m ? n : m, st = t->strides[0] + t->strides[1];
+    EmTensor *diag = em_tensor_alloc(&EmTensorType, t->storage, t->offset, 1, &len, &st, d);
+    if (!diag || em_fill_(diag, ONE) < 0) Py_CLEAR(t);
+    Py_XDECREF(diag);
     return em_factory_finish(t, &o);
 }
 
@@ -512,7 +498,8 @@ static PyObject *f_scalar_tensor(EmCall *c) {
     EmDevice dev;
     if (device_or(c, em_cpu(), &dev) < 0) return NULL;
     if (dev.type == EM_META) return em_factory_finish(em_empty(0, NULL, d, dev), &o); /* Note [meta device] */
-    return em_factory_finish(em_scalar_tensor(s, d, dev.type == EM_CUDA ? dev : em_cpu()), &o);
+    EmDevice at = dev.type == EM_CUDA ? dev : em_cpu(); /* not dispatch: where it is allocated */
+    return em_factory_finish(em_scalar_tensor(s, d, at), &o);
 }
 
 static PyObject *f_from_numpy(EmCall *c) {
@@ -574,7 +561,7 @@ static PyObject *f_from_dlpack(EmCall *c) {
 /* Row i of a row x col matrix keeps columns [lo_i, hi_i): tril keeps
  * j <= i + offset, triu keeps j >= i + offset. Offsets are clamped first so
  * that no sum overflows; the count is a closed form (rows may be huge). */
-static PyObject *tri_indices(EmCall *c, bool lower) {
+static PyObject *tri_indices(EmCall *c, bool lower, bool gpu) {
     int64_t row, col, off;
     EmFactoryOpts o;
     const char *name = lower ? "tril_indices" : "triu_indices";
@@ -611,7 +598,6 @@ static PyObject *tri_indices(EmCall *c, bool lower) {
     int64_t shape[2] = {2, (int64_t)total};
     /* built on the host; a GPU result (device= or out=) takes one copy: the
      * indices are few next to the matrix they index */
-    bool gpu = gpu_target(c);
     EmTensor *t = gpu ? em_empty(2, shape, d, em_cpu()) : em_factory_out(c, 2, shape, d);
     if (!t) return NULL;
     if (em_is_meta(t)) return em_factory_finish(t, &o); /* Note [meta device] */
@@ -636,8 +622,10 @@ static PyObject *tri_indices(EmCall *c, bool lower) {
     }
     return em_factory_finish(t, &o);
 }
-static PyObject *f_tril_indices(EmCall *c) { return tri_indices(c, true); }
-static PyObject *f_triu_indices(EmCall *c) { return tri_indices(c, false); }
+static PyObject *f_tril_indices(EmCall *c) { return tri_indices(c, true, false); }
+static PyObject *f_tril_indices_cuda(EmCall *c) { return tri_indices(c, true, true); }
+static PyObject *f_triu_indices(EmCall *c) { return tri_indices(c, false, false); }
+static PyObject *f_triu_indices_cuda(EmCall *c) { return tri_indices(c, false, true); }
 
 #define OPTS "dtype? dtype=None, object layout=None, device? device=None, bool pin_memory=False, bool requires_grad=False"
 static EmOpDef factories[] = {
@@ -650,17 +638,17 @@ static EmOpDef factories[] = {
     {"ones_like", "ones_like(Tensor input, *, object memory_format=None, " OPTS ")", f_ones_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"empty_like", "empty_like(Tensor input, *, object memory_format=None, " OPTS ")", f_empty_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"full_like", "full_like(Tensor input, Number fill_value, *, object memory_format=None, " OPTS ")", f_full_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
-    {"arange", "arange(Number start, Number? end=None, Number? step=None, *, Tensor out=None, " OPTS ")", f_arange, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
-    {"linspace", "linspace(float start, float end, int steps, *, Tensor out=None, " OPTS ")", f_linspace, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
-    {"logspace", "logspace(float start, float end, int steps, float base=10.0, *, Tensor out=None, " OPTS ")", f_logspace, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"arange", "arange(Number start, Number? end=None, Number? step=None, *, Tensor out=None, " OPTS ")", f_arange, .cuda_impl = f_arange_cuda, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"linspace", "linspace(float start, float end, int steps, *, Tensor out=None, " OPTS ")", f_linspace, .cuda_impl = f_linspace_cuda, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"logspace", "logspace(float start, float end, int steps, float base=10.0, *, Tensor out=None, " OPTS ")", f_logspace, .cuda_impl = f_logspace_cuda, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"eye", "eye(int n, int? m=None, *, Tensor out=None, " OPTS ")", f_eye, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"tensor", "tensor(object data, *, " OPTS ")", f_tensor, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"as_tensor", "as_tensor(object data, dtype? dtype=None, device? device=None)", f_as_tensor, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"scalar_tensor", "scalar_tensor(Number s, *, " OPTS ")", f_scalar_tensor, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"from_numpy", "from_numpy(object ndarray)", f_from_numpy, .devices = EM_RUNS_DEVICE_ARG},
     {"from_dlpack", "from_dlpack(object ext_tensor)", f_from_dlpack, .devices = EM_RUNS_DEVICE_ARG},
-    {"tril_indices", "tril_indices(int row, int col, int offset=0, *, " OPTS ")", f_tril_indices, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
-    {"triu_indices", "triu_indices(int row, int col, int offset=0, *, " OPTS ")", f_triu_indices, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"tril_indices", "tril_indices(int row, int col, int offset=0, *, " OPTS ")", f_tril_indices, .cuda_impl = f_tril_indices_cuda, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"triu_indices", "triu_indices(int row, int col, int offset=0, *, " OPTS ")", f_triu_indices, .cuda_impl = f_triu_indices_cuda, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
 };
 
 int em_init_factories(PyObject *m) {

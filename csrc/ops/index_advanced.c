@@ -863,28 +863,17 @@ PyObject *em_impl_take(EmCall *c) {
     if (em_index_device_ok(self, "take") < 0) return NULL;
     out = em_empty(index->ndim, index->sizes, (EmDType)self->dtype, em_device(self));
     if (!out || out->numel == 0 || em_is_meta(self)) goto done; /* meta: Note [meta device] */
-    /* a GPU self is read contiguous: flat positions are then offsets */
-    x = em_is_cpu(self) ? (EmTensor *)Py_NewRef(self) : em_contiguous(self);
+    /* self is read contiguous, so flat positions are offsets on every device */
+    x = em_contiguous(self);
     EM_TRY(x);
     off = em_index_offsets_alloc(em_device(self), out->numel, &hold);
     if (!off) goto fail;
     int isz = em_itemsize(self->dtype);
-    bool contig = em_is_contiguous(x);
     int64_t bad, at = em_index_offsets(em_device(self), off, false, index, index->ndim, index->sizes, self->numel,
-                                       contig ? isz : 1, EM_WRAP_NEG, &bad);
+                                       isz, EM_WRAP_NEG, &bad);
     EM_TRY(at != -2);
     EM_CHECK(at < 0, PyExc_IndexError, "out of range: tried to access index %lld on a tensor of %lld elements.",
              (long long)bad, (long long)self->numel);
-    if (!contig) { /* flat positions to byte offsets in self's layout */
-        for (int64_t j = 0; j < out->numel; j++) {
-            int64_t f = off[j], o = 0;
-            for (int d = self->ndim - 1; d >= 0; d--) {
-                o += (f % self->sizes[d]) * self->strides[d];
-                f /= self->sizes[d];
-            }
-            off[j] = o * isz;
-        }
-    }
     EmIndirect g;
     memset(&g, 0, sizeof g);
     g.x = em_data(x);

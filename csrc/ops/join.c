@@ -299,7 +299,7 @@ PyObject *em_impl_tensor_split(EmCall *c) {
     if (em_is_tensor(arg)) {
         EmTensor *it = (EmTensor *)arg;
         char where[32];
-        EM_CHECK(em_is_cpu(it), PyExc_RuntimeError, /* its values are read here, on the host */
+        EM_CHECK(em_is_cpu(it), PyExc_RuntimeError, /* not dispatch: its values are read on the host */
                  "tensor_split expected tensor_indices_or_sections to be on cpu, but it's on %s",
                  em_device_str(em_device(it), where, sizeof where));
         EM_CHECK(it->dtype == EM_INT64, PyExc_RuntimeError,

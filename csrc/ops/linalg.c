@@ -5,6 +5,7 @@
  * gemm]); outer, addr and kron are elementwise and go through the iterator.
  */
 #include "../ember.h"
+#include "device_slot.h"
 #include "../cpu/blas.h"
 #include "../cpu/lowp_gemm.h"
 
@@ -735,8 +736,8 @@ static EmTensor *add_result(EmTensor *self, int nd, const int64_t *shape, EmDTyp
 static PyObject *addmm_bias_gpu(EmTensor *self, EmTensor *m1, EmTensor *m2, EmScalar beta, EmScalar alpha) {
     EmDType d = (EmDType)m1->dtype;
     const int64_t m = m1->sizes[0], k = m1->sizes[1], n = m2->sizes[1];
-    if (!em_cuda->gemm_bias || em_is_cpu(m1) || (d != EM_FLOAT32 && d != EM_FLOAT16 && d != EM_BFLOAT16) ||
-        self->dtype != d || em_is_cpu(self) || em_scalar_to_double(beta) != 1.0 ||
+    if (!em_cuda->gemm_bias || (d != EM_FLOAT32 && d != EM_FLOAT16 && d != EM_BFLOAT16) || self->dtype != d ||
+        em_scalar_to_double(beta) != 1.0 ||
         em_scalar_to_double(alpha) != 1.0 || m == 0 || n == 0 || k == 0)
         return NULL;
     if (!((self->ndim == 1 && self->sizes[0] == n) || (self->ndim == 2 && self->sizes[0] == 1 && self->sizes[1] == n)))
@@ -769,7 +770,7 @@ fail:
     return NULL;
 }
 
-static PyObject *addmm_impl(EmCall *c) {
+static PyObject *addmm_impl(EmCall *c, bool gpu) {
     EmTensor *self = em_arg_tensor(c, 0), *m1 = em_arg_tensor(c, 1), *m2 = em_arg_tensor(c, 2);
     EmTensor *res = NULL;
     EmScalar beta, alpha;
@@ -789,12 +790,12 @@ static PyObject *addmm_impl(EmCall *c) {
     EM_TRY(check_out_dtype(c->inplace ? NULL : c->out, (EmDType)m2->dtype) == 0);
     EmDType d = (EmDType)m1->dtype;
     if (no_product_kernel(d)) EM_TRY(not_implemented("addmm_impl_cpu_", d) == 0);
-    if (!c->inplace && !c->out && em_device(m1).type == EM_CUDA) {
+    if (gpu && !c->inplace && !c->out) {
         PyObject *r = addmm_bias_gpu(self, m1, m2, beta, alpha);
         if (r || PyErr_Occurred()) return r;
     }
     int64_t shape[2] = {m1->sizes[0], m2->sizes[1]}, lda, ldb;
-    if (!c->inplace && !c->out && em_gemm_uses_blas(d) && em_is_cpu(self) && em_is_cpu(m1) && em_is_cpu(m2) &&
+    if (!gpu && !c->inplace && !c->out && em_gemm_uses_blas(d) && !em_is_meta(m1) &&
         self->ndim == 1 && self->sizes[0] == shape[1] && shape[0] > 0 && shape[1] > 0 && m1->sizes[1] > 0 &&
         !scalar_is_zero(alpha) && !scalar_is_zero(beta) && layout_of(m1, &lda) >= 0 && layout_of(m2, &ldb) >= 0) {
         /* F.linear's bias: written by the GEMM's own slabs (Note [bias in the slabs] in cpu/blas.c) */
@@ -823,7 +824,7 @@ fail:
     return NULL;
 }
 
-PyObject *em_impl_addmm(EmCall *c) { return addmm_impl(c); }
+EM_DEVICE_SLOTS(addmm, addmm_impl)
 
 /* ------------------------------------------------------------ baddbmm, addbmm */
 

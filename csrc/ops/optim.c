@@ -151,7 +151,7 @@ static int check_operand(EmCall *c, EmTensor *t, EmTensor *p, const char *what, 
                          bool written) {
     char b1[EM_SHAPE_BUF], b2[EM_SHAPE_BUF];
     const char *name = c->def->name;
-    if (em_is_cpu(p) && em_check_cpu(t, name) < 0) return -1;
+    if (em_is_cpu(p) && em_check_cpu(t, name) < 0) return -1; /* not dispatch: a CPU operand's rules */
     if (!em_device_eq(em_device(t), em_device(p))) {
         char b[32];
         PyErr_Format(PyExc_RuntimeError, "%s(): %s %zd is on %s, not on its parameter's device", name, what, k,

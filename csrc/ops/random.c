@@ -755,7 +755,7 @@ static int randperm_device(EmCall *c, EmDevice *dev) {
 static PyObject *randperm_gpu(EmCall *c, int64_t n, EmDType d, EmDevice dev, const EmFactoryOpts *o) {
     EmGenerator *g = gen_arg(c);
     bool own = g != em_default_generator();
-    if (own && em_generator_device(g).type != EM_CUDA) {
+    if (own && em_generator_device(g).type != EM_CUDA) { /* not dispatch: the generator's device */
         PyErr_SetString(PyExc_RuntimeError, "Expected a 'cuda' device type for generator but found 'cpu'");
         return NULL;
     }
@@ -790,7 +790,7 @@ static PyObject *randperm_gpu(EmCall *c, int64_t n, EmDType d, EmDevice dev, con
 }
 
 /* Fisher-Yates over arange(n), drawing as torch's CPU randperm does. */
-static PyObject *f_randperm(EmCall *c) {
+static PyObject *randperm_body(EmCall *c, bool gpu) {
     int64_t n;
     EmFactoryOpts o;
     if (em_arg_int(c, 0, &n) < 0 || em_factory_opts(c, &o) < 0) return NULL;
@@ -817,7 +817,7 @@ static PyObject *f_randperm(EmCall *c) {
     }
     EmDevice dev;
     if (randperm_device(c, &dev) < 0) return NULL;
-    if (dev.type == EM_CUDA) return randperm_gpu(c, n, d, dev, &o);
+    if (gpu) return randperm_gpu(c, n, d, dev, &o);
     if (dev.type == EM_META) return em_factory_finish(em_factory_out(c, 1, &n, d), &o); /* Note [meta device] */
     EmTensor *pt = em_empty(1, &n, EM_INT64, em_cpu()); /* size-checked scratch */
     if (!pt) return NULL;
@@ -836,6 +836,8 @@ static PyObject *f_randperm(EmCall *c) {
     Py_DECREF(pt);
     return em_factory_finish(t, &o);
 }
+static PyObject *f_randperm(EmCall *c) { return randperm_body(c, false); }
+static PyObject *f_randperm_cuda(EmCall *c) { return randperm_body(c, true); }
 
 /* normal(mean, std[, size]): tensors broadcast; numbers need size */
 static PyObject *f_normal(EmCall *c) {
@@ -908,7 +910,7 @@ static EmOpDef random_factories[] = {
     {"randn_like", "randn_like(Tensor input, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_randn_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"randint", "randint(int low, object high=None, object size=None, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randint, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"randint_like", "randint_like(Tensor input, int low, int? high=None, *, Generator? generator=None, object memory_format=None, " OPTS ")", f_randint_like, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
-    {"randperm", "randperm(int n, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randperm, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
+    {"randperm", "randperm(int n, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_randperm, .cuda_impl = f_randperm_cuda, .devices = EM_RUNS_CUDA | EM_RUNS_DEVICE_ARG | EM_RUNS_META},
     {"normal", "normal(TensorOrNumber mean, TensorOrNumber std=1.0, IntList? size=None, *, Generator? generator=None, Tensor out=None, " OPTS ")", f_normal, .devices = EM_RUNS_DEVICE_ARG},
 };
 

@@ -204,23 +204,17 @@ static PyObject *pair_result(const char *name, const char *f0, const char *f1, E
 
 typedef enum { K_SUM, K_NANSUM, K_PROD, K_MEAN, K_NANMEAN } SumKind;
 
-/* A float64 copy of a float tensor with its NaNs replaced by 0. */
+/* A float64 copy of a float tensor with its NaNs replaced by 0, through ops
+ * (x != x marks the NaNs) so it runs on the tensor's device. */
 static EmTensor *zero_nans(EmTensor *t) {
-    if (em_is_meta(t)) return em_empty(t->ndim, t->sizes, EM_FLOAT64, em_meta()); /* Note [meta device] */
-    if (!em_is_cpu(t)) { /* a host loop: GPU inputs take Note [CUDA fallback] */
-        PyErr_SetString(EmNoCudaKernel, "nansum into an integer dtype has no CUDA kernel");
-        return NULL;
-    }
-    EmTensor *c = em_empty(t->ndim, t->sizes, EM_FLOAT64, em_cpu());
-    if (!c) return NULL;
-    if (em_copy_(c, (PyObject *)t) < 0) {
-        Py_DECREF(c);
-        return NULL;
-    }
-    double *p = (double *)em_data(c);
-    for (int64_t i = 0; i < c->numel; i++)
-        if (p[i] != p[i]) p[i] = 0;
-    return c;
+    EmTensor *c = em_empty(t->ndim, t->sizes, EM_FLOAT64, em_device(t));
+    if (!c || em_is_meta(t)) return c; /* Note [meta device] */
+    EmTensor *nan = em_copy_(c, (PyObject *)t) < 0 ? NULL
+                  : (EmTensor *)em_binary_op(EM_OP_ne, (PyObject *)c, (PyObject *)c, NULL);
+    EmTensor *r = nan ? em_masked_fill(c, nan, (EmScalar){'f', {.f = 0}, 0}, true) : NULL;
+    Py_XDECREF(nan);
+    Py_DECREF(c);
+    return r;
 }
 
 /* Signature: (input, dim, keepdim, *, dtype, out) */

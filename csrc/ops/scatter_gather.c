@@ -669,13 +669,7 @@ PyObject *em_impl_scatter_reduce(EmCall *c) {
         count = em_empty(target->ndim, target->sizes, dt, em_device(target));
         EM_TRY(count && em_fill_(count, start) == 0);
         EM_TRY(scatter_run(count, dim, idx, NULL, &one, EM_RED_SUM) == 0);
-        if (em_is_cpu(count)) {
-            int isz = em_itemsize(dt);
-            char *p = em_data(count), onebuf[8], zero[8] = {0};
-            em_scalar_store(one, dt, onebuf);
-            for (int64_t i = 0; i < count->numel; i++)
-                if (!memcmp(p + i * isz, zero, (size_t)isz)) memcpy(p + i * isz, onebuf, (size_t)isz);
-        } else { /* the same on the device: count = where(count == 0, 1, count) */
+        { /* count = where(count == 0, 1, count), through ops so any device runs it */
             EmScalar zero = {'i', {0}};
             PyObject *z = em_scalar_to_py(zero);
             EmTensor *none = z ? (EmTensor *)em_binary_op(EM_OP_eq, (PyObject *)count, z, NULL) : NULL;
@@ -747,17 +741,14 @@ PyObject *em_impl_take_along_dim(EmCall *c) {
         EM_TRY(em_broadcast_shapes(indices->ndim, s2, self->ndim, self->sizes, &n2, b2) == 0);
         EmTensor *ie = em_expand(indices, n1, b1);
         EM_TRY(ie);
-        ix = em_to_dtype(ie, EM_INT64, true); /* a contiguous copy we may rewrite */
+        ix = em_to_dtype(ie, EM_INT64, false);
         Py_DECREF(ie);
         EM_TRY(ix);
         x = em_expand(self, n2, b2);
         EM_TRY(x);
         int64_t size = self->sizes[dim];
         EM_CHECK(size > 0 || ix->numel == 0, PyExc_RuntimeError, "ZeroDivisionError");
-        if (em_is_cpu(ix)) {
-            int64_t *v = (int64_t *)em_data(ix);
-            for (int64_t i = 0; i < ix->numel; i++) v[i] = ((v[i] % size) + size) % size;
-        } else if (ix->numel > 0) { /* remainder takes the divisor's sign: the same wrap */
+        if (ix->numel > 0) { /* negative indices wrap: remainder takes the divisor's sign */
             EmScalar sz = {'i', {size}};
             PyObject *ps = em_scalar_to_py(sz);
             PyObject *w = ps ? em_binary_op(EM_OP_remainder, (PyObject *)ix, ps, NULL) : NULL;

@@ -4,6 +4,7 @@
  * tensor, clone, tril/triu). In-place variants (t.transpose_()) apply the
  * computed geometry to self. */
 #include "../ember.h"
+#include "device_slot.h"
 
 /* The result of a view op: a new view, or self re-shaped for in-place calls. */
 static PyObject *finish_view(EmCall *c, EmTensor *self, EmTensor *v) {
@@ -744,7 +745,7 @@ PyObject *em_impl_detach(EmCall *c) {
 /* tril/triu: copy (unless in place), then zero the other triangle of every
  * matrix in the batch. On a GPU the zeroing is the backend's tri_mask
  * kernel (Note [CUDA shape kernels]). */
-static PyObject *triangle(EmCall *c, bool lower) {
+static PyObject *triangle(EmCall *c, bool lower, bool gpu) {
     EmTensor *t = em_arg_tensor(c, 0), *r = NULL;
     int64_t k;
     if (em_arg_int(c, 1, &k) < 0) return NULL;
@@ -753,7 +754,6 @@ static PyObject *triangle(EmCall *c, bool lower) {
                      lower ? "tril" : "triu");
         return NULL;
     }
-    bool gpu = em_device(t).type == EM_CUDA || (c->out && em_device(c->out).type == EM_CUDA);
     if (gpu && !em_cuda->tri_mask) { /* before anything is written: the fallback runs it */
         PyErr_Format(EmNoCudaKernel, "\"%s\" has no CUDA kernel in this backend", lower ? "tril" : "triu");
         return NULL;
@@ -795,5 +795,7 @@ static PyObject *triangle(EmCall *c, bool lower) {
     }
     return (PyObject *)r;
 }
-PyObject *em_impl_tril(EmCall *c) { return triangle(c, true); }
-PyObject *em_impl_triu(EmCall *c) { return triangle(c, false); }
+static PyObject *tril_body(EmCall *c, bool gpu) { return triangle(c, true, gpu); }
+static PyObject *triu_body(EmCall *c, bool gpu) { return triangle(c, false, gpu); }
+EM_DEVICE_SLOTS(tril, tril_body)
+EM_DEVICE_SLOTS(triu, triu_body)
