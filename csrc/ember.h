@@ -532,6 +532,10 @@ typedef struct {
     EmTensor *t; /* NULL: this input is the scalar s */
     EmScalar s;
 } EmOperand;
+/* Uninitialised, dense in the dim order of the inputs `in` broadcast to shape
+ * (Note [output layout], core/memory_format.c). */
+EmTensor *em_empty_in_operand_order(int ndim, const int64_t *shape, int nin, const EmOperand *in, EmDType dtype,
+                                   EmDevice device);
 
 static inline EmOperand em_opnd(EmTensor *t) { EmOperand o = {t, {'i', {0}, 0}}; return o; }
 static inline EmOperand em_opnd_scalar(EmScalar s) { EmOperand o = {NULL, s}; return o; }
@@ -965,7 +969,8 @@ EmTensor *em_unsqueeze(EmTensor *t, int dim);
 EmTensor *em_expand(EmTensor *t, int n, const int64_t *sizes);
 EmTensor *em_narrow(EmTensor *t, int dim, int64_t start, int64_t length);
 EmTensor *em_select(EmTensor *t, int dim, int64_t index);
-EmTensor *em_clone(EmTensor *t);
+EmTensor *em_clone(EmTensor *t); /* clone(): memory_format=preserve_format */
+EmTensor *em_clone_as(EmTensor *t, EmMemoryFormat f);
 EmTensor *em_detach(EmTensor *t);
 EmTensor *em_sum_to(EmTensor *t, int ndim, const int64_t *shape); /* ops/sum_to.c */
 

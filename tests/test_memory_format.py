@@ -127,6 +127,45 @@ def test_channels_last_convolution_against_numpy(geom, dtype):
         np.testing.assert_allclose(y.numpy(), ref, rtol=tol, atol=tol)
 
 
+def np_conv2d_grads(x, w, gy, stride, padding, dilation):
+    """(gx, gw, gb) of np_conv2d for upstream gy: each window position's
+    patch gets gy times the weight tap back, and gives gy times itself to it."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = gy.shape[2:]
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    gxp, gw = np.zeros_like(xp), np.zeros_like(w)
+    for i in range(kh):
+        for j in range(kw):
+            sl = (slice(None), slice(None), slice(i * dilation, i * dilation + stride * oh, stride),
+                  slice(j * dilation, j * dilation + stride * ow, stride))
+            gxp[sl] += np.einsum("nohw,oc->nchw", gy, w[:, :, i, j])
+            gw[:, :, i, j] = np.einsum("nohw,nchw->oc", gy, xp[sl])
+    return gxp[:, :, padding:padding + h, padding:padding + wd], gw, gy.sum((0, 2, 3))
+
+
+@pytest.mark.parametrize("geom", [(2, 3, 7, 4, 3, 1, 1, 1), (3, 5, 9, 6, 3, 2, 0, 1), (1, 4, 8, 8, 1, 1, 0, 1),
+                                  (3, 4, 8, 3, 1, 2, 0, 1), (2, 3, 9, 4, 3, 1, 2, 2), (1, 2, 5, 3, 2, 1, 1, 1)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_channels_last_convolution_gradients_against_numpy(geom, dtype):
+    """The NHWC backward (cpu/conv_nhwc.c): channels-last gradients, NumPy's values."""
+    n, c, h, o, k, stride, padding, dilation = geom
+    g = np.random.default_rng(sum(geom) + 7)
+    x, w, b = g.standard_normal((n, c, h, h)), g.standard_normal((o, c, k, k)), g.standard_normal(o)
+    dt = getattr(ember, dtype)
+    xt, wt = (cl(ember.tensor(v, dtype=dt)).requires_grad_() for v in (x, w))
+    bt = ember.tensor(b, dtype=dt, requires_grad=True)
+    y = F.conv2d(xt, wt, bt, stride=stride, padding=padding, dilation=dilation)
+    gy = g.standard_normal(tuple(y.shape))
+    y.backward(cl(ember.tensor(gy, dtype=dt)))
+    tol = 1e-4 if dtype == "float32" else 1e-11
+    for got, want in zip((xt.grad, wt.grad, bt.grad), np_conv2d_grads(x, w, gy, stride, padding, dilation)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=tol, atol=tol)
+    assert xt.grad.stride() == cl_strides(x.shape)
+    if k > 1:
+        assert wt.grad.stride() == cl_strides(w.shape)
+
+
 def test_max_pool_indices_follow_the_layout():
     y, i = F.max_pool2d(cl(_x()), 2, return_indices=True)
     assert i.stride() == cl_strides(i.shape) and y.stride() == cl_strides(y.shape)
@@ -201,3 +240,24 @@ def test_meta_keeps_the_format():
     x = ember.empty(2, 3, 8, 8, device="meta").contiguous(memory_format=ember.channels_last)
     y = F.conv2d(x, ember.empty(4, 3, 3, 3, device="meta"))
     assert y.is_meta and y.stride() == cl_strides(y.shape)
+
+
+# Note [output layout]: the strides torch gives the calls of
+# tests/layout_cases.py, stored by data/make_layout_reference.py
+import json  # noqa: E402
+import os  # noqa: E402
+
+import layout_cases  # noqa: E402
+
+LAYOUT_REF = json.load(open(os.path.join(os.path.dirname(__file__), "data", "layout_torch_reference.json")))["cases"]
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT_REF))
+def test_layout_as_torch_lays_it_out(name):
+    x, y, t, x3 = ins = layout_cases._inputs(ember)
+    f = layout_cases.cases()[name]
+    r = f(ember, *ins)
+    assert [list(r.shape), list(r.stride())] == LAYOUT_REF[name]
+    if "empty" not in name:  # the layout changes no value: the same call on contiguous inputs
+        want = f(ember, x.contiguous(), y, t.contiguous(), x3.contiguous())
+        np.testing.assert_array_equal(r.numpy(), want.numpy())

@@ -304,6 +304,47 @@ int em_iter_run_prepared(const EmKernels *k, const EmCudaElementwise *e) {
 
 /* ------------------------------------------------------------- build */
 
+/* Note [output layout]: a new output is laid out as torch's TensorIterator
+ * lays it out, since scripts read its strides (is_contiguous, channels-last
+ * models). When every input has the output's shape, the output is
+ * contiguous if they all are, channels-last if they all are, and otherwise
+ * takes their strides if they share dense ones; else the inputs' dim order
+ * decides (em_empty_in_operand_order). A Python number is a 0-d operand, as
+ * torch wraps it. */
+static EmTensor *new_output(int ndim, const int64_t *shape, int nin, const EmOperand *in, EmDType dtype,
+                            EmDevice device) {
+    bool same_shape = true, contiguous = true;
+    const EmTensor *first = NULL;
+    for (int i = 0; i < nin && same_shape; i++) {
+        const EmTensor *t = in[i].t;
+        if (!t) {
+            same_shape = ndim == 0;
+            continue;
+        }
+        same_shape = t->ndim == ndim && memcmp(t->sizes, shape, ndim * sizeof(int64_t)) == 0;
+        contiguous &= em_is_contiguous(t);
+        if (!first) first = t;
+    }
+    if (same_shape && (contiguous || !first)) return em_empty(ndim, shape, dtype, device);
+    if (same_shape) { /* the rarer layouts, tested only now */
+        bool channels_last = ndim == 4, same_dense = true;
+        for (int i = 0; i < nin; i++) {
+            const EmTensor *t = in[i].t;
+            if (!t) continue;
+            channels_last = channels_last && em_is_contiguous_as(t, EM_CHANNELS_LAST);
+            same_dense = same_dense && !memcmp(t->strides, first->strides, ndim * sizeof(int64_t)) &&
+                         em_is_non_overlapping_and_dense(t);
+        }
+        int64_t strides[EM_MAX_DIMS];
+        if (channels_last) {
+            em_memory_format_strides(EM_CHANNELS_LAST, ndim, shape, strides);
+            return em_empty_strided(ndim, shape, strides, dtype, device);
+        }
+        if (same_dense) return em_empty_strided(ndim, shape, first->strides, dtype, device);
+    }
+    return em_empty_in_operand_order(ndim, shape, nin, in, dtype, device);
+}
+
 EmTensor *em_iter_run(const EmIterConfig *cfg) {
     Iter it;
     it.stop = NULL;
@@ -385,14 +426,7 @@ EmTensor *em_iter_run(const EmIterConfig *cfg) {
             if (cfg->inputs[i].t && check_overlap(out, cfg->inputs[i].t) < 0) return NULL;
         result = (EmTensor *)Py_NewRef(out);
     } else {
-        EmTensor *like = NULL;
-        for (int i = 0; i < nin && !like; i++) {
-            EmTensor *t = cfg->inputs[i].t;
-            if (t && t->ndim == ndim && t->numel > 1 && !em_is_contiguous(t) &&
-                memcmp(t->sizes, shape, ndim * sizeof(int64_t)) == 0)
-                like = t;
-        }
-        result = like ? em_empty_like(like, res_dtype) : em_empty(ndim, shape, res_dtype, device);
+        result = new_output(ndim, shape, nin, cfg->inputs, res_dtype, device);
         if (!result) return NULL;
     }
     /* Note [meta device]: the shape, dtype and layout are all a meta call computes */

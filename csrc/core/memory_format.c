@@ -67,13 +67,14 @@ int em_memory_format_strides(EmMemoryFormat f, int ndim, const int64_t *sizes, i
                          f == EM_CHANNELS_LAST ? "channels_last" : "channels_last_3d");
             return -1;
         }
-        /* memory order: N, spatial dims..., C */
+        /* memory order: N, spatial dims..., C; torch multiplies by a size of
+         * 0 here too (strides of 0 after it), unlike its contiguous strides */
         int64_t s = 1;
         strides[1] = s;
-        s *= sizes[1] > 1 ? sizes[1] : 1;
+        s *= sizes[1];
         for (int d = ndim - 1; d >= 2; d--) {
             strides[d] = s;
-            s *= sizes[d] > 1 ? sizes[d] : 1;
+            s *= sizes[d];
         }
         strides[0] = s;
         return 0;
@@ -123,6 +124,57 @@ EmMemoryFormat em_suggest_memory_format(const EmTensor *t) {
     if ((t->ndim == 4 || t->ndim == 5) && strides_channels_last(t))
         return t->ndim == 4 ? EM_CHANNELS_LAST : EM_CHANNELS_LAST_3D;
     return EM_CONTIGUOUS_FORMAT;
+}
+
+/* Dense strides in the inputs' dim order (torch's TensorIterator and
+ * infer_dense_strides): the dims are sorted innermost-first by asking the
+ * inputs in order; the first one whose strides for two dims differ (neither
+ * broadcast, so neither 0) decides, and equal strides put the smaller dim
+ * inside. Contiguous when the order is the default one. */
+static int64_t operand_stride(const EmTensor *t, int ndim, const int64_t *shape, int d) {
+    int td = d - (ndim - t->ndim);
+    return td < 0 || (t->sizes[td] == 1 && shape[d] != 1) ? 0 : t->strides[td];
+}
+
+/* 1: dim a goes outside dim b, -1: inside, 0: the inputs do not say */
+static int outer_than(int a, int b, int ndim, const int64_t *shape, int nin, const EmOperand *in) {
+    for (int i = 0; i < nin; i++) {
+        const EmTensor *t = in[i].t;
+        if (!t) continue;
+        int64_t sa = operand_stride(t, ndim, shape, a), sb = operand_stride(t, ndim, shape, b);
+        if (sa == 0 || sb == 0) continue;
+        if (sa != sb) return sa < sb ? -1 : 1;
+        if (shape[a] > shape[b]) return 1;
+    }
+    return 0;
+}
+
+EmTensor *em_empty_in_operand_order(int ndim, const int64_t *shape, int nin, const EmOperand *in, EmDType dtype,
+                                   EmDevice device) {
+    int64_t strides[EM_MAX_DIMS];
+    int perm[EM_MAX_DIMS]; /* innermost first */
+    for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
+    for (int i = 1; i < ndim; i++) /* insertion sort that steps over undecided pairs */
+        for (int j = i - 1, k = i; j >= 0; j--) {
+            int c = outer_than(perm[j], perm[k], ndim, shape, nin, in);
+            if (c > 0) {
+                int x = perm[j];
+                perm[j] = perm[k];
+                perm[k] = x;
+                k = j;
+            } else if (c < 0) {
+                break;
+            }
+        }
+    bool reversed = true;
+    for (int i = 0; i < ndim; i++) reversed &= perm[i] == ndim - 1 - i;
+    if (reversed) return em_empty(ndim, shape, dtype, device);
+    int64_t s = 1;
+    for (int i = 0; i < ndim; i++) {
+        strides[perm[i]] = s;
+        s *= shape[perm[i]];
+    }
+    return em_empty_strided(ndim, shape, strides, dtype, device);
 }
 
 /* A new uninitialised tensor shaped like src, laid out as f: preserve keeps

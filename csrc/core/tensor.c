@@ -236,30 +236,15 @@ EmTensor *em_zeros(int ndim, const int64_t *sizes, EmDType dtype, EmDevice devic
     return t;
 }
 
+/* torch's empty_like(memory_format=preserve): a dense source's own strides,
+ * otherwise dense ones in its dim order. */
 EmTensor *em_empty_like(const EmTensor *src, EmDType dtype) {
-    if (em_is_contiguous(src) || !em_is_non_overlapping_and_dense(src))
-        return em_empty(src->ndim, src->sizes, dtype, em_device(src));
-    /* keep the source's dim order: sort dims by stride, outermost first */
-    int nd = src->ndim, perm[EM_MAX_DIMS];
-    for (int i = 0; i < nd; i++) perm[i] = i;
-    for (int i = 1; i < nd; i++) { /* insertion sort: stable, nd is small */
-        int p = perm[i], j = i;
-        while (j > 0 && src->strides[perm[j - 1]] < src->strides[p]) {
-            perm[j] = perm[j - 1];
-            j--;
-        }
-        perm[j] = p;
-    }
-    int64_t strides[EM_MAX_DIMS], s = 1;
-    for (int i = nd - 1; i >= 0; i--) {
-        strides[perm[i]] = s;
-        s *= src->sizes[perm[i]];
-    }
-    EmStorage *st = em_storage_new(src->numel * em_itemsize(dtype), em_device(src));
-    if (!st) return NULL;
-    EmTensor *t = em_tensor_alloc(&EmTensorType, st, 0, nd, src->sizes, strides, dtype);
-    Py_DECREF(st);
-    return t;
+    EmDevice dev = em_device(src);
+    if (em_is_contiguous(src)) return em_empty(src->ndim, src->sizes, dtype, dev);
+    if (em_is_non_overlapping_and_dense(src))
+        return em_empty_strided(src->ndim, src->sizes, src->strides, dtype, dev);
+    EmOperand self = {.t = (EmTensor *)src};
+    return em_empty_in_operand_order(src->ndim, src->sizes, 1, &self, dtype, dev);
 }
 
 EmTensor *em_scalar_tensor(EmScalar s, EmDType dtype, EmDevice device) {

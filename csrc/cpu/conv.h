@@ -47,4 +47,8 @@ int em_conv_backward(EmDType d, const EmConvShape *s, const void *gy, const void
  * (em_conv_nhwc_supported). -1 as above. */
 bool em_conv_nhwc_supported(EmDType d, const EmConvShape *s);
 int em_conv_forward_nhwc(EmDType d, const EmConvShape *s, const void *x, const void *w, const void *b, void *y);
+/* Its gradients for gy (N, oh, ow, O): gx (N, H, W, C), gw (O, kh, kw, C), gb (O),
+ * each NULL when not wanted (x may be NULL without gw). -1 as above. */
+int em_conv_backward_nhwc(EmDType d, const EmConvShape *s, const void *gy, const void *x, const void *w, void *gx,
+                          void *gw, void *gb);
 #endif

@@ -750,23 +750,34 @@ static PyObject *convolution_backward(EmCall *c, bool gpu) {
     }
     EmTensor *g = NULL, *x = NULL, *wc = NULL, *res[3] = {NULL, NULL, NULL};
     PyObject *tuple = NULL;
+    /* channels-last operands: the NHWC kernel, as the forward (Note [memory format]) */
+    bool channels_last = nd == 4 && em_conv_nhwc_supported(cc.ct, &cc.s) &&
+                         (em_suggest_memory_format(in) == EM_CHANNELS_LAST ||
+                          em_suggest_memory_format(w) == EM_CHANNELS_LAST);
+    EmTensor *(*layout)(EmTensor *, EmDType) = channels_last ? in_channels_last : contiguous_as;
+    EmMemoryFormat f = channels_last ? EM_CHANNELS_LAST : EM_CONTIGUOUS_FORMAT;
     /* the input's values only feed gw: a transposed convolution (gx alone)
      * passes a broadcast stand-in of the right shape, never copied */
-    if (!(g = contiguous_as(gy, cc.ct)) || (mask[1] && !(x = contiguous_as(in, cc.ct))) ||
-        !(wc = contiguous_as(w, cc.ct)))
-        goto done;
+    if (!(g = layout(gy, cc.ct)) || (mask[1] && !(x = layout(in, cc.ct))) || !(wc = layout(w, cc.ct))) goto done;
     const EmTensor *like[3] = {in, w, NULL};
     for (int k = 0; k < 3; k++) {
-        if (!mask[k]) res[k] = em_empty(1, &zero, cc.ct, em_cpu());
-        else if (k < 2) res[k] = em_empty(like[k]->ndim, like[k]->sizes, cc.ct, em_cpu());
-        else res[k] = em_empty(1, &O, cc.ct, em_cpu());
+        int64_t strides[5];
+        if (!mask[k]) {
+            res[k] = em_empty(1, &zero, cc.ct, em_cpu());
+        } else if (k < 2) {
+            em_memory_format_strides(f, like[k]->ndim, like[k]->sizes, strides);
+            res[k] = em_empty_strided(like[k]->ndim, like[k]->sizes, strides, cc.ct, em_cpu());
+        } else {
+            res[k] = em_empty(1, &O, cc.ct, em_cpu());
+        }
         if (!res[k]) goto done;
     }
     {
         EmStop stop = em_stop_arm_for(conv_work(&cc) / 64);
         em_stop_current = &stop;
         PyThreadState *ts = conv_work(&cc) >= 65536 ? PyEval_SaveThread() : NULL;
-        int rc = em_conv_backward(cc.ct, &cc.s, em_data(g), x ? em_data(x) : NULL, em_data(wc),
+        int rc = (channels_last ? em_conv_backward_nhwc : em_conv_backward)(
+                                  cc.ct, &cc.s, em_data(g), x ? em_data(x) : NULL, em_data(wc),
                                   mask[0] && res[0]->numel ? em_data(res[0]) : NULL,
                                   mask[1] && res[1]->numel ? em_data(res[1]) : NULL,
                                   mask[2] && res[2]->numel ? em_data(res[2]) : NULL);

@@ -390,8 +390,17 @@ EmTensor *em_masked_fill(EmTensor *self, EmTensor *mask, EmScalar value, bool in
         cfg.out = self;
         cfg.inplace = true;
         cfg.allow_self_overlap = true; /* torch fills expanded tensors */
+        return em_iter_run(&cfg);
     }
-    return em_iter_run(&cfg);
+    int n; /* out of place: contiguous, as torch clones self */
+    int64_t shape[EM_MAX_DIMS];
+    if (em_broadcast_shapes(self->ndim, self->sizes, mask->ndim, mask->sizes, &n, shape) < 0) return NULL;
+    EmTensor *r = em_empty(n, shape, (EmDType)self->dtype, em_device(self));
+    if (!r) return NULL;
+    cfg.out = r;
+    EmTensor *done = em_iter_run(&cfg);
+    Py_DECREF(r);
+    return done;
 }
 
 /* torch's canDispatchToMaskedFill: one mask, a one-element value. */
@@ -807,7 +816,7 @@ PyObject *em_impl_masked_scatter(EmCall *c) {
     } else {
         EmTensor *es;
         if (broadcast_pair(self, mask, &es, &m) < 0) return NULL;
-        target = em_clone(es);
+        target = em_clone_as(es, EM_CONTIGUOUS_FORMAT); /* as torch clones it */
         Py_DECREF(es);
         if (!target) goto fail;
     }

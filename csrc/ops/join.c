@@ -121,6 +121,24 @@ fail:
 
 static bool legacy_empty(const EmTensor *t) { return t->ndim == 1 && t->sizes[0] == 0; }
 
+/* Note [memory format]: torch lays a cat out as all its inputs' strides
+ * suggest (channels-last when every one is), contiguous otherwise. */
+static EmMemoryFormat cat_format(int n, EmTensor *const *ts) {
+    EmMemoryFormat f = em_suggest_memory_format(ts[0]);
+    for (int i = 1; i < n && f != EM_CONTIGUOUS_FORMAT; i++)
+        if (em_suggest_memory_format(ts[i]) != f) f = EM_CONTIGUOUS_FORMAT;
+    return f;
+}
+
+static EmTensor *empty_in_format(int ndim, const int64_t *shape, EmDType dt, EmDevice dev, EmMemoryFormat f) {
+    int64_t strides[EM_MAX_DIMS];
+    if (f == EM_CONTIGUOUS_FORMAT || em_memory_format_strides(f, ndim, shape, strides) < 0) {
+        PyErr_Clear();
+        return em_empty(ndim, shape, dt, dev);
+    }
+    return em_empty_strided(ndim, shape, strides, dt, dev);
+}
+
 EmTensor *em_cat(int n, EmTensor *const *ts, int64_t dim64, EmTensor *out, const char *name) {
     EM_CHECK(n > 0, PyExc_ValueError, "torch.%s(): expected a non-empty list of Tensors", name);
     EmDType dt = (EmDType)ts[0]->dtype;
@@ -169,7 +187,7 @@ EmTensor *em_cat(int n, EmTensor *const *ts, int64_t dim64, EmTensor *out, const
             }
         r = (EmTensor *)Py_NewRef(out);
     } else {
-        r = em_empty(ndim, shape, dt, em_device(ts[0]));
+        r = empty_in_format(ndim, shape, dt, em_device(ts[0]), cat_format(n, ts));
         if (!r) return NULL;
     }
     int64_t off = 0;
@@ -220,6 +238,44 @@ static EmTensor *cat_views(EmCall *c, PyObject *tup, ViewFn f, int arg, int64_t 
 
 static EmTensor *unsqueeze_at(EmTensor *t, int dim) { return em_unsqueeze(t, dim); }
 
+/* stack(ts, dim) for dim < ndim: a new tensor laid out as cat(ts, dim) with
+ * that dim split into (n, size), each input copied into its slice. */
+static EmTensor *stack_new(Py_ssize_t n, EmTensor *const *ts, int dim) {
+    EmTensor *t0 = ts[0];
+    EmDType dt = (EmDType)t0->dtype;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        dt = em_promote_types(dt, (EmDType)ts[i]->dtype);
+        if (dt == EM_DTYPE_ERROR) return NULL;
+    }
+    int nd = t0->ndim;
+    int64_t cshape[EM_MAX_DIMS], cstrides[EM_MAX_DIMS], shape[EM_MAX_DIMS], strides[EM_MAX_DIMS];
+    memcpy(cshape, t0->sizes, nd * sizeof(int64_t));
+    EM_CHECK(!__builtin_mul_overflow(cshape[dim], (int64_t)n, &cshape[dim]), PyExc_RuntimeError,
+             "stack: the size of the result along dim %d overflows", dim);
+    EmMemoryFormat f = cat_format((int)n, ts);
+    if (f == EM_CONTIGUOUS_FORMAT || em_memory_format_strides(f, nd, cshape, cstrides) < 0) {
+        PyErr_Clear();
+        em_contiguous_strides(nd, cshape, cstrides);
+    }
+    for (int d = 0, k = 0; d < nd; d++) {
+        if (d == dim) {
+            shape[k] = n;
+            strides[k++] = t0->sizes[d] * cstrides[d];
+        }
+        shape[k] = t0->sizes[d];
+        strides[k++] = cstrides[d];
+    }
+    EmTensor *r = em_empty_strided(nd + 1, shape, strides, dt, em_device(t0));
+    for (Py_ssize_t i = 0; r && i < n; i++) {
+        EmTensor *v = em_select(r, dim, i);
+        if (!v || em_copy_(v, (PyObject *)ts[i]) < 0) Py_CLEAR(r);
+        Py_XDECREF(v);
+    }
+    return r;
+fail:
+    return NULL;
+}
+
 PyObject *em_impl_stack(EmCall *c) {
     PyObject *tup = tensor_tuple(c->args[0], "stack", "tensors", 0);
     if (!tup) return NULL;
@@ -235,7 +291,12 @@ PyObject *em_impl_stack(EmCall *c) {
                  PyExc_RuntimeError, "stack expects each tensor to be equal size, but got %s at entry 0 and %s at entry %zd",
                  em_shape_str(t0->ndim, t0->sizes, a, sizeof a), em_shape_str(t->ndim, t->sizes, b, sizeof b), i);
     }
-    if (arg_dim(c, 1, t0->ndim + 1, &dim) == 0) r = cat_views(c, tup, unsqueeze_at, dim, dim);
+    if (arg_dim(c, 1, t0->ndim + 1, &dim) < 0) goto fail;
+    if (c->out || dim == t0->ndim) {
+        r = cat_views(c, tup, unsqueeze_at, dim, dim);
+    } else { /* torch lays it out as cat(tensors, dim) viewed with dim split in two */
+        r = stack_new(n, TUP_TENSORS(tup), dim);
+    }
 fail:
     Py_DECREF(tup);
     return (PyObject *)r;
@@ -838,7 +899,7 @@ static int64_t *int_list(PyObject *o, const char *fname, const char *argname, in
 /* Roll one dim by s (0 < s < size): two narrowed copies. */
 static EmTensor *roll_dim(EmTensor *t, int d, int64_t s) {
     int64_t n = t->sizes[d];
-    EmTensor *r = em_empty(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t));
+    EmTensor *r = empty_in_format(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t), em_suggest_memory_format(t));
     if (!r) return NULL;
     EmTensor *a = em_narrow(r, d, 0, s), *b = a ? em_narrow(t, d, n - s, s) : NULL;
     int rc = b ? em_copy_(a, (PyObject *)b) : -1;

@@ -24,14 +24,16 @@ static EmTensor *readable(EmTensor *written, EmTensor *input) {
     return r ? em_clone(input) : (EmTensor *)Py_NewRef(input);
 }
 
-/* The tensor an op writes: self (in place; optionally refusing stride-0
- * self like torch), or a copy of self (out-of-place and out=). */
-static EmTensor *write_target(EmCall *c, EmTensor *self, bool check_internal) {
+/* The tensor an op writes: self (in place; refusing stride-0 self like
+ * torch, except index_fill), or a copy of self (out-of-place and out=):
+ * contiguous, as torch clones it, except index_fill's, which keeps self's
+ * layout. */
+static EmTensor *write_target(EmCall *c, EmTensor *self, bool is_index_fill) {
     if (c->inplace) {
-        if (check_internal && em_index_check_internal_overlap(self) < 0) return NULL;
+        if (!is_index_fill && em_index_check_internal_overlap(self) < 0) return NULL;
         return (EmTensor *)Py_NewRef(self);
     }
-    return em_clone(self);
+    return em_clone_as(self, is_index_fill ? EM_PRESERVE_FORMAT : EM_CONTIGUOUS_FORMAT);
 }
 
 static PyObject *finish(EmCall *c, EmTensor *target) {
@@ -241,7 +243,7 @@ PyObject *em_impl_index_copy(EmCall *c) {
                  em_shape_str(self->ndim, self->sizes, a, sizeof a),
                  em_shape_str(source->ndim, source->sizes, b, sizeof b));
     }
-    target = write_target(c, self, true);
+    target = write_target(c, self, false);
     EM_TRY(target);
     src = readable(target, source);
     EM_TRY(src);
@@ -284,7 +286,7 @@ PyObject *em_impl_index_add(EmCall *c) {
              em_shape_str(self->ndim, self->sizes, a, sizeof a),
              em_shape_str(source->ndim, source->sizes, b, sizeof b));
     EM_TRY(em_scalar_check_range(alpha, (EmDType)self->dtype) == 0);
-    target = write_target(c, self, true);
+    target = write_target(c, self, false);
     EM_TRY(target);
     src = readable(target, source);
     EM_TRY(src);
@@ -337,7 +339,7 @@ PyObject *em_impl_index_fill(EmCall *c) {
         s = (EmScalar){'i', {0}}; /* Note [meta device]: a meta value is never read; nothing is written */
     else
         EM_TRY(em_scalar_from_py(v, &s) == 0 && em_scalar_check_range(s, (EmDType)self->dtype) == 0);
-    target = write_target(c, self, false);
+    target = write_target(c, self, true);
     EM_TRY(target);
     EM_TRY(put_slices(target, dim, index, NULL, &s, EM_RED_ASSIGN, EM_WRAP_NEG, PyExc_IndexError,
                       "index %lld is out of bounds for dimension %d with size %lld") == 0);
@@ -544,7 +546,7 @@ static PyObject *scatter_common(EmCall *c, EmTensor *srct, PyObject *value_obj, 
     }
     idx = scatter_check(self, dim, index, srct, &empty, NULL);
     EM_TRY(idx || empty);
-    target = write_target(c, self, true);
+    target = write_target(c, self, false);
     EM_TRY(target);
     if (!empty) {
         if (srct) {
@@ -653,7 +655,7 @@ PyObject *em_impl_scatter_reduce(EmCall *c) {
                         : index->numel ? "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'"
                                        : "\"div_floor_cpu\" not implemented for 'Bool'");
     EM_TRY(idx || (empty && !PyErr_Occurred()));
-    target = write_target(c, self, true);
+    target = write_target(c, self, false);
     EM_TRY(target);
     if (empty) return (PyObject *)target;
     src = readable(target, srct);

@@ -704,21 +704,19 @@ fail:
     return NULL;
 }
 
-EmTensor *em_clone(EmTensor *t) {
-    EmTensor *r = em_empty_like(t, (EmDType)t->dtype);
+EmTensor *em_clone_as(EmTensor *t, EmMemoryFormat f) {
+    EmTensor *r = em_empty_format(t, (EmDType)t->dtype, em_device(t), f);
     if (r && em_copy_(r, (PyObject *)t) < 0) Py_CLEAR(r);
     return r;
 }
 
+EmTensor *em_clone(EmTensor *t) { return em_clone_as(t, EM_PRESERVE_FORMAT); }
+
 /* clone(memory_format=preserve_format) */
 PyObject *em_impl_clone(EmCall *c) {
-    EmTensor *t = em_arg_tensor(c, 0);
     EmMemoryFormat f;
     if (em_memory_format_from_py(c->args[1], EM_PRESERVE_FORMAT, &f) < 0) return NULL;
-    if (f == EM_PRESERVE_FORMAT) return (PyObject *)em_clone(t);
-    EmTensor *r = em_empty_format(t, (EmDType)t->dtype, em_device(t), f);
-    if (r && em_copy_(r, (PyObject *)t) < 0) Py_CLEAR(r);
-    return (PyObject *)r;
+    return (PyObject *)em_clone_as(em_arg_tensor(c, 0), f);
 }
 
 EmTensor *em_detach(EmTensor *t) {
@@ -766,7 +764,7 @@ static PyObject *triangle(EmCall *c, bool lower, bool gpu) {
         if (em_copy_(c->out, (PyObject *)t) < 0) return NULL;
         r = (EmTensor *)Py_NewRef(c->out);
     } else {
-        r = em_clone(t);
+        r = em_clone_as(t, EM_CONTIGUOUS_FORMAT); /* as torch's tril/triu lay it out */
     }
     if (!r || r->numel == 0 || em_is_meta(r)) return (PyObject *)r; /* Note [meta device] */
     if (gpu) {

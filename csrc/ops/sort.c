@@ -226,8 +226,16 @@ static PyObject *select_op(bool gpu, EmTensor *t, int dim, EmSelectMode mode, in
     if (want_i && iout && prepare_out(iout, EM_INT64, nd, shape, fname) < 0) return NULL;
     /* out= tensors that alias the input (or each other) get the result by copy */
     bool direct_v = vout && !shares(vout, t), direct_i = iout && !shares(iout, t) && !shares(iout, vout);
-    if (want_v) v = direct_v ? (EmTensor *)Py_NewRef(vout) : em_empty(nd, shape, (EmDType)t->dtype, em_device(t));
-    if (want_i) ix = direct_i ? (EmTensor *)Py_NewRef(iout) : em_empty(nd, shape, EM_INT64, em_device(t));
+    /* a full sort is laid out like its input (torch's empty_like), the others contiguous */
+    bool like = mode == EM_SELECT_SORT && nd == t->ndim && nd > 0;
+    if (want_v && !direct_v)
+        v = like ? em_empty_like(t, (EmDType)t->dtype) : em_empty(nd, shape, (EmDType)t->dtype, em_device(t));
+    else if (want_v)
+        v = (EmTensor *)Py_NewRef(vout);
+    if (want_i && !direct_i)
+        ix = like ? em_empty_like(t, EM_INT64) : em_empty(nd, shape, EM_INT64, em_device(t));
+    else if (want_i)
+        ix = (EmTensor *)Py_NewRef(iout);
     if ((want_v && !v) || (want_i && !ix)) goto fail;
     bool insert = squeeze && t->ndim > 0;
     if (v) kv = insert ? with_dim(v, dim) : (EmTensor *)Py_NewRef(v);

@@ -150,7 +150,18 @@ static PyObject *cpu_cache_clear(PyObject *m, PyObject *u) {
     Py_RETURN_NONE;
 }
 
+/* torch's Tensor.suggest_memory_format (Python-composed ops keep a channels-last layout by it) */
+static PyObject *suggest_memory_format(PyObject *m, PyObject *t) {
+    if (!em_is_tensor(t)) {
+        PyErr_Format(PyExc_TypeError, "_suggest_memory_format expects a Tensor, not %.100s", Py_TYPE(t)->tp_name);
+        return NULL;
+    }
+    return Py_NewRef(em_memory_format_object(em_suggest_memory_format((EmTensor *)t)));
+}
+
 static PyMethodDef module_methods[] = {
+    {"_suggest_memory_format", suggest_memory_format, METH_O,
+     "The memory format a tensor's strides suggest (contiguous_format or channels_last(_3d))."},
     {"_cpu_cache_info", cpu_cache_info, METH_NOARGS, "The CPU block cache's counters (Note [CPU block cache])."},
     {"_cpu_cache_clear", cpu_cache_clear, METH_NOARGS, "Return the CPU block cache's blocks to the system."},
     {"_op_names", em_op_names, METH_NOARGS, "Names of every op in the op table."},

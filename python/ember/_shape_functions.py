@@ -1,7 +1,8 @@
 """torch's shape and layout functions composed from ember ops: ravel, the
 diagonal builders (diag, diag_embed, diagflat), cartesian_prod, combinations,
-block_diag, vander, atleast_1d/2d/3d, unravel_index and put / Tensor.put_. Views where torch
-returns views; the rest are differentiable compositions."""
+block_diag, vander, atleast_1d/2d/3d, unravel_index, put / Tensor.put_ and the view
+scatters (select_scatter, slice_scatter, diagonal_scatter, as_strided_scatter). Views
+where torch returns views; the rest are differentiable compositions."""
 import builtins
 import itertools
 import math
@@ -240,5 +241,42 @@ def put(input, index, source, accumulate=False):
     return put_(_require_tensor("put", input).clone(), index, source, accumulate)
 
 
+def _embed(name, input, src, view_of):
+    """A copy of input (its layout kept) whose view view_of(copy) holds src:
+    differentiable to both through the in-place copy, as torch's *_scatter."""
+    _require_tensor(name, input)
+    _require_tensor(name, src, "src", 2)
+    out = input.clone()
+    view = view_of(out)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(view.shape)}")
+    view.copy_(src)
+    return out
+
+
+def select_scatter(input, src, dim, index):
+    """input with input.select(dim, index) replaced by src (a new tensor)."""
+    return _embed("select_scatter", input, src, lambda t: t.select(dim, index))
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """input with the slice start:end:step of dim replaced by src (a new tensor)."""
+    def view(t):
+        return t[(slice(None),) * _wrap_dim(dim, t.dim()) + (slice(start, end, step),)]
+    return _embed("slice_scatter", input, src, view)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """input with its diagonal(offset, dim1, dim2) replaced by src (a new tensor)."""
+    return _embed("diagonal_scatter", input, src, lambda t: t.diagonal(offset, dim1, dim2))
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """input with the as_strided(size, stride, storage_offset) view of its copy replaced by src."""
+    return _embed("as_strided_scatter", input, src, lambda t: t.as_strided(size, stride, storage_offset))
+
+
 __all__ = ["ravel", "diag", "diag_embed", "diagflat", "cartesian_prod", "combinations", "block_diag", "vander",
-           "atleast_1d", "atleast_2d", "atleast_3d", "unravel_index", "put"]
+           "atleast_1d", "atleast_2d", "atleast_3d", "unravel_index", "put", "select_scatter", "slice_scatter",
+           "diagonal_scatter", "as_strided_scatter"]

@@ -175,6 +175,16 @@ def register_post_accumulate_grad_hook(self, hook):
     return handle
 
 
+def _is_dense(t):
+    """Whether t's elements fill its memory without gaps or overlaps, in some dim order."""
+    expect = 1
+    for stride, size in sorted((s, n) for s, n in zip(t.stride(), t.shape) if n != 1):
+        if stride != expect:
+            return False
+        expect *= size
+    return True
+
+
 def retain_grad(self):
     """Keep the .grad of a non-leaf tensor after backward."""
     if not self.requires_grad:
@@ -186,8 +196,9 @@ def retain_grad(self):
 
     def keep_grad(grad):
         t = ref()
-        if t is not None:
-            t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
+        if t is not None:  # a copy in grad's layout; contiguous when grad is a view into a shared buffer
+            fmt = _C.preserve_format if _is_dense(grad) else _C.contiguous_format
+            t.grad = grad.detach().clone(memory_format=fmt) if t.grad is None else t.grad + grad.detach()
     self.register_hook(keep_grad)
     self.__dict__["_retains_grad"] = True
 
@@ -317,6 +328,8 @@ _METHODS = {
     "equal": _comparison.equal, "allclose": _comparison.allclose, "isclose": _comparison.isclose,
     "ravel": _shape_functions.ravel, "diag": _shape_functions.diag, "diag_embed": _shape_functions.diag_embed,
     "diagflat": _shape_functions.diagflat, "put": _shape_functions.put, "put_": _shape_functions.put_,
+    "select_scatter": _shape_functions.select_scatter, "slice_scatter": _shape_functions.slice_scatter,
+    "diagonal_scatter": _shape_functions.diagonal_scatter, "as_strided_scatter": _shape_functions.as_strided_scatter,
     "logit": special.logit, "sinc": special.sinc,
     "polygamma": _polygamma, "polygamma_": _polygamma_,
     "logcumsumexp": _calculus.logcumsumexp,

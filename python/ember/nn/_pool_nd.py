@@ -22,7 +22,7 @@ from .._lazy import numpy as np  # NumPy on first use: import ember stays fast
 
 from .. import _C
 from .._autocast_policy import fp32_policy as _fp32_policy
-from .functional import avg_pool1d, avg_pool2d
+from .functional import _keep_layout, avg_pool1d, avg_pool2d
 
 _NAMES = {"kernel_size": "kernel_size must either be a single int, or a tuple of three ints",
           "stride": "stride must either be omitted, a single int, or a tuple of three ints",
@@ -291,7 +291,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     x = (input if batched else input.unsqueeze(0)).unsqueeze(2)  # (N, C, 1, H, W)
     tables = [_adaptive_table(n, o) for n, o in zip(x.shape[2:], [1] + out)]
     vals, idx = _max_by_tables(x, tables)
-    return _finish(vals.squeeze(2), idx.squeeze(2), batched, return_indices)
+    vals, idx = (_keep_layout(v.squeeze(2), input if batched else x.squeeze(2)) for v in (vals, idx))
+    return _finish(vals, idx, batched, return_indices)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):

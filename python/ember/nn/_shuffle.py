@@ -1,7 +1,7 @@
 """Rearrangements of channels and pixels: pixel_shuffle / pixel_unshuffle
 (sub-pixel convolution's depth-to-space and back) and channel_shuffle, as
 reshapes and permutations of views."""
-from .functional import _tensors
+from .functional import _keep_layout, _tensors
 
 
 def pixel_shuffle(input, upscale_factor):
@@ -20,7 +20,7 @@ def pixel_shuffle(input, upscale_factor):
     oc, b = c // (r * r), len(batch)
     x = input.reshape(*batch, oc, r, r, h, w)
     x = x.permute(*range(b), b, b + 3, b + 1, b + 4, b + 2)
-    return x.reshape(*batch, oc, h * r, w * r)
+    return _keep_layout(x.reshape(*batch, oc, h * r, w * r), input)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -42,7 +42,7 @@ def pixel_unshuffle(input, downscale_factor):
     b = len(batch)
     x = input.reshape(*batch, c, h // r, r, w // r, r)
     x = x.permute(*range(b), b, b + 2, b + 4, b + 1, b + 3)
-    return x.reshape(*batch, c * r * r, h // r, w // r)
+    return _keep_layout(x.reshape(*batch, c * r * r, h // r, w // r), input)
 
 
 def channel_shuffle(input, groups):

@@ -773,6 +773,14 @@ def _bool():
 __all__ += ["pad", "unfold", "fold", "conv1d", "conv2d"]
 
 
+def _keep_layout(y, x):
+    """y laid out in the memory format x's strides suggest, as torch lays out
+    the results of pad, pixel_shuffle, adaptive pooling and 5-d interpolation
+    (their compositions here build contiguous tensors)."""
+    f = _C._suggest_memory_format(x)
+    return y if f is _C.contiguous_format or y.dim() != x.dim() else y.clone(memory_format=f)
+
+
 def pad(input, pad, mode="constant", value=None):
     """Pad (or, with negative sizes, crop) the last len(pad) // 2 dims: pad =
     (left, right) of the last dim, then of the one before, ..."""
@@ -803,7 +811,7 @@ def pad(input, pad, mode="constant", value=None):
                     parts.append(x.new_full(shape, fill))
             if len(parts) > 1:
                 x = _C.cat(parts, d)
-        return x.clone() if x is input else x
+        return _keep_layout(x.clone() if x is input else x, input)
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
@@ -827,7 +835,7 @@ def pad(input, pad, mode="constant", value=None):
         else:
             idx = idx % n
         x = x.index_select(d, _C.from_numpy(np.ascontiguousarray(idx, dtype=np.int64)).to(x.device))
-    return x
+    return x if mode == "circular" else _keep_layout(x, input)  # torch's circular pad is contiguous
 
 
 def _pair(v, name):
@@ -973,8 +981,8 @@ def _adaptive_avg_pool2d(x, oh, ow):
     """x (C, H, W) or (N, C, H, W); a size of None keeps the input's."""
     oh = x.shape[-2] if oh is None else oh
     ow = x.shape[-1] if ow is None else ow
-    if oh == 1 and ow == 1 and x.numel():  # one window: a mean, as torch computes it (MeanBackward1)
-        return x.mean((-1, -2), keepdim=True)
+    if oh == 1 and ow == 1 and x.numel() and _C._suggest_memory_format(x) is _C.contiguous_format:
+        return x.mean((-1, -2), keepdim=True)  # one window: a mean, as torch computes it (MeanBackward1)
     return _C._adaptive_avg_pool2d(x, (oh, ow))
 
 
@@ -1169,7 +1177,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a "
                          "4-D tensor as input")
     if nd == 5 and mode in ("nearest", "nearest-exact", "area", "trilinear"):
-        raise NotImplementedError(f"ember: interpolate(mode='{mode}') of 5-D (volumetric) input is not implemented")
+        if mode == "area":
+            return adaptive_avg_pool3d(input, output_size)
+        if output_size is None:
+            output_size = [_interp_out_size(input.shape[i + 2], s) for i, s in enumerate(scale_factors)]
+        from ._interp_volume import interpolate_volume
+        return interpolate_volume(input, output_size, scale_factors, mode, align_corners)
     if nd == 4 and mode == "lanczos":
         if align_corners:
             raise ValueError("Lanczos mode does not support align_corners=True")
