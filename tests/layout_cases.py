@@ -103,6 +103,17 @@ def cases():
         "interpolate nearest 3d": lambda m, x, y, t, x3: F(m).interpolate(x3, scale_factor=2),
         "interpolate trilinear 3d": lambda m, x, y, t, x3: F(m).interpolate(x3, scale_factor=2, mode="trilinear"),
         "interpolate nearest 3d contiguous": lambda m, x, y, t, x3: F(m).interpolate(x3.contiguous(), scale_factor=2),
+        "max_pool3d": lambda m, x, y, t, x3: F(m).max_pool3d(x3, 2),
+        "max_pool3d indices": lambda m, x, y, t, x3: F(m).max_pool3d(x3, 2, return_indices=True)[1],
+        "avg_pool3d": lambda m, x, y, t, x3: F(m).avg_pool3d(x3, 2),
+        "adaptive_avg_pool3d": lambda m, x, y, t, x3: F(m).adaptive_avg_pool3d(x3, 2),
+        "adaptive_max_pool3d": lambda m, x, y, t, x3: F(m).adaptive_max_pool3d(x3, 2),
+        "conv3d": lambda m, x, y, t, x3: F(m).conv3d(x3, m.ones(2, 3, 3, 3, 3)),
+        "batch_norm 3d": lambda m, x, y, t, x3: F(m).batch_norm(x3, None, None, training=True),
+        "channel_shuffle": lambda m, x, y, t, x3: F(m).channel_shuffle(
+            m.ones(1, 4, 2, 2).contiguous(memory_format=m.channels_last), 2),
+        "binary_cross_entropy none": lambda m, x, y, t, x3: F(m).binary_cross_entropy(
+            (x / 200).sigmoid(), (y / 200).sigmoid(), reduction="none"),
         "conv2d": lambda m, x, y, t, x3: F(m).conv2d(x, m.ones(6, 3, 3, 3), padding=1),
         "max_pool2d": lambda m, x, y, t, x3: F(m).max_pool2d(x, 2),
         "batch_norm": lambda m, x, y, t, x3: F(m).batch_norm(x, None, None, training=True),

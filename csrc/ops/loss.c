@@ -325,14 +325,14 @@ PyObject *em_pointwise_loss_terms(int kind, PyObject *x, PyObject *y, PyObject *
     case EM_LOSS_BCE: { /* -(y log x + (1 - y) log(1 - x)), each log at least -100 */
         PyObject *lx = O2(clamp_min, O1(log, x), NUMF(-100));
         PyObject *l1x = O2(clamp_min, O1(log, O2(sub, one, x)), NUMF(-100));
-        l = O1(neg, O2(add, O2(mul, y, lx), O2(mul, O2(sub, one, y), l1x)));
+        l = O1(neg, O2(add, O2(mul, lx, y), O2(mul, l1x, O2(sub, one, y)))); /* x's terms first: its layout */
         break;
     }
     case EM_LOSS_BCE_LOGITS: { /* (1 - y) x + lw softplus(-x), lw = 1 + (pos_weight - 1) y */
         PyObject *sp = em_softplus_neg(x);
         kp(K, sp);
         PyObject *lw = pos_weight ? O2(add, one, O2(mul, O2(sub, pos_weight, one), y)) : NULL;
-        l = O2(add, O2(mul, O2(sub, one, y), x), lw ? O2(mul, lw, sp) : sp);
+        l = O2(add, O2(mul, x, O2(sub, one, y)), lw ? O2(mul, sp, lw) : sp);
         break;
     }
     default:

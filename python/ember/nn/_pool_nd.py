@@ -167,6 +167,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         v2, i2 = v2.view(N, C, D, out[1], out[2]), i2.view(N, C, D, out[1], out[2])
         flat = i2 + _C.arange(D, device=x.device).view(1, 1, D, 1, 1) * (H * W)
     vals, idx = _max_by_tables(x, tables, (v2, flat))
+    vals, idx = _keep_layout(vals, x), _keep_layout(idx, x)  # channels_last_3d stays so, as in torch
     return _finish(vals, idx, batched, return_indices)
 
 

@@ -57,7 +57,7 @@ def channel_shuffle(input, groups):
     n, c, *rest = input.shape
     if c % g:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {g} groups.")
-    return input.reshape(n, g, c // g, *rest).transpose(1, 2).reshape(tuple(input.shape))
+    return _keep_layout(input.reshape(n, g, c // g, *rest).transpose(1, 2).reshape(tuple(input.shape)), input)
 
 
 native_channel_shuffle = channel_shuffle
