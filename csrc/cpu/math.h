@@ -277,8 +277,8 @@ EM_DEFINE_LOGADDEXP2(float, f)
 EM_DEFINE_LOGADDEXP2(double, d)
 #define em_logaddexp2(a, b) _Generic((a), float: em_logaddexp2_f, default: em_logaddexp2_d)(a, b)
 
-/* x log(y), 0 where x == 0 unless y is NaN (torch.xlogy); in the operands' type, as torch */
-#define em_xlogy(a, b) ((a) == 0 && (b) == (b) ? (a) * 0 : (a) * _Generic((b), float: logf, default: log)(b))
+/* x log(y), 0 where x == 0 unless y is NaN (torch.xlogy) */
+#define em_xlogy(a, b) ((a) == 0 && (b) == (b) ? (a) * 0 : (a) * log(b))
 
 /* gcd by Euclid on C's wrapping abs and truncating remainder, as torch's
  * (gcd(0, 0) == 0; the minimum integer stays negative). bits: the signed
