@@ -8,11 +8,15 @@ Strides are hand-computed: channels_last lays (N, C, H, W) out as
 (H*W*C, 1, W*C, C). Values are compared with the same call on a contiguous
 copy of the input, whose kernels the other test files check against NumPy:
 the layout must not change a single value."""
+import json
+import os
+
 import numpy as np
 import pytest
 
 import ember
 import ember.nn.functional as F
+import layout_cases
 
 
 def cl_strides(shape):
@@ -244,11 +248,6 @@ def test_meta_keeps_the_format():
 
 # Note [output layout]: the strides torch gives the calls of
 # tests/layout_cases.py, stored by data/make_layout_reference.py
-import json  # noqa: E402
-import os  # noqa: E402
-
-import layout_cases  # noqa: E402
-
 LAYOUT_REF = json.load(open(os.path.join(os.path.dirname(__file__), "data", "layout_torch_reference.json")))["cases"]
 
 

@@ -9,6 +9,7 @@ Area mode is adaptive average pooling (nn/_pool_nd.py)."""
 from .._lazy import numpy as np
 from .. import _C
 
+
 def _check(input, out, mode):
     ins = list(input.shape[2:])
     if any(n <= 0 for n in ins) or any(n <= 0 for n in out):
