@@ -409,6 +409,8 @@ EmMemoryFormat em_suggest_memory_format(const EmTensor *t);
 bool em_is_contiguous_as(const EmTensor *t, EmMemoryFormat f);
 /* Uninitialised, shaped like src, laid out as f on device (preserve: src's dim order). */
 EmTensor *em_empty_format(const EmTensor *src, EmDType dtype, EmDevice device, EmMemoryFormat f);
+/* Uninitialised, of `sizes`, laid out as f (not preserve; -1 and RuntimeError for a wrong rank). */
+EmTensor *em_empty_in_format(int ndim, const int64_t *sizes, EmDType dtype, EmDevice device, EmMemoryFormat f);
 int em_init_memory_formats(PyObject *m);
 /* The tensor's version counter (Note [version counter]). */
 static inline int64_t *em_version_slot(const EmTensor *t) { return t->vc ? &t->vc->value : &t->storage->version; }

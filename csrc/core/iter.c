@@ -335,11 +335,7 @@ static EmTensor *new_output(int ndim, const int64_t *shape, int nin, const EmOpe
             same_dense = same_dense && !memcmp(t->strides, first->strides, ndim * sizeof(int64_t)) &&
                          em_is_non_overlapping_and_dense(t);
         }
-        int64_t strides[EM_MAX_DIMS];
-        if (channels_last) {
-            em_memory_format_strides(EM_CHANNELS_LAST, ndim, shape, strides);
-            return em_empty_strided(ndim, shape, strides, dtype, device);
-        }
+        if (channels_last) return em_empty_in_format(ndim, shape, dtype, device, EM_CHANNELS_LAST);
         if (same_dense) return em_empty_strided(ndim, shape, first->strides, dtype, device);
     }
     return em_empty_in_operand_order(ndim, shape, nin, in, dtype, device);

@@ -185,10 +185,14 @@ EmTensor *em_empty_format(const EmTensor *src, EmDType dtype, EmDevice device, E
         if (em_device_eq(device, em_device(src))) return em_empty_like(src, dtype);
         f = EM_CONTIGUOUS_FORMAT;
     }
-    if (f == EM_CONTIGUOUS_FORMAT) return em_empty(src->ndim, src->sizes, dtype, device);
+    return em_empty_in_format(src->ndim, src->sizes, dtype, device, f);
+}
+
+EmTensor *em_empty_in_format(int ndim, const int64_t *sizes, EmDType dtype, EmDevice device, EmMemoryFormat f) {
+    if (f == EM_CONTIGUOUS_FORMAT) return em_empty(ndim, sizes, dtype, device);
     int64_t strides[EM_MAX_DIMS];
-    if (em_memory_format_strides(f, src->ndim, src->sizes, strides) < 0) return NULL;
-    return em_empty_strided(src->ndim, src->sizes, strides, dtype, device);
+    if (em_memory_format_strides(f, ndim, sizes, strides) < 0) return NULL;
+    return em_empty_strided(ndim, sizes, strides, dtype, device);
 }
 
 PyObject *em_memory_format_object(EmMemoryFormat f) { return (PyObject *)&format_objects[f]; }

@@ -24,6 +24,22 @@
 
 static const EmScalar ONE = {'i', {1}}, ZERO = {'i', {0}};
 
+/* a 1x1 window, stride 1, no padding: each image is its own row matrix */
+static bool is_direct(const EmConvGeom *g) {
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->oh == g->H &&
+           g->ow == g->W;
+}
+
+/* threads over images (Note [conv threads]): one per image up to ember's count */
+static int image_threads(int64_t N) {
+#ifdef _OPENMP
+    return N >= 2 && em_num_threads > 1 ? (em_num_threads < N ? em_num_threads : (int)N) : 1;
+#else
+    (void)N;
+    return 1;
+#endif
+}
+
 bool em_conv_nhwc_supported(EmDType d, const EmConvShape *s) {
     const EmConvGeom *g = &s->g;
     return (d == EM_FLOAT32 || d == EM_FLOAT64) && s->groups == 1 && g->D == 1 && g->kd == 1;
@@ -56,8 +72,7 @@ int em_conv_forward_nhwc(EmDType d, const EmConvShape *s, const void *x, const v
     const EmConvGeom *g = &s->g;
     size_t isz = em_dtype_info[d].itemsize;
     int64_t L = g->oh * g->ow, K = g->kh * g->kw * g->C, O = s->O;
-    bool direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 &&
-                  g->oh == g->H && g->ow == g->W;
+    bool direct = is_direct(g);
     const EmStop *stop = em_stop_current; /* Note [interrupts]: between the images */
     /* the weight as (K, O): BLAS runs these tall products at about twice the
      * speed with B untransposed */
@@ -66,10 +81,7 @@ int em_conv_forward_nhwc(EmDType d, const EmConvShape *s, const void *x, const v
     for (int64_t o = 0; o < O; o++)
         for (int64_t k = 0; k < K; k++)
             memcpy(wt + (size_t)(k * O + o) * isz, (const char *)w + (size_t)(o * K + k) * isz, isz);
-    int nt = 1;
-#ifdef _OPENMP
-    nt = s->N >= 2 && em_num_threads > 1 ? (em_num_threads < s->N ? em_num_threads : (int)s->N) : 1;
-#endif
+    int nt = image_threads(s->N);
     size_t per = direct ? 0 : (size_t)L * (size_t)K * isz;
     char *buf = per ? malloc(per * (size_t)nt) : NULL;
     if (!buf && per) {
@@ -161,8 +173,7 @@ int em_conv_backward_nhwc(EmDType d, const EmConvShape *s, const void *gy, const
     const EmConvGeom *g = &s->g;
     size_t isz = em_dtype_info[d].itemsize;
     int64_t L = g->oh * g->ow, K = g->kh * g->kw * g->C, O = s->O, N = s->N;
-    bool direct = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 &&
-                  g->oh == g->H && g->ow == g->W;
+    bool direct = is_direct(g);
     if (gb && bias_grad(d, gy, gb, N * L, O) < 0) return -1;
     if (gw && (N == 0 || L == 0)) memset(gw, 0, (size_t)(O * K) * isz);
     if (N == 0 || L == 0) {
@@ -174,10 +185,7 @@ int em_conv_backward_nhwc(EmDType d, const EmConvShape *s, const void *gy, const
         gx = NULL; /* gw: per image below (one GEMM over the batch would be 64x64 with a huge inner size) */
     }
     if (!gw && !gx) return 0;
-    int nt = 1;
-#ifdef _OPENMP
-    nt = N >= 2 && em_num_threads > 1 ? (em_num_threads < N ? em_num_threads : (int)N) : 1;
-#endif
+    int nt = image_threads(N);
     /* per thread: rows of x (for gw), rows of the input gradient (for gx), and a partial gw */
     size_t per = (size_t)L * (size_t)K * isz, wbytes = (size_t)(O * K) * isz;
     size_t xper = direct ? 0 : per; /* direct: each image is its own row matrix */

@@ -761,15 +761,9 @@ static PyObject *convolution_backward(EmCall *c, bool gpu) {
     if (!(g = layout(gy, cc.ct)) || (mask[1] && !(x = layout(in, cc.ct))) || !(wc = layout(w, cc.ct))) goto done;
     const EmTensor *like[3] = {in, w, NULL};
     for (int k = 0; k < 3; k++) {
-        int64_t strides[5];
-        if (!mask[k]) {
-            res[k] = em_empty(1, &zero, cc.ct, em_cpu());
-        } else if (k < 2) {
-            em_memory_format_strides(f, like[k]->ndim, like[k]->sizes, strides);
-            res[k] = em_empty_strided(like[k]->ndim, like[k]->sizes, strides, cc.ct, em_cpu());
-        } else {
-            res[k] = em_empty(1, &O, cc.ct, em_cpu());
-        }
+        if (!mask[k]) res[k] = em_empty(1, &zero, cc.ct, em_cpu());
+        else if (k < 2) res[k] = em_empty_in_format(like[k]->ndim, like[k]->sizes, cc.ct, em_cpu(), f);
+        else res[k] = em_empty(1, &O, cc.ct, em_cpu());
         if (!res[k]) goto done;
     }
     {

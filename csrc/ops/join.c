@@ -130,15 +130,6 @@ static EmMemoryFormat cat_format(int n, EmTensor *const *ts) {
     return f;
 }
 
-static EmTensor *empty_in_format(int ndim, const int64_t *shape, EmDType dt, EmDevice dev, EmMemoryFormat f) {
-    int64_t strides[EM_MAX_DIMS];
-    if (f == EM_CONTIGUOUS_FORMAT || em_memory_format_strides(f, ndim, shape, strides) < 0) {
-        PyErr_Clear();
-        return em_empty(ndim, shape, dt, dev);
-    }
-    return em_empty_strided(ndim, shape, strides, dt, dev);
-}
-
 EmTensor *em_cat(int n, EmTensor *const *ts, int64_t dim64, EmTensor *out, const char *name) {
     EM_CHECK(n > 0, PyExc_ValueError, "torch.%s(): expected a non-empty list of Tensors", name);
     EmDType dt = (EmDType)ts[0]->dtype;
@@ -187,7 +178,7 @@ EmTensor *em_cat(int n, EmTensor *const *ts, int64_t dim64, EmTensor *out, const
             }
         r = (EmTensor *)Py_NewRef(out);
     } else {
-        r = empty_in_format(ndim, shape, dt, em_device(ts[0]), cat_format(n, ts));
+        r = em_empty_in_format(ndim, shape, dt, em_device(ts[0]), cat_format(n, ts));
         if (!r) return NULL;
     }
     int64_t off = 0;
@@ -252,11 +243,7 @@ static EmTensor *stack_new(Py_ssize_t n, EmTensor *const *ts, int dim) {
     memcpy(cshape, t0->sizes, nd * sizeof(int64_t));
     EM_CHECK(!__builtin_mul_overflow(cshape[dim], (int64_t)n, &cshape[dim]), PyExc_RuntimeError,
              "stack: the size of the result along dim %d overflows", dim);
-    EmMemoryFormat f = cat_format((int)n, ts);
-    if (f == EM_CONTIGUOUS_FORMAT || em_memory_format_strides(f, nd, cshape, cstrides) < 0) {
-        PyErr_Clear();
-        em_contiguous_strides(nd, cshape, cstrides);
-    }
+    em_memory_format_strides(cat_format((int)n, ts), nd, cshape, cstrides); /* a suggested format fits the rank */
     for (int d = 0, k = 0; d < nd; d++) {
         if (d == dim) {
             shape[k] = n;
@@ -899,7 +886,7 @@ static int64_t *int_list(PyObject *o, const char *fname, const char *argname, in
 /* Roll one dim by s (0 < s < size): two narrowed copies. */
 static EmTensor *roll_dim(EmTensor *t, int d, int64_t s) {
     int64_t n = t->sizes[d];
-    EmTensor *r = empty_in_format(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t), em_suggest_memory_format(t));
+    EmTensor *r = em_empty_in_format(t->ndim, t->sizes, (EmDType)t->dtype, em_device(t), em_suggest_memory_format(t));
     if (!r) return NULL;
     EmTensor *a = em_narrow(r, d, 0, s), *b = a ? em_narrow(t, d, n - s, s) : NULL;
     int rc = b ? em_copy_(a, (PyObject *)b) : -1;

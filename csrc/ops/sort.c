@@ -228,14 +228,14 @@ static PyObject *select_op(bool gpu, EmTensor *t, int dim, EmSelectMode mode, in
     bool direct_v = vout && !shares(vout, t), direct_i = iout && !shares(iout, t) && !shares(iout, vout);
     /* a full sort is laid out like its input (torch's empty_like), the others contiguous */
     bool like = mode == EM_SELECT_SORT && nd == t->ndim && nd > 0;
-    if (want_v && !direct_v)
-        v = like ? em_empty_like(t, (EmDType)t->dtype) : em_empty(nd, shape, (EmDType)t->dtype, em_device(t));
-    else if (want_v)
-        v = (EmTensor *)Py_NewRef(vout);
-    if (want_i && !direct_i)
-        ix = like ? em_empty_like(t, EM_INT64) : em_empty(nd, shape, EM_INT64, em_device(t));
-    else if (want_i)
-        ix = (EmTensor *)Py_NewRef(iout);
+    if (want_v)
+        v = direct_v ? (EmTensor *)Py_NewRef(vout)
+            : like   ? em_empty_like(t, (EmDType)t->dtype)
+                     : em_empty(nd, shape, (EmDType)t->dtype, em_device(t));
+    if (want_i)
+        ix = direct_i ? (EmTensor *)Py_NewRef(iout)
+             : like   ? em_empty_like(t, EM_INT64)
+                      : em_empty(nd, shape, EM_INT64, em_device(t));
     if ((want_v && !v) || (want_i && !ix)) goto fail;
     bool insert = squeeze && t->ndim > 0;
     if (v) kv = insert ? with_dim(v, dim) : (EmTensor *)Py_NewRef(v);

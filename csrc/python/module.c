@@ -150,18 +150,29 @@ static PyObject *cpu_cache_clear(PyObject *m, PyObject *u) {
     Py_RETURN_NONE;
 }
 
+static int expect_tensor(PyObject *t, const char *fn) {
+    if (em_is_tensor(t)) return 0;
+    PyErr_Format(PyExc_TypeError, "%s expects a Tensor, not %.100s", fn, Py_TYPE(t)->tp_name);
+    return -1;
+}
+
 /* torch's Tensor.suggest_memory_format (Python-composed ops keep a channels-last layout by it) */
 static PyObject *suggest_memory_format(PyObject *m, PyObject *t) {
-    if (!em_is_tensor(t)) {
-        PyErr_Format(PyExc_TypeError, "_suggest_memory_format expects a Tensor, not %.100s", Py_TYPE(t)->tp_name);
-        return NULL;
-    }
+    if (expect_tensor(t, "_suggest_memory_format") < 0) return NULL;
     return Py_NewRef(em_memory_format_object(em_suggest_memory_format((EmTensor *)t)));
+}
+
+/* whether t's elements fill its memory without gaps or overlaps, in some dim order */
+static PyObject *is_non_overlapping_and_dense(PyObject *m, PyObject *t) {
+    if (expect_tensor(t, "_is_non_overlapping_and_dense") < 0) return NULL;
+    return PyBool_FromLong(em_is_non_overlapping_and_dense((EmTensor *)t));
 }
 
 static PyMethodDef module_methods[] = {
     {"_suggest_memory_format", suggest_memory_format, METH_O,
      "The memory format a tensor's strides suggest (contiguous_format or channels_last(_3d))."},
+    {"_is_non_overlapping_and_dense", is_non_overlapping_and_dense, METH_O,
+     "Whether a tensor's elements fill its memory without gaps or overlaps."},
     {"_cpu_cache_info", cpu_cache_info, METH_NOARGS, "The CPU block cache's counters (Note [CPU block cache])."},
     {"_cpu_cache_clear", cpu_cache_clear, METH_NOARGS, "Return the CPU block cache's blocks to the system."},
     {"_op_names", em_op_names, METH_NOARGS, "Names of every op in the op table."},

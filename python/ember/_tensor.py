@@ -175,16 +175,6 @@ def register_post_accumulate_grad_hook(self, hook):
     return handle
 
 
-def _is_dense(t):
-    """Whether t's elements fill its memory without gaps or overlaps, in some dim order."""
-    expect = 1
-    for stride, size in sorted((s, n) for s, n in zip(t.stride(), t.shape) if n != 1):
-        if stride != expect:
-            return False
-        expect *= size
-    return True
-
-
 def retain_grad(self):
     """Keep the .grad of a non-leaf tensor after backward."""
     if not self.requires_grad:
@@ -197,7 +187,7 @@ def retain_grad(self):
     def keep_grad(grad):
         t = ref()
         if t is not None:  # a copy in grad's layout; contiguous when grad is a view into a shared buffer
-            fmt = _C.preserve_format if _is_dense(grad) else _C.contiguous_format
+            fmt = _C.preserve_format if _C._is_non_overlapping_and_dense(grad) else _C.contiguous_format
             t.grad = grad.detach().clone(memory_format=fmt) if t.grad is None else t.grad + grad.detach()
     self.register_hook(keep_grad)
     self.__dict__["_retains_grad"] = True

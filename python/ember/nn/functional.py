@@ -811,7 +811,7 @@ def pad(input, pad, mode="constant", value=None):
                     parts.append(x.new_full(shape, fill))
             if len(parts) > 1:
                 x = _C.cat(parts, d)
-        return _keep_layout(x.clone() if x is input else x, input)
+        return x.clone() if x is input else _keep_layout(x, input)  # clone keeps a dense input's layout
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
